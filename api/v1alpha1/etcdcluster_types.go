@@ -1,0 +1,291 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types of an EtcdCluster. They follow the Deployment convention, which kstatus
+// understands together with status.observedGeneration.
+const (
+	// ConditionAvailable is True while the cluster has quorum and serves clients.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while the operator is changing the cluster (bootstrap,
+	// membership change, rolling replacement of members).
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True while something needs attention: an unhealthy member, a member
+	// whose data was lost, a cluster-ID mismatch.
+	ConditionDegraded = "Degraded"
+)
+
+// EtcdClusterSpec is the desired state of an etcd cluster.
+type EtcdClusterSpec struct {
+	// Replicas is the number of voting members. Use an odd number: 3 tolerates the loss of one
+	// member, 5 of two.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 9",message="replicas must be between 1 and 9; use 3 or 5 for a cluster that survives member loss"
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// Version is the etcd release to run, such as 3.6.16. 3.5.x and 3.6.x are supported.
+	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:XValidation:rule="self.matches('^3\\\\.(5|6)\\\\.(0|[1-9][0-9]*)$')",message="version must be an etcd release written as 3.5.N or 3.6.N (for example 3.6.16), without a leading v; other minor versions are not supported"
+	// +kubebuilder:validation:XValidation:rule="!(oldSelf.startsWith('3.6.') && self.startsWith('3.5.'))",message="etcd cannot be downgraded from 3.6 to 3.5; keep 3.6, or restore a snapshot into a new EtcdCluster running 3.5"
+	Version string `json:"version"`
+
+	// Image overrides the etcd container image. It must contain /usr/local/bin/etcd of the
+	// release named by version (the upstream etcd images do). By default the operator uses its
+	// configured image for the version.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0 && !self.contains(' ')",message="image must be an image reference such as registry.example.com/etcd:v3.6.16, or omitted to use the operator's image for the version"
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Storage is the persistent volume of each member. It cannot be changed after creation.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage cannot be changed in place; create a new EtcdCluster with the storage you want and move your data to it"
+	Storage StorageSpec `json:"storage"`
+
+	// TLS configures the certificates of client and peer traffic. TLS is on by default with
+	// certificates the operator generates.
+	// +kubebuilder:default={}
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tls cannot be changed after creation; create a new EtcdCluster with the TLS settings you want and move your data to it"
+	// +optional
+	TLS TLSSpec `json:"tls,omitempty"`
+
+	// PodTemplate customises the member pods.
+	// +optional
+	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
+
+	// Etcd holds etcd server options.
+	// +kubebuilder:default={heartbeatIntervalMillis:100,electionTimeoutMillis:1000,quotaBackendBytes:2147483648,autoCompactionMode:"periodic",autoCompactionRetention:"1h"}
+	// +optional
+	Etcd EtcdOptions `json:"etcd,omitempty"`
+
+	// Paused stops every change the operator makes to the cluster; status is still observed.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// StorageSpec describes the persistent volume claim of each member.
+type StorageSpec struct {
+	// Size of each member's volume, such as 1Gi.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('64Mi')) >= 0",message="storage.size must be at least 64Mi; etcd needs room for its write-ahead log and snapshots"
+	Size resource.Quantity `json:"size"`
+
+	// StorageClassName of the member volumes; the cluster's default class when empty.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// TLSSpec configures TLS. Leave the secret names empty for operator-generated certificates, or
+// set all three to Secrets of type kubernetes.io/tls that also hold ca.crt.
+// +kubebuilder:validation:XValidation:rule="(has(self.serverSecretName) && has(self.peerSecretName) && has(self.clientSecretName)) || (!has(self.serverSecretName) && !has(self.peerSecretName) && !has(self.clientSecretName))",message="tls.serverSecretName, tls.peerSecretName and tls.clientSecretName must be set together, or all left empty for operator-generated certificates"
+// +kubebuilder:validation:XValidation:rule="!(has(self.enabled) && !self.enabled && (has(self.serverSecretName) || has(self.peerSecretName) || has(self.clientSecretName)))",message="tls secret names cannot be set when tls.enabled is false; remove them or enable TLS"
+type TLSSpec struct {
+	// Enabled turns TLS on for client and peer traffic. Default true.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// ServerSecretName is a kubernetes.io/tls Secret (with ca.crt) for the client listener.
+	// Its certificate must cover *.<cluster>-peer.<namespace>.svc and <cluster>-client.<namespace>.svc.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ServerSecretName string `json:"serverSecretName,omitempty"`
+
+	// PeerSecretName is a kubernetes.io/tls Secret (with ca.crt) for member-to-member traffic.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PeerSecretName string `json:"peerSecretName,omitempty"`
+
+	// ClientSecretName is a kubernetes.io/tls Secret (with ca.crt) holding the client
+	// certificate the operator uses to manage membership.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ClientSecretName string `json:"clientSecretName,omitempty"`
+}
+
+// IsEnabled reports whether TLS is on (the default).
+func (t TLSSpec) IsEnabled() bool { return t.Enabled == nil || *t.Enabled }
+
+// UserProvided reports whether the user supplies the certificates.
+func (t TLSSpec) UserProvided() bool { return t.ServerSecretName != "" }
+
+// PodTemplate holds the member pod settings a user may override.
+type PodTemplate struct {
+	// Labels added to member pods.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd.quorate.dev/'))",message="podTemplate.labels cannot use the etcd.quorate.dev/ prefix, which the operator reserves for its own labels"
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations added to member pods.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd.quorate.dev/'))",message="podTemplate.annotations cannot use the etcd.quorate.dev/ prefix, which the operator reserves for its own annotations"
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// Resources of the etcd container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Affinity replaces the default soft anti-affinity between members.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// Tolerations of member pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// NodeSelector of member pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// TopologySpreadConstraints replace the default soft spread of members across nodes.
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// PriorityClassName of member pods.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// EtcdOptions are etcd server settings.
+// +kubebuilder:validation:XValidation:rule="self.electionTimeoutMillis >= 5 * self.heartbeatIntervalMillis",message="etcd.electionTimeoutMillis must be at least 5 times etcd.heartbeatIntervalMillis (etcd refuses to start otherwise); raise the election timeout or lower the heartbeat interval"
+// +kubebuilder:validation:XValidation:rule="self.autoCompactionMode == 'revision' ? self.autoCompactionRetention.matches('^[0-9]+$') : self.autoCompactionRetention.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$|^[0-9]+$')",message="etcd.autoCompactionRetention must be a number of revisions such as 10000 when autoCompactionMode is revision, or a duration such as 1h or 30m (or a number of hours) when it is periodic"
+type EtcdOptions struct {
+	// HeartbeatIntervalMillis is the raft heartbeat interval in milliseconds.
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:XValidation:rule="self >= 10 && self <= 5000",message="etcd.heartbeatIntervalMillis must be between 10 and 5000"
+	// +optional
+	HeartbeatIntervalMillis int32 `json:"heartbeatIntervalMillis,omitempty"`
+
+	// ElectionTimeoutMillis is the raft election timeout in milliseconds.
+	// +kubebuilder:default=1000
+	// +kubebuilder:validation:XValidation:rule="self >= 50 && self <= 50000",message="etcd.electionTimeoutMillis must be between 50 and 50000 (etcd's limit)"
+	// +optional
+	ElectionTimeoutMillis int32 `json:"electionTimeoutMillis,omitempty"`
+
+	// QuotaBackendBytes is the backend size after which etcd raises a NOSPACE alarm.
+	// +kubebuilder:default=2147483648
+	// +kubebuilder:validation:XValidation:rule="self >= 16777216 && self <= 8589934592",message="etcd.quotaBackendBytes must be between 16Mi (16777216) and 8Gi (8589934592), the largest size etcd recommends"
+	// +optional
+	QuotaBackendBytes int64 `json:"quotaBackendBytes,omitempty"`
+
+	// AutoCompactionMode is periodic (retention is a duration) or revision.
+	// +kubebuilder:default=periodic
+	// +kubebuilder:validation:Enum=periodic;revision
+	// +optional
+	AutoCompactionMode string `json:"autoCompactionMode,omitempty"`
+
+	// AutoCompactionRetention is how much history to keep: a duration such as 1h for periodic
+	// mode, a number of revisions for revision mode.
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	AutoCompactionRetention string `json:"autoCompactionRetention,omitempty"`
+}
+
+// MemberStatus is what the operator last observed of one member.
+type MemberStatus struct {
+	// Name of the member, which is also the name of its Pod and PVC.
+	Name string `json:"name"`
+	// ID is the etcd member ID in hex.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// PeerURL is the member's advertised peer URL.
+	// +optional
+	PeerURL string `json:"peerURL,omitempty"`
+	// Learner is true while the member is a non-voting learner.
+	// +optional
+	Learner bool `json:"learner,omitempty"`
+	// Version of etcd the member runs.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Healthy is true when the member answered and follows a leader of the right cluster.
+	Healthy bool `json:"healthy"`
+	// DBSize is the size of the member's backend database in bytes.
+	// +optional
+	DBSize int64 `json:"dbSize,omitempty"`
+	// IsLeader is true for the current raft leader.
+	// +optional
+	IsLeader bool `json:"isLeader,omitempty"`
+}
+
+// EtcdClusterStatus is the observed state of an etcd cluster.
+type EtcdClusterStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Available, Progressing, Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ClusterID is the etcd cluster ID (hex), recorded once at bootstrap. Every member must
+	// report it; a member that reports another ID stops all membership changes.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+
+	// Leader is the name of the current leader.
+	// +optional
+	Leader string `json:"leader,omitempty"`
+
+	// Members of the cluster as etcd reports them.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Members []MemberStatus `json:"members,omitempty"`
+
+	// Replicas is the number of voting members.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// ReadyMembers is the number of healthy voting members.
+	// +optional
+	ReadyMembers int32 `json:"readyMembers,omitempty"`
+
+	// CurrentVersion is the lowest etcd version any member runs.
+	// +optional
+	CurrentVersion string `json:"currentVersion,omitempty"`
+
+	// Selector selects the member pods (for the scale subresource).
+	// +optional
+	Selector string `json:"selector,omitempty"`
+}
+
+// EtcdCluster is an etcd cluster managed by Quorate.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=etcd;etcds,categories=quorate
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`
+// +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40",message="metadata.name must be at most 40 characters: it prefixes the names of the member pods, services and secrets"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a letter and contain only lowercase letters, digits and '-': it names Services, which need a DNS-1035 label"
+type EtcdCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EtcdClusterSpec   `json:"spec"`
+	Status EtcdClusterStatus `json:"status,omitempty"`
+}
+
+// EtcdClusterList is a list of EtcdClusters.
+// +kubebuilder:object:root=true
+type EtcdClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdCluster{}, &EtcdClusterList{})
+}

@@ -1,0 +1,128 @@
+// Command quorate-operator is the Quorate manager: it runs the EtcdCluster controller.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"os"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/expectations"
+	"github.com/quorate-dev/quorate/internal/resources"
+)
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+}
+
+func env(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+func main() {
+	var (
+		metricsAddr, probeAddr, leaderNS, pullPolicy string
+		secureMetrics, leaderElect                   bool
+		concurrency                                  int
+		resync                                       time.Duration
+		images                                       resources.Images
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (0 disables it)")
+	flag.BoolVar(&secureMetrics, "metrics-secure", true, "serve metrics over HTTPS with authentication and authorization")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the health probes")
+	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader so that only one replica acts")
+	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the operator's own)")
+	flag.IntVar(&concurrency, "max-concurrent-reconciles", 4, "EtcdClusters reconciled in parallel")
+	flag.DurationVar(&resync, "resync-period", 30*time.Second, "how often a settled cluster's health is checked")
+	flag.StringVar(&images.EtcdRepository, "etcd-image-repository", env("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
+	flag.StringVar(&images.Launcher, "launcher-image", env("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
+	flag.StringVar(&pullPolicy, "image-pull-policy", env("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
+	opts := zap.Options{Development: false}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	log := ctrl.Log.WithName("setup")
+	images.PullPolicy = corev1.PullPolicy(pullPolicy)
+	if images.Launcher == "" {
+		log.Error(nil, "no launcher image: set --launcher-image or OPERATOR_IMAGE to the operator's image")
+		os.Exit(2)
+	}
+
+	cacheOpts := cache.Options{}
+	// WATCH_NAMESPACE (comma-separated, as OLM sets it) restricts the operator to namespaces.
+	if ns := strings.TrimSpace(os.Getenv("WATCH_NAMESPACE")); ns != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, n := range strings.Split(ns, ",") {
+			cacheOpts.DefaultNamespaces[strings.TrimSpace(n)] = cache.Config{}
+		}
+		log.Info("watching namespaces", "namespaces", ns)
+	}
+
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics,
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}}
+	if secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        probeAddr,
+		LeaderElection:                leaderElect,
+		LeaderElectionID:              "quorate.etcd.quorate.dev",
+		LeaderElectionNamespace:       leaderNS,
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cacheOpts,
+	})
+	if err != nil {
+		log.Error(err, "creating the manager")
+		os.Exit(1)
+	}
+	r := &controllers.Reconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Scheme:       mgr.GetScheme(),
+		Recorder:     mgr.GetEventRecorderFor("quorate"), //nolint:staticcheck // core/v1 events show in kubectl describe
+		Images:       images,
+		EtcdFactory:  etcd.NewClient,
+		Expectations: expectations.New(2 * time.Minute),
+		ResyncPeriod: resync,
+	}
+	if err := r.SetupWithManager(mgr, concurrency); err != nil {
+		log.Error(err, "setting up the controller")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "adding health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "adding ready check")
+		os.Exit(1)
+	}
+	log.Info("starting quorate-operator", "etcdImageRepository", images.EtcdRepository, "launcherImage", images.Launcher)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "running the manager")
+		os.Exit(1)
+	}
+}

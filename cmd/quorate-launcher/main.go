@@ -1,0 +1,54 @@
+// Command quorate-launcher runs in front of etcd in every member pod (see internal/launcher).
+//
+//	quorate-launcher install DEST
+//	quorate-launcher launch --data-dir=... --marker=... --member=... [--tls-dir=...] -- etcd FLAGS...
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/quorate-dev/quorate/internal/launcher"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: quorate-launcher install DEST | launch [flags] -- etcd [flags]")
+		os.Exit(64)
+	}
+	switch os.Args[1] {
+	case "install":
+		if len(os.Args) != 3 {
+			fmt.Fprintln(os.Stderr, "usage: quorate-launcher install DEST")
+			os.Exit(64)
+		}
+		if err := launcher.Install(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "quorate-launcher install:", err)
+			os.Exit(1)
+		}
+	case "launch":
+		fs := flag.NewFlagSet("launch", flag.ExitOnError)
+		var o launcher.Options
+		fs.StringVar(&o.DataDir, "data-dir", "", "etcd data directory")
+		fs.StringVar(&o.MarkerPath, "marker", "", "marker file beside the data directory")
+		fs.StringVar(&o.Member, "member", "", "member name")
+		fs.StringVar(&o.Host, "host", "", "the member's DNS name")
+		fs.StringVar(&o.ExpectedClusterID, "expected-cluster-id", "", "cluster ID (hex) the data must belong to")
+		fs.BoolVar(&o.RequireData, "require-data", false, "refuse an empty data directory")
+		fs.StringVar(&o.TLSDir, "tls-dir", "", "directory with tls.crt, tls.key, ca.crt")
+		fs.StringVar(&o.TerminationLogPath, "termination-log", "/dev/termination-log", "where refusals are written")
+		_ = fs.Parse(os.Args[2:])
+		o.Command = fs.Args()
+		if o.DataDir == "" || o.MarkerPath == "" || o.Member == "" || len(o.Command) == 0 {
+			fmt.Fprintln(os.Stderr, "launch needs --data-dir, --marker, --member and a command after --")
+			os.Exit(64)
+		}
+		// Launch forwards SIGTERM and SIGINT to etcd and exits when etcd does.
+		os.Exit(launcher.Launch(context.Background(), o, os.Stderr))
+	default:
+		fmt.Fprintf(os.Stderr, "unknown command %q\n", os.Args[1])
+		os.Exit(64)
+	}
+}

@@ -1,0 +1,149 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/expectations"
+	"github.com/quorate-dev/quorate/internal/metrics"
+	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/resources"
+)
+
+// Reconciler reconciles EtcdClusters.
+type Reconciler struct {
+	client.Client
+	// APIReader reads Secrets without caching every Secret of the cluster.
+	APIReader    client.Reader
+	Scheme       *runtime.Scheme
+	Recorder     record.EventRecorder
+	Images       resources.Images
+	EtcdFactory  etcd.Factory
+	Expectations *expectations.Expectations
+	// ResyncPeriod is how often a settled cluster's health is checked again.
+	ResyncPeriod time.Duration
+	// StepDelay is the pause after a membership step before the next observation.
+	StepDelay time.Duration
+}
+
+// +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;services;secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// stepResult says when the next pass should look again.
+type stepResult struct {
+	requeueAfter time.Duration
+}
+
+// Reconcile is one pass over one EtcdCluster.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	c := &v1alpha1.EtcdCluster{}
+	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Expectations.Forget(req.NamespacedName)
+			metrics.ForgetCluster(req.Namespace, req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		// Owner references let the garbage collector delete members, volumes and secrets.
+		return ctrl.Result{}, nil
+	}
+	original := c.DeepCopy()
+	c.Default()
+
+	if !c.Spec.Paused {
+		if err := r.ensureTLS(ctx, c); err != nil {
+			return r.fail(ctx, original, c, "TLSNotReady", err)
+		}
+		if err := r.ensureServices(ctx, c); err != nil {
+			return r.fail(ctx, original, c, "ServicesNotReady", err)
+		}
+	}
+
+	obs, err := r.observe(ctx, c)
+	if err != nil {
+		return r.fail(ctx, original, c, "ObserveFailed", err)
+	}
+	if ok, why := r.Expectations.Satisfied(req.NamespacedName, obs.cached); !ok {
+		log.V(1).Info("cache is behind the operator's own changes", "waiting", why)
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if err := r.recordClusterID(ctx, c, obs); err != nil {
+		return r.fail(ctx, original, c, "RecordClusterIDFailed", err)
+	}
+
+	action := planner.Plan(obs.state, obs.memberName)
+	log.V(1).Info("planned", "action", action.String())
+	res, execErr := r.execute(ctx, c, obs, action)
+	outcome := string(action.Kind)
+	if execErr != nil {
+		outcome = "Error"
+	}
+	metrics.ReconcileOutcomes.WithLabelValues(c.Namespace, c.Name, outcome).Inc()
+
+	if err := r.updateStatus(ctx, original, c, obs, action, execErr); err != nil {
+		return ctrl.Result{}, err
+	}
+	if execErr != nil {
+		return ctrl.Result{}, execErr
+	}
+	return ctrl.Result{RequeueAfter: res.requeueAfter}, nil
+}
+
+// fail records an error that stopped the pass before planning, then returns it for backoff.
+func (r *Reconciler) fail(ctx context.Context, original, c *v1alpha1.EtcdCluster, reason string, err error) (ctrl.Result, error) {
+	metrics.ReconcileOutcomes.WithLabelValues(c.Namespace, c.Name, "Error").Inc()
+	if serr := r.updateStatusError(ctx, original, c, reason, err); serr != nil {
+		return ctrl.Result{}, errors.Join(err, serr)
+	}
+	return ctrl.Result{}, fmt.Errorf("%s: %w", reason, err)
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	return r.setup(mgr, concurrency, r)
+}
+
+// setup registers rec (r itself, or a wrapper of it in tests) as the EtcdCluster controller.
+func (r *Reconciler) setup(mgr ctrl.Manager, concurrency int, rec reconcile.Reconciler) error {
+	if r.ResyncPeriod == 0 {
+		r.ResyncPeriod = 30 * time.Second
+	}
+	if r.StepDelay == 0 {
+		r.StepDelay = time.Second
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.EtcdCluster{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Named("etcdcluster").
+		Complete(rec)
+}

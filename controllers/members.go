@@ -1,0 +1,183 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/expectations"
+	"github.com/quorate-dev/quorate/internal/metrics"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/resources"
+)
+
+// execute performs one planned step. Every step is idempotent: names are deterministic,
+// creates tolerate AlreadyExists, deletes carry UID preconditions and tolerate NotFound, and
+// membership calls are re-decided from a fresh member list on the next pass.
+func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, a planner.Action) (stepResult, error) {
+	log := logf.FromContext(ctx)
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	next := stepResult{requeueAfter: r.StepDelay}
+	switch a.Kind {
+	case planner.None:
+		return stepResult{requeueAfter: r.ResyncPeriod}, nil
+	case planner.Wait:
+		if a.Reason == planner.ReasonPaused {
+			return stepResult{requeueAfter: r.ResyncPeriod}, nil
+		}
+		return stepResult{requeueAfter: 5 * time.Second}, nil
+	case planner.Halt:
+		return stepResult{requeueAfter: r.ResyncPeriod}, nil
+
+	case planner.Bootstrap:
+		initial := resources.InitialCluster(c, a.Members)
+		for _, m := range a.Members {
+			if _, ok := o.pvcs[m]; !ok {
+				if err := r.createPVC(ctx, c, key, m, len(a.Members)); err != nil {
+					return next, err
+				}
+			}
+			if _, ok := o.pods[m]; !ok {
+				if err := r.createPod(ctx, c, key, resources.MemberPod{Member: m, Bootstrap: true, InitialCluster: initial}); err != nil {
+					return next, err
+				}
+			}
+		}
+		return next, nil
+
+	case planner.CreatePVC:
+		return next, r.createPVC(ctx, c, key, a.Member, 0)
+
+	case planner.CreatePod:
+		return next, r.createPod(ctx, c, key, resources.MemberPod{
+			Member:         a.Member,
+			InitialCluster: initialClusterFor(c, o, a.Member),
+			RequireData:    a.RequireData,
+			ClusterID:      c.Status.ClusterID,
+		})
+
+	case planner.DeletePod:
+		p := o.pods[a.Member]
+		if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
+			return next, fmt.Errorf("deleting pod %s: %w", a.Member, err)
+		}
+		r.Expectations.ExpectDelete(key, expectations.Key{Kind: kindPod, Name: a.Member}, p.UID)
+		if a.Reason == planner.ReasonRollingUpdate {
+			r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberRestarting", "replacing the pod of %s to apply the new spec", a.Member)
+		}
+		return next, nil
+
+	case planner.DeletePVC:
+		p := o.pvcs[a.Member]
+		if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
+			return next, fmt.Errorf("deleting PVC %s: %w", a.Member, err)
+		}
+		r.Expectations.ExpectDelete(key, expectations.Key{Kind: kindPVC, Name: a.Member}, p.UID)
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "VolumeDeleted", "deleted the volume of removed member %s", a.Member)
+		return next, nil
+
+	case planner.AddLearner:
+		name := o.state.FreeName(o.memberName)
+		peerURL := names.PeerURL(c.Name, c.Namespace, name, c.Spec.TLS.IsEnabled())
+		m, err := o.client.AddLearner(ctx, peerURL)
+		if err != nil {
+			return next, err
+		}
+		metrics.MembershipChanges.WithLabelValues(c.Namespace, c.Name, "add_learner").Inc()
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberAdded", "added %s as learner %s (%s)", name, names.FormatID(m.ID), a.Message)
+		log.Info("added learner", "member", name, "id", names.FormatID(m.ID))
+		return next, nil
+
+	case planner.Promote:
+		if err := o.client.Promote(ctx, a.ID); err != nil {
+			if errors.Is(err, etcd.ErrLearnerNotReady) {
+				log.V(1).Info("learner is catching up", "member", a.Member)
+				return stepResult{requeueAfter: 2 * time.Second}, nil
+			}
+			return next, err
+		}
+		metrics.MembershipChanges.WithLabelValues(c.Namespace, c.Name, "promote").Inc()
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberPromoted", "promoted learner %s to voter", a.Member)
+		log.Info("promoted learner", "member", a.Member)
+		return next, nil
+
+	case planner.Remove:
+		if err := o.client.Remove(ctx, a.ID); err != nil {
+			return next, err
+		}
+		metrics.MembershipChanges.WithLabelValues(c.Namespace, c.Name, "remove").Inc()
+		eventType := corev1.EventTypeNormal
+		if a.Reason == planner.ReasonMemberDataLost {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(c, eventType, "MemberRemoved", "%s", a.Message)
+		log.Info("removed member", "member", a.Member, "reason", a.Message)
+		return next, nil
+
+	case planner.MoveLeader:
+		ep, ok := o.endpoints[a.Member]
+		if !ok {
+			return next, fmt.Errorf("leader %s has no address to send the leadership transfer to", a.Member)
+		}
+		if err := o.client.MoveLeader(ctx, ep, a.Target); err != nil {
+			return next, err
+		}
+		metrics.MembershipChanges.WithLabelValues(c.Namespace, c.Name, "move_leader").Inc()
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "LeaderMoved", "%s", a.Message)
+		log.Info("moved leadership", "from", a.Member, "to", a.TargetName)
+		return next, nil
+	}
+	return next, fmt.Errorf("unknown action %q", a.Kind)
+}
+
+func (r *Reconciler) createPVC(ctx context.Context, c *v1alpha1.EtcdCluster, key types.NamespacedName, member string, bootstrapSize int) error {
+	if err := r.Create(ctx, resources.PVC(c, member, bootstrapSize)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating PVC %s: %w", member, err)
+	}
+	r.Expectations.ExpectCreate(key, expectations.Key{Kind: kindPVC, Name: member})
+	return nil
+}
+
+func (r *Reconciler) createPod(ctx context.Context, c *v1alpha1.EtcdCluster, key types.NamespacedName, p resources.MemberPod) error {
+	pod, err := resources.Pod(c, p, r.Images)
+	if err != nil {
+		return err
+	}
+	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating pod %s: %w", p.Member, err)
+	}
+	r.Expectations.ExpectCreate(key, expectations.Key{Kind: kindPod, Name: p.Member})
+	return nil
+}
+
+// initialClusterFor is --initial-cluster for a member joining or rejoining: every member in
+// etcd's list (started or not, the joining one included), as `etcdctl member add` prints it.
+// When etcd is unreachable the member restarts from its data, which etcd prefers over the flag.
+func initialClusterFor(c *v1alpha1.EtcdCluster, o *observation, member string) string {
+	var list []string
+	seen := map[string]bool{}
+	for _, m := range o.members {
+		if len(m.PeerURLs) == 0 {
+			continue
+		}
+		if n, ok := names.MemberFromPeerURL(c.Name, c.Namespace, m.PeerURLs[0]); ok && !seen[n] {
+			list, seen[n] = append(list, n), true
+		}
+	}
+	if !seen[member] {
+		list = append(list, member)
+	}
+	sort.Strings(list)
+	return resources.InitialCluster(c, list)
+}

@@ -1,0 +1,151 @@
+package controllers
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/pki"
+	"github.com/quorate-dev/quorate/internal/resources"
+)
+
+// serverNames are the DNS names the server and peer certificates cover.
+func serverNames(c *v1alpha1.EtcdCluster) (server, peer []string) {
+	peerSvc := names.PeerService(c.Name) + "." + c.Namespace + ".svc"
+	clientSvc := names.ClientService(c.Name)
+	peer = []string{"*." + peerSvc, "*." + peerSvc + ".cluster.local"}
+	server = append(append([]string{}, peer...),
+		clientSvc, clientSvc+"."+c.Namespace, names.ClientHost(c.Name, c.Namespace), names.ClientHost(c.Name, c.Namespace)+".cluster.local", "localhost")
+	return server, peer
+}
+
+func (r *Reconciler) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s)
+	return s, err
+}
+
+func tlsSecret(c *v1alpha1.EtcdCluster, name string, ca *pki.CA, pair pki.Pair) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: names.ClusterLabels(c.Name), OwnerReferences: resources.OwnerRefs(c)},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{pki.KeyCert: pair.CertPEM, pki.KeyKey: pair.KeyPEM, pki.KeyCACert: ca.CertPEM},
+	}
+}
+
+// ensureTLS makes sure the certificate Secrets exist: it checks user-provided ones, and
+// generates the CA and the server, peer and client certificates otherwise. Existing Secrets
+// are never rewritten.
+func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+	if !c.Spec.TLS.IsEnabled() {
+		return nil
+	}
+	if c.Spec.TLS.UserProvided() {
+		for _, n := range []string{c.Spec.TLS.ServerSecretName, c.Spec.TLS.PeerSecretName, c.Spec.TLS.ClientSecretName} {
+			s, err := r.secret(ctx, c.Namespace, n)
+			if err != nil {
+				return fmt.Errorf("reading TLS secret %s (named in spec.tls): %w", n, err)
+			}
+			for _, k := range []string{pki.KeyCert, pki.KeyKey, pki.KeyCACert} {
+				if len(s.Data[k]) == 0 {
+					return fmt.Errorf("TLS secret %s has no %s: add it (a kubernetes.io/tls Secret plus the CA as ca.crt)", n, k)
+				}
+			}
+		}
+		return nil
+	}
+
+	want := []string{names.ServerSecret(c.Name), names.PeerSecret(c.Name), names.ClientSecret(c.Name)}
+	missing := false
+	for _, n := range want {
+		if _, err := r.secret(ctx, c.Namespace, n); apierrors.IsNotFound(err) {
+			missing = true
+		} else if err != nil {
+			return err
+		}
+	}
+	if !missing {
+		return nil
+	}
+	ca, err := r.ensureCA(ctx, c)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	serverDNS, peerDNS := serverNames(c)
+	for _, n := range want {
+		if _, err := r.secret(ctx, c.Namespace, n); err == nil {
+			continue
+		}
+		var pair pki.Pair
+		switch n {
+		case names.ServerSecret(c.Name):
+			pair, err = ca.Issue(c.Name+"-server", serverDNS, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, pki.ServerAndClient, now)
+		case names.PeerSecret(c.Name):
+			pair, err = ca.Issue(c.Name+"-peer", peerDNS, nil, pki.ServerAndClient, now)
+		default:
+			pair, err = ca.Issue("quorate-client", nil, nil, pki.ClientOnly, now)
+		}
+		if err != nil {
+			return err
+		}
+		if err := r.Create(ctx, tlsSecret(c, n, ca, pair)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating secret %s: %w", n, err)
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "CertificateIssued", "issued %s from the cluster CA", n)
+	}
+	return nil
+}
+
+func (r *Reconciler) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster) (*pki.CA, error) {
+	name := names.CASecret(c.Name)
+	s, err := r.secret(ctx, c.Namespace, name)
+	if err == nil {
+		return pki.LoadCA(s.Data[pki.KeyCACert], s.Data[pki.KeyCAKey])
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	ca, err := pki.NewCA(c.Name+"-ca", time.Now())
+	if err != nil {
+		return nil, err
+	}
+	s = &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: names.ClusterLabels(c.Name), OwnerReferences: resources.OwnerRefs(c)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM},
+	}
+	if err := r.Create(ctx, s); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// Another pass won; use its CA so every certificate chains to the same root.
+			return r.ensureCA(ctx, c)
+		}
+		return nil, fmt.Errorf("creating CA secret %s: %w", name, err)
+	}
+	return ca, nil
+}
+
+// clientTLS is the TLS configuration the operator uses to talk to the cluster's members.
+func (r *Reconciler) clientTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (*tls.Config, error) {
+	if !c.Spec.TLS.IsEnabled() {
+		return nil, nil
+	}
+	name := names.ClientSecret(c.Name)
+	if c.Spec.TLS.UserProvided() {
+		name = c.Spec.TLS.ClientSecretName
+	}
+	s, err := r.secret(ctx, c.Namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("reading client certificate secret %s: %w", name, err)
+	}
+	return pki.ClientTLS(s.Data[pki.KeyCert], s.Data[pki.KeyKey], s.Data[pki.KeyCACert], names.ClientHost(c.Name, c.Namespace))
+}

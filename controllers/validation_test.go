@@ -1,0 +1,207 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+func clusterObject(t *testing.T, ns, name, spec string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	doc := "apiVersion: etcd.quorate.dev/v1alpha1\nkind: EtcdCluster\nmetadata:\n  name: " + name + "\n  namespace: " + ns + "\nspec:\n" + indent(spec)
+	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+		t.Fatalf("bad test YAML: %v\n%s", err, doc)
+	}
+	return obj
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.Trim(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// causes renders the field errors of an Invalid response as "field: message" lines.
+func causes(err error) []string {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return []string{"not a field error: " + err.Error()}
+	}
+	var out []string
+	for _, c := range status.Status().Details.Causes {
+		out = append(out, c.Field+": "+c.Message)
+	}
+	return out
+}
+
+const (
+	msgReplicas  = "replicas must be between 1 and 9; use 3 or 5 for a cluster that survives member loss"
+	msgVersion   = "version must be an etcd release written as 3.5.N or 3.6.N (for example 3.6.16), without a leading v; other minor versions are not supported"
+	msgImage     = "image must be an image reference such as registry.example.com/etcd:v3.6.16, or omitted to use the operator's image for the version"
+	msgSize      = "storage.size must be at least 64Mi; etcd needs room for its write-ahead log and snapshots"
+	msgTLSSet    = "tls.serverSecretName, tls.peerSecretName and tls.clientSecretName must be set together, or all left empty for operator-generated certificates"
+	msgTLSOff    = "tls secret names cannot be set when tls.enabled is false; remove them or enable TLS"
+	msgHeartbeat = "etcd.heartbeatIntervalMillis must be between 10 and 5000"
+	msgElection  = "etcd.electionTimeoutMillis must be between 50 and 50000 (etcd's limit)"
+	msgRatio     = "etcd.electionTimeoutMillis must be at least 5 times etcd.heartbeatIntervalMillis (etcd refuses to start otherwise); raise the election timeout or lower the heartbeat interval"
+	msgQuota     = "etcd.quotaBackendBytes must be between 16Mi (16777216) and 8Gi (8589934592), the largest size etcd recommends"
+	msgRetention = "etcd.autoCompactionRetention must be a number of revisions such as 10000 when autoCompactionMode is revision, or a duration such as 1h or 30m (or a number of hours) when it is periodic"
+	msgLabels    = "podTemplate.labels cannot use the etcd.quorate.dev/ prefix, which the operator reserves for its own labels"
+	msgAnnots    = "podTemplate.annotations cannot use the etcd.quorate.dev/ prefix, which the operator reserves for its own annotations"
+	msgNameLen   = "metadata.name must be at most 40 characters: it prefixes the names of the member pods, services and secrets"
+	msgNameChars = "metadata.name must start with a letter and contain only lowercase letters, digits and '-': it names Services, which need a DNS-1035 label"
+	msgDowngrade = "etcd cannot be downgraded from 3.6 to 3.5; keep 3.6, or restore a snapshot into a new EtcdCluster running 3.5"
+	msgStorage   = "storage cannot be changed in place; create a new EtcdCluster with the storage you want and move your data to it"
+	// The API server adds this when schema errors stop CEL rules from running.
+	msgNotChecked = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+	msgTLSChange  = "tls cannot be changed after creation; create a new EtcdCluster with the TLS settings you want and move your data to it"
+)
+
+const base = "version: 3.6.16\nstorage: {size: 1Gi}\n"
+
+// TestValidationRejectsBadInput creates EtcdClusters with bad specs and asserts the exact
+// field errors the API server returns: every rejection says what to do.
+func TestValidationRejectsBadInput(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, spec, objName string
+		want                []string
+	}{
+		{name: "replicas zero", spec: "replicas: 0\n" + base,
+			want: []string{"spec.replicas: Invalid value: 0: " + msgReplicas}},
+		{name: "replicas ten", spec: "replicas: 10\n" + base,
+			want: []string{"spec.replicas: Invalid value: 10: " + msgReplicas}},
+		{name: "version 3.4", spec: "version: 3.4.30\nstorage: {size: 1Gi}",
+			want: []string{`spec.version: Invalid value: "3.4.30": ` + msgVersion}},
+		{name: "version 3.7", spec: "version: 3.7.0\nstorage: {size: 1Gi}",
+			want: []string{`spec.version: Invalid value: "3.7.0": ` + msgVersion}},
+		{name: "version with v", spec: "version: v3.6.16\nstorage: {size: 1Gi}",
+			want: []string{`spec.version: Invalid value: "v3.6.16": ` + msgVersion}},
+		{name: "version not a release", spec: "version: latest\nstorage: {size: 1Gi}",
+			want: []string{`spec.version: Invalid value: "latest": ` + msgVersion}},
+		{name: "empty image", spec: base + "image: \"\"",
+			want: []string{`spec.image: Invalid value: "": ` + msgImage}},
+		{name: "image with a space", spec: base + "image: etcd latest",
+			want: []string{`spec.image: Invalid value: "etcd latest": ` + msgImage}},
+		{name: "tiny volume", spec: "version: 3.6.16\nstorage: {size: 10Mi}",
+			want: []string{`spec.storage.size: Invalid value: "10Mi": ` + msgSize}},
+		{name: "storage missing", spec: "version: 3.6.16",
+			want: []string{`spec.storage: Required value`, msgNotChecked}},
+		{name: "partial TLS secrets", spec: base + "tls: {serverSecretName: s}",
+			want: []string{`spec.tls: Invalid value: ` + msgTLSSet}},
+		{name: "TLS secrets with TLS off", spec: base + "tls: {enabled: false, serverSecretName: s, peerSecretName: p, clientSecretName: c}",
+			want: []string{`spec.tls: Invalid value: ` + msgTLSOff}},
+		{name: "heartbeat too short", spec: base + "etcd: {heartbeatIntervalMillis: 5}",
+			want: []string{"spec.etcd.heartbeatIntervalMillis: Invalid value: 5: " + msgHeartbeat}},
+		{name: "election timeout too long", spec: base + "etcd: {electionTimeoutMillis: 60000}",
+			want: []string{"spec.etcd.electionTimeoutMillis: Invalid value: 60000: " + msgElection}},
+		{name: "election timeout under five heartbeats", spec: base + "etcd: {heartbeatIntervalMillis: 300, electionTimeoutMillis: 1000}",
+			want: []string{`spec.etcd: Invalid value: ` + msgRatio}},
+		{name: "quota too small", spec: base + "etcd: {quotaBackendBytes: 1024}",
+			want: []string{"spec.etcd.quotaBackendBytes: Invalid value: 1024: " + msgQuota}},
+		{name: "quota too large", spec: base + "etcd: {quotaBackendBytes: 17179869184}",
+			want: []string{"spec.etcd.quotaBackendBytes: Invalid value: 17179869184: " + msgQuota}},
+		{name: "unknown compaction mode", spec: base + "etcd: {autoCompactionMode: hourly}",
+			want: []string{`spec.etcd.autoCompactionMode: Unsupported value: "hourly": supported values: "periodic", "revision"`, msgNotChecked}},
+		{name: "periodic retention not a duration", spec: base + "etcd: {autoCompactionRetention: one hour}",
+			want: []string{`spec.etcd: Invalid value: ` + msgRetention}},
+		{name: "revision retention not a count", spec: base + "etcd: {autoCompactionMode: revision, autoCompactionRetention: 1h}",
+			want: []string{`spec.etcd: Invalid value: ` + msgRetention}},
+		{name: "reserved pod label", spec: base + "podTemplate: {labels: {etcd.quorate.dev/member: x}}",
+			want: []string{`spec.podTemplate.labels: Invalid value: ` + msgLabels}},
+		{name: "reserved pod annotation", spec: base + "podTemplate: {annotations: {etcd.quorate.dev/spec-hash: x}}",
+			want: []string{`spec.podTemplate.annotations: Invalid value: ` + msgAnnots}},
+		{name: "name too long", objName: strings.Repeat("a", 41), spec: base,
+			want: []string{`<nil>: Invalid value: ` + msgNameLen}},
+		{name: "name starts with a digit", objName: "1etcd", spec: base,
+			want: []string{`<nil>: Invalid value: ` + msgNameChars}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := tc.objName
+			if name == "" {
+				name = "bad"
+			}
+			err := k8s.Create(ctx, clusterObject(t, ns, name, tc.spec))
+			if err == nil {
+				t.Fatal("the API server accepted the bad input")
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("error is not Invalid: %v", err)
+			}
+			if got := causes(err); !slices.Equal(got, tc.want) {
+				t.Errorf("rejection\n got: %q\nwant: %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestValidationKeepsImmutableFields updates a valid EtcdCluster in ways that cannot be
+// applied to a running cluster, and asserts each is rejected with its message.
+func TestValidationKeepsImmutableFields(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, spec, update string
+		want               []string
+	}{
+		{name: "downgrade to 3.5", spec: base, update: "version: 3.5.35\nstorage: {size: 1Gi}",
+			want: []string{`spec.version: Invalid value: "3.5.35": ` + msgDowngrade}},
+		{name: "resize storage", spec: base, update: "version: 3.6.16\nstorage: {size: 2Gi}",
+			want: []string{`spec.storage: Invalid value: ` + msgStorage}},
+		{name: "change storage class", spec: base + "storage: {size: 1Gi, storageClassName: a}", update: "version: 3.6.16\nstorage: {size: 1Gi, storageClassName: b}",
+			want: []string{`spec.storage: Invalid value: ` + msgStorage}},
+		{name: "turn TLS off", spec: base, update: base + "tls: {enabled: false}",
+			want: []string{`spec.tls: Invalid value: ` + msgTLSChange}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "imm-" + strings.ReplaceAll(strings.ToLower(tc.name), " ", "-")
+			name = strings.ReplaceAll(name, ".", "")
+			spec := tc.spec
+			if strings.Count(spec, "storage:") > 1 {
+				spec = strings.Replace(spec, "storage: {size: 1Gi}\n", "", 1)
+			}
+			obj := clusterObject(t, ns, name, spec)
+			if err := k8s.Create(ctx, obj); err != nil {
+				t.Fatalf("creating the valid cluster: %v", err)
+			}
+			upd := clusterObject(t, ns, name, tc.update)
+			upd.SetResourceVersion(obj.GetResourceVersion())
+			err := k8s.Update(ctx, upd)
+			if err == nil {
+				t.Fatal("the API server accepted the change")
+			}
+			if got := causes(err); !slices.Equal(got, tc.want) {
+				t.Errorf("rejection\n got: %q\nwant: %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestValidationAcceptsGoodInput guards against rules that reject what they should allow.
+func TestValidationAcceptsGoodInput(t *testing.T) {
+	ns := newNamespace(t)
+	for i, spec := range []string{
+		base,
+		"replicas: 1\nversion: 3.5.35\nstorage: {size: 64Mi}",
+		base + "etcd: {heartbeatIntervalMillis: 200, electionTimeoutMillis: 2000, autoCompactionMode: revision, autoCompactionRetention: \"10000\"}",
+		base + "etcd: {autoCompactionRetention: 30m}",
+		base + "tls: {serverSecretName: s, peerSecretName: p, clientSecretName: c}",
+		base + "tls: {enabled: false}",
+		base + "podTemplate: {labels: {team: storage}, annotations: {note: x}}",
+	} {
+		if err := k8s.Create(context.Background(), clusterObject(t, ns, "good-"+strconv.Itoa(i), spec)); err != nil {
+			t.Errorf("valid spec %d rejected: %v\n%s", i, err, spec)
+		}
+	}
+}

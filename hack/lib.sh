@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Shared helpers for Quorate's build scripts. Sourced, never executed.
+
+# QUORATE_CACHE holds built upstream binaries and images per version. It lives outside the
+# repository so that a fresh clone (CI) finds the previous builds of this machine.
+QUORATE_CACHE=${QUORATE_CACHE:-$HOME/.cache/quorate}
+export QUORATE_CACHE
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# with_lock DIR CMD...: runs CMD while holding an exclusive lock on DIR/.lock, so that two
+# builds of the same cached artefact (say make test and make cluster-up at once) never race.
+with_lock() {
+  local dir=$1; shift
+  mkdir -p "$dir"
+  (
+    flock 9
+    "$@"
+  ) 9>"$dir/.lock"
+}
+
+# goproxy_get PATH: fetches a file from the Go module proxy (used to read upstream go.mod files).
+goproxy_get() {
+  local proxy=${GOPROXY:-https://proxy.golang.org}
+  proxy=${proxy%%,*}
+  [ "$proxy" = direct ] && proxy=https://proxy.golang.org
+  curl -fsSL --retry 3 "$proxy/$1"
+}

@@ -1,0 +1,208 @@
+package etcd
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Member is one entry of the etcd member list.
+type Member struct {
+	ID        uint64
+	Name      string // empty until the member has started once
+	PeerURLs  []string
+	IsLearner bool
+}
+
+// Started reports whether the member has ever run: etcd publishes a member's name when it
+// first starts, so a member added but never started has none.
+func (m Member) Started() bool { return m.Name != "" }
+
+// Status is what one member reports about itself.
+type Status struct {
+	ClusterID uint64
+	MemberID  uint64
+	Leader    uint64
+	RaftTerm  uint64
+	Version   string
+	DBSize    int64
+	IsLearner bool
+	Errors    []string
+}
+
+// Endpoint addresses one member.
+type Endpoint struct {
+	// Member is the member (and pod) name.
+	Member string
+	// Address is host:port of the member's client listener, normally the pod IP.
+	Address string
+}
+
+// Config tells a Factory how to reach a cluster.
+type Config struct {
+	Endpoints []Endpoint
+	// TLS is nil for a plaintext cluster. Its ServerName must be a name every member's server
+	// certificate covers.
+	TLS *tls.Config
+	// Timeout bounds each call; 5s when zero.
+	Timeout time.Duration
+}
+
+// Client is what the operator needs from etcd.
+type Client interface {
+	// MemberList returns the cluster ID and members as seen by any reachable member.
+	MemberList(ctx context.Context) (clusterID uint64, members []Member, err error)
+	// AddLearner adds a non-voting member with the given peer URL and returns it.
+	AddLearner(ctx context.Context, peerURL string) (Member, error)
+	// Promote turns a caught-up learner into a voter. ErrLearnerNotReady when it lags.
+	Promote(ctx context.Context, id uint64) error
+	// Remove removes a member.
+	Remove(ctx context.Context, id uint64) error
+	// MoveLeader asks the leader (at leaderEndpoint) to hand leadership to transferee.
+	MoveLeader(ctx context.Context, leader Endpoint, transferee uint64) error
+	// Status asks one member directly.
+	Status(ctx context.Context, ep Endpoint) (Status, error)
+	Close() error
+}
+
+// Factory creates a Client for a cluster. The controller takes one so tests can substitute Fake.
+type Factory func(ctx context.Context, cfg Config) (Client, error)
+
+// ErrLearnerNotReady is returned by Promote while the learner is still catching up.
+var ErrLearnerNotReady = errors.New("learner is not yet in sync with the leader")
+
+// ErrNoEndpoints is returned when there is no member to talk to.
+var ErrNoEndpoints = errors.New("no member endpoints")
+
+type realClient struct {
+	cfg Config
+	c   *clientv3.Client
+}
+
+// NewClient is the Factory for real clusters.
+func NewClient(_ context.Context, cfg Config) (Client, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, ErrNoEndpoints
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	c, err := dial(cfg, cfg.Endpoints...)
+	if err != nil {
+		return nil, err
+	}
+	return &realClient{cfg: cfg, c: c}, nil
+}
+
+func urlOf(cfg Config, ep Endpoint) string {
+	if cfg.TLS != nil {
+		return "https://" + ep.Address
+	}
+	return "http://" + ep.Address
+}
+
+func dial(cfg Config, eps ...Endpoint) (*clientv3.Client, error) {
+	urls := make([]string, len(eps))
+	for i, ep := range eps {
+		urls[i] = urlOf(cfg, ep)
+	}
+	return clientv3.New(clientv3.Config{
+		Endpoints:            urls,
+		TLS:                  cfg.TLS,
+		DialTimeout:          cfg.Timeout,
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: cfg.Timeout,
+		Logger:               zap.NewNop(),
+	})
+}
+
+func (r *realClient) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.cfg.Timeout)
+}
+
+func (r *realClient) MemberList(ctx context.Context) (uint64, []Member, error) {
+	ctx, cancel := r.ctx(ctx)
+	defer cancel()
+	resp, err := r.c.MemberList(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("listing members: %w", err)
+	}
+	out := make([]Member, len(resp.Members))
+	for i, m := range resp.Members {
+		out[i] = Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner}
+	}
+	return resp.Header.ClusterId, out, nil
+}
+
+func (r *realClient) AddLearner(ctx context.Context, peerURL string) (Member, error) {
+	ctx, cancel := r.ctx(ctx)
+	defer cancel()
+	resp, err := r.c.MemberAddAsLearner(ctx, []string{peerURL})
+	if err != nil {
+		return Member{}, fmt.Errorf("adding learner %s: %w", peerURL, err)
+	}
+	m := resp.Member
+	return Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner}, nil
+}
+
+func (r *realClient) Promote(ctx context.Context, id uint64) error {
+	ctx, cancel := r.ctx(ctx)
+	defer cancel()
+	if _, err := r.c.MemberPromote(ctx, id); err != nil {
+		if errors.Is(err, rpctypes.ErrMemberLearnerNotReady) || rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCLearnerNotReady) {
+			return ErrLearnerNotReady
+		}
+		return fmt.Errorf("promoting member %x: %w", id, err)
+	}
+	return nil
+}
+
+func (r *realClient) Remove(ctx context.Context, id uint64) error {
+	ctx, cancel := r.ctx(ctx)
+	defer cancel()
+	if _, err := r.c.MemberRemove(ctx, id); err != nil {
+		return fmt.Errorf("removing member %x: %w", id, err)
+	}
+	return nil
+}
+
+func (r *realClient) MoveLeader(ctx context.Context, leader Endpoint, transferee uint64) error {
+	c, err := dial(r.cfg, leader)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*r.cfg.Timeout)
+	defer cancel()
+	if _, err := c.MoveLeader(ctx, transferee); err != nil {
+		return fmt.Errorf("moving leadership from %s to %x: %w", leader.Member, transferee, err)
+	}
+	return nil
+}
+
+func (r *realClient) Status(ctx context.Context, ep Endpoint) (Status, error) {
+	ctx, cancel := r.ctx(ctx)
+	defer cancel()
+	resp, err := r.c.Status(ctx, urlOf(r.cfg, ep))
+	if err != nil {
+		return Status{}, fmt.Errorf("status of %s: %w", ep.Member, err)
+	}
+	return Status{
+		ClusterID: resp.Header.ClusterId,
+		MemberID:  resp.Header.MemberId,
+		Leader:    resp.Leader,
+		RaftTerm:  resp.RaftTerm,
+		Version:   resp.Version,
+		DBSize:    resp.DbSize,
+		IsLearner: resp.IsLearner,
+		Errors:    resp.Errors,
+	}, nil
+}
+
+func (r *realClient) Close() error { return r.c.Close() }

@@ -1,0 +1,348 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Fake is an in-memory etcd cluster for tests. A member starts (publishes its name and begins
+// answering) the first time a client is configured with an endpoint for it, which mirrors a
+// member pod coming up. Tests can stop members, make them report a foreign cluster ID, inject
+// errors, and read the log of membership changes.
+type Fake struct {
+	mu        sync.Mutex
+	clusterID uint64
+	members   []Member
+	leader    uint64
+	term      uint64
+	nextID    uint64
+	down      map[string]bool
+	foreign   map[string]uint64
+	notReady  map[uint64]int // promotions refused before a learner is "caught up"
+	errs      map[string]error
+	version   string
+	calls     []string
+	clients   int
+}
+
+// NewFake returns an empty, not yet bootstrapped cluster running the given etcd version.
+func NewFake(version string) *Fake {
+	return &Fake{nextID: 0x1000, down: map[string]bool{}, foreign: map[string]uint64{},
+		notReady: map[uint64]int{}, errs: map[string]error{}, version: version}
+}
+
+// Factory returns a Factory whose clients talk to this fake.
+func (f *Fake) Factory() Factory {
+	return func(_ context.Context, cfg Config) (Client, error) {
+		if len(cfg.Endpoints) == 0 {
+			return nil, ErrNoEndpoints
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.clients++
+		for _, ep := range cfg.Endpoints {
+			f.startLocked(ep.Member)
+		}
+		return &fakeClient{f: f, eps: cfg.Endpoints}, nil
+	}
+}
+
+// Bootstrap forms the cluster from members with the given names and peer URLs (parallel
+// slices), as `initial-cluster-state=new` does. The first member becomes leader.
+func (f *Fake) Bootstrap(clusterID uint64, names, peerURLs []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clusterID = clusterID
+	for i := range names {
+		f.members = append(f.members, Member{ID: f.newIDLocked(), Name: names[i], PeerURLs: []string{peerURLs[i]}})
+	}
+	f.leader, f.term = f.members[0].ID, 2
+}
+
+// Bootstrapped reports whether Bootstrap ran.
+func (f *Fake) Bootstrapped() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.clusterID != 0
+}
+
+// SetDown makes a member stop (true) or resume (false) answering.
+func (f *Fake) SetDown(name string, down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down[name] = down
+	if down && f.nameOfLocked(f.leader) == name {
+		f.electLocked()
+	}
+}
+
+// SetForeignClusterID makes a member report another cluster's ID (a split-brain symptom).
+func (f *Fake) SetForeignClusterID(name string, id uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.foreign[name] = id
+}
+
+// FailNext makes the next call of op (MemberList, AddLearner, Promote, Remove, MoveLeader,
+// Status) fail with err.
+func (f *Fake) FailNext(op string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.errs[op] = err
+}
+
+// LagPromotions makes the next n promotions of any learner fail with ErrLearnerNotReady.
+func (f *Fake) LagPromotions(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.notReady[0] = n
+}
+
+// Members returns a copy of the member list.
+func (f *Fake) Members() []Member {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.members)
+}
+
+// Leader returns the leader's name.
+func (f *Fake) Leader() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.nameOfLocked(f.leader)
+}
+
+// Calls returns the membership-changing calls made so far, like "AddLearner demo-3".
+func (f *Fake) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+// ClusterID returns the cluster ID set at bootstrap.
+func (f *Fake) ClusterID() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.clusterID
+}
+
+func (f *Fake) newIDLocked() uint64 { f.nextID += 0x1111; return f.nextID }
+
+func (f *Fake) nameOfLocked(id uint64) string {
+	for _, m := range f.members {
+		if m.ID == id {
+			return m.Name
+		}
+	}
+	return ""
+}
+
+// startLocked publishes the name of a member added but not started whose peer URL names it.
+func (f *Fake) startLocked(name string) {
+	for i, m := range f.members {
+		if m.Name == "" && len(m.PeerURLs) > 0 && strings.Contains(m.PeerURLs[0], "//"+name+".") {
+			f.members[i].Name = name
+		}
+	}
+}
+
+func (f *Fake) upLocked(m Member) bool { return m.Started() && !f.down[m.Name] }
+
+func (f *Fake) quorumLocked() bool {
+	voters, up := 0, 0
+	for _, m := range f.members {
+		if m.IsLearner {
+			continue
+		}
+		voters++
+		if f.upLocked(m) {
+			up++
+		}
+	}
+	return voters > 0 && up >= voters/2+1
+}
+
+func (f *Fake) electLocked() {
+	f.leader = 0
+	if !f.quorumLocked() {
+		return
+	}
+	for _, m := range f.members {
+		if !m.IsLearner && f.upLocked(m) {
+			f.leader, f.term = m.ID, f.term+1
+			return
+		}
+	}
+}
+
+func (f *Fake) errLocked(op string) error {
+	if err, ok := f.errs[op]; ok {
+		delete(f.errs, op)
+		return err
+	}
+	return nil
+}
+
+type fakeClient struct {
+	f   *Fake
+	eps []Endpoint
+}
+
+var errUnavailable = errors.New("etcdserver: request timed out (fake: no reachable member with quorum)")
+
+// reachableLocked: some configured endpoint is an up member of a cluster with quorum.
+func (c *fakeClient) reachableLocked() error {
+	f := c.f
+	if f.clusterID == 0 || !f.quorumLocked() {
+		return errUnavailable
+	}
+	for _, ep := range c.eps {
+		for _, m := range f.members {
+			if m.Name == ep.Member && f.upLocked(m) {
+				return nil
+			}
+		}
+	}
+	return errUnavailable
+}
+
+func (c *fakeClient) MemberList(context.Context) (uint64, []Member, error) {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errLocked("MemberList"); err != nil {
+		return 0, nil, err
+	}
+	if err := c.reachableLocked(); err != nil {
+		return 0, nil, err
+	}
+	return f.clusterID, slices.Clone(f.members), nil
+}
+
+func (c *fakeClient) AddLearner(_ context.Context, peerURL string) (Member, error) {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errLocked("AddLearner"); err != nil {
+		return Member{}, err
+	}
+	if err := c.reachableLocked(); err != nil {
+		return Member{}, err
+	}
+	for _, m := range f.members {
+		if m.IsLearner {
+			return Member{}, errors.New("etcdserver: too many learner members in cluster")
+		}
+		if slices.Contains(m.PeerURLs, peerURL) {
+			return Member{}, errors.New("etcdserver: Peer URLs already exists")
+		}
+	}
+	m := Member{ID: f.newIDLocked(), PeerURLs: []string{peerURL}, IsLearner: true}
+	f.members = append(f.members, m)
+	f.calls = append(f.calls, "AddLearner "+peerURL)
+	return m, nil
+}
+
+func (c *fakeClient) Promote(_ context.Context, id uint64) error {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errLocked("Promote"); err != nil {
+		return err
+	}
+	if err := c.reachableLocked(); err != nil {
+		return err
+	}
+	for i, m := range f.members {
+		if m.ID != id {
+			continue
+		}
+		if !m.IsLearner {
+			return errors.New("etcdserver: can only promote a learner member")
+		}
+		if !f.upLocked(m) || f.notReady[0] > 0 {
+			if f.notReady[0] > 0 {
+				f.notReady[0]--
+			}
+			return ErrLearnerNotReady
+		}
+		f.members[i].IsLearner = false
+		f.calls = append(f.calls, "Promote "+m.Name)
+		return nil
+	}
+	return errors.New("etcdserver: member not found")
+}
+
+func (c *fakeClient) Remove(_ context.Context, id uint64) error {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errLocked("Remove"); err != nil {
+		return err
+	}
+	if err := c.reachableLocked(); err != nil {
+		return err
+	}
+	for i, m := range f.members {
+		if m.ID == id {
+			f.members = slices.Delete(f.members, i, i+1)
+			f.calls = append(f.calls, "Remove "+m.Name)
+			if f.leader == id {
+				f.electLocked()
+			}
+			return nil
+		}
+	}
+	return errors.New("etcdserver: member not found")
+}
+
+func (c *fakeClient) MoveLeader(_ context.Context, leader Endpoint, transferee uint64) error {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errLocked("MoveLeader"); err != nil {
+		return err
+	}
+	if f.nameOfLocked(f.leader) != leader.Member {
+		return errors.New("etcdserver: not leader")
+	}
+	for _, m := range f.members {
+		if m.ID == transferee && !m.IsLearner && f.upLocked(m) {
+			f.leader, f.term = transferee, f.term+1
+			f.calls = append(f.calls, "MoveLeader "+m.Name)
+			return nil
+		}
+	}
+	return fmt.Errorf("etcdserver: bad leader transferee %x", transferee)
+}
+
+func (c *fakeClient) Status(_ context.Context, ep Endpoint) (Status, error) {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errLocked("Status"); err != nil {
+		return Status{}, err
+	}
+	for _, m := range f.members {
+		if m.Name != ep.Member || !f.upLocked(m) {
+			continue
+		}
+		cid := f.clusterID
+		if id, ok := f.foreign[m.Name]; ok {
+			cid = id
+		}
+		leader := f.leader
+		if !f.quorumLocked() {
+			leader = 0
+		}
+		return Status{ClusterID: cid, MemberID: m.ID, Leader: leader, RaftTerm: f.term,
+			Version: f.version, DBSize: 20480, IsLearner: m.IsLearner}, nil
+	}
+	return Status{}, fmt.Errorf("status of %s: connection refused (fake)", ep.Member)
+}
+
+func (c *fakeClient) Close() error { return nil }

@@ -1,0 +1,165 @@
+// Package launcher runs inside every member pod, in front of etcd. It guards the member's volume
+// before etcd touches it and records which cluster the volume belongs to:
+//
+//   - A marker file beside the data directory names the cluster and member the data belongs to.
+//     It is written once etcd has started and answered with its cluster and member IDs.
+//   - A volume whose marker exists but whose data directory is gone refuses to start (DataLost):
+//     the operator replaces the member instead of letting it rejoin with an empty log.
+//   - A volume whose marker names another cluster refuses to start (ClusterIDMismatch).
+//   - A pod that must find data (the member has run before) refuses an empty volume (DataLost).
+//   - A bootstrap member with an empty volume first asks its peers whether it has run before
+//     (its name is published in the member list); if so it refuses rather than bootstrap twice.
+//
+// Refusals are written to the container's termination message, where the operator reads them.
+package launcher
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/names"
+)
+
+// Refusal is a reason not to start etcd; Kind is what the operator matches on.
+type Refusal struct {
+	Kind    string // planner.FailureDataLost or planner.FailureClusterIDMismatch
+	Message string
+}
+
+func (r *Refusal) Error() string { return r.Kind + ": " + r.Message }
+
+// Marker is the content of the marker file.
+type Marker struct {
+	ClusterID string    `json:"clusterID"`
+	MemberID  string    `json:"memberID"`
+	Member    string    `json:"member"`
+	Written   time.Time `json:"written"`
+}
+
+// ReadMarker returns the marker, or nil if there is none.
+func ReadMarker(path string) (*Marker, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m Marker
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("marker %s is corrupt: %w", path, err)
+	}
+	return &m, nil
+}
+
+// WriteMarker writes the marker atomically.
+func WriteMarker(path string, m Marker) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// HasData reports whether dataDir holds an etcd member's data.
+func HasData(dataDir string) bool {
+	for _, p := range []string{"member/wal", "member/snap/db"} {
+		if _, err := os.Stat(filepath.Join(dataDir, p)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Volume is what the launcher checks before starting etcd.
+type Volume struct {
+	DataDir           string
+	MarkerPath        string
+	Member            string
+	ExpectedClusterID string // hex; empty before bootstrap
+	RequireData       bool
+}
+
+// Check decides whether etcd may start on this volume. It returns the marker if there is one.
+func (v Volume) Check() (*Marker, error) {
+	marker, err := ReadMarker(v.MarkerPath)
+	if err != nil {
+		return nil, &Refusal{Kind: "DataLost", Message: err.Error()}
+	}
+	data := HasData(v.DataDir)
+	switch {
+	case marker != nil && v.ExpectedClusterID != "" && marker.ClusterID != v.ExpectedClusterID:
+		return marker, &Refusal{Kind: "ClusterIDMismatch", Message: fmt.Sprintf(
+			"this volume holds data of etcd cluster %s, not of cluster %s; refusing to start", marker.ClusterID, v.ExpectedClusterID)}
+	case marker != nil && !data:
+		return marker, &Refusal{Kind: "DataLost", Message: fmt.Sprintf(
+			"the volume's marker says it held member %s (%s) of cluster %s, but %s has no etcd data", marker.Member, marker.MemberID, marker.ClusterID, v.DataDir)}
+	case v.RequireData && !data:
+		return marker, &Refusal{Kind: "DataLost", Message: fmt.Sprintf(
+			"member %s has run before but %s is empty; refusing to rejoin with an empty log", v.Member, v.DataDir)}
+	}
+	return marker, nil
+}
+
+// WriteTerminationMessage records a refusal where Kubernetes shows it as the container's
+// termination message.
+func WriteTerminationMessage(path string, err error) {
+	_ = os.WriteFile(path, []byte(err.Error()), 0o644)
+}
+
+// PeerClientURLs turns the peer URLs of --initial-cluster (except member's own) into client
+// URLs of the same hosts.
+func PeerClientURLs(initialCluster, member string) []string {
+	var out []string
+	for _, part := range strings.Split(initialCluster, ",") {
+		name, peer, ok := strings.Cut(part, "=")
+		if !ok || name == member {
+			continue
+		}
+		u, err := url.Parse(peer)
+		if err != nil {
+			continue
+		}
+		out = append(out, net.JoinHostPort(u.Hostname(), fmt.Sprint(names.ClientPort)))
+	}
+	return out
+}
+
+// CheckNotBootstrappedBefore asks the peers of a bootstrap member whether the member has run
+// before. An unreachable peer tells nothing, and a genuine bootstrap finds no peer or finds
+// the member not started; a member that was started and lost its volume is refused.
+func CheckNotBootstrappedBefore(ctx context.Context, factory etcd.Factory, tlsCfg *tls.Config, member string, peers []string) error {
+	for _, addr := range peers {
+		c, err := factory(ctx, etcd.Config{Endpoints: []etcd.Endpoint{{Member: addr, Address: addr}}, TLS: tlsCfg, Timeout: 2 * time.Second})
+		if err != nil {
+			continue
+		}
+		cid, members, err := c.MemberList(ctx)
+		c.Close()
+		if err != nil {
+			continue
+		}
+		for _, m := range members {
+			if m.Name == member {
+				return &Refusal{Kind: "DataLost", Message: fmt.Sprintf(
+					"member %s already ran in cluster %x (peer %s lists it) but its volume is empty; refusing to bootstrap a second time", member, cid, addr)}
+			}
+		}
+		return nil
+	}
+	return nil
+}

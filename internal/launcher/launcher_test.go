@@ -1,0 +1,104 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/quorate-dev/quorate/internal/etcd"
+)
+
+func volume(t *testing.T, withData bool, marker *Marker) Volume {
+	t.Helper()
+	dir := t.TempDir()
+	v := Volume{DataDir: filepath.Join(dir, "data"), MarkerPath: filepath.Join(dir, "quorate-member.json"), Member: "demo-1"}
+	if withData {
+		if err := os.MkdirAll(filepath.Join(v.DataDir, "member", "wal"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if marker != nil {
+		if err := WriteMarker(v.MarkerPath, *marker); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return v
+}
+
+func TestVolumeCheck(t *testing.T) {
+	ours := &Marker{ClusterID: "abc", MemberID: "12", Member: "demo-1"}
+	for _, tc := range []struct {
+		name     string
+		data     bool
+		marker   *Marker
+		expected string
+		require  bool
+		refusal  string
+	}{
+		{name: "fresh volume of a new member starts", data: false},
+		{name: "volume with data and matching marker starts", data: true, marker: ours, expected: "abc", require: true},
+		{name: "data without marker starts (marker written after start)", data: true, require: true},
+		{name: "marker without data is lost data", data: false, marker: ours, refusal: "DataLost"},
+		{name: "required data missing", data: false, require: true, refusal: "DataLost"},
+		{name: "marker of another cluster", data: true, marker: ours, expected: "def", refusal: "ClusterIDMismatch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := volume(t, tc.data, tc.marker)
+			v.ExpectedClusterID, v.RequireData = tc.expected, tc.require
+			_, err := v.Check()
+			var r *Refusal
+			switch {
+			case tc.refusal == "" && err != nil:
+				t.Fatalf("unexpected refusal: %v", err)
+			case tc.refusal != "" && (!errors.As(err, &r) || r.Kind != tc.refusal):
+				t.Fatalf("got %v, want a %s refusal", err, tc.refusal)
+			}
+		})
+	}
+}
+
+func TestPeerClientURLs(t *testing.T) {
+	got := PeerClientURLs("demo-0=https://demo-0.demo-peer.ns.svc:2380,demo-1=https://demo-1.demo-peer.ns.svc:2380,demo-2=https://demo-2.demo-peer.ns.svc:2380", "demo-1")
+	want := []string{"demo-0.demo-peer.ns.svc:2379", "demo-2.demo-peer.ns.svc:2379"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("PeerClientURLs = %v, want %v", got, want)
+	}
+}
+
+func TestCheckNotBootstrappedBefore(t *testing.T) {
+	f := etcd.NewFake("3.6.16")
+	peers := []string{"demo-0", "demo-2"}
+	// Nobody answers: a genuine first bootstrap.
+	if err := CheckNotBootstrappedBefore(context.Background(), f.Factory(), nil, "demo-1", peers); err != nil {
+		t.Fatalf("first bootstrap refused: %v", err)
+	}
+	f.Bootstrap(0xc1, []string{"demo-0", "demo-1", "demo-2"}, []string{"u0", "u1", "u2"})
+	err := CheckNotBootstrappedBefore(context.Background(), f.Factory(), nil, "demo-1", peers)
+	var r *Refusal
+	if !errors.As(err, &r) || r.Kind != "DataLost" || !strings.Contains(r.Message, "second time") {
+		t.Fatalf("a member that already ran was allowed to bootstrap again: %v", err)
+	}
+}
+
+func TestLaunchPassesExitCodeAndRecordsRefusals(t *testing.T) {
+	v := volume(t, false, nil)
+	term := filepath.Join(t.TempDir(), "termination-log")
+	o := Options{Volume: v, TerminationLogPath: term, Command: []string{"/bin/sh", "-c", "exit 7"}, TLSDir: "/nonexistent"}
+	var logs bytes.Buffer
+	if code := Launch(context.Background(), o, &logs); code != 7 {
+		t.Fatalf("exit code = %d, want etcd's 7 (logs: %s)", code, logs.String())
+	}
+	o.RequireData = true
+	if code := Launch(context.Background(), o, &logs); code != 2 {
+		t.Fatalf("exit code = %d, want 2 for a refusal", code)
+	}
+	msg, _ := os.ReadFile(term)
+	if !strings.HasPrefix(string(msg), "DataLost: ") {
+		t.Fatalf("termination message = %q", msg)
+	}
+}

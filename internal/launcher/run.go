@@ -1,0 +1,208 @@
+package launcher
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/pki"
+)
+
+// Options of the launch command.
+type Options struct {
+	Volume
+	Host               string // the member's DNS name, waited for before etcd starts
+	TLSDir             string // server certificate directory; empty for plaintext
+	TerminationLogPath string
+	Command            []string // etcd and its flags
+}
+
+func flagValue(args []string, name string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func (o Options) tlsConfig() (*tls.Config, error) {
+	if o.TLSDir == "" {
+		return nil, nil
+	}
+	read := func(n string) ([]byte, error) { return os.ReadFile(filepath.Join(o.TLSDir, n)) }
+	cert, err := read(pki.KeyCert)
+	if err != nil {
+		return nil, err
+	}
+	key, err := read(pki.KeyKey)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := read(pki.KeyCACert)
+	if err != nil {
+		return nil, err
+	}
+	return pki.ClientTLS(cert, key, ca, o.Host)
+}
+
+// Launch checks the volume, starts etcd, records the marker, and returns etcd's exit code.
+func Launch(ctx context.Context, o Options, logw io.Writer) int {
+	logger := log.New(logw, "quorate-launcher: ", log.LstdFlags)
+	refuse := func(err error) int {
+		logger.Print(err)
+		WriteTerminationMessage(o.TerminationLogPath, err)
+		return 2
+	}
+	marker, err := o.Volume.Check()
+	if err != nil {
+		return refuse(err)
+	}
+	tlsCfg, err := o.tlsConfig()
+	if err != nil {
+		logger.Printf("cannot build a client TLS config from %s (%v): the marker will not be written", o.TLSDir, err)
+	}
+
+	waitForDNS(ctx, o.Host, 60*time.Second, logger)
+
+	if flagValue(o.Command, "initial-cluster-state") == "new" && !HasData(o.DataDir) && marker == nil {
+		peers := PeerClientURLs(flagValue(o.Command, "initial-cluster"), o.Member)
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := CheckNotBootstrappedBefore(cctx, etcd.NewClient, tlsCfg, o.Member, peers)
+		cancel()
+		if err != nil {
+			return refuse(err)
+		}
+	}
+
+	cmd := exec.Command(o.Command[0], o.Command[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return refuse(fmt.Errorf("starting %s: %w", o.Command[0], err))
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		for s := range sigs {
+			_ = cmd.Process.Signal(s)
+		}
+	}()
+	mctx, stopMarker := context.WithCancel(ctx)
+	mismatch := make(chan error, 1)
+	if marker == nil && (tlsCfg != nil || o.TLSDir == "") {
+		go func() {
+			if err := recordMarker(mctx, o, tlsCfg, logger); err != nil {
+				mismatch <- err
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+			}
+		}()
+	}
+	err = cmd.Wait()
+	stopMarker()
+	select {
+	case m := <-mismatch:
+		return refuse(m)
+	default:
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode()
+	}
+	if err != nil {
+		return refuse(err)
+	}
+	return 0
+}
+
+func waitForDNS(ctx context.Context, host string, limit time.Duration, logger *log.Logger) {
+	if host == "" {
+		return
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		if _, err := net.DefaultResolver.LookupHost(ctx, host); err == nil {
+			return
+		} else if time.Now().After(deadline) {
+			logger.Printf("%s does not resolve after %s (%v); starting etcd anyway", host, limit, err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// recordMarker waits until the local member answers, then writes the marker. It returns an
+// error only when the member turns out to belong to another cluster than expected.
+func recordMarker(ctx context.Context, o Options, tlsCfg *tls.Config, logger *log.Logger) error {
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(names.ClientPort))
+	for {
+		c, err := etcd.NewClient(ctx, etcd.Config{Endpoints: []etcd.Endpoint{{Member: o.Member, Address: addr}}, TLS: tlsCfg, Timeout: 3 * time.Second})
+		if err == nil {
+			st, err := c.Status(ctx, etcd.Endpoint{Member: o.Member, Address: addr})
+			c.Close()
+			if err == nil && st.ClusterID != 0 {
+				cid := names.FormatID(st.ClusterID)
+				if o.ExpectedClusterID != "" && cid != o.ExpectedClusterID {
+					return &Refusal{Kind: "ClusterIDMismatch", Message: fmt.Sprintf("etcd started as a member of cluster %s, not of cluster %s", cid, o.ExpectedClusterID)}
+				}
+				m := Marker{ClusterID: cid, MemberID: names.FormatID(st.MemberID), Member: o.Member, Written: time.Now().UTC()}
+				if err := WriteMarker(o.MarkerPath, m); err != nil {
+					logger.Printf("writing marker %s: %v", o.MarkerPath, err)
+				} else {
+					logger.Printf("recorded member %s of cluster %s in %s", m.MemberID, m.ClusterID, o.MarkerPath)
+				}
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// Install copies the running executable to dest (the init container puts the launcher into a
+// volume shared with the etcd container, so any etcd image works).
+func Install(dest string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dest+".tmp", os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(dest+".tmp", dest)
+}

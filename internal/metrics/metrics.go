@@ -1,0 +1,62 @@
+// Package metrics defines Quorate's own Prometheus metrics, registered with controller-runtime's
+// registry so they are served beside the controller-runtime metrics.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// ReconcileOutcomes counts reconcile passes by the step they took (planner action kind, or
+	// "Error").
+	ReconcileOutcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "quorate_reconcile_outcomes_total",
+		Help: "Reconcile passes of EtcdClusters by outcome: the step taken (None, Wait, Halt, AddLearner, ...) or Error.",
+	}, []string{"namespace", "cluster", "outcome"})
+
+	// MembershipChanges counts etcd membership changes.
+	MembershipChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "quorate_membership_changes_total",
+		Help: "etcd membership changes made by the operator, by change (add_learner, promote, remove, move_leader).",
+	}, []string{"namespace", "cluster", "change"})
+
+	// MemberHealthy is 1 for a healthy member, 0 otherwise.
+	MemberHealthy = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "quorate_member_healthy",
+		Help: "1 when the member answers, follows a leader and belongs to the recorded cluster; 0 otherwise.",
+	}, []string{"namespace", "cluster", "member"})
+
+	// ClusterIDMismatches counts the times a member was found reporting a foreign cluster ID.
+	ClusterIDMismatches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "quorate_cluster_id_mismatches_total",
+		Help: "Times a member was found to belong to another etcd cluster than the recorded one (membership changes stop).",
+	}, []string{"namespace", "cluster"})
+
+	// ClusterAvailable is 1 while the cluster has quorum.
+	ClusterAvailable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "quorate_cluster_available",
+		Help: "1 while the cluster has a leader and a healthy quorum of voting members.",
+	}, []string{"namespace", "cluster"})
+
+	// ClusterMembers is the number of members by role.
+	ClusterMembers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "quorate_cluster_members",
+		Help: "etcd members of the cluster by role (voter, learner).",
+	}, []string{"namespace", "cluster", "role"})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(ReconcileOutcomes, MembershipChanges, MemberHealthy, ClusterIDMismatches, ClusterAvailable, ClusterMembers)
+}
+
+// ForgetCluster drops the series of a deleted cluster.
+func ForgetCluster(namespace, cluster string) {
+	labels := prometheus.Labels{"namespace": namespace, "cluster": cluster}
+	for _, v := range []*prometheus.GaugeVec{MemberHealthy, ClusterAvailable, ClusterMembers} {
+		v.DeletePartialMatch(labels)
+	}
+	for _, v := range []*prometheus.CounterVec{ReconcileOutcomes, MembershipChanges, ClusterIDMismatches} {
+		v.DeletePartialMatch(labels)
+	}
+}

@@ -1,0 +1,162 @@
+// Package names derives every name the operator gives to the objects of an EtcdCluster and to
+// its etcd members. Names are deterministic so that a retried or repeated step addresses the
+// same object, and so that a member's Pod, PVC, DNS name and etcd member name always agree.
+package names
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+const (
+	// Prefix of every label and annotation the operator owns.
+	Prefix = "etcd.quorate.dev/"
+
+	// LabelCluster marks every object of a cluster with the cluster's name.
+	LabelCluster = Prefix + "cluster"
+	// LabelMember marks a member's Pod and PVC with the member name.
+	LabelMember = Prefix + "member"
+	// LabelComponent tells member objects from the cluster's shared objects.
+	LabelComponent = Prefix + "component"
+	// LabelManagedBy is the recommended app.kubernetes.io label.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+
+	// AnnotationSpecHash is the hash of the member spec a Pod was built from.
+	AnnotationSpecHash = Prefix + "spec-hash"
+	// AnnotationClusterID on a member PVC records the etcd cluster its data belongs to. It
+	// survives the loss of the EtcdCluster's status and forbids bootstrapping again.
+	AnnotationClusterID = Prefix + "cluster-id"
+	// AnnotationObjectHash is the hash of a Service, PDB or Secret's desired content.
+	AnnotationObjectHash = Prefix + "object-hash"
+
+	// ComponentMember is the component label value of member Pods and PVCs.
+	ComponentMember = "member"
+	// ManagedBy is the value of the managed-by label.
+	ManagedBy = "quorate"
+
+	// ClientPort, PeerPort and MetricsPort are the ports every member listens on.
+	ClientPort  = 2379
+	PeerPort    = 2380
+	MetricsPort = 2381
+)
+
+// Member returns the name of the member with the given index: "<cluster>-<index>".
+func Member(cluster string, index int) string { return cluster + "-" + strconv.Itoa(index) }
+
+// MemberIndex parses the index out of a member name of the cluster; ok is false for names that
+// are not member names of this cluster.
+func MemberIndex(cluster, member string) (int, bool) {
+	rest, found := strings.CutPrefix(member, cluster+"-")
+	if !found || rest == "" || (len(rest) > 1 && rest[0] == '0') {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest)
+	if err != nil || i < 0 {
+		return 0, false
+	}
+	return i, true
+}
+
+// PeerService is the headless Service that gives every member a DNS name.
+func PeerService(cluster string) string { return cluster + "-peer" }
+
+// ClientService is the Service clients connect to.
+func ClientService(cluster string) string { return cluster + "-client" }
+
+// PDB is the PodDisruptionBudget of the members.
+func PDB(cluster string) string { return cluster }
+
+// Secret names of the operator-generated certificates.
+func CASecret(cluster string) string     { return cluster + "-ca" }
+func ServerSecret(cluster string) string { return cluster + "-server-tls" }
+func PeerSecret(cluster string) string   { return cluster + "-peer-tls" }
+func ClientSecret(cluster string) string { return cluster + "-client-tls" }
+
+// MemberHost is the DNS name of a member inside the cluster, through the peer Service.
+// The short ".svc" form resolves with every cluster domain through the pod's search path.
+func MemberHost(cluster, namespace, member string) string {
+	return fmt.Sprintf("%s.%s.%s.svc", member, PeerService(cluster), namespace)
+}
+
+// ClientHost is the DNS name of the client Service.
+func ClientHost(cluster, namespace string) string {
+	return fmt.Sprintf("%s.%s.svc", ClientService(cluster), namespace)
+}
+
+func scheme(tls bool) string {
+	if tls {
+		return "https"
+	}
+	return "http"
+}
+
+// PeerURL is the peer URL a member advertises and is registered with in etcd.
+func PeerURL(cluster, namespace, member string, tls bool) string {
+	return fmt.Sprintf("%s://%s:%d", scheme(tls), MemberHost(cluster, namespace, member), PeerPort)
+}
+
+// ClientURL is the client URL a member advertises.
+func ClientURL(cluster, namespace, member string, tls bool) string {
+	return fmt.Sprintf("%s://%s:%d", scheme(tls), MemberHost(cluster, namespace, member), ClientPort)
+}
+
+// MemberFromPeerURL returns the member name encoded in a peer URL of this cluster.
+func MemberFromPeerURL(cluster, namespace, peerURL string) (string, bool) {
+	host := peerURL
+	if i := strings.Index(host, "://"); i >= 0 {
+		host = host[i+3:]
+	}
+	host, _, _ = strings.Cut(host, ":")
+	member, rest, found := strings.Cut(host, ".")
+	if !found || rest != PeerService(cluster)+"."+namespace+".svc" {
+		return "", false
+	}
+	if _, ok := MemberIndex(cluster, member); !ok {
+		return "", false
+	}
+	return member, true
+}
+
+// ClusterLabels selects every object of a cluster.
+func ClusterLabels(cluster string) map[string]string {
+	return map[string]string{LabelCluster: cluster, LabelManagedBy: ManagedBy}
+}
+
+// MemberSelector selects the member pods of a cluster.
+func MemberSelector(cluster string) map[string]string {
+	return map[string]string{LabelCluster: cluster, LabelComponent: ComponentMember}
+}
+
+// MemberLabels are the labels of one member's Pod and PVC.
+func MemberLabels(cluster, member string) map[string]string {
+	l := ClusterLabels(cluster)
+	l[LabelComponent] = ComponentMember
+	l[LabelMember] = member
+	return l
+}
+
+// SelectorString renders a label set as a selector string (for the scale subresource).
+func SelectorString(labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	// Stable order keeps status free of spurious changes.
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + labels[k]
+	}
+	return strings.Join(parts, ",")
+}
+
+// FormatID renders an etcd member or cluster ID the way etcdctl does (hex).
+func FormatID(id uint64) string { return strconv.FormatUint(id, 16) }
+
+// ParseID parses a hex ID written by FormatID.
+func ParseID(s string) (uint64, error) { return strconv.ParseUint(s, 16, 64) }

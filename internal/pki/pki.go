@@ -1,0 +1,168 @@
+// Package pki generates the certificate authority and certificates of an etcd cluster: a
+// server certificate for the client listener, a peer certificate for member-to-member traffic
+// (both with a wildcard for the members' DNS names), and a client certificate for the operator
+// and for the members' own health checks.
+package pki
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"time"
+)
+
+// Validity of generated certificates. Rotation is not automatic yet (docs/operations.md).
+const (
+	CAValidity   = 10 * 365 * 24 * time.Hour
+	CertValidity = 5 * 365 * 24 * time.Hour
+)
+
+// Secret data keys, the kubernetes.io/tls layout plus ca.crt.
+const (
+	KeyCert   = "tls.crt"
+	KeyKey    = "tls.key"
+	KeyCACert = "ca.crt"
+	KeyCAKey  = "ca.key"
+)
+
+// CA is a certificate authority in memory.
+type CA struct {
+	Cert    *x509.Certificate
+	Key     *ecdsa.PrivateKey
+	CertPEM []byte
+	KeyPEM  []byte
+}
+
+// Pair is a certificate and key, PEM encoded.
+type Pair struct{ CertPEM, KeyPEM []byte }
+
+func serial() (*big.Int, error) {
+	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
+}
+
+func encodeKey(k *ecdsa.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
+}
+
+// NewCA creates a self-signed CA named after the cluster.
+func NewCA(commonName string, now time.Time) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	sn, err := serial()
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          sn,
+		Subject:               pkix.Name{CommonName: commonName, Organization: []string{"quorate"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(CAValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := encodeKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, Key: key, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), KeyPEM: keyPEM}, nil
+}
+
+// LoadCA parses a CA from PEM.
+func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("parsing CA: %w", err)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, err
+	}
+	key, ok := pair.PrivateKey.(*ecdsa.PrivateKey)
+	if !ok || !cert.IsCA {
+		return nil, errors.New("the CA secret does not hold an ECDSA certificate authority")
+	}
+	return &CA{Cert: cert, Key: key, CertPEM: certPEM, KeyPEM: keyPEM}, nil
+}
+
+// Usage says what a certificate is for.
+type Usage int
+
+const (
+	// ServerAndClient certificates serve and also authenticate as clients (members use their
+	// peer certificate both ways, and the server certificate for local health checks).
+	ServerAndClient Usage = iota
+	// ClientOnly certificates only authenticate clients.
+	ClientOnly
+)
+
+// Issue signs a certificate for commonName with the given DNS names and IPs.
+func (ca *CA) Issue(commonName string, dnsNames []string, ips []net.IP, usage Usage, now time.Time) (Pair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Pair{}, err
+	}
+	sn, err := serial()
+	if err != nil {
+		return Pair{}, err
+	}
+	ext := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	if usage == ClientOnly {
+		ext = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: sn,
+		Subject:      pkix.Name{CommonName: commonName, Organization: []string{"quorate"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(CertValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  ext,
+		DNSNames:     dnsNames,
+		IPAddresses:  ips,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
+	if err != nil {
+		return Pair{}, err
+	}
+	keyPEM, err := encodeKey(key)
+	if err != nil {
+		return Pair{}, err
+	}
+	return Pair{CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), KeyPEM: keyPEM}, nil
+}
+
+// ClientTLS builds a client tls.Config from a client certificate pair and the CA that signed
+// the server, verifying the server as serverName.
+func ClientTLS(certPEM, keyPEM, caPEM []byte, serverName string) (*tls.Config, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("parsing client certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("ca.crt holds no certificate")
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}, nil
+}
