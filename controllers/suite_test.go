@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -94,6 +96,12 @@ func (w *writeCounter) add(verb string, obj client.Object) {
 	w.writes = append(w.writes, fmt.Sprintf("%s %T %s", verb, obj, obj.GetName()))
 }
 
+func (w *writeCounter) snapshot() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.writes...)
+}
+
 func (w *writeCounter) reset() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -111,6 +119,13 @@ type countingRecorder struct {
 func (c countingRecorder) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
 	c.w.add("Event/"+reason, obj.(client.Object))
 	c.EventRecorder.Eventf(obj, eventtype, reason, messageFmt, args...)
+}
+
+// noWatch adapts the manager's client to the interface the interceptor wraps.
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("the reconciler does not watch through its client")
 }
 
 // operator is one running manager with the reconciler under test.
@@ -138,7 +153,7 @@ func startOperator(t *testing.T, ns string, fake *etcd.Fake) *operator {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counted := interceptor.NewClient(mgr.GetClient().(client.WithWatch), interceptor.Funcs{
+	counted := interceptor.NewClient(noWatch{mgr.GetClient()}, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			op.writes.add("create", obj)
 			return c.Create(ctx, obj, opts...)

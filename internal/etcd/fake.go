@@ -75,8 +75,19 @@ func (f *Fake) SetDown(name string, down bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.down[name] = down
-	if down && f.nameOfLocked(f.leader) == name {
+	if (down && f.nameOfLocked(f.leader) == name) || (!down && f.leader == 0) || !f.quorumLocked() {
 		f.electLocked()
+	}
+}
+
+// SetLeader makes the named voter the leader, as an election would.
+func (f *Fake) SetLeader(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if m.Name == name && !m.IsLearner {
+			f.leader, f.term = m.ID, f.term+1
+		}
 	}
 }
 
