@@ -118,8 +118,22 @@ const (
 	ClientOnly
 )
 
+// Request describes a certificate to sign.
+type Request struct {
+	CommonName   string
+	Organization []string // defaults to "quorate"; Kubernetes reads groups from it
+	DNSNames     []string
+	IPs          []net.IP
+	Usage        Usage
+}
+
 // Issue signs a certificate for commonName with the given DNS names and IPs.
 func (ca *CA) Issue(commonName string, dnsNames []string, ips []net.IP, usage Usage, now time.Time) (Pair, error) {
+	return ca.Sign(Request{CommonName: commonName, DNSNames: dnsNames, IPs: ips, Usage: usage}, now)
+}
+
+// Sign signs a certificate as the request describes.
+func (ca *CA) Sign(req Request, now time.Time) (Pair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return Pair{}, err
@@ -129,18 +143,22 @@ func (ca *CA) Issue(commonName string, dnsNames []string, ips []net.IP, usage Us
 		return Pair{}, err
 	}
 	ext := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
-	if usage == ClientOnly {
+	if req.Usage == ClientOnly {
 		ext = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	}
+	org := req.Organization
+	if org == nil {
+		org = []string{"quorate"}
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: sn,
-		Subject:      pkix.Name{CommonName: commonName, Organization: []string{"quorate"}},
+		Subject:      pkix.Name{CommonName: req.CommonName, Organization: org},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(CertValidity),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  ext,
-		DNSNames:     dnsNames,
-		IPAddresses:  ips,
+		DNSNames:     req.DNSNames,
+		IPAddresses:  req.IPs,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
 	if err != nil {
@@ -151,6 +169,23 @@ func (ca *CA) Issue(commonName string, dnsNames []string, ips []net.IP, usage Us
 		return Pair{}, err
 	}
 	return Pair{CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), KeyPEM: keyPEM}, nil
+}
+
+// NewKeyPEM returns a fresh ECDSA private key and its public key, PEM encoded (for
+// service-account token signing).
+func NewKeyPEM() (private, public []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	if private, err = encodeKey(key); err != nil {
+		return nil, nil, err
+	}
+	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	return private, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }
 
 // ClientTLS builds a client tls.Config from a client certificate pair and the CA that signed

@@ -114,7 +114,10 @@ func TestPlan(t *testing.T) {
 		{name: "then its volume", state: running(3, member(3, func(m *Member) { m.HasPVC = true })), kind: DeletePVC, member: "c-3"},
 		{name: "a volume being deleted is left alone", state: running(3, member(3, func(m *Member) { m.HasPVC, m.PVCTerminating = true, true })), kind: None},
 		{name: "a member whose PVC is gone is removed", state: running(3, member(1, func(m *Member) { m.HasPVC, m.HasPod, m.Reachable = false, false, false })), kind: Remove, member: "c-1",
-			check: func(t *testing.T, a Action) { wantReason(t, a, ReasonMemberDataLost); wantMessage(t, a, "PersistentVolumeClaim is gone") }},
+			check: func(t *testing.T, a Action) {
+				wantReason(t, a, ReasonMemberDataLost)
+				wantMessage(t, a, "PersistentVolumeClaim is gone")
+			}},
 		{name: "a member whose PVC is being deleted is removed", state: running(3, member(2, func(m *Member) { m.PVCTerminating = true })), kind: Remove, member: "c-2"},
 		{name: "a member whose data directory vanished is removed", state: running(3, member(2, func(m *Member) { m.PodFailure, m.Reachable = FailureDataLost, false })), kind: Remove, member: "c-2"},
 		{name: "no replacement that would lose quorum", state: running(3,

@@ -1,0 +1,349 @@
+package localcluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Cluster is one local cluster.
+type Cluster struct {
+	cfg Config
+	out io.Writer
+}
+
+// New returns a handle on the cluster cfg describes; it starts nothing.
+func New(cfg Config, out io.Writer) *Cluster {
+	if out == nil {
+		out = os.Stderr
+	}
+	return &Cluster{cfg: cfg, out: out}
+}
+
+// Config returns the cluster's configuration.
+func (c *Cluster) Config() Config { return c.cfg }
+
+func (c *Cluster) logf(format string, args ...any) {
+	fmt.Fprintf(c.out, "[%s] localcluster: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// The daemons in start order; Down stops them in reverse, kubelet first.
+var daemonOrder = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet", "kube-proxy"}
+
+// Running reports whether the cluster's daemons are all alive.
+func (c *Cluster) Running() bool {
+	for _, d := range daemonOrder {
+		if _, ok := c.running(d); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// RestConfig is the admin client configuration.
+func (c *Cluster) RestConfig() (*rest.Config, error) {
+	return clientcmd.BuildConfigFromFlags("", c.cfg.path("admin.kubeconfig"))
+}
+
+func (c *Cluster) script(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.cfg.RepoRoot, "hack", name), args...)
+	cmd.Stderr = c.out
+	cmd.Env = append(os.Environ(), "QUORATE_CACHE="+c.cfg.CacheDir)
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Prepare builds (or finds in the cache) everything the cluster runs: Debian packages,
+// Kubernetes and etcd binaries, and the base images in the local registry.
+func (c *Cluster) Prepare(ctx context.Context) error {
+	if c.cfg.RepoRoot == "" {
+		return errors.New("cannot find the Quorate repository: run from inside it")
+	}
+	steps := [][]string{
+		{"install-deps.sh"},
+		{"build-k8s.sh", c.cfg.K8sVersion},
+		{"build-etcd.sh", c.cfg.EtcdVersion},
+		{"registry.sh", "start"},
+		{"images.sh", "base"},
+	}
+	for _, s := range steps {
+		if _, err := c.script(ctx, s[0], s[1:]...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) preflight() error {
+	if os.Geteuid() != 0 {
+		return errNotRoot
+	}
+	if _, err := os.Stat(c.cfg.StateDir); err == nil {
+		return fmt.Errorf("%s is left over from a previous cluster that is not running: run `make cluster-down` (or `quorate-localcluster down`) to remove it", c.cfg.StateDir)
+	}
+	for _, l := range []string{c.cfg.NodeBridge, c.cfg.CNIBridge} {
+		if linkExists(l) {
+			return fmt.Errorf("network interface %s is left over from a previous cluster: run `make cluster-down` to remove it", l)
+		}
+	}
+	ports := map[int]string{c.cfg.EtcdClientPort: "127.0.0.1", c.cfg.EtcdPeerPort: "127.0.0.1", c.cfg.APIServerPort: "0.0.0.0",
+		10250: "0.0.0.0", 10248: "127.0.0.1", 10257: "127.0.0.1", 10259: "127.0.0.1", 10256: "127.0.0.1", 10249: "127.0.0.1"}
+	keys := make([]int, 0, len(ports))
+	for p := range ports {
+		keys = append(keys, p)
+	}
+	sort.Ints(keys)
+	for _, p := range keys {
+		if err := portFree(ports[p], p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Up creates and starts the cluster, waiting until a pod can be scheduled, resolve names and
+// get a volume. If the cluster is already running it returns at once.
+func (c *Cluster) Up(ctx context.Context) error {
+	start := time.Now()
+	if c.Running() {
+		c.logf("cluster %s is already running (kubeconfig %s)", c.cfg.Name, c.cfg.Kubeconfig)
+		return nil
+	}
+	if err := c.preflight(); err != nil {
+		return err
+	}
+	if err := c.Prepare(ctx); err != nil {
+		return err
+	}
+	c.logf("prepared binaries and images in %s", time.Since(start).Round(time.Second))
+	if err := c.up(ctx); err != nil {
+		return fmt.Errorf("%w\n(logs are in %s; `make cluster-down` removes what was started)", err, c.cfg.path("logs"))
+	}
+	c.logf("cluster %s (Kubernetes %s) is up in %s; export KUBECONFIG=%s", c.cfg.Name, c.cfg.K8sVersion, time.Since(start).Round(time.Second), c.cfg.Kubeconfig)
+	return nil
+}
+
+func (c *Cluster) up(ctx context.Context) error {
+	t0 := time.Now()
+	for _, d := range []string{"", "run", "logs", "volumes", "containerd", "cni/net.d", "kubelet"} {
+		if err := os.MkdirAll(c.cfg.path(d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := c.writePKI(); err != nil {
+		return err
+	}
+	if err := c.writeConfigs(); err != nil {
+		return err
+	}
+	if err := c.setupNetwork(ctx); err != nil {
+		return err
+	}
+
+	if err := c.start(c.etcdDaemon()); err != nil {
+		return err
+	}
+	if err := c.waitFor(ctx, "etcd", "etcd health", time.Minute, func(ctx context.Context) error {
+		return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/health", c.cfg.EtcdClientPort))
+	}); err != nil {
+		return err
+	}
+	etcdReady := time.Now()
+	if err := c.start(c.apiServerDaemon()); err != nil {
+		return err
+	}
+	rc, err := c.RestConfig()
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	if err := c.waitFor(ctx, "kube-apiserver", "kube-apiserver /readyz", 2*time.Minute, func(ctx context.Context) error {
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, d := range []daemon{c.controllerManagerDaemon(), c.schedulerDaemon(), c.containerdDaemon()} {
+		if err := c.start(d); err != nil {
+			return err
+		}
+	}
+	if err := c.waitFor(ctx, "containerd", "the containerd CRI socket", time.Minute, func(ctx context.Context) error {
+		_, err := os.Stat(c.cfg.containerdSocket())
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, d := range []daemon{c.kubeletDaemon(), c.kubeProxyDaemon()} {
+		if err := c.start(d); err != nil {
+			return err
+		}
+	}
+	if err := c.waitFor(ctx, "kubelet", "node "+c.cfg.NodeName+" Ready", 3*time.Minute, func(ctx context.Context) error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, c.cfg.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("node not Ready")
+	}); err != nil {
+		return err
+	}
+	c.logf("node Ready %s after etcd (%s after start)", time.Since(etcdReady).Round(100*time.Millisecond), time.Since(t0).Round(100*time.Millisecond))
+	if err := c.applyAddons(ctx); err != nil {
+		return err
+	}
+	admin, err := os.ReadFile(c.cfg.path("admin.kubeconfig"))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(c.cfg.Kubeconfig), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(c.cfg.Kubeconfig, admin, 0o600)
+}
+
+func httpOK(ctx context.Context, url string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// Down stops every process of the cluster and removes its containers, network namespaces,
+// mounts, iptables rules, interfaces, cgroups and state directory. It is safe to run twice and
+// on a half-started cluster. The binary and image caches are kept.
+func (c *Cluster) Down(ctx context.Context) error {
+	if os.Geteuid() != 0 {
+		return errNotRoot
+	}
+	start := time.Now()
+	c.stop("kubelet", 20*time.Second)
+	if _, ok := c.running("containerd"); ok {
+		if err := c.removeAllPods(ctx); err != nil {
+			c.logf("removing pods through CRI: %v", err)
+		}
+	}
+	for i := len(daemonOrder) - 1; i >= 0; i-- {
+		if daemonOrder[i] != "kubelet" {
+			c.stop(daemonOrder[i], 15*time.Second)
+		}
+	}
+	if n := c.killShims(); n > 0 {
+		c.logf("killed %d leftover containerd shims", n)
+	}
+	var errs []error
+	errs = append(errs, c.teardownNetwork(ctx)...)
+	if n, err := unmountUnder(c.cfg.StateDir); err != nil {
+		errs = append(errs, err)
+	} else if n > 0 {
+		c.logf("unmounted %d mounts", n)
+	}
+	if n := removeKubepodsCgroups(); n > 0 {
+		c.logf("removed %d pod cgroups", n)
+	}
+	for _, d := range []string{"/var/log/pods", "/var/log/containers"} {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			_ = os.RemoveAll(filepath.Join(d, e.Name()))
+		}
+	}
+	if err := os.RemoveAll(c.cfg.StateDir); err != nil {
+		errs = append(errs, fmt.Errorf("removing %s: %w", c.cfg.StateDir, err))
+	}
+	_ = os.Remove(c.cfg.Kubeconfig)
+	if _, err := c.script(ctx, "registry.sh", "stop"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cluster %s is down but left some things behind: %w", c.cfg.Name, err)
+	}
+	c.logf("cluster %s is down; everything removed in %s", c.cfg.Name, time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// unmountUnder detaches every mount below dir, deepest first.
+func unmountUnder(dir string) (int, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var points []string
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) > 4 {
+			p := strings.ReplaceAll(fields[4], `\040`, " ")
+			if p == dir || strings.HasPrefix(p, dir+"/") {
+				points = append(points, p)
+			}
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	var errs []error
+	for _, p := range points {
+		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", p, err))
+		}
+	}
+	return len(points), errors.Join(errs...)
+}
+
+// removeKubepodsCgroups removes the cgroups the kubelet created (cgroupfs driver), leaves
+// first.
+func removeKubepodsCgroups() int {
+	n := 0
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
+	if u, err := os.Stat("/sys/fs/cgroup/unified/kubepods"); err == nil && u.IsDir() {
+		roots = append(roots, "/sys/fs/cgroup/unified/kubepods")
+	}
+	for _, root := range roots {
+		var dirs []string
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+		for _, d := range dirs {
+			if syscall.Rmdir(d) == nil {
+				n++
+			}
+		}
+	}
+	return n
+}

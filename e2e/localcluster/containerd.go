@@ -1,0 +1,117 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// containerdConfig is containerd's configuration: its own root, state and socket under the
+// cluster's state directory (so it never touches a system containerd), cgroupfs, the locally
+// built pause image, and the local registry over plain HTTP.
+//
+// restrict_oom_score_adj: this VM lacks CAP_SYS_RESOURCE, so runc cannot set the negative
+// oom_score_adj of the sandbox ("can't get final child's PID from pipe: EOF") unless it is
+// clamped to the current value.
+func (c *Cluster) containerdConfig() string {
+	return fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+
+[grpc]
+  address = %[3]q
+
+[ttrpc]
+  address = %[4]q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[5]q
+  restrict_oom_score_adj = true
+  enable_unprivileged_ports = true
+  enable_unprivileged_icmp = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %[6]q
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."%[7]s"]
+      endpoint = ["http://%[7]s"]
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = %[8]q
+`, c.cfg.path("containerd", "root"), c.cfg.path("containerd", "state"), c.cfg.containerdSocket(),
+		c.cfg.containerdSocket()+".ttrpc", PauseImage, c.cfg.path("cni", "net.d"), c.cfg.Registry, c.cfg.path("containerd", "opt"))
+}
+
+func (c *Cluster) criClient(ctx context.Context) (runtimeapi.RuntimeServiceClient, func(), error) {
+	conn, err := grpc.NewClient("unix://"+c.cfg.containerdSocket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, err
+	}
+	return runtimeapi.NewRuntimeServiceClient(conn), func() { conn.Close() }, nil
+}
+
+// removeAllPods stops and removes every pod sandbox through CRI, which kills the containers
+// and runs CNI DEL (freeing IPs, deleting veths and network namespaces).
+func (c *Cluster) removeAllPods(ctx context.Context) error {
+	if _, err := os.Stat(c.cfg.containerdSocket()); err != nil {
+		return nil
+	}
+	rt, closeFn, err := c.criClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	resp, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return fmt.Errorf("listing pod sandboxes: %w", err)
+	}
+	for _, sb := range resp.Items {
+		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+			c.logf("stopping sandbox %s: %v", sb.Metadata.GetName(), err)
+		}
+		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+			c.logf("removing sandbox %s: %v", sb.Metadata.GetName(), err)
+		}
+	}
+	c.logf("removed %d pod sandboxes", len(resp.Items))
+	return nil
+}
+
+// killShims kills containerd shims (and so their containers) that still belong to this
+// cluster's containerd after it stopped.
+func (c *Cluster) killShims() int {
+	n := 0
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		cmd := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(cmd, "containerd-shim") && strings.Contains(cmd, c.cfg.containerdSocket()) {
+			var pid int
+			if _, err := fmt.Sscanf(p, "/proc/%d/cmdline", &pid); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Builds container images with buildah from the Dockerfiles under hack/images (and the root
+# Dockerfile for the operator) and pushes them to the local registry.
+#   hack/images.sh base              pause, busybox, coredns, local-path-provisioner
+#   hack/images.sh etcd v3.6.16      etcd of that release
+#   hack/images.sh operator TAG      the operator image (binaries from bin/linux_amd64)
+#   hack/images.sh workload TAG      the conformance workload image
+# Upstream images are skipped when the registry already holds their tag.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+. "$here/lib.sh"
+REGISTRY=${REGISTRY:-localhost:5000}
+"$here/registry.sh" start
+
+has() { # has REPO TAG
+  curl -fsS -o /dev/null -H 'Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json' \
+    "http://$REGISTRY/v2/$1/manifests/$2" 2>/dev/null
+}
+
+build() { # build CONTEXT DOCKERFILE IMAGE
+  log "building $3"
+  buildah --storage-driver vfs bud --quiet --layers=false -f "$2" -t "$3" "$1" >/dev/null
+  buildah --storage-driver vfs push --quiet --tls-verify=false "$3" "docker://$3" >/dev/null
+  buildah --storage-driver vfs rmi "$3" >/dev/null 2>&1 || true
+}
+
+ctx() { mktemp -d "${TMPDIR:-/tmp}/quorate-image.XXXXXX"; }
+
+base() {
+  local c
+  if ! has quorate/pause 3.10; then
+    c=$(ctx); CGO_ENABLED=0 go build -C "$root" -trimpath -ldflags "-s -w" -o "$c/pause" ./hack/images/pause
+    build "$c" "$here/images/pause/Dockerfile" "$REGISTRY/quorate/pause:3.10"; rm -rf "$c"
+  fi
+  if ! has quorate/busybox local; then
+    [ -x /bin/busybox ] || "$here/install-deps.sh"
+    c=$(ctx); mkdir -p "$c/rootfs/bin" "$c/rootfs/tmp"; cp /bin/busybox "$c/rootfs/bin/busybox"
+    for t in sh mkdir rm rmdir chmod chown ls cat sleep test true; do ln -s busybox "$c/rootfs/bin/$t"; done
+    build "$c" "$here/images/busybox/Dockerfile" "$REGISTRY/quorate/busybox:local"; rm -rf "$c"
+  fi
+  if ! has quorate/coredns v1.15.0; then
+    local bin; bin=$("$here/build-tool.sh" github.com/coredns/coredns v1.15.0)
+    c=$(ctx); cp "$bin" "$c/coredns"
+    build "$c" "$here/images/coredns/Dockerfile" "$REGISTRY/quorate/coredns:v1.15.0"; rm -rf "$c"
+  fi
+  if ! has quorate/local-path-provisioner v0.0.30; then
+    local bin; bin=$("$here/build-tool.sh" github.com/rancher/local-path-provisioner v0.0.30)
+    c=$(ctx); cp "$bin" "$c/local-path-provisioner"; mkdir -p "$c/tmp"
+    build "$c" "$here/images/local-path/Dockerfile" "$REGISTRY/quorate/local-path-provisioner:v0.0.30"; rm -rf "$c"
+  fi
+}
+
+etcd() {
+  local v=${1:?etcd version}
+  has quorate/etcd "$v" && return 0
+  local bin; bin=$("$here/build-etcd.sh" "$v")
+  local c; c=$(ctx); cp "$bin/etcd" "$bin/etcdctl" "$c/"; mkdir -p "$c/tmp"
+  build "$c" "$here/images/etcd/Dockerfile" "$REGISTRY/quorate/etcd:$v"; rm -rf "$c"
+}
+
+operator() {
+  local tag=${1:?tag}
+  for b in quorate-operator quorate-launcher; do
+    [ -x "$root/bin/linux_amd64/$b" ] || die "bin/linux_amd64/$b is missing: run make build-linux first"
+  done
+  build "$root" "$root/Dockerfile" "$REGISTRY/quorate/operator:$tag"
+}
+
+workload() {
+  local tag=${1:?tag}
+  [ -x "$root/bin/linux_amd64/quorate-workload" ] || die "bin/linux_amd64/quorate-workload is missing: run make build-linux first"
+  build "$root" "$root/hack/images/workload/Dockerfile" "$REGISTRY/quorate/workload:$tag"
+}
+
+cmd=${1:?usage: images.sh base|etcd VERSION|operator TAG|workload TAG}
+shift
+"$cmd" "$@"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the local cluster and image builds need. Idempotent: packages
+# already present are not fetched again.
+set -euo pipefail
+pkgs=(containerd runc containernetworking-plugins iptables conntrack ipset socat ebtables ethtool
+      buildah skopeo docker-registry uidmap fuse-overlayfs busybox-static curl ca-certificates util-linux iproute2 kmod procps psmisc)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "installing Debian packages: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+$SUDO apt-get update -qq >/dev/null
+# policy-rc.d stops the packages' own services from starting: the cluster runs its own
+# containerd and registry with their own configuration.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod +x /usr/sbin/policy-rc.d
+  trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
