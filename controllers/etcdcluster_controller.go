@@ -88,6 +88,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return r.fail(ctx, original, c, "ObserveFailed", err)
 	}
+	defer obs.close()
+	if obs.etcdErr != nil && !errors.Is(obs.etcdErr, etcd.ErrNoEndpoints) {
+		log.Info("etcd did not answer", "error", obs.etcdErr.Error(), "unanswered", len(obs.statusErrs))
+	}
 	if ok, why := r.Expectations.Satisfied(req.NamespacedName, obs.cached); !ok {
 		log.V(1).Info("cache is behind the operator's own changes", "waiting", why)
 		return ctrl.Result{RequeueAfter: time.Second}, nil

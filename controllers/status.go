@@ -141,7 +141,8 @@ func (r *Reconciler) computeStatus(c *v1alpha1.EtcdCluster, o *observation, a pl
 	metrics.ClusterMembers.WithLabelValues(c.Namespace, c.Name, "voter").Set(float64(voters))
 	metrics.ClusterMembers.WithLabelValues(c.Namespace, c.Name, "learner").Set(float64(learners))
 
-	available := s.ClusterID != 0 && s.EtcdReachable && st.Leader != "" && voters > 0 && healthyVoters >= planner.Quorum(voters)
+	quorum := s.ClusterID != 0 && s.EtcdReachable && voters > 0 && healthyVoters >= planner.Quorum(voters)
+	available := quorum && st.Leader != ""
 	metrics.ClusterAvailable.WithLabelValues(c.Namespace, c.Name).Set(boolFloat(available))
 	gen := c.Generation
 	switch {
@@ -149,9 +150,14 @@ func (r *Reconciler) computeStatus(c *v1alpha1.EtcdCluster, o *observation, a pl
 		setCondition(&st, gen, v1alpha1.ConditionAvailable, true, "QuorumHealthy", fmt.Sprintf("%d of %d voting members healthy; leader %s", healthyVoters, voters, st.Leader))
 	case s.ClusterID == 0:
 		setCondition(&st, gen, v1alpha1.ConditionAvailable, false, planner.ReasonBootstrapping, "the cluster has not formed yet")
+	case quorum:
+		setCondition(&st, gen, v1alpha1.ConditionAvailable, false, "NoLeader", "a quorum of members is healthy but no leader is elected yet: etcd is holding an election")
+	case !s.EtcdReachable:
+		setCondition(&st, gen, v1alpha1.ConditionAvailable, false, "QuorumLost",
+			"no member answers with quorum: clients cannot write; the operator recreates missing member pods from their volumes")
 	default:
 		setCondition(&st, gen, v1alpha1.ConditionAvailable, false, "QuorumLost",
-			fmt.Sprintf("%d of %d voting members healthy, %d needed: clients cannot write; the operator restarts missing members from their volumes", healthyVoters, voters, planner.Quorum(max(voters, 1))))
+			fmt.Sprintf("%d of %d voting members healthy, %d needed: clients cannot write; the operator recreates missing member pods from their volumes", healthyVoters, voters, planner.Quorum(voters)))
 	}
 
 	switch {
@@ -163,9 +169,10 @@ func (r *Reconciler) computeStatus(c *v1alpha1.EtcdCluster, o *observation, a pl
 		setCondition(&st, gen, v1alpha1.ConditionProgressing, true, a.Reason, a.Message)
 	}
 
+	// A member that was just added and has not started yet is joining, not unhealthy.
 	var unhealthy []string
-	for _, m := range st.Members {
-		if !m.Healthy {
+	for _, m := range s.Members {
+		if ms := findMember(st.Members, m.Name); ms != nil && !ms.Healthy && (m.Started || !m.InEtcd) {
 			unhealthy = append(unhealthy, m.Name)
 		}
 	}

@@ -3,8 +3,9 @@
 # Dockerfile for the operator) and pushes them to the local registry.
 #   hack/images.sh base              pause, busybox, coredns, local-path-provisioner
 #   hack/images.sh etcd v3.6.16      etcd of that release
-#   hack/images.sh operator TAG      the operator image (binaries from bin/linux_amd64)
-#   hack/images.sh workload TAG      the conformance workload image
+#   hack/images.sh operator VERSION  the operator image (binaries from bin/linux_amd64), tagged
+#                                    VERSION-<content hash>; prints the image reference
+#   hack/images.sh workload VERSION  the conformance workload image, likewise
 # Upstream images are skipped when the registry already holds their tag.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -59,18 +60,29 @@ etcd() {
   build "$c" "$here/images/etcd/Dockerfile" "$REGISTRY/quorate/etcd:$v"; rm -rf "$c"
 }
 
+# content_tag VERSION FILES...: VERSION plus a hash of the files, so that a rebuilt binary gets
+# a new tag and nodes never run a stale image cached under the old one.
+content_tag() {
+  local v=$1; shift
+  echo "$v-$(cat "$@" | sha256sum | cut -c1-10)"
+}
+
 operator() {
-  local tag=${1:?tag}
-  for b in quorate-operator quorate-launcher; do
-    [ -x "$root/bin/linux_amd64/$b" ] || die "bin/linux_amd64/$b is missing: run make build-linux first"
-  done
-  build "$root" "$root/Dockerfile" "$REGISTRY/quorate/operator:$tag"
+  local version=${1:?version}
+  local bins=("$root/bin/linux_amd64/quorate-operator" "$root/bin/linux_amd64/quorate-launcher")
+  for b in "${bins[@]}"; do [ -x "$b" ] || die "$b is missing: run make build-linux first"; done
+  local tag; tag=$(content_tag "$version" "${bins[@]}")
+  has quorate/operator "$tag" || build "$root" "$root/Dockerfile" "$REGISTRY/quorate/operator:$tag"
+  echo "$REGISTRY/quorate/operator:$tag"
 }
 
 workload() {
-  local tag=${1:?tag}
-  [ -x "$root/bin/linux_amd64/quorate-workload" ] || die "bin/linux_amd64/quorate-workload is missing: run make build-linux first"
-  build "$root" "$root/hack/images/workload/Dockerfile" "$REGISTRY/quorate/workload:$tag"
+  local version=${1:?version}
+  local bin=$root/bin/linux_amd64/quorate-workload
+  [ -x "$bin" ] || die "$bin is missing: run make build-linux first"
+  local tag; tag=$(content_tag "$version" "$bin")
+  has quorate/workload "$tag" || build "$root" "$root/hack/images/workload/Dockerfile" "$REGISTRY/quorate/workload:$tag"
+  echo "$REGISTRY/quorate/workload:$tag"
 }
 
 cmd=${1:?usage: images.sh base|etcd VERSION|operator TAG|workload TAG}

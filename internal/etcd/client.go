@@ -14,15 +14,17 @@ import (
 
 // Member is one entry of the etcd member list.
 type Member struct {
-	ID        uint64
-	Name      string // empty until the member has started once
-	PeerURLs  []string
-	IsLearner bool
+	ID         uint64
+	Name       string // empty for an added member until it starts; bootstrap members have it from --initial-cluster
+	PeerURLs   []string
+	ClientURLs []string // empty until the member has started once and published them
+	IsLearner  bool
 }
 
-// Started reports whether the member has ever run: etcd publishes a member's name when it
-// first starts, so a member added but never started has none.
-func (m Member) Started() bool { return m.Name != "" }
+// Started reports whether the member has ever run: a member publishes its client URLs when it
+// first starts (bootstrap members know their names from --initial-cluster before that, so the
+// name is no proof).
+func (m Member) Started() bool { return len(m.ClientURLs) > 0 }
 
 // Status is what one member reports about itself.
 type Status struct {
@@ -135,7 +137,7 @@ func (r *realClient) MemberList(ctx context.Context) (uint64, []Member, error) {
 	}
 	out := make([]Member, len(resp.Members))
 	for i, m := range resp.Members {
-		out[i] = Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner}
+		out[i] = Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner}
 	}
 	return resp.Header.ClusterId, out, nil
 }
@@ -148,7 +150,7 @@ func (r *realClient) AddLearner(ctx context.Context, peerURL string) (Member, er
 		return Member{}, fmt.Errorf("adding learner %s: %w", peerURL, err)
 	}
 	m := resp.Member
-	return Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner}, nil
+	return Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner}, nil
 }
 
 func (r *realClient) Promote(ctx context.Context, id uint64) error {

@@ -58,7 +58,7 @@ func (f *Fake) Bootstrap(clusterID uint64, names, peerURLs []string) {
 	defer f.mu.Unlock()
 	f.clusterID = clusterID
 	for i := range names {
-		f.members = append(f.members, Member{ID: f.newIDLocked(), Name: names[i], PeerURLs: []string{peerURLs[i]}})
+		f.members = append(f.members, Member{ID: f.newIDLocked(), Name: names[i], PeerURLs: []string{peerURLs[i]}, ClientURLs: []string{"https://" + names[i] + ":2379"}})
 	}
 	f.leader, f.term = f.members[0].ID, 2
 }
@@ -152,11 +152,12 @@ func (f *Fake) nameOfLocked(id uint64) string {
 	return ""
 }
 
-// startLocked publishes the name of a member added but not started whose peer URL names it.
+// startLocked publishes the name and client URL of a member added but not started whose peer
+// URL names it.
 func (f *Fake) startLocked(name string) {
 	for i, m := range f.members {
-		if m.Name == "" && len(m.PeerURLs) > 0 && strings.Contains(m.PeerURLs[0], "//"+name+".") {
-			f.members[i].Name = name
+		if !m.Started() && len(m.PeerURLs) > 0 && strings.Contains(m.PeerURLs[0], "//"+name+".") {
+			f.members[i].Name, f.members[i].ClientURLs = name, []string{"https://" + name + ":2379"}
 		}
 	}
 }

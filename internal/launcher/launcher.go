@@ -154,7 +154,7 @@ func CheckNotBootstrappedBefore(ctx context.Context, factory etcd.Factory, tlsCf
 			continue
 		}
 		for _, m := range members {
-			if m.Name == member {
+			if m.Name == member && m.Started() {
 				return &Refusal{Kind: "DataLost", Message: fmt.Sprintf(
 					"member %s already ran in cluster %x (peer %s lists it) but its volume is empty; refusing to bootstrap a second time", member, cid, addr)}
 			}

@@ -46,6 +46,8 @@ func TestIssueAndVerify(t *testing.T) {
 	if cfg.ServerName != "demo-client.ns.svc" || len(cfg.Certificates) != 1 {
 		t.Errorf("client config = %+v", cfg)
 	}
+	// gRPC overwrites ServerName with the dialled IP; verification must still use the name.
+	cfg.ServerName = "127.0.0.9"
 
 	// A handshake between the two proves the pair and the CA work together.
 	srvPair, _ := tls.X509KeyPair(server.CertPEM, server.KeyPEM)
@@ -66,6 +68,17 @@ func TestIssueAndVerify(t *testing.T) {
 		t.Fatalf("mutual TLS handshake failed: %v", err)
 	}
 	conn.Close()
+
+	// A server certificate for another name is refused even though the CA is right.
+	other, _ := ca.Issue("other", []string{"other.ns.svc"}, nil, ServerAndClient, now)
+	if _, err := tls.X509KeyPair(other.CertPEM, other.KeyPEM); err != nil {
+		t.Fatal(err)
+	}
+	ob, _ := pem.Decode(other.CertPEM)
+	oc, _ := x509.ParseCertificate(ob.Bytes)
+	if err := VerifyServer(tls.ConnectionState{PeerCertificates: []*x509.Certificate{oc}}, pool, "demo-client.ns.svc"); err == nil {
+		t.Error("a certificate for another name was accepted")
+	}
 
 	back, err := LoadCA(ca.CertPEM, ca.KeyPEM)
 	if err != nil || !back.Cert.Equal(ca.Cert) {

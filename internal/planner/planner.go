@@ -280,6 +280,13 @@ func replaceLost(s State) (Action, bool) {
 					Message: fmt.Sprintf("member %s must be replaced because %s, but only %d other voters are healthy: waiting for them before removing it", m.Name, why, healthy)}, true
 			}
 		}
+		if m.ID == s.LeaderID && m.Healthy(s.ClusterID) {
+			// It still leads (its volume is going, not gone): hand leadership over first.
+			if a, ok := moveLeaderAway(s, m, "before removing it"); ok {
+				a.Reason = ReasonMemberDataLost
+				return a, true
+			}
+		}
 		return Action{Kind: Remove, Member: m.Name, ID: m.ID, Reason: ReasonMemberDataLost,
 			Message: fmt.Sprintf("removing member %s because %s; a new member will take its place", m.Name, why)}, true
 	}

@@ -119,6 +119,8 @@ func TestPlan(t *testing.T) {
 				wantMessage(t, a, "PersistentVolumeClaim is gone")
 			}},
 		{name: "a member whose PVC is being deleted is removed", state: running(3, member(2, func(m *Member) { m.PVCTerminating = true })), kind: Remove, member: "c-2"},
+		{name: "a leader whose PVC is being deleted hands leadership over first", state: running(3, member(0, func(m *Member) { m.PVCTerminating = true })), kind: MoveLeader, member: "c-0",
+			check: func(t *testing.T, a Action) { wantReason(t, a, ReasonMemberDataLost) }},
 		{name: "a member whose data directory vanished is removed", state: running(3, member(2, func(m *Member) { m.PodFailure, m.Reachable = FailureDataLost, false })), kind: Remove, member: "c-2"},
 		{name: "no replacement that would lose quorum", state: running(3,
 			member(1, func(m *Member) { m.HasPVC, m.Reachable = false, false }),

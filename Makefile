@@ -1,0 +1,139 @@
+# Quorate — an etcd operator with its own conformance suite.
+#   make demo   local cluster, operator, an etcd cluster under faults, a report
+#   make test   unit and integration tests (kube-apiserver and etcd built from source)
+
+VERSION ?= 0.1.0
+REGISTRY ?= localhost:5000
+# `make image` records the content-tagged references it pushed in bin/.
+IMG ?= $(shell cat bin/operator-image 2>/dev/null || echo $(REGISTRY)/quorate/operator:$(VERSION))
+ETCD_IMAGE_REPOSITORY ?= $(REGISTRY)/quorate/etcd
+WORKLOAD_IMG ?= $(shell cat bin/workload-image 2>/dev/null || echo $(REGISTRY)/quorate/workload:$(VERSION))
+
+# Kubernetes of the local cluster (one of v1.33.13 v1.34.4 v1.35.4 v1.36.3) and of envtest.
+K8S_VERSION ?= v1.35.4
+K8S_VERSIONS ?= v1.33.13 v1.34.4 v1.35.4 v1.36.3
+ETCD_VERSIONS ?= v3.5.35 v3.6.16
+ENVTEST_K8S_VERSION ?= v1.35.4
+ENVTEST_ETCD_VERSION ?= v3.6.16
+CLUSTER ?= quorate
+KUBECONFIG_LOCAL ?= $(HOME)/.kube/quorate-$(CLUSTER).yaml
+# kubectl targets use the local cluster unless KUBECONFIG says otherwise.
+export KUBECONFIG ?= $(KUBECONFIG_LOCAL)
+REPORT_DIR ?= $(CURDIR)/reports
+
+CONTROLLER_TOOLS_VERSION ?= v0.20.1
+KUSTOMIZE_VERSION ?= v5.7.1
+LOCALBIN ?= $(CURDIR)/bin
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+KUBECTL = $(QUORATE_CACHE)/k8s/$(K8S_VERSION)/bin/kubectl
+export QUORATE_CACHE ?= $(HOME)/.cache/quorate
+
+GOFLAGS_STATIC = CGO_ENABLED=0 GOOS=linux GOARCH=amd64
+LDFLAGS = -s -w -X github.com/quorate-dev/quorate/internal/buildinfo.Version=$(VERSION)
+
+SHELL = /usr/bin/env bash -o pipefail
+.SHELLFLAGS = -ec
+
+.PHONY: all
+all: build
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./controllers/..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
+	$(CONTROLLER_GEN) object paths="./api/..."
+
+.PHONY: fmt
+fmt: ## go fmt.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## go vet, with the e2e build tag too.
+	go vet ./...
+	go vet -tags e2e ./e2e/...
+
+.PHONY: test
+test: manifests generate fmt vet ## Unit and integration tests (envtest with kube-apiserver and etcd built from source).
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh $(ENVTEST_K8S_VERSION) $(ENVTEST_ETCD_VERSION))" go test ./... -count=1 -coverprofile cover.out
+
+.PHONY: unit
+unit: ## Unit tests only (no API server).
+	go test $$(go list ./... | grep -v /controllers) -count=1
+
+##@ Build
+
+.PHONY: build
+build: generate fmt vet ## Build the manager, launcher and tools for this machine.
+	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/quorate-operator ./cmd
+	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/quorate-launcher ./cmd/quorate-launcher
+	go build -o $(LOCALBIN)/quorate-localcluster ./cmd/quorate-localcluster
+
+.PHONY: build-linux
+build-linux: ## Build the static linux/amd64 binaries the images hold.
+	$(GOFLAGS_STATIC) go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-operator ./cmd
+	$(GOFLAGS_STATIC) go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-launcher ./cmd/quorate-launcher
+	$(GOFLAGS_STATIC) go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-workload ./cmd/quorate-workload
+
+.PHONY: run
+run: manifests generate ## Run the manager from this machine against the current kubeconfig.
+	go run ./cmd --leader-elect=false --metrics-bind-address=0 --launcher-image=$(IMG) --etcd-image-repository=$(ETCD_IMAGE_REPOSITORY)
+
+.PHONY: image
+image: build-linux ## Build the operator and workload images and push them to the local registry.
+	hack/images.sh operator $(VERSION) > $(LOCALBIN)/operator-image
+	hack/images.sh workload $(VERSION) > $(LOCALBIN)/workload-image
+	@echo "operator image: $$(cat $(LOCALBIN)/operator-image)"
+
+.PHONY: images
+images: image ## Build every image the suite uses (operator, workload, etcd releases).
+	for v in $(ETCD_VERSIONS); do hack/images.sh etcd $$v; done
+
+##@ Deployment
+
+.PHONY: install
+install: manifests $(KUSTOMIZE) ## Install the CRDs into the cluster of the current kubeconfig.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side --force-conflicts -f -
+
+.PHONY: uninstall
+uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found -f -
+
+.PHONY: deploy
+deploy: manifests $(KUSTOMIZE) ## Deploy the operator (IMG) into quorate-system.
+	hack/deploy.sh "$(KUSTOMIZE)" "$(KUBECTL)" "$(IMG)" "$(ETCD_IMAGE_REPOSITORY)"
+
+.PHONY: undeploy
+undeploy: $(KUSTOMIZE) ## Remove the operator.
+	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
+
+##@ Local cluster
+
+.PHONY: cluster-up
+cluster-up: ## Start a local cluster of K8S_VERSION built from source (KUBECONFIG in ~/.kube/quorate-$(CLUSTER).yaml).
+	go run ./cmd/quorate-localcluster up --name $(CLUSTER) --k8s-version $(K8S_VERSION)
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local cluster and remove everything it created.
+	go run ./cmd/quorate-localcluster down --name $(CLUSTER)
+
+##@ Tools
+
+$(LOCALBIN):
+	mkdir -p $(LOCALBIN)
+
+$(CONTROLLER_GEN): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)
+
+$(KUSTOMIZE): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	mv $(LOCALBIN)/kustomize $(KUSTOMIZE)
