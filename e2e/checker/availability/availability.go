@@ -1,0 +1,141 @@
+// Package availability measures what clients saw: successes, failures and unknown outcomes per
+// time window, the longest time without an acknowledged write, and latency percentiles, and
+// judges them against a scenario's budget.
+package availability
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/quorate-dev/quorate/e2e/history"
+)
+
+// Budget is what a scenario promises clients.
+type Budget struct {
+	// MaxWriteGap is the longest allowed time without an acknowledged write.
+	MaxWriteGap time.Duration `json:"maxWriteGap"`
+	// MinSuccessRatio is the lowest allowed share of operations that succeeded.
+	MinSuccessRatio float64 `json:"minSuccessRatio"`
+}
+
+// Window counts outcomes of operations invoked in [Start, Start+width).
+type Window struct {
+	Start   int64 `json:"start"`
+	OK      int   `json:"ok"`
+	Fail    int   `json:"fail"`
+	Unknown int   `json:"unknown"`
+}
+
+// Stats summarises a history.
+type Stats struct {
+	Width              time.Duration `json:"width"`
+	Windows            []Window      `json:"windows"`
+	Total, OK          int
+	Fail, Unknown      int
+	MaxWriteGap        time.Duration `json:"maxWriteGap"`
+	GapStart, GapEnd   int64
+	P50, P90, P99, Max time.Duration
+}
+
+// Analyze computes the statistics of h with windows of the given width.
+func Analyze(h *history.History, width time.Duration) Stats {
+	s := Stats{Width: width}
+	if h.End <= h.Start {
+		return s
+	}
+	n := int((h.End-h.Start)/int64(width)) + 1
+	s.Windows = make([]Window, n)
+	for i := range s.Windows {
+		s.Windows[i].Start = h.Start + int64(i)*int64(width)
+	}
+	var lat []time.Duration
+	var acks []int64
+	for _, o := range h.Ops {
+		s.Total++
+		i := int((o.Call - h.Start) / int64(width))
+		if i < 0 {
+			i = 0
+		}
+		if i >= n {
+			i = n - 1
+		}
+		switch o.Status {
+		case history.OK:
+			s.OK++
+			s.Windows[i].OK++
+			lat = append(lat, o.Latency())
+		case history.Fail:
+			s.Fail++
+			s.Windows[i].Fail++
+		default:
+			s.Unknown++
+			s.Windows[i].Unknown++
+		}
+		if o.Acknowledged() {
+			acks = append(acks, o.Return)
+		}
+	}
+	sort.Slice(acks, func(i, j int) bool { return acks[i] < acks[j] })
+	prev := h.Start
+	for _, t := range append(acks, h.End) {
+		if gap := time.Duration(t - prev); gap > s.MaxWriteGap {
+			s.MaxWriteGap, s.GapStart, s.GapEnd = gap, prev, t
+		}
+		if t > prev {
+			prev = t
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	s.P50, s.P90, s.P99 = pct(0.50), pct(0.90), pct(0.99)
+	if len(lat) > 0 {
+		s.Max = lat[len(lat)-1]
+	}
+	return s
+}
+
+// SuccessRatio is OK over all operations.
+func (s Stats) SuccessRatio() float64 {
+	if s.Total == 0 {
+		return 0
+	}
+	return float64(s.OK) / float64(s.Total)
+}
+
+// Check judges h against the budget.
+func Check(h *history.History, b Budget) (history.Verdict, Stats) {
+	s := Analyze(h, time.Second)
+	v := history.Verdict{Checker: "availability"}
+	rel := func(t int64) string { return fmt.Sprintf("%.1fs", time.Duration(t-h.Start).Seconds()) }
+	v.Details = []string{
+		fmt.Sprintf("%d operations: %d ok, %d failed, %d unknown (%.2f%% ok)", s.Total, s.OK, s.Fail, s.Unknown, 100*s.SuccessRatio()),
+		fmt.Sprintf("longest time without an acknowledged write: %s (from %s to %s)", s.MaxWriteGap.Round(time.Millisecond), rel(s.GapStart), rel(s.GapEnd)),
+		fmt.Sprintf("latency of successful operations: p50 %s, p90 %s, p99 %s, max %s", s.P50.Round(time.Microsecond*100), s.P90.Round(time.Microsecond*100), s.P99.Round(time.Microsecond*100), s.Max.Round(time.Millisecond)),
+	}
+	var broken []string
+	if s.Total == 0 {
+		broken = append(broken, "no operation was issued")
+	}
+	if b.MaxWriteGap > 0 && s.MaxWriteGap > b.MaxWriteGap {
+		broken = append(broken, fmt.Sprintf("no write was acknowledged for %s (from %s to %s), over the budget of %s", s.MaxWriteGap.Round(time.Millisecond), rel(s.GapStart), rel(s.GapEnd), b.MaxWriteGap))
+	}
+	if b.MinSuccessRatio > 0 && s.SuccessRatio() < b.MinSuccessRatio {
+		broken = append(broken, fmt.Sprintf("%.2f%% of operations succeeded, under the budget of %.2f%%", 100*s.SuccessRatio(), 100*b.MinSuccessRatio))
+	}
+	if len(broken) == 0 {
+		v.Pass = true
+		v.Reason = fmt.Sprintf("within budget: longest write gap %s (budget %s), %.2f%% ok (budget %.2f%%)", s.MaxWriteGap.Round(time.Millisecond), b.MaxWriteGap, 100*s.SuccessRatio(), 100*b.MinSuccessRatio)
+		return v, s
+	}
+	v.Reason = broken[0]
+	if len(broken) > 1 {
+		v.Reason += "; " + broken[1]
+	}
+	return v, s
+}

@@ -1,0 +1,154 @@
+// Package splitbrain checks the poller's samples, taken from every member directly several
+// times a second, for the signs of a split brain: more than one cluster ID, two leaders in the
+// same raft term, or current members disagreeing about membership for longer than a bound.
+package splitbrain
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/quorate-dev/quorate/e2e/history"
+)
+
+// Bounds of what is tolerated.
+type Bounds struct {
+	// MembershipDisagreement is how long current members may report different member lists
+	// (a membership change takes a moment to reach every member).
+	MembershipDisagreement time.Duration
+	// Staleness is how old a member's last sample may be to count as its current view.
+	Staleness time.Duration
+}
+
+// DefaultBounds suit pollers at 4 Hz or more.
+var DefaultBounds = Bounds{MembershipDisagreement: 10 * time.Second, Staleness: 2 * time.Second}
+
+func id(v uint64) string { return strconv.FormatUint(v, 16) }
+
+func view(ms []uint64) string {
+	s := make([]string, len(ms))
+	for i, m := range ms {
+		s[i] = id(m)
+	}
+	sort.Strings(s)
+	return strings.Join(s, ",")
+}
+
+// Check judges the samples of h.
+func Check(h *history.History, b Bounds) history.Verdict {
+	v := history.Verdict{Checker: "split-brain"}
+	samples := append([]history.Sample(nil), h.Samples...)
+	sort.Slice(samples, func(i, j int) bool { return samples[i].Time < samples[j].Time })
+	good := 0
+	clusterIDs := map[uint64]string{}
+	leaders := map[uint64]map[uint64]string{} // term -> leader -> first endpoint reporting it
+	terms := map[uint64]bool{}
+	for _, s := range samples {
+		if s.Error != "" || s.ClusterID == 0 {
+			continue
+		}
+		good++
+		if _, ok := clusterIDs[s.ClusterID]; !ok {
+			clusterIDs[s.ClusterID] = s.Endpoint
+		}
+		if s.Leader != 0 {
+			terms[s.RaftTerm] = true
+			if leaders[s.RaftTerm] == nil {
+				leaders[s.RaftTerm] = map[uint64]string{}
+			}
+			if _, ok := leaders[s.RaftTerm][s.Leader]; !ok {
+				leaders[s.RaftTerm][s.Leader] = s.Endpoint
+			}
+		}
+	}
+	if good == 0 {
+		v.Reason = fmt.Sprintf("inconclusive: none of the %d samples reached a member", len(samples))
+		return v
+	}
+	var problems []string
+	if len(clusterIDs) > 1 {
+		var ids []string
+		for cid, ep := range clusterIDs {
+			ids = append(ids, id(cid)+" (first seen at "+ep+")")
+		}
+		sort.Strings(ids)
+		problems = append(problems, "members report different cluster IDs: "+strings.Join(ids, ", "))
+	}
+	termList := make([]uint64, 0, len(leaders))
+	for t := range leaders {
+		termList = append(termList, t)
+	}
+	sort.Slice(termList, func(i, j int) bool { return termList[i] < termList[j] })
+	for _, t := range termList {
+		if len(leaders[t]) > 1 {
+			var ls []string
+			for l, ep := range leaders[t] {
+				ls = append(ls, id(l)+" (per "+ep+")")
+			}
+			sort.Strings(ls)
+			problems = append(problems, fmt.Sprintf("two leaders in term %d: %s", t, strings.Join(ls, " and ")))
+		}
+	}
+	if worst, from := disagreement(samples, b); worst > b.MembershipDisagreement {
+		problems = append(problems, fmt.Sprintf("current members disagreed about membership for %s from %.1fs (bound %s)",
+			worst.Round(time.Millisecond), time.Duration(from-h.Start).Seconds(), b.MembershipDisagreement))
+	}
+	v.Details = append(v.Details, fmt.Sprintf("%d samples (%d answered), %d raft terms with a leader", len(samples), good, len(terms)))
+	if len(problems) == 0 {
+		v.Pass = true
+		v.Reason = fmt.Sprintf("one cluster ID, one leader per term across %d terms, membership agreed within %s", len(terms), b.MembershipDisagreement)
+		return v
+	}
+	v.Reason = problems[0]
+	v.Details = append(v.Details, problems...)
+	return v
+}
+
+// disagreement returns the longest continuous time during which some current member's view
+// of membership differed from the majority's, and when it started. A member that is not in
+// the majority's view (one just removed) is not a current member.
+func disagreement(samples []history.Sample, b Bounds) (time.Duration, int64) {
+	latest := map[string]history.Sample{}
+	var worst time.Duration
+	var worstFrom, since int64
+	for _, s := range samples {
+		if s.Error != "" || len(s.Members) == 0 {
+			continue
+		}
+		latest[s.Endpoint] = s
+		counts := map[string]int{}
+		var current []history.Sample
+		for ep, l := range latest {
+			if s.Time-l.Time > int64(b.Staleness) {
+				delete(latest, ep)
+				continue
+			}
+			counts[view(l.Members)]++
+			current = append(current, l)
+		}
+		majority, best := "", 0
+		for vw, n := range counts {
+			if n > best || (n == best && vw < majority) {
+				majority, best = vw, n
+			}
+		}
+		disagree := false
+		for _, l := range current {
+			if view(l.Members) != majority && strings.Contains(","+majority+",", ","+id(l.MemberID)+",") {
+				disagree = true
+			}
+		}
+		switch {
+		case disagree && since == 0:
+			since = s.Time
+		case !disagree:
+			since = 0
+		}
+		if since != 0 && time.Duration(s.Time-since) > worst {
+			worst, worstFrom = time.Duration(s.Time-since), since
+		}
+	}
+	return worst, worstFrom
+}

@@ -1,0 +1,76 @@
+package splitbrain
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorate-dev/quorate/e2e/history"
+)
+
+const ms = int64(time.Millisecond)
+
+// poll returns samples of three members every 250ms for n rounds; f may alter each sample.
+func poll(n int, f func(round int, s *history.Sample)) []history.Sample {
+	var out []history.Sample
+	for r := 0; r < n; r++ {
+		for i, ep := range []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"} {
+			s := history.Sample{Time: int64(r) * 250 * ms, Endpoint: ep, MemberID: uint64(i + 1), ClusterID: 0xc1,
+				Leader: 1, RaftTerm: 2, Members: []uint64{1, 2, 3}}
+			if f != nil {
+				f(r, &s)
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		samples []history.Sample
+		pass    bool
+		because string
+	}{
+		{"healthy cluster", poll(40, nil), true, "one cluster ID"},
+		{"leader change to a new term", poll(40, func(r int, s *history.Sample) {
+			if r > 20 {
+				s.Leader, s.RaftTerm = 2, 3
+			}
+		}), true, "across 2 terms"},
+		{"two cluster IDs", poll(40, func(r int, s *history.Sample) {
+			if s.Endpoint == "10.0.0.3" && r > 10 {
+				s.ClusterID = 0xbad
+			}
+		}), false, "different cluster IDs: bad"},
+		{"two leaders in one term", poll(40, func(r int, s *history.Sample) {
+			if s.Endpoint == "10.0.0.3" && r == 15 {
+				s.Leader = 3
+			}
+		}), false, "two leaders in term 2"},
+		{"a removed member's stale view is tolerated", poll(80, func(r int, s *history.Sample) {
+			if r > 10 && s.Endpoint != "10.0.0.3" {
+				s.Members = []uint64{1, 2}
+			}
+		}), true, ""},
+		{"short disagreement during a membership change", poll(80, func(r int, s *history.Sample) {
+			if r > 10 && (s.Endpoint == "10.0.0.1" || r > 14) {
+				s.Members = []uint64{1, 2, 3, 4}
+			}
+		}), true, ""},
+		{"long disagreement", poll(80, func(r int, s *history.Sample) {
+			if r > 10 && s.Endpoint != "10.0.0.2" {
+				s.Members = []uint64{1, 2, 3, 4}
+			}
+		}), false, "disagreed about membership"},
+		{"no member answered", poll(4, func(r int, s *history.Sample) { s.Error, s.ClusterID = "refused", 0 }), false, "inconclusive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Check(&history.History{Samples: tc.samples}, Bounds{MembershipDisagreement: 5 * time.Second, Staleness: time.Second})
+			if v.Pass != tc.pass || !strings.Contains(v.Reason, tc.because) {
+				t.Fatalf("verdict %v, want pass=%v because %q", v, tc.pass, tc.because)
+			}
+		})
+	}
+}

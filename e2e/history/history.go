@@ -1,0 +1,161 @@
+// Package history is the model of what happened during a conformance run: every operation a
+// client issued with its outcome, the cluster's applied writes read back at the end, the
+// split-brain poller's samples, and the events (faults, membership changes) of the run. The
+// checkers import only this package, so any saved history can be checked again later.
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// OpType is the kind of client operation.
+type OpType string
+
+const (
+	Put OpType = "put" // write a unique value
+	Get OpType = "get" // linearizable read
+	CAS OpType = "cas" // compare-and-set in one transaction
+)
+
+// Status is the outcome of an operation as the client saw it.
+type Status string
+
+const (
+	// OK: the cluster answered.
+	OK Status = "ok"
+	// Fail: the operation certainly had no effect (a read that failed, or a write refused
+	// before it was proposed).
+	Fail Status = "fail"
+	// Unknown: the client cannot tell whether a write took effect (a timeout, a lost
+	// connection). It may have happened at any time after its call.
+	Unknown Status = "unknown"
+)
+
+// Op is one operation. Times are Unix nanoseconds.
+type Op struct {
+	ID     int64  `json:"id"`
+	Client int    `json:"client"`
+	Type   OpType `json:"type"`
+	Key    string `json:"key"`
+	// Value written by Put, or the new value of CAS.
+	Value string `json:"value,omitempty"`
+	// Expect is the value CAS compares against ("" with ExpectAbsent for a missing key).
+	Expect       string `json:"expect,omitempty"`
+	ExpectAbsent bool   `json:"expectAbsent,omitempty"`
+	Call         int64  `json:"call"`
+	Return       int64  `json:"return"`
+	Status       Status `json:"status"`
+	// Results of an OK operation: what Get read (or CAS saw when it failed to swap).
+	Found     bool   `json:"found,omitempty"`
+	Output    string `json:"output,omitempty"`
+	Succeeded bool   `json:"succeeded,omitempty"` // CAS swapped
+	Revision  int64  `json:"revision,omitempty"`  // header revision of the response
+	Error     string `json:"error,omitempty"`
+}
+
+// IsWrite reports whether the operation may change state.
+func (o Op) IsWrite() bool { return o.Type == Put || o.Type == CAS }
+
+// Acknowledged reports whether the op is a write the cluster confirmed as applied.
+func (o Op) Acknowledged() bool {
+	return o.Status == OK && (o.Type == Put || (o.Type == CAS && o.Succeeded))
+}
+
+// Latency of a completed operation.
+func (o Op) Latency() time.Duration { return time.Duration(o.Return - o.Call) }
+
+// AppliedWrite is one write the cluster applied to a key, read back at the end of a run by
+// replaying the key's history from revision 1.
+type AppliedWrite struct {
+	Key         string `json:"key"`
+	Value       string `json:"value"`
+	ModRevision int64  `json:"modRevision"`
+	Delete      bool   `json:"delete,omitempty"`
+}
+
+// Final is the cluster's state read back after the load stopped.
+type Final struct {
+	// Applied lists, per key, every write in revision order.
+	Applied map[string][]AppliedWrite `json:"applied"`
+	// Values is a linearizable read of every key at the end ("" and absent when missing).
+	Values map[string]string `json:"values"`
+	// Complete is false if the replay could not cover all history (compaction).
+	Complete bool   `json:"complete"`
+	Error    string `json:"error,omitempty"`
+}
+
+// Sample is what one member said about itself to the split-brain poller.
+type Sample struct {
+	Time      int64    `json:"time"`
+	Endpoint  string   `json:"endpoint"`
+	MemberID  uint64   `json:"memberID,omitempty"`
+	ClusterID uint64   `json:"clusterID,omitempty"`
+	Leader    uint64   `json:"leader,omitempty"`
+	RaftTerm  uint64   `json:"raftTerm,omitempty"`
+	Members   []uint64 `json:"members,omitempty"` // the member's own (serializable) member list
+	Learner   bool     `json:"learner,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
+// Event is something that happened to the cluster during the run.
+type Event struct {
+	Time int64  `json:"time"`
+	End  int64  `json:"end,omitempty"` // for faults: when the fault ended
+	Kind string `json:"kind"`          // fault, membership, action, note
+	Name string `json:"name"`
+	Text string `json:"text"`
+}
+
+// History is one run.
+type History struct {
+	Scenario string   `json:"scenario"`
+	Start    int64    `json:"start"`
+	End      int64    `json:"end"`
+	Ops      []Op     `json:"ops"`
+	Final    *Final   `json:"final,omitempty"`
+	Samples  []Sample `json:"samples,omitempty"`
+	Events   []Event  `json:"events,omitempty"`
+}
+
+// Save writes the history as JSON.
+func (h *History) Save(path string) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// Load reads a history written by Save.
+func Load(path string) (*History, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var h History
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &h, nil
+}
+
+// Verdict is a checker's judgement of a history.
+type Verdict struct {
+	Checker string   `json:"checker"`
+	Pass    bool     `json:"pass"`
+	Reason  string   `json:"reason"`
+	Details []string `json:"details,omitempty"`
+	// Artifacts are files the checker wrote (name -> path), such as a visualization.
+	Artifacts map[string]string `json:"artifacts,omitempty"`
+}
+
+func (v Verdict) String() string {
+	r := "PASS"
+	if !v.Pass {
+		r = "FAIL"
+	}
+	return fmt.Sprintf("%s %s: %s", r, v.Checker, v.Reason)
+}
