@@ -1,0 +1,117 @@
+// Command quorate-workload is the conformance workload (see e2e/workload). It runs in a pod
+// next to an EtcdCluster and is driven over HTTP by the conformance suite, usually through the
+// API server's pod proxy:
+//
+//	POST /start    start the clients and the split-brain poller
+//	POST /stop     stop the clients (waits for their last operations)
+//	GET  /history  the recorded operations and poller samples (JSON history.History)
+//	POST /final    read back every write the cluster applied (JSON history.Final)
+//	GET  /stats    counts so far, for progress lines
+//	GET  /healthz
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/quorate-dev/quorate/e2e/workload"
+	"github.com/quorate-dev/quorate/internal/pki"
+)
+
+func main() {
+	var (
+		endpoints, tlsDir, serverName, peerService, mix, prefix, listen string
+		clients, keys, port                                             int
+		rate                                                            float64
+		opTimeout, pollInterval                                         time.Duration
+	)
+	flag.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs, e.g. https://demo-client.ns.svc:2379")
+	flag.StringVar(&tlsDir, "tls-dir", "", "directory with tls.crt, tls.key and ca.crt of a client certificate (empty: plaintext)")
+	flag.StringVar(&serverName, "server-name", "", "name the members' server certificate must carry (default: the endpoint host)")
+	flag.StringVar(&peerService, "peer-service", "", "DNS name of the cluster's headless peer Service, for the split-brain poller")
+	flag.IntVar(&port, "client-port", 2379, "members' client port")
+	flag.IntVar(&clients, "clients", 4, "concurrent clients, each with its own connection and one operation at a time")
+	flag.Float64Var(&rate, "rate", 40, "operations per second over all clients")
+	flag.IntVar(&keys, "keys", 8, "number of keys")
+	flag.StringVar(&mix, "mix", "put=4,get=4,cas=2", "operation weights")
+	flag.StringVar(&prefix, "prefix", "/quorate-conformance/", "key prefix")
+	flag.DurationVar(&opTimeout, "op-timeout", 2*time.Second, "timeout of one operation")
+	flag.DurationVar(&pollInterval, "poll-interval", 250*time.Millisecond, "split-brain poller interval (4 Hz or faster)")
+	flag.StringVar(&listen, "listen", ":8080", "HTTP address")
+	flag.Parse()
+
+	cfg := workload.Config{Endpoints: strings.Split(endpoints, ","), Clients: clients, Rate: rate, Keys: keys, Prefix: prefix, OpTimeout: opTimeout, Seed: time.Now().UnixNano()}
+	if _, err := fmt.Sscanf(strings.NewReplacer("put=", "", "get=", "", "cas=", "").Replace(mix), "%d,%d,%d", &cfg.PutWeight, &cfg.GetWeight, &cfg.CASWeight); err != nil {
+		log.Fatalf("--mix %q: want put=N,get=N,cas=N", mix)
+	}
+	if tlsDir != "" {
+		read := func(n string) []byte {
+			b, err := os.ReadFile(filepath.Join(tlsDir, n))
+			if err != nil {
+				log.Fatal(err)
+			}
+			return b
+		}
+		name := serverName
+		if name == "" {
+			name = strings.Split(strings.TrimPrefix(strings.TrimPrefix(cfg.Endpoints[0], "https://"), "http://"), ":")[0]
+		}
+		t, err := pki.ClientTLS(read("tls.crt"), read("tls.key"), read("ca.crt"), name)
+		if err != nil {
+			log.Fatal(err)
+		}
+		cfg.TLS = t
+	}
+	runner := workload.New(cfg)
+	poller := &workload.Poller{PeerService: peerService, Port: port, TLS: cfg.TLS, Interval: pollInterval}
+	var pollOnce sync.Once
+	pollCtx, stopPoll := context.WithCancel(context.Background())
+	defer stopPoll()
+
+	reply := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("POST /start", func(w http.ResponseWriter, _ *http.Request) {
+		if err := runner.Start(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if peerService != "" {
+			pollOnce.Do(func() { go poller.Run(pollCtx) })
+		}
+		fmt.Fprintln(w, "started")
+	})
+	mux.HandleFunc("POST /stop", func(w http.ResponseWriter, _ *http.Request) {
+		runner.Stop()
+		fmt.Fprintln(w, "stopped")
+	})
+	mux.HandleFunc("GET /history", func(w http.ResponseWriter, _ *http.Request) {
+		h := runner.History()
+		h.Samples = poller.Samples()
+		reply(w, h)
+	})
+	mux.HandleFunc("POST /final", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
+		defer cancel()
+		reply(w, runner.Final(ctx))
+	})
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+		ok, fail, unknown := runner.Counts()
+		reply(w, map[string]any{"ok": ok, "fail": fail, "unknown": unknown, "samples": len(poller.Samples())})
+	})
+	log.Printf("quorate-workload listening on %s (endpoints %v, %d clients, %.0f ops/s)", listen, cfg.Endpoints, clients, rate)
+	srv := &http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	log.Fatal(srv.ListenAndServe())
+}

@@ -1,0 +1,142 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
+	"sigs.k8s.io/e2e-framework/support/kind"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/localcluster"
+	"github.com/quorate-dev/quorate/e2e/report"
+	"github.com/quorate-dev/quorate/internal/buildinfo"
+)
+
+// Scheme knows the core types and EtcdCluster.
+var Scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(Scheme))
+}
+
+// Suite is the state shared by every scenario of a run.
+type Suite struct {
+	Opts      *Options
+	Client    client.Client
+	Clientset *kubernetes.Clientset
+	Report    *report.Report
+	mu        sync.Mutex
+	kubectl   string
+}
+
+// Setup prepares the environment the options describe and returns the suite; call it from
+// TestMain after RegisterFlags.
+func Setup(opts *Options) (env.Environment, *Suite, error) {
+	cfg, err := envconf.NewFromFlags()
+	if err != nil {
+		return nil, nil, err
+	}
+	testenv := env.NewWithConfig(cfg)
+	s := &Suite{Opts: opts, kubectl: "kubectl", Report: &report.Report{Title: "Quorate conformance", Quorate: buildinfo.Version, Generated: time.Now()}}
+	switch opts.Provider {
+	case "local":
+		p := localcluster.NewProvider()
+		p.WithVersion(opts.K8sVersion)
+		s.kubectl = localcluster.DefaultConfig(opts.ClusterName, localcluster.ResolveVersion(opts.K8sVersion)).Kubectl()
+		testenv.Setup(envfuncs.CreateCluster(p, opts.ClusterName))
+		testenv.Finish(envfuncs.ExportClusterLogs(opts.ClusterName, filepath.Join(opts.ReportDir, "cluster-logs")), envfuncs.DestroyCluster(opts.ClusterName))
+	case "kind":
+		testenv.Setup(envfuncs.CreateClusterWithOpts(kind.NewProvider().WithVersion(opts.K8sVersion), opts.ClusterName))
+		testenv.Finish(envfuncs.DestroyCluster(opts.ClusterName))
+	case "existing":
+		if cfg.KubeconfigFile() == "" {
+			cfg.WithKubeconfigFile(os.Getenv("KUBECONFIG"))
+		}
+	default:
+		return nil, nil, fmt.Errorf("--provider must be existing, local or kind, not %q", opts.Provider)
+	}
+	testenv.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		rc := cfg.Client().RESTConfig()
+		var err error
+		if s.Client, err = client.New(rc, client.Options{Scheme: Scheme}); err != nil {
+			return ctx, err
+		}
+		if s.Clientset, err = kubernetes.NewForConfig(rc); err != nil {
+			return ctx, err
+		}
+		if v, err := s.Clientset.Discovery().ServerVersion(); err == nil {
+			s.Report.K8sVersion = v.GitVersion
+		}
+		if opts.Install {
+			if err := s.install(ctx, cfg.KubeconfigFile()); err != nil {
+				return ctx, err
+			}
+		}
+		return ctx, nil
+	})
+	testenv.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err := s.Report.Write(opts.ReportDir); err != nil {
+			return ctx, err
+		}
+		fmt.Fprintf(os.Stderr, "report written to %s (index.html, summary.md, junit.xml)\n", opts.ReportDir)
+		return ctx, nil
+	})
+	return testenv, s, nil
+}
+
+// install deploys Quorate from this repository with hack/deploy.sh.
+func (s *Suite) install(ctx context.Context, kubeconfig string) error {
+	root, err := localcluster.FindRepoRoot()
+	if err != nil {
+		return fmt.Errorf("--install-operator needs the Quorate repository: %w", err)
+	}
+	if s.Opts.OperatorImage == "" {
+		b, err := os.ReadFile(filepath.Join(root, "bin", "operator-image"))
+		if err != nil {
+			return fmt.Errorf("--install-operator needs --operator-image (or run make image first)")
+		}
+		s.Opts.OperatorImage = strings.TrimSpace(string(b))
+	}
+	kustomize := os.Getenv("KUSTOMIZE")
+	if kustomize == "" {
+		matches, _ := filepath.Glob(filepath.Join(root, "bin", "kustomize-*"))
+		if len(matches) == 0 {
+			return fmt.Errorf("no kustomize in bin/: run make deploy once, or set KUSTOMIZE")
+		}
+		kustomize = matches[len(matches)-1]
+	}
+	etcdRepo := os.Getenv("ETCD_IMAGE_REPOSITORY")
+	if etcdRepo == "" {
+		etcdRepo = "localhost:5000/quorate/etcd"
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "deploy.sh"), kustomize, s.kubectl, s.Opts.OperatorImage, etcdRepo)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("installing Quorate: %w", err)
+	}
+	return nil
+}
+
+func (s *Suite) add(r report.Scenario) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Report.Scenarios = append(s.Report.Scenarios, r)
+}

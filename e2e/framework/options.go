@@ -1,0 +1,59 @@
+// Package framework is the machinery of Quorate's conformance scenarios: flags, the cluster to
+// run on (the local cluster provider, kind, or an existing cluster), installing Quorate,
+// creating an EtcdCluster with the workload beside it, driving a scenario while recording its
+// events, collecting the history, running every checker and adding the result to the report.
+package framework
+
+import (
+	"flag"
+	"os"
+	"time"
+
+	"github.com/quorate-dev/quorate/internal/buildinfo"
+)
+
+// Options are the suite's own flags (e2e-framework adds --kubeconfig, --namespace, --labels,
+// --feature and the rest).
+type Options struct {
+	Provider      string
+	K8sVersion    string
+	ClusterName   string
+	ReportDir     string
+	Duration      time.Duration
+	Rate          float64
+	Clients       int
+	EtcdVersion   string
+	EtcdImage     string
+	Install       bool
+	OperatorImage string
+	WorkloadImage string
+	KeepFailed    bool
+	Quiet         bool
+}
+
+// RegisterFlags adds the suite's flags to the global flag set.
+func RegisterFlags() *Options {
+	o := &Options{}
+	flag.StringVar(&o.Provider, "provider", "existing", "where to run: existing (the cluster of --kubeconfig), local (start a local cluster built from source), kind")
+	flag.StringVar(&o.K8sVersion, "k8s-version", "v1.35.4", "Kubernetes version of a cluster the suite starts (local or kind)")
+	flag.StringVar(&o.ClusterName, "cluster-name", "quorate-e2e", "name of a cluster the suite starts")
+	flag.StringVar(&o.ReportDir, "report-dir", "quorate-report", "directory for the report (JUnit, Markdown, HTML, histories)")
+	flag.DurationVar(&o.Duration, "duration", 30*time.Second, "load time of steady phases (before, between and after a scenario's actions)")
+	flag.Float64Var(&o.Rate, "rate", 40, "operations per second the workload issues")
+	flag.IntVar(&o.Clients, "clients", 4, "concurrent workload clients")
+	flag.StringVar(&o.EtcdVersion, "etcd-version", "3.6.16", "etcd version of the clusters the scenarios create")
+	flag.StringVar(&o.EtcdImage, "etcd-image", "", "etcd image override for the clusters (default: the operator's image for the version)")
+	flag.BoolVar(&o.Install, "install-operator", false, "install Quorate (from this repository's config/) before the scenarios; off when Quorate is already installed, e.g. from OperatorHub")
+	flag.StringVar(&o.OperatorImage, "operator-image", os.Getenv("QUORATE_OPERATOR_IMAGE"), "operator image to install with --install-operator")
+	flag.StringVar(&o.WorkloadImage, "workload-image", envOr("QUORATE_WORKLOAD_IMAGE", "localhost:5000/quorate/workload:"+buildinfo.Version), "image of the conformance workload")
+	flag.BoolVar(&o.KeepFailed, "keep-failed", false, "keep the namespaces of failed scenarios for inspection")
+	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
+	return o
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,184 @@
+// Package report writes the results of a conformance run for people and for CI: JUnit XML, a
+// Markdown summary, and an HTML page that shows per scenario the availability timeline and the
+// latency as pictures (SVG drawn from the history), the verdicts, and the events of the run.
+// Reports of several Kubernetes versions combine into one version x scenario table.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/quorate-dev/quorate/e2e/checker/availability"
+	"github.com/quorate-dev/quorate/e2e/history"
+)
+
+// Scenario is the result of one scenario.
+type Scenario struct {
+	Name     string            `json:"name"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	Start    time.Time         `json:"start"`
+	Duration time.Duration     `json:"duration"`
+	Verdicts []history.Verdict `json:"verdicts"`
+	// Expected is the verdict each checker should reach (true = pass). A scenario whose fault
+	// the operator cannot mask expects the availability verdict to fail.
+	Expected map[string]bool     `json:"expected"`
+	Budget   availability.Budget `json:"budget"`
+	Stats    availability.Stats  `json:"stats"`
+	Events   []history.Event     `json:"events,omitempty"`
+	History  string              `json:"history,omitempty"` // file name of the saved history
+	Error    string              `json:"error,omitempty"`   // the scenario could not run to its end
+	// Timeline data for the pictures (kept so combined reports can redraw them).
+	HistoryStart int64      `json:"historyStart"`
+	HistoryEnd   int64      `json:"historyEnd"`
+	Latencies    [][2]int64 `json:"latencies,omitempty"` // (call offset ns, latency ns), sampled
+}
+
+// Passed: the scenario ran and every checker reached its expected verdict.
+func (s Scenario) Passed() bool {
+	if s.Error != "" || len(s.Verdicts) == 0 {
+		return false
+	}
+	for _, v := range s.Verdicts {
+		if want, ok := s.Expected[v.Checker]; (ok && v.Pass != want) || (!ok && !v.Pass) {
+			return false
+		}
+	}
+	return true
+}
+
+// Report is one run of the suite on one Kubernetes version.
+type Report struct {
+	Title      string     `json:"title"`
+	K8sVersion string     `json:"k8sVersion"`
+	Quorate    string     `json:"quorate"`
+	Generated  time.Time  `json:"generated"`
+	Scenarios  []Scenario `json:"scenarios"`
+}
+
+// AddLatencies samples the latencies of successful operations for the latency picture.
+func (s *Scenario) AddLatencies(h *history.History, max int) {
+	var ok []history.Op
+	for _, o := range h.Ops {
+		if o.Status == history.OK {
+			ok = append(ok, o)
+		}
+	}
+	step := 1
+	if len(ok) > max {
+		step = len(ok)/max + 1
+	}
+	for i := 0; i < len(ok); i += step {
+		s.Latencies = append(s.Latencies, [2]int64{ok[i].Call - h.Start, ok[i].Return - ok[i].Call})
+	}
+	s.HistoryStart, s.HistoryEnd = h.Start, h.End
+}
+
+// Write writes report.json, junit.xml, summary.md and index.html into dir.
+func (r *Report) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	sort.SliceStable(r.Scenarios, func(i, j int) bool { return r.Scenarios[i].Start.Before(r.Scenarios[j].Start) })
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{"report.json": b, "junit.xml": r.JUnit(), "summary.md": []byte(r.Markdown()), "index.html": []byte(HTML([]*Report{r}))}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Load reads a report.json.
+func Load(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	return &r, json.Unmarshal(b, &r)
+}
+
+func mark(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// verdictCell renders a verdict against its expectation for tables.
+func verdictCell(s Scenario, checker string) string {
+	for _, v := range s.Verdicts {
+		if v.Checker != checker {
+			continue
+		}
+		want, ok := s.Expected[checker]
+		if !ok {
+			want = true
+		}
+		if v.Pass == want {
+			if !v.Pass {
+				return "fail (expected)"
+			}
+			return "pass"
+		}
+		if v.Pass {
+			return "PASS (expected fail)"
+		}
+		return "FAIL"
+	}
+	return "-"
+}
+
+// Checkers in report order.
+var Checkers = []string{"linearizability", "lost-writes", "availability", "split-brain"}
+
+// Markdown is the summary.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\nKubernetes %s, Quorate %s, generated %s.\n\n", r.Title, r.K8sVersion, r.Quorate, r.Generated.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "| scenario | result | %s | longest write gap | ops ok/fail/unknown | p99 latency |\n|---|---|%s---|---|---|\n",
+		strings.Join(Checkers, " | "), strings.Repeat("---|", len(Checkers)))
+	for _, s := range r.Scenarios {
+		cells := make([]string, len(Checkers))
+		for i, c := range Checkers {
+			cells[i] = verdictCell(s, c)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d/%d/%d | %s |\n", s.Name, mark(s.Passed()), strings.Join(cells, " | "),
+			s.Stats.MaxWriteGap.Round(time.Millisecond), s.Stats.OK, s.Stats.Fail, s.Stats.Unknown, s.Stats.P99.Round(100*time.Microsecond))
+	}
+	for _, s := range r.Scenarios {
+		fmt.Fprintf(&b, "\n## %s: %s\n\n", s.Name, mark(s.Passed()))
+		if s.Error != "" {
+			fmt.Fprintf(&b, "The scenario did not run to its end: %s\n\n", s.Error)
+		}
+		for _, v := range s.Verdicts {
+			fmt.Fprintf(&b, "- **%s** %s: %s\n", v.Checker, verdictCell(s, v.Checker), v.Reason)
+			for _, d := range v.Details {
+				fmt.Fprintf(&b, "  - %s\n", d)
+			}
+		}
+		if len(s.Events) > 0 {
+			b.WriteString("\nEvents:\n\n")
+			for _, e := range s.Events {
+				fmt.Fprintf(&b, "- %s %s %s: %s\n", offset(s, e.Time), e.Kind, e.Name, e.Text)
+			}
+		}
+	}
+	return b.String()
+}
+
+func offset(s Scenario, t int64) string {
+	if s.HistoryStart == 0 {
+		return ""
+	}
+	return fmt.Sprintf("+%.1fs", time.Duration(t-s.HistoryStart).Seconds())
+}

@@ -1,0 +1,334 @@
+// Package workload is the conformance workload: clients that issue puts with unique values,
+// linearizable gets and compare-and-sets through the official etcd client at a set rate,
+// recording every operation with its invocation and response times and its outcome, and a
+// poller that asks every member directly for its cluster ID, leader, term and member list.
+// It runs in a pod beside the EtcdCluster (cmd/quorate-workload) and never hides an error: a
+// write whose outcome the client cannot know is recorded as unknown.
+package workload
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/quorate-dev/quorate/e2e/history"
+)
+
+// Config of the load.
+type Config struct {
+	Endpoints []string // client URLs, normally the client Service
+	TLS       *tls.Config
+	Clients   int
+	Rate      float64 // operations per second, over all clients
+	Keys      int
+	Prefix    string
+	// Mix weights of the operation types.
+	PutWeight, GetWeight, CASWeight int
+	OpTimeout                       time.Duration
+	Seed                            int64
+}
+
+// Runner runs the clients and records the history.
+type Runner struct {
+	cfg     Config
+	mu      sync.Mutex
+	ops     []history.Op
+	start   int64
+	end     int64
+	nextID  atomic.Int64
+	cancel  context.CancelFunc
+	done    sync.WaitGroup
+	running bool
+	counts  [3]atomic.Int64 // ok, fail, unknown
+}
+
+// New returns a runner; it does nothing until Start.
+func New(cfg Config) *Runner {
+	if cfg.Clients <= 0 {
+		cfg.Clients = 4
+	}
+	if cfg.Rate <= 0 {
+		cfg.Rate = 40
+	}
+	if cfg.Keys <= 0 {
+		cfg.Keys = 8
+	}
+	if cfg.PutWeight+cfg.GetWeight+cfg.CASWeight == 0 {
+		cfg.PutWeight, cfg.GetWeight, cfg.CASWeight = 4, 4, 2
+	}
+	if cfg.OpTimeout <= 0 {
+		cfg.OpTimeout = 2 * time.Second
+	}
+	return &Runner{cfg: cfg}
+}
+
+func (r *Runner) key(i int) string { return fmt.Sprintf("%sk%02d", r.cfg.Prefix, i) }
+
+func (r *Runner) newClient() (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{
+		Endpoints:            r.cfg.Endpoints,
+		TLS:                  r.cfg.TLS,
+		DialTimeout:          r.cfg.OpTimeout,
+		DialKeepAliveTime:    2 * time.Second,
+		DialKeepAliveTimeout: 2 * time.Second,
+		Logger:               zap.NewNop(),
+	})
+}
+
+// Start begins the load. It is a no-op while running.
+func (r *Runner) Start() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running {
+		return nil
+	}
+	clients := make([]*clientv3.Client, r.cfg.Clients)
+	for i := range clients {
+		c, err := r.newClient()
+		if err != nil {
+			for _, c := range clients[:i] {
+				c.Close()
+			}
+			return err
+		}
+		clients[i] = c
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.running = cancel, true
+	r.start, r.end = time.Now().UnixNano(), 0
+	interval := time.Duration(float64(time.Second) * float64(r.cfg.Clients) / r.cfg.Rate)
+	for i, c := range clients {
+		r.done.Add(1)
+		go func() {
+			defer r.done.Done()
+			defer c.Close()
+			r.client(ctx, i, c, interval, rand.New(rand.NewSource(r.cfg.Seed+int64(i))))
+		}()
+	}
+	return nil
+}
+
+// Stop ends the load and waits for every client's last operation to finish.
+func (r *Runner) Stop() {
+	r.mu.Lock()
+	if !r.running {
+		r.mu.Unlock()
+		return
+	}
+	r.cancel()
+	r.mu.Unlock()
+	r.done.Wait()
+	r.mu.Lock()
+	r.running, r.end = false, time.Now().UnixNano()
+	r.mu.Unlock()
+}
+
+// Counts returns how many operations succeeded, failed and ended unknown so far.
+func (r *Runner) Counts() (ok, fail, unknown int64) {
+	return r.counts[0].Load(), r.counts[1].Load(), r.counts[2].Load()
+}
+
+// History returns the operations recorded so far.
+func (r *Runner) History() history.History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	end := r.end
+	if end == 0 {
+		end = time.Now().UnixNano()
+	}
+	ops := append([]history.Op(nil), r.ops...)
+	sort.Slice(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	return history.History{Start: r.start, End: end, Ops: ops}
+}
+
+func (r *Runner) record(o history.Op) {
+	switch o.Status {
+	case history.OK:
+		r.counts[0].Add(1)
+	case history.Fail:
+		r.counts[1].Add(1)
+	default:
+		r.counts[2].Add(1)
+	}
+	r.mu.Lock()
+	r.ops = append(r.ops, o)
+	r.mu.Unlock()
+}
+
+// client issues one operation at a time, as a linearizability test requires, pacing itself to
+// its share of the rate.
+func (r *Runner) client(ctx context.Context, id int, c *clientv3.Client, interval time.Duration, rnd *rand.Rand) {
+	seen := map[string]*string{} // last value this client saw per key; nil = absent
+	seq := 0
+	total := r.cfg.PutWeight + r.cfg.GetWeight + r.cfg.CASWeight
+	next := time.Now()
+	for {
+		if wait := time.Until(next); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		} else if ctx.Err() != nil {
+			return
+		}
+		next = next.Add(interval)
+		if time.Until(next) < -interval {
+			next = time.Now().Add(interval) // do not burst to catch up after an outage
+		}
+		key := r.key(rnd.Intn(r.cfg.Keys))
+		seq++
+		o := history.Op{ID: r.nextID.Add(1), Client: id, Key: key}
+		switch n := rnd.Intn(total); {
+		case n < r.cfg.PutWeight:
+			o.Type, o.Value = history.Put, fmt.Sprintf("c%d-%d", id, seq)
+		case n < r.cfg.PutWeight+r.cfg.GetWeight:
+			o.Type = history.Get
+		default:
+			o.Type, o.Value = history.CAS, fmt.Sprintf("c%d-%d", id, seq)
+			if v, ok := seen[key]; ok && v != nil {
+				o.Expect = *v
+			} else {
+				o.ExpectAbsent = true
+			}
+		}
+		r.do(c, &o)
+		r.record(o)
+		switch {
+		case o.Status == history.OK && (o.Type == history.Put || o.Succeeded):
+			v := o.Value
+			seen[key] = &v
+		case o.Status == history.OK && o.Found:
+			v := o.Output
+			seen[key] = &v
+		case o.Status == history.OK:
+			seen[key] = nil
+		case o.Status == history.Unknown:
+			delete(seen, key)
+		}
+	}
+}
+
+// do performs o, filling in its times, outcome and results.
+func (r *Runner) do(c *clientv3.Client, o *history.Op) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.OpTimeout)
+	defer cancel()
+	o.Call = time.Now().UnixNano()
+	var err error
+	switch o.Type {
+	case history.Put:
+		var resp *clientv3.PutResponse
+		if resp, err = c.Put(ctx, o.Key, o.Value); err == nil {
+			o.Revision = resp.Header.Revision
+		}
+	case history.Get:
+		var resp *clientv3.GetResponse
+		if resp, err = c.Get(ctx, o.Key); err == nil {
+			o.Revision = resp.Header.Revision
+			if len(resp.Kvs) > 0 {
+				o.Found, o.Output = true, string(resp.Kvs[0].Value)
+			}
+		}
+	case history.CAS:
+		cmp := clientv3.Compare(clientv3.Value(o.Key), "=", o.Expect)
+		if o.ExpectAbsent {
+			cmp = clientv3.Compare(clientv3.CreateRevision(o.Key), "=", 0)
+		}
+		var resp *clientv3.TxnResponse
+		resp, err = c.Txn(ctx).If(cmp).Then(clientv3.OpPut(o.Key, o.Value)).Else(clientv3.OpGet(o.Key)).Commit()
+		if err == nil {
+			o.Revision, o.Succeeded = resp.Header.Revision, resp.Succeeded
+			if !resp.Succeeded && len(resp.Responses) > 0 {
+				if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+					o.Found, o.Output = true, string(kvs[0].Value)
+				}
+			}
+		}
+	}
+	o.Return = time.Now().UnixNano()
+	o.Status = Classify(o.Type, err)
+	if err != nil {
+		o.Error = err.Error()
+	}
+}
+
+// definite are errors a server returns before a write is proposed, so it cannot have applied.
+var definite = []error{rpctypes.ErrGRPCNotCapable, rpctypes.ErrGRPCRequestTooManyRequests, rpctypes.ErrGRPCNoLeader, rpctypes.ErrGRPCNotSupportedForLearner}
+
+// Classify decides the outcome of an operation from its error. A read that failed had no
+// effect. A write is unknown unless the error proves it was never proposed.
+func Classify(t history.OpType, err error) history.Status {
+	if err == nil {
+		return history.OK
+	}
+	if t == history.Get {
+		return history.Fail
+	}
+	for _, d := range definite {
+		if errors.Is(err, d) || rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(d) {
+			return history.Fail
+		}
+	}
+	return history.Unknown
+}
+
+// Final reads back, for every key, all writes applied to it (walking its versions backwards
+// from the current revision) and a linearizable read of its value.
+func (r *Runner) Final(ctx context.Context) *history.Final {
+	f := &history.Final{Applied: map[string][]history.AppliedWrite{}, Values: map[string]string{}, Complete: true}
+	c, err := r.newClient()
+	if err != nil {
+		f.Complete, f.Error = false, err.Error()
+		return f
+	}
+	defer c.Close()
+	var errs []error
+	for i := 0; i < r.cfg.Keys; i++ {
+		key := r.key(i)
+		resp, err := c.Get(ctx, key)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading %s: %w", key, err))
+			continue
+		}
+		if len(resp.Kvs) == 0 {
+			continue
+		}
+		f.Values[key] = string(resp.Kvs[0].Value)
+		var chain []history.AppliedWrite
+		kv := resp.Kvs[0]
+		for {
+			chain = append(chain, history.AppliedWrite{Key: key, Value: string(kv.Value), ModRevision: kv.ModRevision})
+			if kv.Version <= 1 {
+				break
+			}
+			prev, err := c.Get(ctx, key, clientv3.WithRev(kv.ModRevision-1))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("reading %s at revision %d: %w", key, kv.ModRevision-1, err))
+				break
+			}
+			if len(prev.Kvs) == 0 {
+				errs = append(errs, fmt.Errorf("%s has version %d at revision %d but nothing before", key, kv.Version, kv.ModRevision))
+				break
+			}
+			kv = prev.Kvs[0]
+		}
+		for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
+			chain[i], chain[j] = chain[j], chain[i]
+		}
+		f.Applied[key] = chain
+	}
+	if err := errors.Join(errs...); err != nil {
+		f.Complete, f.Error = false, err.Error()
+	}
+	return f
+}
