@@ -125,6 +125,41 @@ cluster-up: ## Start a local cluster of K8S_VERSION built from source (KUBECONFI
 cluster-down: ## Stop the local cluster and remove everything it created.
 	go run ./cmd/quorate-localcluster down --name $(CLUSTER)
 
+##@ Conformance
+
+CONFORMANCE_FLAGS ?=
+E2E_DURATION ?= 20s
+
+.PHONY: conformance
+conformance: ## Build the shipped suite, bin/quorate-conformance.
+	go test -c -tags e2e -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/quorate-conformance ./e2e/conformance
+
+.PHONY: e2e
+e2e: conformance image images $(KUSTOMIZE) ## Run the whole suite on a local cluster it starts and removes (K8S_VERSION).
+	KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator \
+	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
+	  --duration=$(E2E_DURATION) --report-dir=$(REPORT_DIR)/$(K8S_VERSION) -test.v -test.timeout=80m $(CONFORMANCE_FLAGS)
+
+.PHONY: e2e-smoke
+e2e-smoke: ## Smoke test: local cluster, operator, a 3-member cluster written and read through its Service, teardown.
+	$(MAKE) e2e CONFORMANCE_FLAGS="--labels=scenario=steady $(CONFORMANCE_FLAGS)" E2E_DURATION=10s
+
+.PHONY: e2e-matrix
+e2e-matrix: conformance image images ## Run the suite on every Kubernetes version of the matrix and combine the reports.
+	for v in $(K8S_VERSIONS); do \
+	  $(MAKE) --no-print-directory e2e K8S_VERSION=$$v REPORT_DIR=$(REPORT_DIR)/matrix || echo "suite failed on $$v"; \
+	done
+	go run ./cmd/quorate-report combine $(REPORT_DIR)/matrix
+
+.PHONY: demo
+demo: conformance image images ## Local cluster, operator, etcd clusters under faults, and a report in reports/demo.
+	go run ./cmd/quorate-localcluster up --name $(CLUSTER) --k8s-version $(K8S_VERSION)
+	$(MAKE) --no-print-directory deploy
+	$(LOCALBIN)/quorate-conformance --provider=existing --kubeconfig=$(KUBECONFIG_LOCAL) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
+	  --duration=15s --report-dir=$(REPORT_DIR)/demo --feature='pod-deletion|pvc-loss|quorum-loss' -test.v -test.timeout=60m
+	@echo; cat $(REPORT_DIR)/demo/summary.md | head -12
+	@echo; echo "Open $(REPORT_DIR)/demo/index.html in a browser. The cluster keeps running (KUBECONFIG=$(KUBECONFIG_LOCAL)); make cluster-down removes it."
+
 ##@ Tools
 
 $(LOCALBIN):

@@ -131,4 +131,3 @@ func (p *Poller) add(s history.Sample) {
 	p.samples = append(p.samples, s)
 	p.mu.Unlock()
 }
-
