@@ -6,6 +6,7 @@
 #   hack/images.sh operator VERSION  the operator image (binaries from bin/linux_amd64), tagged
 #                                    VERSION-<content hash>; prints the image reference
 #   hack/images.sh workload VERSION  the conformance workload image, likewise
+#   hack/images.sh chaos             Chaos Mesh's controller and daemon images
 # Upstream images are skipped when the registry already holds their tag.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -83,6 +84,25 @@ workload() {
   local tag; tag=$(content_tag "$version" "$bin")
   has quorate/workload "$tag" || build "$root" "$root/hack/images/workload/Dockerfile" "$REGISTRY/quorate/workload:$tag"
   echo "$REGISTRY/quorate/workload:$tag"
+}
+
+chaos() { # chaos VERSION: the Chaos Mesh images; prints "<controller image> <daemon image>"
+  local dir; dir=$("$here/build-chaos-mesh.sh")
+  local rootfs; rootfs=$("$here/build-chaos-rootfs.sh")
+  local c tag
+  c=$(ctx); CGO_ENABLED=0 go build -C "$root" -trimpath -ldflags "-s -w" -o "$c/nsexec" ./hack/chaos/nsexec
+  tag=$(content_tag "$(basename "$dir")" "$dir/bin/chaos-controller-manager")
+  if ! has quorate/chaos-controller-manager "$tag"; then
+    local m; m=$(ctx); cp "$dir/bin/chaos-controller-manager" "$m/"; mkdir -p "$m/tmp"
+    build "$m" "$here/images/chaos-controller-manager/Dockerfile" "$REGISTRY/quorate/chaos-controller-manager:$tag"; rm -rf "$m"
+  fi
+  local dtag; dtag=$(content_tag "$(basename "$dir")" "$dir/bin/chaos-daemon" "$dir/bin/cdh" "$c/nsexec" "$rootfs")
+  if ! has quorate/chaos-daemon "$dtag"; then
+    cp "$dir/bin/chaos-daemon" "$dir/bin/cdh" "$dir/bin/pause" "$c/"; cp "$rootfs" "$c/rootfs.tar"
+    build "$c" "$here/images/chaos-daemon/Dockerfile" "$REGISTRY/quorate/chaos-daemon:$dtag"
+  fi
+  rm -rf "$c"
+  echo "$REGISTRY/quorate/chaos-controller-manager:$tag $REGISTRY/quorate/chaos-daemon:$dtag"
 }
 
 cmd=${1:?usage: images.sh base|etcd VERSION|operator TAG|workload TAG}
