@@ -27,6 +27,7 @@ import (
 const timeout = 60 * time.Second
 
 // kubelet plays the node and kube-controller-manager for one namespace: it gives pods an IP,
+// completes the deletion of terminating pods (as a kubelet does once their containers stopped),
 // and lets a terminating PVC go once no pod uses it (the PVC-protection controller).
 func kubelet(t *testing.T, ns string) {
 	t.Helper()
@@ -40,7 +41,13 @@ func kubelet(t *testing.T, ns string) {
 			if err := k8s.List(ctx, &pods, client.InNamespace(ns)); err == nil {
 				for i := range pods.Items {
 					p := &pods.Items[i]
-					if p.Status.PodIP == "" && p.DeletionTimestamp.IsZero() {
+					if !p.DeletionTimestamp.IsZero() {
+						// A pod whose deletion was graceful stays Terminating until its kubelet
+						// has stopped it and deletes it for good.
+						_ = k8s.Delete(ctx, p, client.GracePeriodSeconds(0))
+						continue
+					}
+					if p.Status.PodIP == "" {
 						n := ip.Add(1)
 						p.Status.PodIP = fmt.Sprintf("10.0.%d.%d", n/250, n%250+1)
 						p.Status.Phase = corev1.PodRunning
@@ -497,11 +504,32 @@ func TestOperatorKilledBetweenSteps(t *testing.T) {
 	op = startOperator(t, ns, fake)
 	eventually(t, timeout, "objects of removed members to be deleted", func() error {
 		if got := objectNames(t, ns, &corev1.PersistentVolumeClaimList{}); len(got) != 3 {
-			return fmt.Errorf("PVCs %v", got)
+			c := getCluster(t, ns, "crash")
+			return fmt.Errorf("PVCs %v; Progressing: %s; members in etcd: %v; operator passes %d; objects: %s", got, condition(c, v1alpha1.ConditionProgressing).Message, fake.Members(), op.passes.Load(), describeObjects(t, ns))
 		}
 		return nil
 	})
 	t.Logf("converged through %d operator crashes", crashes)
+}
+
+// describeObjects lists every pod and PVC of ns with what keeps it (for failure messages).
+func describeObjects(t *testing.T, ns string) string {
+	var out []string
+	var pods corev1.PodList
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := k8s.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	if err := k8s.List(context.Background(), &pvcs, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	for _, p := range pods.Items {
+		out = append(out, fmt.Sprintf("pod %s deleted=%v finalizers=%v owners=%d", p.Name, p.DeletionTimestamp != nil, p.Finalizers, len(p.OwnerReferences)))
+	}
+	for _, p := range pvcs.Items {
+		out = append(out, fmt.Sprintf("pvc %s deleted=%v finalizers=%v owners=%d labels=%v", p.Name, p.DeletionTimestamp != nil, p.Finalizers, len(p.OwnerReferences), p.Labels))
+	}
+	return strings.Join(out, "; ")
 }
 
 func TestStatusLossDoesNotBootstrapAgain(t *testing.T) {
