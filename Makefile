@@ -115,6 +115,20 @@ deploy: manifests $(KUSTOMIZE) ## Deploy the operator (IMG) into quorate-system.
 undeploy: $(KUSTOMIZE) ## Remove the operator.
 	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
 
+##@ OLM
+
+# The bundle's operator version and the one it upgrades from (the upgrade edge of the channel).
+BUNDLE_VERSION ?= 0.2.0
+BUNDLE_REPLACES ?= 0.1.0
+# Images the published bundle names (make bundle-local points them at the local registry).
+BUNDLE_IMG_OPERATOR ?= ghcr.io/quorate-dev/quorate-operator:v$(BUNDLE_VERSION)
+BUNDLE_ETCD_REPOSITORY ?= gcr.io/etcd-development/etcd
+
+.PHONY: bundle
+bundle: manifests $(KUSTOMIZE) ## Generate bundle/ (CSV, CRDs, metadata, scorecard config) from config/; make test validates it.
+	$(KUSTOMIZE) build config/manifests | go run ./hack/bundle --version $(BUNDLE_VERSION) --replaces "$(BUNDLE_REPLACES)" \
+	  --image $(BUNDLE_IMG_OPERATOR) --etcd-repository $(BUNDLE_ETCD_REPOSITORY) --etcd-versions "$(subst $(space),$(COMMA),$(ETCD_VERSIONS))" --out bundle
+
 ##@ Local cluster
 
 .PHONY: cluster-up
@@ -125,10 +139,19 @@ cluster-up: ## Start a local cluster of K8S_VERSION built from source (KUBECONFI
 cluster-down: ## Stop the local cluster and remove everything it created.
 	go run ./cmd/quorate-localcluster down --name $(CLUSTER)
 
+.PHONY: chaos-mesh
+chaos-mesh: ## Build Chaos Mesh from source and install it on the local cluster (idempotent).
+	KUBECTL=$(KUBECTL) hack/chaos-mesh.sh /var/lib/quorate/$(CLUSTER)/containerd/containerd.sock
+
 ##@ Conformance
 
 CONFORMANCE_FLAGS ?=
+COMMA := ,
+empty :=
+space := $(empty) $(empty)
 E2E_DURATION ?= 20s
+# Scenarios make e2e runs (e2e-framework labels; values of one key are alternatives).
+E2E_LABELS ?= suite=core,suite=negative
 
 .PHONY: conformance
 conformance: ## Build the shipped suite, bin/quorate-conformance.
@@ -138,7 +161,14 @@ conformance: ## Build the shipped suite, bin/quorate-conformance.
 e2e: conformance image images $(KUSTOMIZE) ## Run the whole suite on a local cluster it starts and removes (K8S_VERSION).
 	KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator \
 	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
-	  --duration=$(E2E_DURATION) --report-dir=$(REPORT_DIR)/$(K8S_VERSION) -test.v -test.timeout=80m $(CONFORMANCE_FLAGS)
+	  --duration=$(E2E_DURATION) --report-dir=$(REPORT_DIR)/$(K8S_VERSION) -test.v -test.timeout=80m --labels=$(E2E_LABELS) $(CONFORMANCE_FLAGS)
+
+.PHONY: e2e-chaos
+e2e-chaos: conformance image images $(KUSTOMIZE) ## Run steady state and scale 3->5->3 under every Chaos Mesh fault (FAULTS narrows: FAULTS=pod-kill-leader,delay).
+	KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator --install-chaos-mesh \
+	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
+	  --duration=$(E2E_DURATION) --report-dir=$(REPORT_DIR)/chaos-$(K8S_VERSION) -test.v -test.timeout=150m \
+	  --labels=$(if $(FAULTS),$(shell echo "$(FAULTS)" | sed 's/\([^,]*\)/fault=\1/g'),suite=chaos$(COMMA)suite=chaos-negative) $(CONFORMANCE_FLAGS)
 
 .PHONY: e2e-smoke
 e2e-smoke: ## Smoke test: local cluster, operator, a 3-member cluster written and read through its Service, teardown.

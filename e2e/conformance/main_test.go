@@ -29,11 +29,11 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m))
 }
 
-// TestConformance runs every scenario; --labels (scenario=NAME, suite=core|negative) and
-// --feature pick some.
+// TestConformance runs every scenario; --labels (scenario=NAME, suite=core|negative|chaos|
+// chaos-negative, fault=NAME, base=steady|scale) and --feature pick some.
 func TestConformance(t *testing.T) {
 	var fs []features.Feature
-	for _, sc := range All() {
+	for _, sc := range append(All(), ChaosScenarios(opts.OperatorNS)...) {
 		fs = append(fs, suite.Feature(sc))
 	}
 	testenv.Test(t, fs...)

@@ -21,17 +21,19 @@ import (
 	"sigs.k8s.io/e2e-framework/support/kind"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/chaos"
 	"github.com/quorate-dev/quorate/e2e/localcluster"
 	"github.com/quorate-dev/quorate/e2e/report"
 	"github.com/quorate-dev/quorate/internal/buildinfo"
 )
 
-// Scheme knows the core types and EtcdCluster.
+// Scheme knows the core types, EtcdCluster and Chaos Mesh's types.
 var Scheme = runtime.NewScheme()
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(Scheme))
+	utilruntime.Must(chaos.AddToScheme(Scheme))
 }
 
 // Suite is the state shared by every scenario of a run.
@@ -57,7 +59,11 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 	case "local":
 		p := localcluster.NewProvider()
 		p.WithVersion(opts.K8sVersion)
-		s.kubectl = localcluster.DefaultConfig(opts.ClusterName, localcluster.ResolveVersion(opts.K8sVersion)).Kubectl()
+		lc := localcluster.DefaultConfig(opts.ClusterName, localcluster.ResolveVersion(opts.K8sVersion))
+		s.kubectl = lc.Kubectl()
+		if opts.ChaosSocket == "" {
+			opts.ChaosSocket = lc.ContainerdSocket()
+		}
 		testenv.Setup(envfuncs.CreateCluster(p, opts.ClusterName))
 		testenv.Finish(envfuncs.ExportClusterLogs(opts.ClusterName, filepath.Join(opts.ReportDir, "cluster-logs")), envfuncs.DestroyCluster(opts.ClusterName))
 	case "kind":
@@ -84,6 +90,11 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 		}
 		if opts.Install {
 			if err := s.install(ctx, cfg.KubeconfigFile()); err != nil {
+				return ctx, err
+			}
+		}
+		if opts.InstallChaos {
+			if err := s.installChaosMesh(ctx, cfg.KubeconfigFile()); err != nil {
 				return ctx, err
 			}
 		}
@@ -131,6 +142,24 @@ func (s *Suite) install(ctx context.Context, kubeconfig string) error {
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("installing Quorate: %w", err)
+	}
+	return nil
+}
+
+// installChaosMesh builds and installs Chaos Mesh with hack/chaos-mesh.sh.
+func (s *Suite) installChaosMesh(ctx context.Context, kubeconfig string) error {
+	root, err := localcluster.FindRepoRoot()
+	if err != nil {
+		return fmt.Errorf("--install-chaos-mesh needs the Quorate repository: %w", err)
+	}
+	if s.Opts.ChaosSocket == "" {
+		return fmt.Errorf("--install-chaos-mesh needs --containerd-socket: the path of the nodes' containerd socket")
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "chaos-mesh.sh"), s.Opts.ChaosSocket)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBECTL="+s.kubectl)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("installing Chaos Mesh: %w", err)
 	}
 	return nil
 }

@@ -27,6 +27,9 @@ type Options struct {
 	Install       bool
 	OperatorImage string
 	WorkloadImage string
+	InstallChaos  bool
+	ChaosSocket   string
+	OperatorNS    string
 	KeepFailed    bool
 	Quiet         bool
 }
@@ -46,6 +49,9 @@ func RegisterFlags() *Options {
 	flag.BoolVar(&o.Install, "install-operator", false, "install Quorate (from this repository's config/) before the scenarios; off when Quorate is already installed, e.g. from OperatorHub")
 	flag.StringVar(&o.OperatorImage, "operator-image", os.Getenv("QUORATE_OPERATOR_IMAGE"), "operator image to install with --install-operator")
 	flag.StringVar(&o.WorkloadImage, "workload-image", envOr("QUORATE_WORKLOAD_IMAGE", "localhost:5000/quorate/workload:"+buildinfo.Version), "image of the conformance workload")
+	flag.BoolVar(&o.InstallChaos, "install-chaos-mesh", false, "build and install Chaos Mesh (hack/chaos-mesh.sh) before the scenarios; the chaos scenarios need it")
+	flag.StringVar(&o.ChaosSocket, "containerd-socket", "", "containerd socket of the nodes, for --install-chaos-mesh (known for --provider=local)")
+	flag.StringVar(&o.OperatorNS, "operator-namespace", "quorate-system", "namespace of the Quorate operator (the operator-kill fault targets its pods)")
 	flag.BoolVar(&o.KeepFailed, "keep-failed", false, "keep the namespaces of failed scenarios for inspection")
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
 	return o

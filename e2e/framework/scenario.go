@@ -314,10 +314,20 @@ func (r *Run) execute(ctx context.Context) {
 	res.Verdicts = []history.Verdict{lin, lostwrites.Check(&h), av, splitbrain.Check(&h, splitbrain.DefaultBounds)}
 	res.Stats = stats
 	res.AddLatencies(&h, 4000)
-	for _, v := range res.Verdicts {
+	for i, v := range res.Verdicts {
 		want := res.Expected[v.Checker]
 		t.Logf("%s (expected %s)", v, map[bool]string{true: "pass", false: "fail"}[want])
 		if v.Pass != want {
+			// Name the faults that were active: during the longest write gap for availability,
+			// during the run for the others.
+			var from, to int64
+			if v.Checker == "availability" {
+				from, to = stats.GapStart, stats.GapEnd
+			}
+			if active := faultsDuring(h.Events, from, to); len(active) > 0 {
+				v.Details = append(v.Details, "faults active: "+strings.Join(active, "; "))
+				res.Verdicts[i] = v
+			}
 			t.Errorf("%s: %s verdict %v, expected pass=%v: %s %v", sc.Name, v.Checker, v.Pass, want, v.Reason, v.Details)
 		}
 		if part, ok := sc.ExpectReason[v.Checker]; ok && !strings.Contains(v.Reason, part) {
@@ -398,6 +408,14 @@ func (r *Run) WaitSettled(ctx context.Context, n int32, timeout time.Duration) e
 
 // Scale changes the number of members and waits until the cluster settles.
 func (r *Run) Scale(ctx context.Context, n int32) error {
+	if err := r.SetReplicas(ctx, n); err != nil {
+		return err
+	}
+	return r.WaitSettled(ctx, n, 5*time.Minute)
+}
+
+// SetReplicas asks for n members without waiting for them.
+func (r *Run) SetReplicas(ctx context.Context, n int32) error {
 	ec, err := r.GetCluster(ctx)
 	if err != nil {
 		return err
@@ -407,10 +425,7 @@ func (r *Run) Scale(ctx context.Context, n int32) error {
 	ec.Spec.Replicas = n
 	r.Phase(fmt.Sprintf("scaling %d -> %d", from, n))
 	r.Event("action", "scale", fmt.Sprintf("replicas %d -> %d", from, n))
-	if err := r.Suite.Client.Patch(ctx, ec, patch); err != nil {
-		return err
-	}
-	return r.WaitSettled(ctx, n, 5*time.Minute)
+	return r.Suite.Client.Patch(ctx, ec, patch)
 }
 
 // Leader returns the name of the current leader.

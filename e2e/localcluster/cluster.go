@@ -191,7 +191,7 @@ func (c *Cluster) up(ctx context.Context) error {
 		}
 	}
 	if err := c.waitFor(ctx, "containerd", "the containerd CRI socket", time.Minute, func(ctx context.Context) error {
-		_, err := os.Stat(c.cfg.containerdSocket())
+		_, err := os.Stat(c.cfg.ContainerdSocket())
 		return err
 	}); err != nil {
 		return err

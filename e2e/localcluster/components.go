@@ -132,7 +132,7 @@ evictionHard:
   nodefs.available: "1%%"
   nodefs.inodesFree: "1%%"
   imagefs.available: "1%%"
-`, c.cfg.NodeIP, c.pki("ca.crt"), c.pki("kubelet.crt"), c.pki("kubelet.key"), c.cfg.containerdSocket(), c.cfg.DNSIP)
+`, c.cfg.NodeIP, c.pki("ca.crt"), c.pki("kubelet.crt"), c.pki("kubelet.key"), c.cfg.ContainerdSocket(), c.cfg.DNSIP)
 }
 
 func (c *Cluster) kubeletDaemon() daemon {

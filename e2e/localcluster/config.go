@@ -108,7 +108,8 @@ func (c Config) etcdBin() string {
 // Kubectl is the path of the kubectl of the cluster's version.
 func (c Config) Kubectl() string { return c.k8sBin("kubectl") }
 
-func (c Config) containerdSocket() string { return c.path("containerd", "containerd.sock") }
+// ContainerdSocket is the CRI socket of the node (Chaos Mesh's daemon talks to it).
+func (c Config) ContainerdSocket() string { return c.path("containerd", "containerd.sock") }
 
 func (c Config) apiServerURL() string {
 	return fmt.Sprintf("https://%s:%d", c.NodeIP, c.APIServerPort)

@@ -53,12 +53,12 @@ state = %[2]q
 
 [plugins."io.containerd.internal.v1.opt"]
   path = %[8]q
-`, c.cfg.path("containerd", "root"), c.cfg.path("containerd", "state"), c.cfg.containerdSocket(),
-		c.cfg.containerdSocket()+".ttrpc", PauseImage, c.cfg.path("cni", "net.d"), c.cfg.Registry, c.cfg.path("containerd", "opt"))
+`, c.cfg.path("containerd", "root"), c.cfg.path("containerd", "state"), c.cfg.ContainerdSocket(),
+		c.cfg.ContainerdSocket()+".ttrpc", PauseImage, c.cfg.path("cni", "net.d"), c.cfg.Registry, c.cfg.path("containerd", "opt"))
 }
 
 func (c *Cluster) criClient(ctx context.Context) (runtimeapi.RuntimeServiceClient, func(), error) {
-	conn, err := grpc.NewClient("unix://"+c.cfg.containerdSocket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix://"+c.cfg.ContainerdSocket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -68,7 +68,7 @@ func (c *Cluster) criClient(ctx context.Context) (runtimeapi.RuntimeServiceClien
 // removeAllPods stops and removes every pod sandbox through CRI, which kills the containers
 // and runs CNI DEL (freeing IPs, deleting veths and network namespaces).
 func (c *Cluster) removeAllPods(ctx context.Context) error {
-	if _, err := os.Stat(c.cfg.containerdSocket()); err != nil {
+	if _, err := os.Stat(c.cfg.ContainerdSocket()); err != nil {
 		return nil
 	}
 	rt, closeFn, err := c.criClient(ctx)
@@ -105,7 +105,7 @@ func (c *Cluster) killShims() int {
 			continue
 		}
 		cmd := strings.ReplaceAll(string(b), "\x00", " ")
-		if strings.Contains(cmd, "containerd-shim") && strings.Contains(cmd, c.cfg.containerdSocket()) {
+		if strings.Contains(cmd, "containerd-shim") && strings.Contains(cmd, c.cfg.ContainerdSocket()) {
 			var pid int
 			if _, err := fmt.Sscanf(p, "/proc/%d/cmdline", &pid); err == nil {
 				_ = syscall.Kill(pid, syscall.SIGKILL)

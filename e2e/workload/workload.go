@@ -81,7 +81,11 @@ func (r *Runner) newClient() (*clientv3.Client, error) {
 		DialTimeout:          r.cfg.OpTimeout,
 		DialKeepAliveTime:    2 * time.Second,
 		DialKeepAliveTimeout: 2 * time.Second,
-		Logger:               zap.NewNop(),
+		// Like a production client, learn the members' own client URLs from the member list and
+		// balance over them, so that one member cut off from the others (while clients still
+		// reach it) costs the requests sent to it, not every request of the client.
+		AutoSyncInterval: 5 * time.Second,
+		Logger:           zap.NewNop(),
 	})
 }
 

@@ -1,0 +1,214 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"math/rand"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cm "github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+)
+
+func scheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// cluster is an EtcdCluster of n voters led by leader, plus one learner.
+func cluster(n int, leader string) *v1alpha1.EtcdCluster {
+	c := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "etcd"}}
+	for i := 0; i < n; i++ {
+		name := "etcd-" + string(rune('0'+i))
+		c.Status.Members = append(c.Status.Members, v1alpha1.MemberStatus{Name: name, IsLeader: name == leader})
+	}
+	c.Status.Members = append(c.Status.Members, v1alpha1.MemberStatus{Name: "etcd-9", Learner: true})
+	return c
+}
+
+func target(t *testing.T, c *v1alpha1.EtcdCluster) Target {
+	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(c).WithStatusSubresource(c).Build()
+	return Target{Client: cl, Namespace: "ns", Cluster: "etcd", Rand: rand.New(rand.NewSource(1))}
+}
+
+func pods(s cm.PodSelector) []string { return s.Selector.Pods["ns"] }
+
+func TestTargetsFollowLiveStatus(t *testing.T) {
+	ctx := context.Background()
+	tg := target(t, cluster(5, "etcd-3"))
+
+	f, err := tg.PodKillLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pods(f.Object.(*cm.PodChaos).Spec.PodSelector); !slices.Equal(got, []string{"etcd-3"}) {
+		t.Errorf("pod-kill-leader targets %v, want the leader etcd-3", got)
+	}
+	f, _ = tg.PodKillFollower(ctx)
+	if got := pods(f.Object.(*cm.PodChaos).Spec.PodSelector); len(got) != 1 || got[0] == "etcd-3" || got[0] == "etcd-9" {
+		t.Errorf("pod-kill-follower targets %v: must be one voter that is not the leader", got)
+	}
+
+	f, _ = tg.PartitionLeader(ctx, time.Minute)
+	nc := f.Object.(*cm.NetworkChaos).Spec
+	if !slices.Equal(pods(nc.PodSelector), []string{"etcd-3"}) || !slices.Equal(pods(*nc.Target), []string{"etcd-0", "etcd-1", "etcd-2", "etcd-4"}) ||
+		nc.Action != cm.PartitionAction || nc.Direction != cm.Both || *nc.Duration != "1m0s" {
+		t.Errorf("partition-leader: %v -> %v %s %s %v", pods(nc.PodSelector), pods(*nc.Target), nc.Action, nc.Direction, *nc.Duration)
+	}
+
+	f, _ = tg.PartitionMinority(ctx, time.Minute)
+	nc = f.Object.(*cm.NetworkChaos).Spec
+	minority, rest := pods(nc.PodSelector), pods(*nc.Target)
+	if len(minority) != 2 || slices.Contains(minority, "etcd-3") || len(rest) != 3 || !slices.Contains(rest, "etcd-3") {
+		t.Errorf("partition-minority of 5: isolated %v from %v; want 2 followers cut from the 3 others, leader among them", minority, rest)
+	}
+	if f.QuorumLost {
+		t.Error("a minority partition keeps a quorum")
+	}
+
+	f, _ = tg.PartitionMajority(ctx, time.Minute)
+	nc = f.Object.(*cm.NetworkChaos).Spec
+	if isolated := pods(nc.PodSelector); len(isolated) != 3 || !slices.Contains(isolated, "etcd-3") || len(pods(*nc.Target)) != 5 || !f.QuorumLost {
+		t.Errorf("partition-majority of 5: isolated %v from %v (quorum lost %v); want 3 members incl. the leader cut from all", isolated, pods(*nc.Target), f.QuorumLost)
+	}
+
+	f, _ = tg.Delay(ctx, 100*time.Millisecond, time.Minute)
+	if d := f.Object.(*cm.NetworkChaos).Spec.Delay; d == nil || d.Latency != "100ms" || d.Jitter != "20ms" {
+		t.Errorf("delay spec %+v", d)
+	}
+	f, _ = tg.Loss(ctx, 20, time.Minute)
+	if l := f.Object.(*cm.NetworkChaos).Spec.Loss; l == nil || l.Loss != "20" {
+		t.Errorf("loss spec %+v", l)
+	}
+	f, _ = tg.ClockSkew(ctx, -10*time.Minute, time.Minute)
+	if tc := f.Object.(*cm.TimeChaos).Spec; tc.TimeOffset != "-10m0s" || !slices.Equal(pods(tc.PodSelector), []string{"etcd-3"}) || !slices.Equal(tc.ContainerNames, []string{"etcd"}) {
+		t.Errorf("clock-skew spec %+v", tc)
+	}
+	f = tg.OperatorKill("quorate-system", map[string]string{"control-plane": "controller-manager"}, 30*time.Second)
+	if s := f.Object.(*cm.Schedule).Spec; s.Schedule != "@every 30s" || s.Type != cm.ScheduleTypePodChaos || s.PodChaos == nil ||
+		s.PodChaos.Selector.Namespaces[0] != "quorate-system" || s.PodChaos.Action != cm.PodKillAction {
+		t.Errorf("operator-kill schedule %+v", s)
+	}
+}
+
+func TestNoLeaderNoFault(t *testing.T) {
+	tg := target(t, cluster(3, ""))
+	_, err := tg.PartitionLeader(context.Background(), time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "reports no leader") {
+		t.Fatalf("err = %v, want a refusal naming the missing leader", err)
+	}
+	if _, err := target(t, cluster(1, "etcd-0")).PartitionMinority(context.Background(), time.Minute); err == nil {
+		t.Fatal("a one-member cluster has no minority to partition")
+	}
+}
+
+type recorder struct {
+	mu     sync.Mutex
+	starts []string
+	ends   int
+}
+
+func (r *recorder) Fault(name, _ string) func() {
+	r.mu.Lock()
+	r.starts = append(r.starts, name)
+	r.mu.Unlock()
+	return func() { r.mu.Lock(); r.ends++; r.mu.Unlock() }
+}
+
+// chaosMesh plays Chaos Mesh's controller on the fake client: it marks every PodChaos injected
+// (or failing, when fail is set).
+func chaosMesh(ctx context.Context, c client.Client, fail bool) {
+	for ctx.Err() == nil {
+		var l cm.PodChaosList
+		_ = c.List(ctx, &l)
+		for i := range l.Items {
+			p := &l.Items[i]
+			if fail {
+				now := metav1.Now()
+				p.Status.Experiment.Records = []*cm.Record{{Id: "ns/etcd-0", Events: []cm.RecordEvent{
+					{Type: cm.TypeFailed, Operation: cm.Apply, Message: "no such container", Timestamp: &now},
+					{Type: cm.TypeFailed, Operation: cm.Apply, Message: "no such container", Timestamp: &now},
+					{Type: cm.TypeFailed, Operation: cm.Apply, Message: "no such container", Timestamp: &now},
+					{Type: cm.TypeFailed, Operation: cm.Apply, Message: "no such container", Timestamp: &now},
+					{Type: cm.TypeFailed, Operation: cm.Apply, Message: "no such container", Timestamp: &now}}}}
+			} else {
+				p.Status.Conditions = []cm.ChaosCondition{{Type: cm.ConditionAllInjected, Status: corev1.ConditionTrue}}
+				p.Status.Experiment.Records = []*cm.Record{{Id: "ns/etcd-0/etcd", Phase: cm.Injected, InjectedCount: 1}}
+			}
+			_ = c.Status().Update(ctx, p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestInjectorWaitsForInjectionAndRemoval(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := cluster(3, "etcd-0")
+	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(c).WithStatusSubresource(c, &cm.PodChaos{}).Build()
+	go chaosMesh(ctx, cl, false)
+	tg := Target{Client: cl, Namespace: "ns", Cluster: "etcd"}
+	f, _ := tg.PodKillLeader(ctx)
+	rec := &recorder{}
+	in := &Injector{Client: cl, Recorder: rec, Poll: 5 * time.Millisecond, Timeout: 5 * time.Second}
+	ran := false
+	res, err := in.Inject(ctx, f, 0, func(ctx context.Context) error {
+		// While the fault is active, the object exists and is injected.
+		got := &cm.PodChaos{}
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(f.Object), got); err != nil {
+			return err
+		}
+		ran = got.Status.Conditions[0].Type == cm.ConditionAllInjected
+		return nil
+	})
+	if err != nil || !ran {
+		t.Fatalf("Inject: err=%v, during ran on an injected fault: %v", err, ran)
+	}
+	if res.Records["ns/etcd-0/etcd"] != string(cm.Injected) {
+		t.Errorf("records %v", res.Records)
+	}
+	var left cm.PodChaosList
+	_ = cl.List(ctx, &left)
+	if n := len(left.Items); n != 0 {
+		t.Errorf("%d chaos objects left after the fault", n)
+	}
+	if len(rec.starts) != 1 || rec.ends != 1 || !strings.HasPrefix(rec.starts[0], "PodChaos/pod-kill-leader-") {
+		t.Errorf("timeline: starts %v, ends %d", rec.starts, rec.ends)
+	}
+}
+
+func TestInjectorReportsFailedInjectionAndCleansUp(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := cluster(3, "etcd-0")
+	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(c).WithStatusSubresource(c, &cm.PodChaos{}).Build()
+	go chaosMesh(ctx, cl, true)
+	f, _ := Target{Client: cl, Namespace: "ns", Cluster: "etcd"}.ContainerKill(ctx)
+	in := &Injector{Client: cl, Recorder: &recorder{}, Poll: 5 * time.Millisecond, Timeout: 5 * time.Second}
+	during := errors.New("must not run")
+	_, err := in.Inject(ctx, f, 0, func(context.Context) error { return during })
+	if err == nil || errors.Is(err, during) || !strings.Contains(err.Error(), f.Ref()) || !strings.Contains(err.Error(), "no such container") {
+		t.Fatalf("err = %v, want the failed injection naming %s and Chaos Mesh's message", err, f.Ref())
+	}
+	var left cm.PodChaosList
+	_ = cl.List(ctx, &left)
+	if len(left.Items) != 0 {
+		t.Errorf("a fault that did not take was left behind")
+	}
+}

@@ -1,0 +1,133 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quorate-dev/quorate/chaos"
+	"github.com/quorate-dev/quorate/e2e/checker/availability"
+	"github.com/quorate-dev/quorate/e2e/framework"
+)
+
+// faultBudget: a fault that keeps a quorum costs at most an election and the requests that
+// were sent to the member it hit.
+var faultBudget = availability.Budget{MaxWriteGap: 10 * time.Second, MinSuccessRatio: 0.80}
+
+// faultWindow is how long a fault is held (pod-kill and container-kill happen once; the window
+// is then the time the cluster has to show their effect while the fault object exists).
+const faultWindow = 20 * time.Second
+
+// Fault is one entry of the chaos library as the scenarios use it.
+type Fault struct {
+	Name  string
+	Build func(chaos.Target, context.Context) (chaos.Fault, error)
+	// QuorumLost: no side keeps a quorum, so clients must see the outage.
+	QuorumLost bool
+	// Operator: the fault hits the operator, not etcd.
+	Operator bool
+}
+
+// Faults is the library of faults the chaos scenarios inject.
+func Faults(operatorNS string) []Fault {
+	return []Fault{
+		{Name: "pod-kill-leader", Build: chaos.Target.PodKillLeader},
+		{Name: "pod-kill-follower", Build: chaos.Target.PodKillFollower},
+		{Name: "container-kill", Build: chaos.Target.ContainerKill},
+		{Name: "pod-failure", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
+			return t.PodFailure(ctx, faultWindow)
+		}},
+		{Name: "partition-leader", Build: windowed(chaos.Target.PartitionLeader)},
+		{Name: "partition-minority", Build: windowed(chaos.Target.PartitionMinority)},
+		{Name: "partition-majority", Build: windowed(chaos.Target.PartitionMajority), QuorumLost: true},
+		{Name: "delay", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
+			return t.Delay(ctx, 100*time.Millisecond, faultWindow)
+		}},
+		{Name: "loss", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
+			return t.Loss(ctx, 20, faultWindow)
+		}},
+		{Name: "clock-skew", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
+			return t.ClockSkew(ctx, -10*time.Minute, faultWindow)
+		}},
+		{Name: "operator-kill", Operator: true, Build: func(t chaos.Target, _ context.Context) (chaos.Fault, error) {
+			return t.OperatorKill(operatorNS, map[string]string{"control-plane": "controller-manager"}, 30*time.Second), nil
+		}},
+	}
+}
+
+// windowed binds a fault builder to the fault window: Chaos Mesh lifts the fault after it even
+// while the scenario still waits for something (a scale step) with the object in place.
+func windowed(b func(chaos.Target, context.Context, time.Duration) (chaos.Fault, error)) func(chaos.Target, context.Context) (chaos.Fault, error) {
+	return func(t chaos.Target, ctx context.Context) (chaos.Fault, error) { return b(t, ctx, faultWindow) }
+}
+
+func chaosScenario(name string, f Fault, replicas int32, steps func(context.Context, *framework.Run) error) framework.Scenario {
+	sc := framework.Scenario{Name: name + "-" + f.Name, Replicas: replicas, Budget: faultBudget, Steps: steps,
+		Labels: map[string]string{"suite": "chaos", "fault": f.Name, "base": name}}
+	if f.QuorumLost {
+		sc.Labels["suite"] = "chaos-negative"
+		sc.Expect = map[string]bool{"availability": false}
+		sc.ExpectReason = map[string]string{"availability": "no write was acknowledged for"}
+	}
+	return sc
+}
+
+// SteadyUnder: a 3-member cluster under load while the fault is held, then until it settles.
+func SteadyUnder(f Fault) framework.Scenario {
+	return chaosScenario("steady", f, 3, func(ctx context.Context, r *framework.Run) error {
+		if f.Operator {
+			// With nothing to do the operator's death shows nothing: keep it working by
+			// replacing a member pod while it is being killed.
+			return r.Inject(ctx, f.Build, 0, func(ctx context.Context) error {
+				follower, err := r.Follower(ctx)
+				if err != nil {
+					return err
+				}
+				return r.DeletePod(ctx, follower, 3)
+			})
+		}
+		if err := r.Inject(ctx, f.Build, faultWindow, nil); err != nil {
+			return err
+		}
+		return r.WaitSettled(ctx, 3, 5*time.Minute)
+	})
+}
+
+// ScaleUnder: 3 -> 5 -> 3 while the fault is active. A fault that leaves no quorum blocks
+// membership changes (the operator must wait for a quorum): the scale-up is requested during
+// the fault and must complete after it heals.
+func ScaleUnder(f Fault) framework.Scenario {
+	return chaosScenario("scale", f, 3, func(ctx context.Context, r *framework.Run) error {
+		if f.QuorumLost {
+			if err := r.Inject(ctx, f.Build, 0, func(ctx context.Context) error {
+				if err := r.SetReplicas(ctx, 5); err != nil {
+					return err
+				}
+				r.Hold(ctx, faultWindow)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := r.WaitSettled(ctx, 5, 5*time.Minute); err != nil {
+				return fmt.Errorf("after the partition healed: %w", err)
+			}
+			return r.Scale(ctx, 3)
+		}
+		// One-shot faults (kills) are injected at the start of each scaling step.
+		for _, n := range []int32{5, 3} {
+			if err := r.Inject(ctx, f.Build, 0, func(ctx context.Context) error { return r.Scale(ctx, n) }); err != nil {
+				return err
+			}
+		}
+		return r.WaitSettled(ctx, 3, 5*time.Minute)
+	})
+}
+
+// ChaosScenarios: steady state and scale 3->5->3 under every fault of the library.
+func ChaosScenarios(operatorNS string) []framework.Scenario {
+	var out []framework.Scenario
+	for _, f := range Faults(operatorNS) {
+		out = append(out, SteadyUnder(f), ScaleUnder(f))
+	}
+	return out
+}
