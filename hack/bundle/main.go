@@ -1,0 +1,336 @@
+// Command bundle turns the output of `kustomize build config/manifests` (read from stdin) into
+// an OLM bundle directory: the ClusterServiceVersion completed from its base (install strategy
+// with the deployment and permissions, alm-examples from the samples, related images, version,
+// upgrade edge, createdAt), the CRDs and other supported objects as separate manifests,
+// metadata/annotations.yaml and tests/scorecard/config.yaml.
+//
+//	kustomize build config/manifests | go run ./hack/bundle --version 0.2.0 --replaces 0.1.0 \
+//	  --image IMG --etcd-repository REPO --etcd-versions 3.5.35,3.6.16 --out bundle
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	opversion "github.com/operator-framework/api/pkg/lib/version"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	packageName    = "quorate"
+	defaultChannel = "candidate"
+)
+
+type options struct {
+	version, replaces, image, etcdRepo, etcdVersions, out, channels, createdAt string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.version, "version", "", "bundle (operator) version, e.g. 0.2.0")
+	flag.StringVar(&o.replaces, "replaces", "", "version this bundle upgrades from (empty for the first)")
+	flag.StringVar(&o.image, "image", "", "operator image")
+	flag.StringVar(&o.etcdRepo, "etcd-repository", "", "etcd image repository the operator uses")
+	flag.StringVar(&o.etcdVersions, "etcd-versions", "3.5.35,3.6.16", "etcd versions whose images the bundle lists as related images")
+	flag.StringVar(&o.channels, "channels", defaultChannel, "channels of the bundle")
+	flag.StringVar(&o.createdAt, "created-at", "", "createdAt (RFC 3339); default: the time of the last commit, so the bundle is reproducible")
+	flag.StringVar(&o.out, "out", "bundle", "bundle directory to write")
+	flag.Parse()
+	if err := run(o, os.Stdin); err != nil {
+		fmt.Fprintln(os.Stderr, "bundle:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options, in io.Reader) error {
+	if o.version == "" || o.image == "" || o.etcdRepo == "" {
+		return errors.New("--version, --image and --etcd-repository are required")
+	}
+	objs, err := decode(in)
+	if err != nil {
+		return err
+	}
+	var csv *operatorsv1alpha1.ClusterServiceVersion
+	var manifests []*unstructured.Unstructured
+	var samples []map[string]any
+	var scorecard []byte
+	roles := map[string][]rbacv1.PolicyRule{}
+	clusterRoles := map[string][]rbacv1.PolicyRule{}
+	var roleBindings, clusterRoleBindings []rbacv1.Subject
+	bound := map[string]string{} // role name -> service account (for permissions)
+	clusterBound := map[string]string{}
+	var deployment *appsv1.Deployment
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "ClusterServiceVersion":
+			csv = &operatorsv1alpha1.ClusterServiceVersion{}
+			if err := convert(u, csv); err != nil {
+				return err
+			}
+		case "CustomResourceDefinition", "Service", "ServiceMonitor", "PrometheusRule", "ConfigMap", "PodDisruptionBudget", "PriorityClass", "VerticalPodAutoscaler", "ConsoleYAMLSample":
+			manifests = append(manifests, u)
+		case "Deployment":
+			deployment = &appsv1.Deployment{}
+			if err := convert(u, deployment); err != nil {
+				return err
+			}
+		case "Role":
+			var r rbacv1.Role
+			if err := convert(u, &r); err != nil {
+				return err
+			}
+			roles[r.Name] = r.Rules
+		case "ClusterRole":
+			var r rbacv1.ClusterRole
+			if err := convert(u, &r); err != nil {
+				return err
+			}
+			clusterRoles[r.Name] = r.Rules
+		case "RoleBinding":
+			var b rbacv1.RoleBinding
+			if err := convert(u, &b); err != nil {
+				return err
+			}
+			for _, s := range b.Subjects {
+				if s.Kind == "ServiceAccount" {
+					bound[b.RoleRef.Name] = s.Name
+					roleBindings = append(roleBindings, s)
+				}
+			}
+		case "ClusterRoleBinding":
+			var b rbacv1.ClusterRoleBinding
+			if err := convert(u, &b); err != nil {
+				return err
+			}
+			for _, s := range b.Subjects {
+				if s.Kind == "ServiceAccount" {
+					clusterBound[b.RoleRef.Name] = s.Name
+					clusterRoleBindings = append(clusterRoleBindings, s)
+				}
+			}
+		case "ServiceAccount", "Namespace":
+			// OLM creates the service accounts of the install strategy and the namespace.
+		case "Configuration":
+			b, err := yaml.Marshal(u.Object)
+			if err != nil {
+				return err
+			}
+			scorecard = b
+		default:
+			if strings.HasSuffix(u.GetAPIVersion(), "quorate.dev/v1alpha1") {
+				samples = append(samples, u.Object)
+				continue
+			}
+			return fmt.Errorf("%s %s cannot be part of a bundle", u.GetKind(), u.GetName())
+		}
+	}
+	if csv == nil || deployment == nil {
+		return errors.New("the input must hold the base ClusterServiceVersion and the operator Deployment")
+	}
+	if err := complete(o, csv, deployment, samples, roles, clusterRoles, bound, clusterBound); err != nil {
+		return err
+	}
+	return write(o, csv, manifests, scorecard)
+}
+
+func decode(in io.Reader) ([]*unstructured.Unstructured, error) {
+	d := utilyaml.NewYAMLOrJSONDecoder(in, 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := d.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+func convert(u *unstructured.Unstructured, into any) error {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+		return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return nil
+}
+
+func complete(o options, csv *operatorsv1alpha1.ClusterServiceVersion, d *appsv1.Deployment, samples []map[string]any,
+	roles, clusterRoles map[string][]rbacv1.PolicyRule, bound, clusterBound map[string]string) error {
+	v, err := parseVersion(o.version)
+	if err != nil {
+		return err
+	}
+	csv.Name = packageName + ".v" + o.version
+	csv.Namespace = ""
+	csv.Spec.Version = v
+	if o.replaces != "" {
+		csv.Spec.Replaces = packageName + ".v" + o.replaces
+		// Every earlier release upgrades straight to this one.
+		csv.Annotations["olm.skipRange"] = fmt.Sprintf(">=0.0.1 <%s", o.version)
+	}
+	created := o.createdAt
+	if created == "" {
+		created = lastCommitTime()
+	}
+	csv.Annotations["createdAt"] = created
+	csv.Annotations["containerImage"] = o.image
+	csv.Annotations["operators.operatorframework.io/suggested-namespace"] = "quorate-system"
+	ex, err := json.MarshalIndent(samples, "", "  ")
+	if err != nil {
+		return err
+	}
+	csv.Annotations["alm-examples"] = string(ex)
+
+	// The operator as config/default deploys it, with OLM's target namespaces as its watch set.
+	d.Spec.Template.Spec.Containers[0].Image = o.image
+	for i, c := range d.Spec.Template.Spec.Containers {
+		for j, e := range c.Env {
+			switch e.Name {
+			case "OPERATOR_IMAGE":
+				d.Spec.Template.Spec.Containers[i].Env[j].Value = o.image
+			case "ETCD_IMAGE_REPOSITORY":
+				d.Spec.Template.Spec.Containers[i].Env[j].Value = o.etcdRepo
+			case "WATCH_NAMESPACE":
+				d.Spec.Template.Spec.Containers[i].Env[j] = corev1.EnvVar{Name: "WATCH_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
+					FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['olm.targetNamespaces']"}}}
+			}
+		}
+	}
+	csv.Spec.InstallStrategy = operatorsv1alpha1.NamedInstallStrategy{StrategyName: "deployment", StrategySpec: operatorsv1alpha1.StrategyDetailsDeployment{
+		DeploymentSpecs: []operatorsv1alpha1.StrategyDeploymentSpec{{Name: d.Name, Label: d.Labels, Spec: d.Spec}},
+		Permissions:     permissions(roles, bound),
+		// ClusterRoles that nothing binds (editor/viewer aggregation roles) are not the operator's.
+		ClusterPermissions: permissions(clusterRoles, clusterBound),
+	}}
+	related := []operatorsv1alpha1.RelatedImage{{Name: "quorate-operator", Image: o.image}}
+	for _, ev := range strings.Split(o.etcdVersions, ",") {
+		ev = strings.TrimPrefix(strings.TrimSpace(ev), "v")
+		related = append(related, operatorsv1alpha1.RelatedImage{Name: "etcd-" + strings.ReplaceAll(ev, ".", "-"), Image: o.etcdRepo + ":v" + ev})
+	}
+	csv.Spec.RelatedImages = related
+	return nil
+}
+
+func permissions(rules map[string][]rbacv1.PolicyRule, bound map[string]string) []operatorsv1alpha1.StrategyDeploymentPermissions {
+	bySA := map[string][]rbacv1.PolicyRule{}
+	for role, sa := range bound {
+		bySA[sa] = append(bySA[sa], rules[role]...)
+	}
+	var out []operatorsv1alpha1.StrategyDeploymentPermissions
+	for sa, r := range bySA {
+		out = append(out, operatorsv1alpha1.StrategyDeploymentPermissions{ServiceAccountName: sa, Rules: r})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ServiceAccountName < out[j].ServiceAccountName })
+	return out
+}
+
+func lastCommitTime() string {
+	out, err := exec.Command("git", "log", "-1", "--format=%ct").Output()
+	if err == nil {
+		if s, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64); err == nil {
+			return time.Unix(s, 0).UTC().Format(time.RFC3339)
+		}
+	}
+	return time.Now().UTC().Format(time.RFC3339)
+}
+
+func write(o options, csv *operatorsv1alpha1.ClusterServiceVersion, manifests []*unstructured.Unstructured, scorecard []byte) error {
+	if err := os.RemoveAll(o.out); err != nil {
+		return err
+	}
+	dir := filepath.Join(o.out, "manifests")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	csv.TypeMeta.APIVersion, csv.TypeMeta.Kind = "operators.coreos.com/v1alpha1", "ClusterServiceVersion"
+	if err := writeYAML(filepath.Join(dir, packageName+".clusterserviceversion.yaml"), csv); err != nil {
+		return err
+	}
+	for _, m := range manifests {
+		name := m.GetName()
+		if m.GetKind() == "CustomResourceDefinition" {
+			group, _, _ := unstructured.NestedString(m.Object, "spec", "group")
+			plural, _, _ := unstructured.NestedString(m.Object, "spec", "names", "plural")
+			name = group + "_" + plural
+		} else {
+			name = name + "_" + strings.ToLower(m.GroupVersionKind().Version) + "_" + strings.ToLower(m.GetKind())
+			m.SetNamespace("")
+		}
+		if err := writeYAML(filepath.Join(dir, name+".yaml"), m.Object); err != nil {
+			return err
+		}
+	}
+	meta := filepath.Join(o.out, "metadata")
+	if err := os.MkdirAll(meta, 0o755); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	buf.WriteString("annotations:\n")
+	for _, kv := range Annotations(o.channels) {
+		fmt.Fprintf(&buf, "  %s: %s\n", kv[0], kv[1])
+	}
+	if err := os.WriteFile(filepath.Join(meta, "annotations.yaml"), buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if scorecard != nil {
+		sc := filepath.Join(o.out, "tests", "scorecard")
+		if err := os.MkdirAll(sc, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(sc, "config.yaml"), scorecard, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Annotations of the bundle, in the order bundle.Dockerfile carries them as labels.
+func Annotations(channels string) [][2]string {
+	return [][2]string{
+		{"operators.operatorframework.io.bundle.mediatype.v1", "registry+v1"},
+		{"operators.operatorframework.io.bundle.manifests.v1", "manifests/"},
+		{"operators.operatorframework.io.bundle.metadata.v1", "metadata/"},
+		{"operators.operatorframework.io.bundle.package.v1", packageName},
+		{"operators.operatorframework.io.bundle.channels.v1", channels},
+		{"operators.operatorframework.io.bundle.channel.default.v1", defaultChannel},
+		{"operators.operatorframework.io.test.mediatype.v1", "scorecard+v1"},
+		{"operators.operatorframework.io.test.config.v1", "tests/scorecard/"},
+	}
+}
+
+func writeYAML(path string, v any) error {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+func parseVersion(s string) (opversion.OperatorVersion, error) {
+	var v opversion.OperatorVersion
+	if err := v.UnmarshalJSON([]byte(strconv.Quote(s))); err != nil {
+		return v, fmt.Errorf("--version %q is not semver: %w", s, err)
+	}
+	return v, nil
+}

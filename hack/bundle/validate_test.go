@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/operator-framework/api/pkg/manifests"
+	"github.com/operator-framework/api/pkg/validation"
+	"github.com/operator-framework/api/pkg/validation/errors"
+	interfaces "github.com/operator-framework/api/pkg/validation/interfaces"
+	"sigs.k8s.io/yaml"
+)
+
+// supportedK8s are the Kubernetes versions of the matrix: no API the bundle uses may be
+// removed in any of them.
+var supportedK8s = []string{"1.33", "1.34", "1.35", "1.36"}
+
+// validateBundle runs what `operator-sdk bundle validate --select-optional
+// suite=operatorframework` runs: the default bundle validators, OperatorHub v2, standard
+// capabilities and categories, deprecated APIs for a Kubernetes version, good practices.
+func validateBundle(t *testing.T, dir, k8s string) (errs, warns []string) {
+	t.Helper()
+	b, err := manifests.GetBundleFromDir(dir)
+	if err != nil {
+		t.Fatalf("loading %s: %v", dir, err)
+	}
+	objs := append(b.ObjectsToValidate(), map[string]string{"k8s-version": k8s})
+	vals := interfaces.Validators{}
+	vals = append(vals, validation.DefaultBundleValidators...)
+	vals = append(vals, validation.OperatorHubV2Validator, validation.StandardCapabilitiesValidator,
+		validation.StandardCategoriesValidator, validation.AlphaDeprecatedAPIsValidator, validation.GoodPracticesValidator)
+	for _, r := range vals.Validate(objs...) {
+		for _, e := range r.Errors {
+			errs = append(errs, describe(r, e))
+		}
+		for _, w := range r.Warnings {
+			warns = append(warns, describe(r, w))
+		}
+	}
+	return errs, warns
+}
+
+func describe(r errors.ManifestResult, e errors.Error) string {
+	return r.Name + ": " + e.Error()
+}
+
+func TestBundleValidates(t *testing.T) {
+	dir := filepath.Join("..", "..", "bundle")
+	for _, k8s := range supportedK8s {
+		errs, warns := validateBundle(t, dir, k8s)
+		for _, w := range warns {
+			t.Logf("warning (Kubernetes %s): %s", k8s, w)
+		}
+		for _, e := range errs {
+			t.Errorf("error (Kubernetes %s): %s", k8s, e)
+		}
+	}
+}
+
+// TestValidatorsCatchBadBundles proves the validation can fail: a copy of the bundle with a
+// broken CSV must be rejected.
+func TestValidatorsCatchBadBundles(t *testing.T) {
+	src := filepath.Join("..", "..", "bundle")
+	cases := map[string]struct {
+		edit func(csv map[string]any)
+		want string
+	}{
+		"icon without media type": {func(c map[string]any) {
+			spec(c)["icon"] = []any{map[string]any{"base64data": "PHN2Zy8+"}}
+		}, "csv.Spec.Icon elements should contain both data and mediatype"},
+		"maintainer without email": {func(c map[string]any) {
+			spec(c)["maintainers"] = []any{map[string]any{"name": "someone"}}
+		}, "csv.Spec.Maintainers elements should contain both name and email"},
+		"unknown capability": {func(c map[string]any) {
+			c["metadata"].(map[string]any)["annotations"].(map[string]any)["capabilities"] = "Magic"
+		}, "capabilities"},
+		"unknown category": {func(c map[string]any) {
+			c["metadata"].(map[string]any)["annotations"].(map[string]any)["categories"] = "Toys"
+		}, "categories"},
+		"CRD not owned": {func(c map[string]any) { delete(spec(c), "customresourcedefinitions") }, "is present in bundle \"quorate.v0.2.0\" but not defined in CSV"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			copyBundle(t, src, dir)
+			csvPath := filepath.Join(dir, "manifests", "quorate.clusterserviceversion.yaml")
+			b, err := os.ReadFile(csvPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var csv map[string]any
+			if err := yaml.Unmarshal(b, &csv); err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(csv)
+			out, _ := yaml.Marshal(csv)
+			if err := os.WriteFile(csvPath, out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			errs, _ := validateBundle(t, dir, "1.35")
+			if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, tc.want) }) {
+				t.Fatalf("no error mentioning %q; errors: %v", tc.want, errs)
+			}
+		})
+	}
+}
+
+func spec(c map[string]any) map[string]any { return c["spec"].(map[string]any) }
+
+func copyBundle(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if info.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDockerfileLabelsMatchAnnotations: bundle.Dockerfile's labels are the annotations of
+// bundle/metadata/annotations.yaml, one for one.
+func TestDockerfileLabelsMatchAnnotations(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "bundle", "metadata", "annotations.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ann struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if err := yaml.Unmarshal(b, &ann); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join("..", "..", "bundle.Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	labels := map[string]string{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		line := strings.TrimSpace(s.Text())
+		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "LABEL "), "="); ok && strings.HasPrefix(line, "LABEL ") {
+			labels[k] = v
+		}
+	}
+	for k, v := range ann.Annotations {
+		if labels[k] != v {
+			t.Errorf("annotation %s=%s, but bundle.Dockerfile labels it %q", k, v, labels[k])
+		}
+	}
+	if len(labels) != len(ann.Annotations) {
+		t.Errorf("bundle.Dockerfile has %d labels, annotations.yaml %d", len(labels), len(ann.Annotations))
+	}
+}
