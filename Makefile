@@ -124,10 +124,20 @@ BUNDLE_REPLACES ?= 0.1.0
 BUNDLE_IMG_OPERATOR ?= ghcr.io/quorate-dev/quorate-operator:v$(BUNDLE_VERSION)
 BUNDLE_ETCD_REPOSITORY ?= gcr.io/etcd-development/etcd
 
+BUNDLE_DIR ?= bundle
+BUNDLE_IMG_REPOSITORY ?= ghcr.io/quorate-dev/quorate-bundle
+
 .PHONY: bundle
 bundle: manifests $(KUSTOMIZE) ## Generate bundle/ (CSV, CRDs, metadata, scorecard config) from config/; make test validates it.
 	$(KUSTOMIZE) build config/manifests | go run ./hack/bundle --version $(BUNDLE_VERSION) --replaces "$(BUNDLE_REPLACES)" \
-	  --image $(BUNDLE_IMG_OPERATOR) --etcd-repository $(BUNDLE_ETCD_REPOSITORY) --etcd-versions "$(subst $(space),$(COMMA),$(ETCD_VERSIONS))" --out bundle
+	  --image $(BUNDLE_IMG_OPERATOR) --etcd-repository $(BUNDLE_ETCD_REPOSITORY) --etcd-versions "$(subst $(space),$(COMMA),$(ETCD_VERSIONS))" --out $(BUNDLE_DIR)
+
+.PHONY: catalog
+catalog: bundle ## Generate the file-based catalog (catalog/quorate) with the previous and the current bundle.
+	$(MAKE) --no-print-directory bundle BUNDLE_VERSION=$(BUNDLE_REPLACES) BUNDLE_REPLACES= BUNDLE_DIR=$(LOCALBIN)/bundle-$(BUNDLE_REPLACES)
+	go run ./hack/catalog --out catalog/quorate/catalog.yaml \
+	  --bundle $(BUNDLE_REPLACES)=$(LOCALBIN)/bundle-$(BUNDLE_REPLACES)=$(BUNDLE_IMG_REPOSITORY):v$(BUNDLE_REPLACES) \
+	  --bundle $(BUNDLE_VERSION)=$(BUNDLE_DIR)=$(BUNDLE_IMG_REPOSITORY):v$(BUNDLE_VERSION)
 
 ##@ Local cluster
 
@@ -152,6 +162,7 @@ space := $(empty) $(empty)
 E2E_DURATION ?= 20s
 # Scenarios make e2e runs (e2e-framework labels; values of one key are alternatives).
 E2E_LABELS ?= suite=core,suite=negative
+CHAOS_LABELS ?= suite=chaos,suite=chaos-negative
 
 .PHONY: conformance
 conformance: ## Build the shipped suite, bin/quorate-conformance.
@@ -168,7 +179,7 @@ e2e-chaos: conformance image images $(KUSTOMIZE) ## Run steady state and scale 3
 	KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator --install-chaos-mesh \
 	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
 	  --duration=$(E2E_DURATION) --report-dir=$(REPORT_DIR)/chaos-$(K8S_VERSION) -test.v -test.timeout=150m \
-	  --labels=$(if $(FAULTS),$(shell echo "$(FAULTS)" | sed 's/\([^,]*\)/fault=\1/g'),suite=chaos$(COMMA)suite=chaos-negative) $(CONFORMANCE_FLAGS)
+	  --labels=$(if $(FAULTS),$(shell echo "$(FAULTS)" | sed 's/\([^,]*\)/fault=\1/g'),$(CHAOS_LABELS)) $(CONFORMANCE_FLAGS)
 
 .PHONY: e2e-smoke
 e2e-smoke: ## Smoke test: local cluster, operator, a 3-member cluster written and read through its Service, teardown.
@@ -184,9 +195,9 @@ e2e-matrix: conformance image images ## Run the suite on every Kubernetes versio
 .PHONY: demo
 demo: conformance image images ## Local cluster, operator, etcd clusters under faults, and a report in reports/demo.
 	go run ./cmd/quorate-localcluster up --name $(CLUSTER) --k8s-version $(K8S_VERSION)
-	$(MAKE) --no-print-directory deploy
+	$(MAKE) --no-print-directory deploy chaos-mesh
 	$(LOCALBIN)/quorate-conformance --provider=existing --kubeconfig=$(KUBECONFIG_LOCAL) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
-	  --duration=15s --report-dir=$(REPORT_DIR)/demo --feature='pod-deletion|pvc-loss|quorum-loss' -test.v -test.timeout=60m
+	  --duration=15s --report-dir=$(REPORT_DIR)/demo --feature='^(pod-deletion|pvc-loss|quorum-loss|steady-partition-leader|steady-partition-majority)$$' -test.v -test.timeout=60m
 	@echo; cat $(REPORT_DIR)/demo/summary.md | head -12
 	@echo; echo "Open $(REPORT_DIR)/demo/index.html in a browser. The cluster keeps running (KUBECONFIG=$(KUBECONFIG_LOCAL)); make cluster-down removes it."
 

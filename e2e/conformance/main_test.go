@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if opts.Scorecard {
+		// Test output to stderr: stdout carries only the scorecard's TestStatus JSON.
+		os.Stdout = os.Stderr
+	}
 	os.Exit(testenv.Run(m))
 }
 

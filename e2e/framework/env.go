@@ -44,6 +44,9 @@ type Suite struct {
 	Report    *report.Report
 	mu        sync.Mutex
 	kubectl   string
+	// scorecardOut is the process's stdout: with --scorecard, everything else goes to stderr so
+	// that stdout holds only the TestStatus JSON.
+	scorecardOut *os.File
 }
 
 // Setup prepares the environment the options describe and returns the suite; call it from
@@ -54,7 +57,7 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 		return nil, nil, err
 	}
 	testenv := env.NewWithConfig(cfg)
-	s := &Suite{Opts: opts, kubectl: "kubectl", Report: &report.Report{Title: "Quorate conformance", Quorate: buildinfo.Version, Generated: time.Now()}}
+	s := &Suite{Opts: opts, kubectl: "kubectl", scorecardOut: os.Stdout, Report: &report.Report{Title: "Quorate conformance", Quorate: buildinfo.Version, Generated: time.Now()}}
 	switch opts.Provider {
 	case "local":
 		p := localcluster.NewProvider()
@@ -107,6 +110,9 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 			return ctx, err
 		}
 		fmt.Fprintf(os.Stderr, "report written to %s (index.html, summary.md, junit.xml)\n", opts.ReportDir)
+		if opts.Scorecard {
+			return ctx, s.Report.WriteScorecard(s.scorecardOut)
+		}
 		return ctx, nil
 	})
 	return testenv, s, nil

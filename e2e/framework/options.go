@@ -31,6 +31,7 @@ type Options struct {
 	ChaosSocket   string
 	OperatorNS    string
 	KeepFailed    bool
+	Scorecard     bool
 	Quiet         bool
 }
 
@@ -52,6 +53,7 @@ func RegisterFlags() *Options {
 	flag.BoolVar(&o.InstallChaos, "install-chaos-mesh", false, "build and install Chaos Mesh (hack/chaos-mesh.sh) before the scenarios; the chaos scenarios need it")
 	flag.StringVar(&o.ChaosSocket, "containerd-socket", "", "containerd socket of the nodes, for --install-chaos-mesh (known for --provider=local)")
 	flag.StringVar(&o.OperatorNS, "operator-namespace", "quorate-system", "namespace of the Quorate operator (the operator-kill fault targets its pods)")
+	flag.BoolVar(&o.Scorecard, "scorecard", false, "print the result as operator-sdk scorecard v1alpha3 TestStatus JSON on stdout (for a scorecard custom test)")
 	flag.BoolVar(&o.KeepFailed, "keep-failed", false, "keep the namespaces of failed scenarios for inspection")
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
 	return o

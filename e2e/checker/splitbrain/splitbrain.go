@@ -45,7 +45,8 @@ func Check(h *history.History, b Bounds) history.Verdict {
 	clusterIDs := map[uint64]string{}
 	leaders := map[uint64]map[uint64]string{} // term -> leader -> first endpoint reporting it
 	terms := map[uint64]bool{}
-	for _, s := range samples {
+	term := leaderTerms(samples)
+	for i, s := range samples {
 		if s.Error != "" || s.ClusterID == 0 {
 			continue
 		}
@@ -54,12 +55,13 @@ func Check(h *history.History, b Bounds) history.Verdict {
 			clusterIDs[s.ClusterID] = s.Endpoint
 		}
 		if s.Leader != 0 {
-			terms[s.RaftTerm] = true
-			if leaders[s.RaftTerm] == nil {
-				leaders[s.RaftTerm] = map[uint64]string{}
+			t := term[i]
+			terms[t] = true
+			if leaders[t] == nil {
+				leaders[t] = map[uint64]string{}
 			}
-			if _, ok := leaders[s.RaftTerm][s.Leader]; !ok {
-				leaders[s.RaftTerm][s.Leader] = s.Endpoint
+			if _, ok := leaders[t][s.Leader]; !ok {
+				leaders[t][s.Leader] = s.Endpoint
 			}
 		}
 	}
@@ -151,4 +153,49 @@ func disagreement(samples []history.Sample, b Bounds) (time.Duration, int64) {
 		}
 	}
 	return worst, worstFrom
+}
+
+// leaderTerms gives each sample the term of the leadership it reports. etcd's status reads the
+// leader (raft's soft state, updated at once) and the term (that of the last applied entry)
+// separately, so right after an election a member reports the new leader with the previous
+// term until the new leader's first entry is applied. A member's contiguous samples with the
+// same leader describe one leadership: its term is the highest term among them.
+func leaderTerms(samples []history.Sample) []uint64 {
+	out := make([]uint64, len(samples))
+	type run struct {
+		leader uint64
+		idx    []int
+		max    uint64
+	}
+	open := map[string]*run{}
+	flush := func(r *run) {
+		for _, i := range r.idx {
+			out[i] = r.max
+		}
+	}
+	for i, s := range samples {
+		out[i] = s.RaftTerm
+		if s.Error != "" || s.ClusterID == 0 {
+			continue
+		}
+		key := s.Endpoint
+		if s.MemberID != 0 {
+			key = strconv.FormatUint(s.MemberID, 16)
+		}
+		r := open[key]
+		if r != nil && r.leader != s.Leader {
+			flush(r)
+			r = nil
+		}
+		if r == nil {
+			r = &run{leader: s.Leader}
+			open[key] = r
+		}
+		r.idx = append(r.idx, i)
+		r.max = max(r.max, s.RaftTerm)
+	}
+	for _, r := range open {
+		flush(r)
+	}
+	return out
 }

@@ -49,6 +49,22 @@ func TestCheck(t *testing.T) {
 				s.Leader = 3
 			}
 		}), false, "two leaders in term 2"},
+		{"a new leader reported with the previous term until its first entry applies", poll(40, func(r int, s *history.Sample) {
+			if r >= 20 {
+				s.Leader, s.RaftTerm = 2, 3
+				if r < 22 {
+					s.RaftTerm = 2 // etcd's status: new leader, term of the last applied entry
+				}
+			}
+		}), true, ""},
+		{"two leaders that stay in one term", poll(40, func(r int, s *history.Sample) {
+			if r >= 20 {
+				s.RaftTerm = 3
+				if s.Endpoint != "10.0.0.1" {
+					s.Leader = 2
+				}
+			}
+		}), false, "two leaders in term 3"},
 		{"a removed member's stale view is tolerated", poll(80, func(r int, s *history.Sample) {
 			if r > 10 && s.Endpoint != "10.0.0.3" {
 				s.Members = []uint64{1, 2}

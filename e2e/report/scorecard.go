@@ -1,0 +1,50 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// scorecardResult and scorecardStatus are operator-sdk scorecard's v1alpha3 TestStatus, the
+// JSON a custom scorecard test prints on stdout.
+type scorecardResult struct {
+	Name   string   `json:"name"`
+	Log    string   `json:"log,omitempty"`
+	State  string   `json:"state"`
+	Errors []string `json:"errors,omitempty"`
+}
+
+type scorecardStatus struct {
+	Results []scorecardResult `json:"results"`
+}
+
+// WriteScorecard prints the report as a scorecard v1alpha3 TestStatus: one result per scenario,
+// "pass" when every checker reached its expected verdict, "fail" with the reasons otherwise.
+func (r *Report) WriteScorecard(w io.Writer) error {
+	st := scorecardStatus{Results: []scorecardResult{}}
+	for _, s := range r.Scenarios {
+		res := scorecardResult{Name: "quorate-" + s.Name, State: "pass"}
+		var log []string
+		for _, v := range s.Verdicts {
+			log = append(log, v.String())
+		}
+		res.Log = strings.Join(log, "\n")
+		if !s.Passed() {
+			res.State = "fail"
+			if s.Error != "" {
+				res.Errors = append(res.Errors, s.Error)
+			}
+			for _, v := range s.Verdicts {
+				if want, ok := s.Expected[v.Checker]; ok && v.Pass != want {
+					res.Errors = append(res.Errors, fmt.Sprintf("%s: %s (expected pass=%v)", v.Checker, v.Reason, want))
+				}
+			}
+		}
+		st.Results = append(st.Results, res)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(st)
+}
