@@ -177,7 +177,6 @@ func Timeline(s Scenario) string {
 		if e.End != 0 {
 			x1, x2 := xOf(s, e.Time), xOf(s, e.End)
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s: %s</title></rect>`, x1, padT, math.Max(1, x2-x1), plotH, colorFault, html.EscapeString(e.Name), html.EscapeString(e.Text))
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="10" fill="#b02a2a">%s</text>`, x1+2, padT+10, html.EscapeString(e.Name))
 		}
 	}
 	width := s.Stats.Width
@@ -198,6 +197,13 @@ func Timeline(s Scenario) string {
 			h := float64(plotH) * float64(part.n) / float64(maxN)
 			y -= h
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x1, y, bw, h, part.color)
+		}
+	}
+	// Fault names over the bars, on a light background so that they stay readable.
+	for i, e := range s.Events {
+		if e.End != 0 {
+			y := padT + 12 + 12*(i%3)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="10" fill="#b02a2a" stroke="#fff" stroke-width="3" paint-order="stroke">%s</text>`, xOf(s, e.Time)+2, y, html.EscapeString(e.Name))
 		}
 	}
 	for _, e := range s.Events {
