@@ -157,16 +157,22 @@ func chaosMesh(ctx context.Context, c client.Client, fail bool) {
 	}
 }
 
-func TestInjectorWaitsForInjectionAndRemoval(t *testing.T) {
+// withChaosMesh is a fake API server holding a 3-member cluster, with chaosMesh playing the
+// controller until the test ends, and an Injector recording into rec.
+func withChaosMesh(t *testing.T, fail bool, rec Recorder) (context.Context, client.Client, Target, *Injector) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	c := cluster(3, "etcd-0")
 	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(c).WithStatusSubresource(c, &cm.PodChaos{}).Build()
-	go chaosMesh(ctx, cl, false)
-	tg := Target{Client: cl, Namespace: "ns", Cluster: "etcd"}
-	f, _ := tg.PodKillLeader(ctx)
+	go chaosMesh(ctx, cl, fail)
+	return ctx, cl, Target{Client: cl, Namespace: "ns", Cluster: "etcd"},
+		&Injector{Client: cl, Recorder: rec, Poll: 5 * time.Millisecond, Timeout: 5 * time.Second}
+}
+
+func TestInjectorWaitsForInjectionAndRemoval(t *testing.T) {
 	rec := &recorder{}
-	in := &Injector{Client: cl, Recorder: rec, Poll: 5 * time.Millisecond, Timeout: 5 * time.Second}
+	ctx, cl, tg, in := withChaosMesh(t, false, rec)
+	f, _ := tg.PodKillLeader(ctx)
 	ran := false
 	res, err := in.Inject(ctx, f, 0, func(ctx context.Context) error {
 		// While the fault is active, the object exists and is injected.
@@ -194,13 +200,8 @@ func TestInjectorWaitsForInjectionAndRemoval(t *testing.T) {
 }
 
 func TestInjectorReportsFailedInjectionAndCleansUp(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c := cluster(3, "etcd-0")
-	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(c).WithStatusSubresource(c, &cm.PodChaos{}).Build()
-	go chaosMesh(ctx, cl, true)
-	f, _ := Target{Client: cl, Namespace: "ns", Cluster: "etcd"}.ContainerKill(ctx)
-	in := &Injector{Client: cl, Recorder: &recorder{}, Poll: 5 * time.Millisecond, Timeout: 5 * time.Second}
+	ctx, cl, tg, in := withChaosMesh(t, true, &recorder{})
+	f, _ := tg.ContainerKill(ctx)
 	during := errors.New("must not run")
 	_, err := in.Inject(ctx, f, 0, func(context.Context) error { return during })
 	if err == nil || errors.Is(err, during) || !strings.Contains(err.Error(), f.Ref()) || !strings.Contains(err.Error(), "no such container") {
