@@ -157,9 +157,11 @@ func disagreement(samples []history.Sample, b Bounds) (time.Duration, int64) {
 
 // leaderTerms gives each sample the term of the leadership it reports. etcd's status reads the
 // leader (raft's soft state, updated at once) and the term (that of the last applied entry)
-// separately, so right after an election a member reports the new leader with the previous
-// term until the new leader's first entry is applied. A member's contiguous samples with the
-// same leader describe one leadership: its term is the highest term among them.
+// separately, so after an election, and for a member that rejoins after a partition, the
+// member reports the new leader with an older term until it applies an entry of the new term.
+// A member's samples naming one leader, up to the point where it names a different leader
+// (samples with no leader in between do not end them), describe one leadership: its term is the
+// highest term among them.
 func leaderTerms(samples []history.Sample) []uint64 {
 	out := make([]uint64, len(samples))
 	type run struct {
@@ -175,7 +177,7 @@ func leaderTerms(samples []history.Sample) []uint64 {
 	}
 	for i, s := range samples {
 		out[i] = s.RaftTerm
-		if s.Error != "" || s.ClusterID == 0 {
+		if s.Error != "" || s.ClusterID == 0 || s.Leader == 0 {
 			continue
 		}
 		key := s.Endpoint

@@ -57,6 +57,21 @@ func TestCheck(t *testing.T) {
 				}
 			}
 		}), true, ""},
+		{"a member rejoining after a partition reports the new leader with its old term", poll(60, func(r int, s *history.Sample) {
+			switch {
+			case r >= 20 && r < 30 && s.Endpoint == "10.0.0.1":
+				s.Leader = 0 // cut off: no leader, still at term 2
+			case r >= 20 && r < 30:
+				s.Leader, s.RaftTerm = 2, 4
+			case r >= 30 && r < 34 && s.Endpoint == "10.0.0.1":
+				s.Leader = 2 // back: knows leader 2, has not applied a term-4 entry yet
+				if r == 32 {
+					s.Leader = 0
+				}
+			case r >= 30:
+				s.Leader, s.RaftTerm = 2, 4
+			}
+		}), true, ""},
 		{"two leaders that stay in one term", poll(40, func(r int, s *history.Sample) {
 			if r >= 20 {
 				s.RaftTerm = 3
