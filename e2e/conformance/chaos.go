@@ -18,6 +18,11 @@ var faultBudget = availability.Budget{MaxWriteGap: 10 * time.Second, MinSuccessR
 // is then the time the cluster has to show their effect while the fault object exists).
 const faultWindow = 20 * time.Second
 
+// outageWindow is how long a fault that leaves no quorum is held: long enough that the outage
+// clients must see (the write gap) stays well over the 10 s budget although Chaos Mesh applies
+// and lifts a partition pod by pod, over a few seconds.
+const outageWindow = 30 * time.Second
+
 // Fault is one entry of the chaos library as the scenarios use it.
 type Fault struct {
 	Name  string
@@ -39,7 +44,9 @@ func Faults(operatorNS string) []Fault {
 		}},
 		{Name: "partition-leader", Build: windowed(chaos.Target.PartitionLeader)},
 		{Name: "partition-minority", Build: windowed(chaos.Target.PartitionMinority)},
-		{Name: "partition-majority", Build: windowed(chaos.Target.PartitionMajority), QuorumLost: true},
+		{Name: "partition-majority", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
+			return t.PartitionMajority(ctx, outageWindow)
+		}, QuorumLost: true},
 		{Name: "delay", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
 			return t.Delay(ctx, 100*time.Millisecond, faultWindow)
 		}},
@@ -86,7 +93,11 @@ func SteadyUnder(f Fault) framework.Scenario {
 				return r.DeletePod(ctx, follower, 3)
 			})
 		}
-		if err := r.Inject(ctx, f.Build, faultWindow, nil); err != nil {
+		hold := faultWindow
+		if f.QuorumLost {
+			hold = outageWindow
+		}
+		if err := r.Inject(ctx, f.Build, hold, nil); err != nil {
 			return err
 		}
 		return r.WaitSettled(ctx, 3, 5*time.Minute)
@@ -103,7 +114,7 @@ func ScaleUnder(f Fault) framework.Scenario {
 				if err := r.SetReplicas(ctx, 5); err != nil {
 					return err
 				}
-				r.Hold(ctx, faultWindow)
+				r.Hold(ctx, outageWindow)
 				return nil
 			}); err != nil {
 				return err
