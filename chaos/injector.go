@@ -108,16 +108,25 @@ func (in *Injector) waitInjected(ctx context.Context, f Fault) (Injected, error)
 		st := so.GetStatus()
 		res.Records = records(st)
 		if failed := failedRecord(st); failed != "" {
-			return false, fmt.Errorf("Chaos Mesh could not inject %s: %s", f.Ref(), failed)
+			return false, &injectionError{"Chaos Mesh could not inject it: " + failed}
 		}
 		last = conditions(st)
 		return condition(st, cm.ConditionAllInjected), nil
 	})
-	if err != nil {
+	var refused *injectionError
+	switch {
+	case errors.As(err, &refused):
+		return res, fmt.Errorf("%s (%s): %w", f.Ref(), f.What, err)
+	case err != nil:
 		return res, fmt.Errorf("%s (%s) was not injected within %s (last seen: %s): %w", f.Ref(), f.What, in.timeout(), last, err)
 	}
 	return res, nil
 }
+
+// injectionError: Chaos Mesh tried and failed, repeatedly; waiting longer will not help.
+type injectionError struct{ msg string }
+
+func (e *injectionError) Error() string { return e.msg }
 
 // scheduleInjected is true once the schedule has spawned an experiment that is injected.
 func (in *Injector) scheduleInjected(ctx context.Context, s *cm.Schedule, res *Injected, last *string) (bool, error) {

@@ -31,6 +31,9 @@ type Fault struct {
 	QuorumLost bool
 	// Operator: the fault hits the operator, not etcd.
 	Operator bool
+	// Needs names a kernel feature the fault needs on the nodes (label needs=<it>), so that
+	// clusters without it can leave the fault out with --skip-labels.
+	Needs string
 }
 
 // Faults is the library of faults the chaos scenarios inject.
@@ -47,10 +50,10 @@ func Faults(operatorNS string) []Fault {
 		{Name: "partition-majority", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
 			return t.PartitionMajority(ctx, outageWindow)
 		}, QuorumLost: true},
-		{Name: "delay", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
+		{Name: "delay", Needs: "netem", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
 			return t.Delay(ctx, 100*time.Millisecond, faultWindow)
 		}},
-		{Name: "loss", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
+		{Name: "loss", Needs: "netem", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
 			return t.Loss(ctx, 20, faultWindow)
 		}},
 		{Name: "clock-skew", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
@@ -71,6 +74,9 @@ func windowed(b func(chaos.Target, context.Context, time.Duration) (chaos.Fault,
 func chaosScenario(name string, f Fault, replicas int32, steps func(context.Context, *framework.Run) error) framework.Scenario {
 	sc := framework.Scenario{Name: name + "-" + f.Name, Replicas: replicas, Budget: faultBudget, Steps: steps,
 		Labels: map[string]string{"suite": "chaos", "fault": f.Name, "base": name}}
+	if f.Needs != "" {
+		sc.Labels["needs"] = f.Needs
+	}
 	if f.QuorumLost {
 		sc.Labels["suite"] = "chaos-negative"
 		sc.Expect = map[string]bool{"availability": false}
