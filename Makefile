@@ -139,6 +139,10 @@ catalog: bundle ## Generate the file-based catalog (catalog/quorate) with the pr
 	  --bundle $(BUNDLE_REPLACES)=$(LOCALBIN)/bundle-$(BUNDLE_REPLACES)=$(BUNDLE_IMG_REPOSITORY):v$(BUNDLE_REPLACES) \
 	  --bundle $(BUNDLE_VERSION)=$(BUNDLE_DIR)=$(BUNDLE_IMG_REPOSITORY):v$(BUNDLE_VERSION)
 
+.PHONY: olm-build
+olm-build: ## Build OLM v0 (olm, catalog, package-server, copy-content, cpb) and opm from the module proxy (cached).
+	hack/build-olm.sh
+
 ##@ Local cluster
 
 .PHONY: cluster-up
