@@ -211,10 +211,14 @@ func TestBootstrapScaleAndReplace(t *testing.T) {
 		}
 		return nil
 	})
-	c := getCluster(t, ns, "demo")
-	if cond := condition(c, v1alpha1.ConditionAvailable); cond.Status != metav1.ConditionFalse || cond.Reason != "Bootstrapping" {
-		t.Errorf("before the members form a cluster, Available = %s/%s", cond.Status, cond.Reason)
-	}
+	// The members have not formed a cluster (the fake etcd waits for Bootstrap below): once the
+	// operator has written its status, Available says so.
+	c := waitFor(t, ns, "demo", "Available=False/Bootstrapping before the members form a cluster", func(c *v1alpha1.EtcdCluster) error {
+		if cond := condition(c, v1alpha1.ConditionAvailable); cond.Status != metav1.ConditionFalse || cond.Reason != "Bootstrapping" {
+			return fmt.Errorf("Available = %s/%s", cond.Status, cond.Reason)
+		}
+		return nil
+	})
 	args := podArgs(t, ns, "demo-0")
 	for _, want := range []string{"--initial-cluster-state=new", "--initial-cluster-token=" + string(c.UID),
 		"--initial-cluster=demo-0=https://demo-0.demo-peer." + ns + ".svc:2380,demo-1=https://demo-1.demo-peer." + ns + ".svc:2380,demo-2=https://demo-2.demo-peer." + ns + ".svc:2380"} {
@@ -325,8 +329,8 @@ func TestBootstrapScaleAndReplace(t *testing.T) {
 	}
 
 	// Replacement: demo-1's PVC is deleted. The member is removed and a new member (new ID, new
-	// volume) takes its place; its name is the lowest one free while the old volume terminates.
-	// The cluster ID stays.
+	// volume) takes its place, named with the lowest index free at that moment: demo-3 while the
+	// old volume still terminates, demo-1 again once it is gone. The cluster ID stays.
 	oldID := memberID(t, fake, "demo-1")
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "demo-1"}, pvc); err != nil {
@@ -339,24 +343,37 @@ func TestBootstrapScaleAndReplace(t *testing.T) {
 		if err := settled(3)(c); err != nil {
 			return err
 		}
-		if findMember(c.Status.Members, "demo-1") != nil {
-			return fmt.Errorf("demo-1 is still a member")
+		for _, m := range fake.Members() {
+			if m.ID == oldID {
+				return fmt.Errorf("the lost member %s (%x) is still a member", m.Name, oldID)
+			}
 		}
 		return nil
 	})
 	if c.Status.ClusterID != "c1a55" {
 		t.Errorf("cluster ID changed to %s", c.Status.ClusterID)
 	}
-	if id := memberID(t, fake, "demo-3"); id == 0 || id == oldID {
-		t.Errorf("the replacement has ID %x (the lost member had %x)", id, oldID)
+	var replacement string
+	for _, m := range fake.Members() {
+		if m.Name != "demo-0" && m.Name != "demo-2" {
+			replacement = m.Name
+		}
+	}
+	if replacement != "demo-1" && replacement != "demo-3" {
+		t.Fatalf("the replacement is named %q; want the lowest free name, demo-1 or demo-3", replacement)
+	}
+	if id := memberID(t, fake, replacement); id == 0 || id == oldID {
+		t.Errorf("the replacement %s has ID %x (the lost member had %x)", replacement, id, oldID)
 	}
 	eventually(t, timeout, "the lost member's objects to go", func() error {
-		if got := objectNames(t, ns, &corev1.PersistentVolumeClaimList{}); !slices.Equal(got, []string{"demo-0", "demo-2", "demo-3"}) {
+		want := []string{"demo-0", "demo-2", replacement}
+		slices.Sort(want)
+		if got := objectNames(t, ns, &corev1.PersistentVolumeClaimList{}); !slices.Equal(got, want) {
 			return fmt.Errorf("PVCs %v", got)
 		}
 		return nil
 	})
-	wantCalls = append(wantCalls, "Remove demo-1", "AddLearner https://demo-3.demo-peer."+ns+".svc:2380", "Promote demo-3")
+	wantCalls = append(wantCalls, "Remove demo-1", "AddLearner https://"+replacement+".demo-peer."+ns+".svc:2380", "Promote "+replacement)
 	if got := fake.Calls(); !slices.Equal(got, wantCalls) {
 		t.Fatalf("replacement membership changes:\n got %q\nwant %q", got, wantCalls)
 	}
