@@ -143,6 +143,14 @@ catalog: bundle ## Generate the file-based catalog (catalog/quorate) with the pr
 olm-build: ## Build OLM v0 (olm, catalog, package-server, copy-content, cpb) and opm from the module proxy (cached).
 	hack/build-olm.sh
 
+.PHONY: olm
+olm: ## Install OLM v0, built from source, on the local cluster (idempotent; no operatorhub.io source).
+	KUBECTL=$(KUBECTL) hack/olm.sh
+
+.PHONY: olm-catalog
+olm-catalog: image ## Build the previous and current bundle images and the catalog image (opm serve) into the local registry.
+	hack/olm-catalog.sh $(IMG) $(ETCD_IMAGE_REPOSITORY)
+
 ##@ Local cluster
 
 .PHONY: cluster-up

@@ -15,7 +15,29 @@ REGISTRY_VERSION=${OPERATOR_REGISTRY_VERSION:-v1.74.0}
 dir=$QUORATE_CACHE/olm/$OLM_VERSION
 bins=(olm catalog package-server copy-content cpb opm)
 done_() { for b in "${bins[@]}"; do [ -x "$dir/bin/$b" ] || return 1; done; [ -f "$dir/manifests/olm.yaml" ]; }
-if done_; then echo "$dir"; exit 0; fi
+# OLM's current CRDs are those of its Helm chart (deploy/chart/crds): the quickstart's crds.yaml
+# lacks OLMConfig, which olm-operator v0.42.0 watches (it then never reconciles a CSV).
+crds() {
+  [ -f "$dir/manifests/crds/.done" ] && return 0
+  local mdir
+  mdir=$(cd "$dir" && GOFLAGS=-mod=mod go mod download -json "github.com/operator-framework/operator-lifecycle-manager@$OLM_VERSION" | sed -nE 's/.*"Dir": "([^"]+)".*/\1/p')
+  [ -d "$mdir/deploy/chart/crds" ] || die "no deploy/chart/crds in operator-lifecycle-manager@$OLM_VERSION"
+  rm -rf "$dir/manifests/crds" && mkdir -p "$dir/manifests/crds" && cp "$mdir"/deploy/chart/crds/*.yaml "$dir/manifests/crds/"
+  touch "$dir/manifests/crds/.done"
+}
+# OLM probes catalog pods with grpc_health_probe, so the catalog image carries it. Its module is
+# refused by the list endpoint too: a scratch module builds it.
+PROBE_VERSION=${GRPC_HEALTH_PROBE_VERSION:-v0.4.53}
+probe() {
+  [ -x "$dir/bin/grpc_health_probe" ] && return 0
+  mkdir -p "$dir/src/probe" && (
+    cd "$dir/src/probe"
+    [ -f go.mod ] || go mod init quorate.local/probe-build >/dev/null 2>&1
+    go get "github.com/grpc-ecosystem/grpc-health-probe@$PROBE_VERSION" >/dev/null
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$dir/bin/grpc_health_probe" github.com/grpc-ecosystem/grpc-health-probe
+  )
+}
+if done_; then crds; probe; echo "$dir"; exit 0; fi
 
 build() {
   done_ && return 0
@@ -45,4 +67,6 @@ build() {
   log "built OLM $OLM_VERSION and opm in $((SECONDS - start))s"
 }
 with_lock "$dir" build
+crds
+probe
 echo "$dir"

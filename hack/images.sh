@@ -105,6 +105,19 @@ chaos() { # chaos VERSION: the Chaos Mesh images; prints "<controller image> <da
   echo "$REGISTRY/quorate/chaos-controller-manager:$tag $REGISTRY/quorate/chaos-daemon:$dtag"
 }
 
+olm() { # olm: OLM v0 (olm, catalog, package-server, copy-content, cpb) and opm; prints the image
+  local dir; dir=$("$here/build-olm.sh")
+  local tag; tag=$(content_tag "$(basename "$dir")" "$dir"/bin/* /bin/busybox)
+  if ! has quorate/olm "$tag"; then
+    local c; c=$(ctx); mkdir -p "$c/rootfs/bin" "$c/rootfs/tmp"
+    cp /bin/busybox "$c/rootfs/bin/busybox"
+    for t in sh cp mkdir rm ls cat sleep; do ln -s busybox "$c/rootfs/bin/$t"; done
+    cp "$dir"/bin/* "$c/rootfs/bin/"
+    build "$c" "$here/images/olm/Dockerfile" "$REGISTRY/quorate/olm:$tag"; rm -rf "$c"
+  fi
+  echo "$REGISTRY/quorate/olm:$tag"
+}
+
 cmd=${1:?usage: images.sh base|etcd VERSION|operator TAG|workload TAG}
 shift
 "$cmd" "$@"
