@@ -54,7 +54,10 @@ func Check(h *history.History, b Bounds) history.Verdict {
 		if _, ok := clusterIDs[s.ClusterID]; !ok {
 			clusterIDs[s.ClusterID] = s.Endpoint
 		}
-		if s.Leader != 0 {
+		// Leadership is judged from the members' claims about themselves: a follower's view of
+		// who leads can carry a stale term for a while (see leaderTerms), a leader's own claim is
+		// what two leaders in one term would both make.
+		if s.Leader != 0 && s.Leader == s.MemberID {
 			t := term[i]
 			terms[t] = true
 			if leaders[t] == nil {

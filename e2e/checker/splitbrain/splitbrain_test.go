@@ -72,6 +72,18 @@ func TestCheck(t *testing.T) {
 				s.Leader, s.RaftTerm = 2, 4
 			}
 		}), true, ""},
+		{"an old leader rejoining names the leader of a term it never applied", poll(60, func(r int, s *history.Sample) {
+			switch {
+			case r >= 20 && s.Endpoint == "10.0.0.1" && r < 30:
+				s.Leader = 0 // the old leader, cut off, stays at term 2
+			case r >= 20 && r < 30:
+				s.Leader, s.RaftTerm = 2, 3
+			case r == 30 && s.Endpoint == "10.0.0.1":
+				s.Leader = 2 // back: names leader 2, still at its term 2
+			case r > 30:
+				s.Leader, s.RaftTerm = 3, 4 // then member 3 wins term 4
+			}
+		}), true, ""},
 		{"two leaders that stay in one term", poll(40, func(r int, s *history.Sample) {
 			if r >= 20 {
 				s.RaftTerm = 3
