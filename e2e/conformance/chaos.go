@@ -12,7 +12,7 @@ import (
 
 // faultBudget: a fault that keeps a quorum costs at most an election and the requests that
 // were sent to the member it hit.
-var faultBudget = availability.Budget{MaxWriteGap: 10 * time.Second, MinSuccessRatio: 0.80}
+var faultBudget = availability.Budget{MaxWriteGap: 10 * time.Second, MaxFirstWrite: 5 * time.Second, MinSuccessRatio: 0.80}
 
 // faultWindow is how long a fault is held (pod-kill and container-kill happen once; the window
 // is then the time the cluster has to show their effect while the fault object exists).

@@ -12,9 +12,9 @@ import (
 // Budgets of what clients may see.
 var (
 	// steadyBudget: nothing happens, so nothing may be noticed.
-	steadyBudget = availability.Budget{MaxWriteGap: 2 * time.Second, MinSuccessRatio: 0.99}
+	steadyBudget = availability.Budget{MaxWriteGap: 2 * time.Second, MaxFirstWrite: 5 * time.Second, MinSuccessRatio: 0.99}
 	// changeBudget: membership changes and member restarts cost at most a leader election.
-	changeBudget = availability.Budget{MaxWriteGap: 5 * time.Second, MinSuccessRatio: 0.95}
+	changeBudget = availability.Budget{MaxWriteGap: 5 * time.Second, MaxFirstWrite: 5 * time.Second, MinSuccessRatio: 0.95}
 )
 
 // Steady: a 3-member cluster under load, nothing else.

@@ -94,7 +94,7 @@ func writeScenario(b *strings.Builder, r *Report, s Scenario) {
 	if s.Error != "" {
 		fmt.Fprintf(b, `<p class="fail">The scenario did not run to its end: %s</p>`, html.EscapeString(s.Error))
 	}
-	fmt.Fprintf(b, "<p class=small>budget: longest write gap %s, success ratio %.1f%%; duration %s</p>", s.Budget.MaxWriteGap, 100*s.Budget.MinSuccessRatio, s.Duration.Round(time.Second))
+	fmt.Fprintf(b, "<p class=small>budget: longest write gap %s, first write within %s, success ratio %.1f%%; duration %s; first write after %s</p>", s.Budget.MaxWriteGap, s.Budget.MaxFirstWrite, 100*s.Budget.MinSuccessRatio, s.Duration.Round(time.Second), s.Stats.FirstWrite.Round(time.Millisecond))
 	b.WriteString("<table><tr><th>checker</th><th>verdict</th><th>reason</th></tr>")
 	for _, v := range s.Verdicts {
 		cell := verdictCell(s, v.Checker)

@@ -35,7 +35,9 @@ type Config struct {
 	// Mix weights of the operation types.
 	PutWeight, GetWeight, CASWeight int
 	OpTimeout                       time.Duration
-	Seed                            int64
+	// WarmUpTimeout bounds how long Start waits for every client's first read (default 60s).
+	WarmUpTimeout time.Duration
+	Seed          int64
 }
 
 // Runner runs the clients and records the history.
@@ -69,6 +71,9 @@ func New(cfg Config) *Runner {
 	if cfg.OpTimeout <= 0 {
 		cfg.OpTimeout = 2 * time.Second
 	}
+	if cfg.WarmUpTimeout <= 0 {
+		cfg.WarmUpTimeout = 60 * time.Second
+	}
 	return &Runner{cfg: cfg}
 }
 
@@ -89,7 +94,11 @@ func (r *Runner) newClient() (*clientv3.Client, error) {
 	})
 }
 
-// Start begins the load. It is a no-op while running.
+// Start begins the load. It is a no-op while running. Before the history starts, every client
+// connects and completes one linearizable read (of a key outside the workload's keys, so the
+// history is unaffected), retrying until Config.WarmUpTimeout: the history then measures what ready
+// clients saw, not DNS lookups and TLS handshakes, and a cluster that cannot serve a ready
+// client is reported as an error here instead of as an outage in the run.
 func (r *Runner) Start() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -97,15 +106,24 @@ func (r *Runner) Start() error {
 		return nil
 	}
 	clients := make([]*clientv3.Client, r.cfg.Clients)
+	closeAll := func() {
+		for _, c := range clients {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}
 	for i := range clients {
 		c, err := r.newClient()
 		if err != nil {
-			for _, c := range clients[:i] {
-				c.Close()
-			}
+			closeAll()
 			return err
 		}
 		clients[i] = c
+	}
+	if err := r.warmUp(clients); err != nil {
+		closeAll()
+		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.running = cancel, true
@@ -118,6 +136,40 @@ func (r *Runner) Start() error {
 			defer c.Close()
 			r.client(ctx, i, c, interval, rand.New(rand.NewSource(r.cfg.Seed+int64(i))))
 		}()
+	}
+	return nil
+}
+
+func (r *Runner) warmUp(clients []*clientv3.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.WarmUpTimeout)
+	defer cancel()
+	errs := make([]error, len(clients))
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				octx, ocancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
+				_, err := c.Get(octx, r.cfg.Prefix+"warm-up")
+				ocancel()
+				errs[i] = err
+				if err == nil {
+					return
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("client %d could not complete a read within %s (last error: %v): check that the cluster's client Service has ready endpoints and that the client certificate is accepted", i, r.cfg.WarmUpTimeout, err)
+		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ package availability
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/quorate-dev/quorate/e2e/history"
@@ -13,8 +14,15 @@ import (
 
 // Budget is what a scenario promises clients.
 type Budget struct {
-	// MaxWriteGap is the longest allowed time without an acknowledged write.
+	// MaxWriteGap is the longest allowed time without an acknowledged write, counted from the
+	// first acknowledged write to the end of the run.
 	MaxWriteGap time.Duration `json:"maxWriteGap"`
+	// MaxFirstWrite is the longest allowed time from the start of the load to the first
+	// acknowledged write. The workload's clients have each completed a read before the load
+	// starts, so this is the cluster's answer to a ready client, not connection set-up; it is
+	// judged on its own because a run that never gets going is a different failure from an
+	// outage in the middle of one. Zero means not judged.
+	MaxFirstWrite time.Duration `json:"maxFirstWrite,omitempty"`
 	// MinSuccessRatio is the lowest allowed share of operations that succeeded.
 	MinSuccessRatio float64 `json:"minSuccessRatio"`
 }
@@ -29,12 +37,15 @@ type Window struct {
 
 // Stats summarises a history.
 type Stats struct {
-	Width              time.Duration `json:"width"`
-	Windows            []Window      `json:"windows"`
-	Total, OK          int
-	Fail, Unknown      int
-	MaxWriteGap        time.Duration `json:"maxWriteGap"`
-	GapStart, GapEnd   int64
+	Width            time.Duration `json:"width"`
+	Windows          []Window      `json:"windows"`
+	Total, OK        int
+	Fail, Unknown    int
+	MaxWriteGap      time.Duration `json:"maxWriteGap"`
+	GapStart, GapEnd int64
+	// FirstWrite is the time from the start of the history to the first acknowledged write
+	// (the whole run when no write was acknowledged).
+	FirstWrite         time.Duration `json:"firstWrite"`
 	P50, P90, P99, Max time.Duration
 }
 
@@ -77,7 +88,16 @@ func Analyze(h *history.History, width time.Duration) Stats {
 		}
 	}
 	sort.Slice(acks, func(i, j int) bool { return acks[i] < acks[j] })
+	// Gaps are counted from the first acknowledged write; the time before it is FirstWrite.
+	// Without any acknowledged write the whole run is one gap.
 	prev := h.Start
+	if len(acks) > 0 {
+		prev = max(h.Start, acks[0])
+		s.FirstWrite = time.Duration(prev - h.Start)
+	} else {
+		s.FirstWrite = time.Duration(h.End - h.Start)
+	}
+	s.GapStart, s.GapEnd = prev, prev
 	for _, t := range append(acks, h.End) {
 		if gap := time.Duration(t - prev); gap > s.MaxWriteGap {
 			s.MaxWriteGap, s.GapStart, s.GapEnd = gap, prev, t
@@ -115,6 +135,7 @@ func Check(h *history.History, b Budget) (history.Verdict, Stats) {
 	rel := func(t int64) string { return fmt.Sprintf("%.1fs", time.Duration(t-h.Start).Seconds()) }
 	v.Details = []string{
 		fmt.Sprintf("%d operations: %d ok, %d failed, %d unknown (%.2f%% ok)", s.Total, s.OK, s.Fail, s.Unknown, 100*s.SuccessRatio()),
+		fmt.Sprintf("first acknowledged write after %s", s.FirstWrite.Round(time.Millisecond)),
 		fmt.Sprintf("longest time without an acknowledged write: %s (from %s to %s)", s.MaxWriteGap.Round(time.Millisecond), rel(s.GapStart), rel(s.GapEnd)),
 		fmt.Sprintf("latency of successful operations: p50 %s, p90 %s, p99 %s, max %s", s.P50.Round(time.Microsecond*100), s.P90.Round(time.Microsecond*100), s.P99.Round(time.Microsecond*100), s.Max.Round(time.Millisecond)),
 	}
@@ -125,17 +146,17 @@ func Check(h *history.History, b Budget) (history.Verdict, Stats) {
 	if b.MaxWriteGap > 0 && s.MaxWriteGap > b.MaxWriteGap {
 		broken = append(broken, fmt.Sprintf("no write was acknowledged for %s (from %s to %s), over the budget of %s", s.MaxWriteGap.Round(time.Millisecond), rel(s.GapStart), rel(s.GapEnd), b.MaxWriteGap))
 	}
+	if b.MaxFirstWrite > 0 && s.FirstWrite > b.MaxFirstWrite {
+		broken = append(broken, fmt.Sprintf("the first write was acknowledged %s after the load started, over the budget of %s: the cluster did not serve writes to ready clients", s.FirstWrite.Round(time.Millisecond), b.MaxFirstWrite))
+	}
 	if b.MinSuccessRatio > 0 && s.SuccessRatio() < b.MinSuccessRatio {
 		broken = append(broken, fmt.Sprintf("%.2f%% of operations succeeded, under the budget of %.2f%%", 100*s.SuccessRatio(), 100*b.MinSuccessRatio))
 	}
 	if len(broken) == 0 {
 		v.Pass = true
-		v.Reason = fmt.Sprintf("within budget: longest write gap %s (budget %s), %.2f%% ok (budget %.2f%%)", s.MaxWriteGap.Round(time.Millisecond), b.MaxWriteGap, 100*s.SuccessRatio(), 100*b.MinSuccessRatio)
+		v.Reason = fmt.Sprintf("within budget: longest write gap %s (budget %s), first write after %s, %.2f%% ok (budget %.2f%%)", s.MaxWriteGap.Round(time.Millisecond), b.MaxWriteGap, s.FirstWrite.Round(time.Millisecond), 100*s.SuccessRatio(), 100*b.MinSuccessRatio)
 		return v, s
 	}
-	v.Reason = broken[0]
-	if len(broken) > 1 {
-		v.Reason += "; " + broken[1]
-	}
+	v.Reason = strings.Join(broken, "; ")
 	return v, s
 }

@@ -56,3 +56,49 @@ func TestCheck(t *testing.T) {
 		t.Fatal("an empty history passed")
 	}
 }
+
+// The time before the first acknowledged write is reported and judged on its own, not as a
+// write gap; a run in which nothing was ever acknowledged is still one gap over its length.
+func TestFirstWrite(t *testing.T) {
+	budget := Budget{MaxWriteGap: 2 * time.Second, MinSuccessRatio: 0.8, MaxFirstWrite: 5 * time.Second}
+	v, s := Check(steady(30, 0, 3), budget) // first ack returns at 3.01s
+	if !v.Pass {
+		t.Fatalf("a 3s start within a 5s first-write budget failed: %v", v)
+	}
+	if s.FirstWrite != 3010*time.Millisecond || s.MaxWriteGap != 100*time.Millisecond {
+		t.Fatalf("first write %s, longest gap %s; want 3.01s and 100ms", s.FirstWrite, s.MaxWriteGap)
+	}
+	if !strings.Contains(strings.Join(v.Details, "\n"), "first acknowledged write after 3.01s") {
+		t.Errorf("details do not report the first write: %q", v.Details)
+	}
+
+	v, s = Check(steady(30, 0, 8), budget)
+	if v.Pass || !strings.Contains(v.Reason, "the first write was acknowledged 8.01s after the load started, over the budget of 5s") {
+		t.Fatalf("an 8s start passed or was misreported: %v", v)
+	}
+	if s.MaxWriteGap > time.Second {
+		t.Errorf("the start was counted as a write gap: %s", s.MaxWriteGap)
+	}
+
+	v, _ = Check(steady(30, 10, 15), Budget{MaxWriteGap: 2 * time.Second, MaxFirstWrite: 5 * time.Second})
+	if v.Pass || strings.Contains(v.Reason, "first write") {
+		t.Fatalf("an outage in the middle was blamed on the start: %v", v)
+	}
+	h := steady(30, 0, 8)
+	for i := range h.Ops {
+		if h.Ops[i].Call >= 20*sec {
+			h.Ops[i].Status = history.Unknown
+		}
+	}
+	// Both broken: a slow start and an outage later are both named.
+	v, _ = Check(h, Budget{MaxWriteGap: 2 * time.Second, MaxFirstWrite: 5 * time.Second})
+	if v.Pass || !strings.Contains(v.Reason, "first write") || !strings.Contains(v.Reason, "no write was acknowledged for") {
+		t.Fatalf("want both the slow start and the outage named: %v", v)
+	}
+
+	// Nothing acknowledged at all: the whole run is the gap and the first write never came.
+	v, s = Check(steady(10, 0, 10), budget)
+	if v.Pass || s.MaxWriteGap != 10*time.Second || s.FirstWrite != 10*time.Second {
+		t.Fatalf("a run without an acknowledged write: %v %+v", v, s)
+	}
+}

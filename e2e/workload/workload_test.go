@@ -1,0 +1,128 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/quorate-dev/quorate/e2e/history"
+)
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// realEtcd starts the etcd that `make test` builds from source (KUBEBUILDER_ASSETS) on loopback
+// and returns its client URL once it serves a read.
+func realEtcd(t *testing.T) string {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run these tests with `make test`, which builds etcd from source")
+	}
+	client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, filepath.Join(assets, "etcd"),
+		"--data-dir", t.TempDir(), "--name", "test",
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "test="+peer, "--log-level", "error")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for deadline := time.Now().Add(time.Minute); ; {
+		octx, ocancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := c.Get(octx, "probe")
+		ocancel()
+		if err == nil {
+			return client
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("etcd did not serve a read within a minute: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Start returns only when every client has completed a read; the warm-up read stays out of the
+// history, and what the history holds is a ready client's load.
+func TestStartWarmsUpClients(t *testing.T) {
+	r := New(Config{Endpoints: []string{realEtcd(t)}, Clients: 3, Rate: 60, Prefix: "wl/", Seed: 1})
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if ok, _, _ := r.Counts(); ok >= 30 {
+			break
+		}
+		if time.Now().After(deadline) {
+			ok, fail, unknown := r.Counts()
+			t.Fatalf("load did not reach 30 successes in a minute: ok=%d fail=%d unknown=%d", ok, fail, unknown)
+		}
+	}
+	r.Stop()
+	h := r.History()
+	first := map[int]history.Op{}
+	for _, o := range h.Ops {
+		if strings.HasSuffix(o.Key, "warm-up") {
+			t.Fatalf("the warm-up read is in the history: %+v", o)
+		}
+		if !strings.HasPrefix(o.Key, "wl/k") {
+			t.Errorf("operation on a key outside the workload's: %+v", o)
+		}
+		if _, ok := first[o.Client]; !ok {
+			first[o.Client] = o
+		}
+	}
+	if len(first) != 3 {
+		t.Fatalf("want operations from 3 clients, got %d", len(first))
+	}
+	for id, o := range first {
+		if o.Status != history.OK {
+			t.Errorf("client %d's first operation did not succeed on a healthy cluster: %+v", id, o)
+		}
+	}
+}
+
+// A cluster that cannot serve a read makes Start fail with an error that says what to check,
+// and leaves the runner stopped with an empty history.
+func TestStartFailsWhenNothingAnswers(t *testing.T) {
+	r := New(Config{Endpoints: []string{fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}, Clients: 2,
+		OpTimeout: 300 * time.Millisecond, WarmUpTimeout: 2 * time.Second})
+	err := r.Start()
+	if err == nil {
+		r.Stop()
+		t.Fatal("Start succeeded with no etcd listening")
+	}
+	if !strings.Contains(err.Error(), "could not complete a read within 2s") || !strings.Contains(err.Error(), "client Service") {
+		t.Errorf("error does not say what happened and what to check: %v", err)
+	}
+	if h := r.History(); len(h.Ops) != 0 {
+		t.Errorf("history has %d operations after a failed start", len(h.Ops))
+	}
+	r.Stop() // a no-op on a runner that never started
+}
