@@ -2,7 +2,7 @@
 #   make demo   local cluster, operator, an etcd cluster under faults, a report
 #   make test   unit and integration tests (kube-apiserver and etcd built from source)
 
-VERSION ?= 0.1.0
+VERSION ?= 0.2.0
 REGISTRY ?= localhost:5000
 # `make image` records the content-tagged references it pushed in bin/.
 IMG ?= $(shell cat bin/operator-image 2>/dev/null || echo $(REGISTRY)/quorate/operator:$(VERSION))
@@ -118,7 +118,7 @@ undeploy: $(KUSTOMIZE) ## Remove the operator.
 ##@ OLM
 
 # The bundle's operator version and the one it upgrades from (the upgrade edge of the channel).
-BUNDLE_VERSION ?= 0.2.0
+BUNDLE_VERSION ?= $(VERSION)
 BUNDLE_REPLACES ?= 0.1.0
 # Images the published bundle names (make bundle-local points them at the local registry).
 BUNDLE_IMG_OPERATOR ?= ghcr.io/quorate-dev/quorate-operator:v$(BUNDLE_VERSION)
@@ -148,8 +148,8 @@ olm: ## Install OLM v0, built from source, on the local cluster (idempotent; no 
 	KUBECTL=$(KUBECTL) hack/olm.sh
 
 .PHONY: olm-catalog
-olm-catalog: image ## Build the previous and current bundle images and the catalog image (opm serve) into the local registry.
-	hack/olm-catalog.sh $(IMG) $(ETCD_IMAGE_REPOSITORY)
+olm-catalog: ## Build the operator and bundle images of the previous and the current release and two catalog images (opm serve): the previous release alone, and both.
+	BUNDLE_REPLACES=$(BUNDLE_REPLACES) BUNDLE_VERSION=$(BUNDLE_VERSION) hack/olm-catalog.sh $(ETCD_IMAGE_REPOSITORY)
 
 ##@ Local cluster
 
@@ -195,6 +195,12 @@ e2e-chaos: conformance image images $(KUSTOMIZE) ## Run steady state and scale 3
 	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
 	  --duration=$(E2E_DURATION) --report-dir=$(REPORT_DIR)/chaos-$(K8S_VERSION) -test.v -test.timeout=150m \
 	  --labels=$(if $(FAULTS),$(shell echo "$(FAULTS)" | sed 's/\([^,]*\)/fault=\1/g'),$(CHAOS_LABELS)) $(if $(CHAOS_SKIP_LABELS),--skip-labels=$(CHAOS_SKIP_LABELS)) $(CONFORMANCE_FLAGS)
+
+.PHONY: e2e-olm
+e2e-olm: conformance image images ## Install Quorate through OLM on a local cluster (AllNamespaces; OwnNamespace with the N-1 -> N upgrade) under the workload.
+	$(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-olm \
+	  --workload-image=$$(cat $(LOCALBIN)/workload-image) \
+	  --duration=$(E2E_DURATION) --report-dir=$(REPORT_DIR)/olm-$(K8S_VERSION) -test.v -test.timeout=60m --labels=suite=olm $(CONFORMANCE_FLAGS)
 
 .PHONY: e2e-smoke
 e2e-smoke: ## Smoke test: local cluster, operator, a 3-member cluster written and read through its Service, teardown.

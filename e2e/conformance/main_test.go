@@ -5,6 +5,7 @@ package conformance
 import (
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
@@ -34,10 +35,18 @@ func TestMain(m *testing.M) {
 }
 
 // TestConformance runs every scenario; --labels (scenario=NAME, suite=core|negative|chaos|
-// chaos-negative, fault=NAME, base=steady|scale) and --feature pick some.
+// chaos-negative|olm, fault=NAME, base=steady|scale, install-mode=NAME) and --feature pick
+// some. The OLM scenarios install Quorate themselves, so they are part of the run only when
+// their catalogs are given (--olm-catalogs or --install-olm).
 func TestConformance(t *testing.T) {
+	scenarios := append(All(), ChaosScenarios(opts.OperatorNS)...)
+	if opts.OLMCatalogs != "" || opts.InstallOLM {
+		scenarios = append(scenarios, OLMScenarios(opts)...)
+	} else if slices.Contains(suite.Labels["suite"], "olm") {
+		t.Fatal("--labels asks for the OLM scenarios (suite=olm): give their catalogs with --olm-catalogs=PREVIOUS,CURRENT, or --install-olm")
+	}
 	var fs []features.Feature
-	for _, sc := range append(All(), ChaosScenarios(opts.OperatorNS)...) {
+	for _, sc := range scenarios {
 		fs = append(fs, suite.Feature(sc))
 	}
 	testenv.Test(t, fs...)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -27,13 +29,15 @@ import (
 	"github.com/quorate-dev/quorate/internal/buildinfo"
 )
 
-// Scheme knows the core types, EtcdCluster and Chaos Mesh's types.
+// Scheme knows the core types, EtcdCluster, Chaos Mesh's types and OLM's.
 var Scheme = runtime.NewScheme()
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(chaos.AddToScheme(Scheme))
+	utilruntime.Must(operatorsv1alpha1.AddToScheme(Scheme))
+	utilruntime.Must(operatorsv1.AddToScheme(Scheme))
 }
 
 // Suite is the state shared by every scenario of a run.
@@ -42,8 +46,10 @@ type Suite struct {
 	Client    client.Client
 	Clientset *kubernetes.Clientset
 	Report    *report.Report
-	mu        sync.Mutex
-	kubectl   string
+	// Labels are the --labels the run selects scenarios by.
+	Labels  map[string][]string
+	mu      sync.Mutex
+	kubectl string
 	// scorecardOut is the process's stdout: with --scorecard, everything else goes to stderr so
 	// that stdout holds only the TestStatus JSON.
 	scorecardOut *os.File
@@ -57,7 +63,7 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 		return nil, nil, err
 	}
 	testenv := env.NewWithConfig(cfg)
-	s := &Suite{Opts: opts, kubectl: "kubectl", scorecardOut: os.Stdout, Report: &report.Report{Title: "Quorate conformance", Quorate: buildinfo.Version, Generated: time.Now()}}
+	s := &Suite{Opts: opts, kubectl: "kubectl", scorecardOut: os.Stdout, Report: &report.Report{Title: "Quorate conformance", Quorate: buildinfo.Version, Generated: time.Now()}, Labels: cfg.Labels()}
 	switch opts.Provider {
 	case "local":
 		p := localcluster.NewProvider()
@@ -98,6 +104,11 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 		}
 		if opts.InstallChaos {
 			if err := s.installChaosMesh(ctx, cfg.KubeconfigFile()); err != nil {
+				return ctx, err
+			}
+		}
+		if opts.InstallOLM {
+			if err := s.installOLM(ctx, cfg.KubeconfigFile()); err != nil {
 				return ctx, err
 			}
 		}
@@ -167,6 +178,37 @@ func (s *Suite) installChaosMesh(ctx context.Context, kubeconfig string) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("installing Chaos Mesh: %w", err)
 	}
+	return nil
+}
+
+// installOLM installs OLM with hack/olm.sh and builds the catalogs of the previous and the
+// current release with hack/olm-catalog.sh, for the OLM scenarios.
+func (s *Suite) installOLM(ctx context.Context, kubeconfig string) error {
+	root, err := localcluster.FindRepoRoot()
+	if err != nil {
+		return fmt.Errorf("--install-olm needs the Quorate repository: %w", err)
+	}
+	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBECTL="+s.kubectl)
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "olm.sh"))
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("installing OLM: %w", err)
+	}
+	etcdRepo := os.Getenv("ETCD_IMAGE_REPOSITORY")
+	if etcdRepo == "" {
+		etcdRepo = "localhost:5000/quorate/etcd"
+	}
+	cmd = exec.CommandContext(ctx, filepath.Join(root, "hack", "olm-catalog.sh"), etcdRepo)
+	cmd.Env, cmd.Stderr = env, os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("building the OLM catalogs: %w", err)
+	}
+	images := strings.Fields(string(out))
+	if len(images) != 2 {
+		return fmt.Errorf("hack/olm-catalog.sh printed %q, not two catalog images", out)
+	}
+	s.Opts.OLMCatalogs = strings.Join(images, ",")
 	return nil
 }
 

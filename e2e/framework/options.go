@@ -30,6 +30,8 @@ type Options struct {
 	InstallChaos  bool
 	ChaosSocket   string
 	OperatorNS    string
+	InstallOLM    bool
+	OLMCatalogs   string
 	KeepFailed    bool
 	Scorecard     bool
 	Quiet         bool
@@ -52,6 +54,8 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.WorkloadImage, "workload-image", envOr("QUORATE_WORKLOAD_IMAGE", "localhost:5000/quorate/workload:"+buildinfo.Version), "image of the conformance workload")
 	flag.BoolVar(&o.InstallChaos, "install-chaos-mesh", false, "build and install Chaos Mesh (hack/chaos-mesh.sh) before the scenarios; the chaos scenarios need it")
 	flag.StringVar(&o.ChaosSocket, "containerd-socket", "", "containerd socket of the nodes, for --install-chaos-mesh (known for --provider=local)")
+	flag.BoolVar(&o.InstallOLM, "install-olm", false, "install OLM (hack/olm.sh) and build the catalogs of the previous and the current release (hack/olm-catalog.sh) for the OLM scenarios")
+	flag.StringVar(&o.OLMCatalogs, "olm-catalogs", "", "PREVIOUS,CURRENT: catalog images for the OLM scenarios (suite=olm), the first serving the previous release only, the second both; set by --install-olm")
 	flag.StringVar(&o.OperatorNS, "operator-namespace", "quorate-system", "namespace of the Quorate operator (the operator-kill fault targets its pods)")
 	flag.BoolVar(&o.Scorecard, "scorecard", false, "print the result as operator-sdk scorecard v1alpha3 TestStatus JSON on stdout (for a scorecard custom test)")
 	flag.BoolVar(&o.KeepFailed, "keep-failed", false, "keep the namespaces of failed scenarios for inspection")

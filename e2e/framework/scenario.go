@@ -51,6 +51,9 @@ type Scenario struct {
 	Steps func(ctx context.Context, r *Run) error
 	// Rate overrides the suite's operation rate.
 	Rate float64
+	// Install, when set, installs the operator for this run (through OLM, say) after the run's
+	// namespace exists and before the EtcdCluster is created.
+	Install func(ctx context.Context, r *Run) error
 }
 
 // Run is one execution of a scenario.
@@ -61,9 +64,17 @@ type Run struct {
 	Cluster   string
 	T         *testing.T
 
-	mu     sync.Mutex
-	events []history.Event
-	phase  string
+	mu       sync.Mutex
+	events   []history.Event
+	phase    string
+	cleanups []func(context.Context) error
+}
+
+// OnCleanup registers what teardown undoes besides deleting the run's namespace, newest first.
+func (r *Run) OnCleanup(f func(context.Context) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cleanups = append([]func(context.Context) error{f}, r.cleanups...)
 }
 
 // Event records a point event (an action or a membership change) on the timeline.
@@ -108,7 +119,11 @@ func (s *Suite) Feature(sc Scenario) features.Feature {
 			r := &Run{Suite: s, Scenario: sc, T: t, Cluster: "etcd", Namespace: fmt.Sprintf("qc-%s-%04d", sanitize(sc.Name), rand.Intn(10000))}
 			if err := r.setup(ctx); err != nil {
 				s.add(report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Error: err.Error(), Budget: sc.Budget})
-				t.Fatalf("setting up %s: %v", sc.Name, err)
+				t.Errorf("setting up %s: %v", sc.Name, err)
+				// A failed setup ends the feature before its teardown: clean up here, so that
+				// what it installed does not disturb the next scenario.
+				r.teardown(ctx, t)
+				t.FailNow()
 			}
 			return context.WithValue(ctx, key, r)
 		}).
@@ -119,17 +134,29 @@ func (s *Suite) Feature(sc Scenario) features.Feature {
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r, ok := ctx.Value(key).(*Run)
-			if !ok {
-				return ctx
+			if r, ok := ctx.Value(key).(*Run); ok {
+				r.teardown(ctx, t)
 			}
-			if t.Failed() && s.Opts.KeepFailed {
-				t.Logf("keeping namespace %s for inspection", r.Namespace)
-				return ctx
-			}
-			_ = s.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}})
 			return ctx
 		}).Feature()
+}
+
+// teardown runs the registered cleanups and deletes the run's namespace, unless the run failed
+// and --keep-failed asks to keep it.
+func (r *Run) teardown(ctx context.Context, t *testing.T) {
+	if t.Failed() && r.Suite.Opts.KeepFailed {
+		t.Logf("keeping namespace %s for inspection", r.Namespace)
+		return
+	}
+	r.mu.Lock()
+	cleanups := r.cleanups
+	r.mu.Unlock()
+	for _, f := range cleanups {
+		if err := f(ctx); err != nil {
+			t.Errorf("cleaning up after %s: %v", r.Scenario.Name, err)
+		}
+	}
+	_ = r.Suite.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}})
 }
 
 type ctxKey string
@@ -149,6 +176,11 @@ func (r *Run) setup(ctx context.Context) error {
 	c := r.Suite.Client
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace, Labels: map[string]string{"quorate.dev/conformance": r.Scenario.Name}}}); err != nil {
 		return err
+	}
+	if r.Scenario.Install != nil {
+		if err := r.Scenario.Install(ctx, r); err != nil {
+			return fmt.Errorf("installing the operator: %w", err)
+		}
 	}
 	ec := &v1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: r.Cluster, Namespace: r.Namespace},

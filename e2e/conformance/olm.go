@@ -1,0 +1,68 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/quorate-dev/quorate/e2e/framework"
+)
+
+// OLMScenarios install Quorate through OLM, as customers do from OperatorHub, and run the
+// workload on a cluster the OLM-installed operator manages. They need OLM and two catalogs
+// (--olm-catalogs, or --install-olm builds them), and a cluster without another Quorate.
+func OLMScenarios(opts *framework.Options) []framework.Scenario {
+	catalogs := func() (previous, current string, err error) {
+		p := strings.Split(opts.OLMCatalogs, ",")
+		if len(p) != 2 || p[0] == "" || p[1] == "" {
+			return "", "", fmt.Errorf("the OLM scenarios need --olm-catalogs=PREVIOUS,CURRENT (catalog images) or --install-olm, got %q", opts.OLMCatalogs)
+		}
+		return p[0], p[1], nil
+	}
+	labels := func(mode string) map[string]string { return map[string]string{"suite": "olm", "install-mode": mode} }
+	return []framework.Scenario{
+		// A Subscription in a namespace of its own with a global OperatorGroup: the operator
+		// watches every namespace, including the one of the EtcdCluster.
+		{Name: "olm-install-all-namespaces", Labels: labels("AllNamespaces"), Replicas: 3, Budget: steadyBudget,
+			Install: func(ctx context.Context, r *framework.Run) error {
+				_, current, err := catalogs()
+				if err != nil {
+					return err
+				}
+				ns := r.Namespace + "-operator"
+				if err := r.CreateNamespace(ctx, ns); err != nil {
+					return err
+				}
+				r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, ns) })
+				_, err = r.InstallWithOLM(ctx, ns, current, nil)
+				return err
+			}},
+		// The previous release installed in the EtcdCluster's namespace (OwnNamespace); the new
+		// release is published in the channel while the workload runs, and OLM upgrades the
+		// operator. Clients must not notice: the steady-state budget applies.
+		olmUpgrade(catalogs),
+	}
+}
+
+func olmUpgrade(catalogs func() (string, string, error)) framework.Scenario {
+	var in *framework.OLMInstall
+	return framework.Scenario{Name: "olm-upgrade", Labels: map[string]string{"suite": "olm", "install-mode": "OwnNamespace"}, Replicas: 3, Budget: steadyBudget,
+		Install: func(ctx context.Context, r *framework.Run) error {
+			previous, _, err := catalogs()
+			if err != nil {
+				return err
+			}
+			// The namespace holds the operator: wait until it is gone, so that the next
+			// scenario does not meet this operator still terminating.
+			r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, r.Namespace) })
+			in, err = r.InstallWithOLM(ctx, r.Namespace, previous, []string{r.Namespace})
+			return err
+		},
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			_, current, err := catalogs()
+			if err != nil {
+				return err
+			}
+			return r.PublishWithOLM(ctx, in, current)
+		}}
+}
