@@ -7,6 +7,8 @@
 #                                    VERSION-<content hash>; prints the image reference
 #   hack/images.sh workload VERSION  the conformance workload image, likewise
 #   hack/images.sh chaos             Chaos Mesh's controller and daemon images
+#   hack/images.sh olm               OLM v0 and opm
+#   hack/images.sh olmv1             OLM v1's catalogd and operator-controller
 # Upstream images are skipped when the registry already holds their tag.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -116,6 +118,18 @@ olm() { # olm: OLM v0 (olm, catalog, package-server, copy-content, cpb) and opm;
     build "$c" "$here/images/olm/Dockerfile" "$REGISTRY/quorate/olm:$tag"; rm -rf "$c"
   fi
   echo "$REGISTRY/quorate/olm:$tag"
+}
+
+olmv1() { # olmv1: OLM v1's catalogd and operator-controller in one image; prints the image
+  local dir; dir=$("$here/build-olmv1.sh")
+  local tag; tag=$(content_tag "$(basename "$dir")" "$dir/bin/catalogd" "$dir/bin/operator-controller")
+  if ! has quorate/olmv1 "$tag"; then
+    local c; c=$(ctx); mkdir -p "$c/rootfs/tmp" "$c/rootfs/etc"; chmod 1777 "$c/rootfs/tmp"
+    printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$c/rootfs/etc/passwd"
+    cp "$dir/bin/catalogd" "$dir/bin/operator-controller" "$c/rootfs/"
+    build "$c" "$here/images/olmv1/Dockerfile" "$REGISTRY/quorate/olmv1:$tag"; rm -rf "$c"
+  fi
+  echo "$REGISTRY/quorate/olmv1:$tag"
 }
 
 cmd=${1:?usage: images.sh base|etcd VERSION|operator TAG|workload TAG}
