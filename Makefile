@@ -147,6 +147,10 @@ olm-build: ## Build OLM v0 (olm, catalog, package-server, copy-content, cpb) and
 olm: ## Install OLM v0, built from source, on the local cluster (idempotent; no operatorhub.io source).
 	KUBECTL=$(KUBECTL) hack/olm.sh
 
+.PHONY: olmv1
+olmv1: $(KUSTOMIZE) ## Install OLM v1 (catalogd, operator-controller v1.2.0), built from source, on the local cluster (idempotent).
+	KUBECTL=$(KUBECTL) KUSTOMIZE=$(KUSTOMIZE) hack/olmv1.sh
+
 .PHONY: olm-catalog
 olm-catalog: ## Build the operator and bundle images of the previous and the current release and two catalog images (opm serve): the previous release alone, and both.
 	BUNDLE_REPLACES=$(BUNDLE_REPLACES) BUNDLE_VERSION=$(BUNDLE_VERSION) hack/olm-catalog.sh $(ETCD_IMAGE_REPOSITORY)
@@ -197,9 +201,9 @@ e2e-chaos: conformance image images $(KUSTOMIZE) ## Run steady state and scale 3
 	  --labels=$(if $(FAULTS),$(shell echo "$(FAULTS)" | sed 's/\([^,]*\)/fault=\1/g'),$(CHAOS_LABELS)) $(if $(CHAOS_SKIP_LABELS),--skip-labels=$(CHAOS_SKIP_LABELS)) $(CONFORMANCE_FLAGS)
 
 .PHONY: e2e-olm
-e2e-olm: conformance image images ## Install Quorate through OLM on a local cluster (AllNamespaces; OwnNamespace with the N-1 -> N upgrade) under the workload.
-	$(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-olm \
-	  --workload-image=$$(cat $(LOCALBIN)/workload-image) \
+e2e-olm: conformance image images $(KUSTOMIZE) ## Install Quorate through OLM v0 (AllNamespaces; OwnNamespace with the N-1 -> N upgrade) and OLM v1 (N-1 -> N) on a local cluster under the workload.
+	KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-olm --olmv1 \
+	  --olm-versions=$(BUNDLE_REPLACES),$(BUNDLE_VERSION) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
 	  --duration=$(E2E_DURATION) --report-dir=$(REPORT_DIR)/olm-$(K8S_VERSION) -test.v -test.timeout=60m --labels=suite=olm $(CONFORMANCE_FLAGS)
 
 .PHONY: e2e-smoke

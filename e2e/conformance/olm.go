@@ -20,7 +20,7 @@ func OLMScenarios(opts *framework.Options) []framework.Scenario {
 		return p[0], p[1], nil
 	}
 	labels := func(mode string) map[string]string { return map[string]string{"suite": "olm", "install-mode": mode} }
-	return []framework.Scenario{
+	scenarios := []framework.Scenario{
 		// A Subscription in a namespace of its own with a global OperatorGroup: the operator
 		// watches every namespace, including the one of the EtcdCluster.
 		{Name: "olm-install-all-namespaces", Labels: labels("AllNamespaces"), Replicas: 3, Budget: steadyBudget,
@@ -42,6 +42,51 @@ func OLMScenarios(opts *framework.Options) []framework.Scenario {
 		// operator. Clients must not notice: the steady-state budget applies.
 		olmUpgrade(catalogs),
 	}
+	if opts.OLMv1 {
+		// First: OLM v1 removes Quorate's CRD when its ClusterExtension goes, OLM v0 leaves it
+		// behind, and OLM v1 will not adopt a CRD it did not make.
+		scenarios = append([]framework.Scenario{olmv1Upgrade(opts, catalogs)}, scenarios...)
+	}
+	return scenarios
+}
+
+// olmv1Upgrade: OLM v1 installs the previous release from a ClusterCatalog holding both
+// (ClusterExtension pinned to the previous version), then the ClusterExtension is moved to the
+// current version while the workload runs. OLM v1 installs AllNamespaces bundles only.
+func olmv1Upgrade(opts *framework.Options, catalogs func() (string, string, error)) framework.Scenario {
+	var in *framework.OLMv1Install
+	versions := func() (string, string, error) {
+		p := strings.Split(opts.OLMVersions, ",")
+		if len(p) != 2 || p[0] == "" || p[1] == "" {
+			return "", "", fmt.Errorf("--olm-versions wants PREVIOUS,CURRENT, got %q", opts.OLMVersions)
+		}
+		return p[0], p[1], nil
+	}
+	return framework.Scenario{Name: "olmv1-upgrade", Labels: map[string]string{"suite": "olm", "olm": "v1", "install-mode": "AllNamespaces"}, Replicas: 3, Budget: steadyBudget,
+		Install: func(ctx context.Context, r *framework.Run) error {
+			_, current, err := catalogs()
+			if err != nil {
+				return err
+			}
+			previous, _, err := versions()
+			if err != nil {
+				return err
+			}
+			in, err = r.InstallWithOLMv1(ctx, r.Namespace+"-operator", current, previous)
+			if err != nil {
+				return err
+			}
+			// Registered last, so run first: the EtcdCluster goes while its operator still runs.
+			r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, r.Namespace) })
+			return nil
+		},
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			_, next, err := versions()
+			if err != nil {
+				return err
+			}
+			return r.UpgradeWithOLMv1(ctx, in, next)
+		}}
 }
 
 func olmUpgrade(catalogs func() (string, string, error)) framework.Scenario {

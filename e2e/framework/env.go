@@ -142,13 +142,9 @@ func (s *Suite) install(ctx context.Context, kubeconfig string) error {
 		}
 		s.Opts.OperatorImage = strings.TrimSpace(string(b))
 	}
-	kustomize := os.Getenv("KUSTOMIZE")
-	if kustomize == "" {
-		matches, _ := filepath.Glob(filepath.Join(root, "bin", "kustomize-*"))
-		if len(matches) == 0 {
-			return fmt.Errorf("no kustomize in bin/: run make deploy once, or set KUSTOMIZE")
-		}
-		kustomize = matches[len(matches)-1]
+	kustomize, err := kustomizeBinary(root)
+	if err != nil {
+		return err
 	}
 	etcdRepo := os.Getenv("ETCD_IMAGE_REPOSITORY")
 	if etcdRepo == "" {
@@ -161,6 +157,18 @@ func (s *Suite) install(ctx context.Context, kubeconfig string) error {
 		return fmt.Errorf("installing Quorate: %w", err)
 	}
 	return nil
+}
+
+// kustomizeBinary is $KUSTOMIZE or the newest kustomize the Makefile built into bin/.
+func kustomizeBinary(root string) (string, error) {
+	if k := os.Getenv("KUSTOMIZE"); k != "" {
+		return k, nil
+	}
+	matches, _ := filepath.Glob(filepath.Join(root, "bin", "kustomize-*"))
+	if len(matches) == 0 {
+		return "", fmt.Errorf("no kustomize in bin/: run make deploy once, or set KUSTOMIZE")
+	}
+	return matches[len(matches)-1], nil
 }
 
 // installChaosMesh builds and installs Chaos Mesh with hack/chaos-mesh.sh.
@@ -193,6 +201,24 @@ func (s *Suite) installOLM(ctx context.Context, kubeconfig string) error {
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("installing OLM: %w", err)
+	}
+	if s.Opts.OLMv1 {
+		cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "olmv1.sh"))
+		cmd.Env, cmd.Stdout, cmd.Stderr = env, os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("installing OLM v1: %w", err)
+		}
+	}
+	if s.Opts.OLMv1 {
+		kustomize, err := kustomizeBinary(root)
+		if err != nil {
+			return err
+		}
+		cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "olmv1.sh"))
+		cmd.Env, cmd.Stdout, cmd.Stderr = append(env, "KUSTOMIZE="+kustomize), os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("installing OLM v1: %w", err)
+		}
 	}
 	etcdRepo := os.Getenv("ETCD_IMAGE_REPOSITORY")
 	if etcdRepo == "" {

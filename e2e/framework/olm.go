@@ -52,12 +52,8 @@ func (r *Run) InstallWithOLM(ctx context.Context, ns, catalogImage string, targe
 	if err := r.requireOLM(ctx); err != nil {
 		return nil, err
 	}
-	var deps appsv1.DeploymentList
-	if err := c.List(ctx, &deps, client.MatchingLabelsSelector{Selector: operatorSelector}); err != nil {
+	if err := r.refuseOtherOperator(ctx); err != nil {
 		return nil, err
-	}
-	for _, d := range deps.Items {
-		return nil, fmt.Errorf("a Quorate operator already runs (deployment %s/%s): the OLM scenarios install their own, so run them on a cluster without Quorate (not with --install-operator)", d.Namespace, d.Name)
 	}
 	mode := "AllNamespaces"
 	if len(targets) > 0 {
@@ -224,6 +220,19 @@ func (r *Run) checkUntouched(ctx context.Context, before, after map[string]membe
 		return fmt.Errorf("the operator upgrade disturbed etcd members: %s", strings.Join(problems, "; "))
 	}
 	r.T.Logf("all %d member pods kept their UIDs and restart counts through the operator upgrade", len(before))
+	return nil
+}
+
+// refuseOtherOperator fails when a Quorate operator already runs: the OLM scenarios install
+// their own, and two operators would both manage the same clusters.
+func (r *Run) refuseOtherOperator(ctx context.Context) error {
+	var deps appsv1.DeploymentList
+	if err := r.Suite.Client.List(ctx, &deps, client.MatchingLabelsSelector{Selector: operatorSelector}); err != nil {
+		return err
+	}
+	for _, d := range deps.Items {
+		return fmt.Errorf("a Quorate operator already runs (deployment %s/%s): the OLM scenarios install their own, so run them on a cluster without Quorate (not with --install-operator)", d.Namespace, d.Name)
+	}
 	return nil
 }
 

@@ -32,6 +32,8 @@ type Options struct {
 	OperatorNS    string
 	InstallOLM    bool
 	OLMCatalogs   string
+	OLMVersions   string
+	OLMv1         bool
 	KeepFailed    bool
 	Scorecard     bool
 	Quiet         bool
@@ -56,6 +58,8 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.ChaosSocket, "containerd-socket", "", "containerd socket of the nodes, for --install-chaos-mesh (known for --provider=local)")
 	flag.BoolVar(&o.InstallOLM, "install-olm", false, "install OLM (hack/olm.sh) and build the catalogs of the previous and the current release (hack/olm-catalog.sh) for the OLM scenarios")
 	flag.StringVar(&o.OLMCatalogs, "olm-catalogs", "", "PREVIOUS,CURRENT: catalog images for the OLM scenarios (suite=olm), the first serving the previous release only, the second both; set by --install-olm")
+	flag.StringVar(&o.OLMVersions, "olm-versions", "0.1.0,0.2.0", "PREVIOUS,CURRENT: the bundle versions in those catalogs (the OLM v1 scenario asks for them by version)")
+	flag.BoolVar(&o.OLMv1, "olmv1", false, "also run the OLM v1 scenario (ClusterCatalog, ClusterExtension); with --install-olm, OLM v1 is installed too (hack/olmv1.sh)")
 	flag.StringVar(&o.OperatorNS, "operator-namespace", "quorate-system", "namespace of the Quorate operator (the operator-kill fault targets its pods)")
 	flag.BoolVar(&o.Scorecard, "scorecard", false, "print the result as operator-sdk scorecard v1alpha3 TestStatus JSON on stdout (for a scorecard custom test)")
 	flag.BoolVar(&o.KeepFailed, "keep-failed", false, "keep the namespaces of failed scenarios for inspection")
