@@ -80,7 +80,9 @@ func (r *Run) InstallWithOLMv1(ctx context.Context, ns, catalogImage, version st
 	if err := c.Create(ctx, cat); err != nil {
 		return nil, fmt.Errorf("creating ClusterCatalog %s: %w", in.Catalog, err)
 	}
-	r.OnCleanup(func(ctx context.Context) error { return r.deleteAndWait(ctx, newUnstructured(clusterCatalogGVK, in.Catalog)) })
+	r.OnCleanup(func(ctx context.Context) error {
+		return r.deleteAndWait(ctx, newUnstructured(clusterCatalogGVK, in.Catalog))
+	})
 	if err := r.CreateNamespace(ctx, ns); err != nil {
 		return nil, err
 	}
@@ -110,7 +112,9 @@ func (r *Run) InstallWithOLMv1(ctx context.Context, ns, catalogImage, version st
 	if err := c.Create(ctx, ext); err != nil {
 		return nil, fmt.Errorf("creating ClusterExtension %s: %w", in.Extension, err)
 	}
-	r.OnCleanup(func(ctx context.Context) error { return r.deleteAndWait(ctx, newUnstructured(clusterExtensionGVK, in.Extension)) })
+	r.OnCleanup(func(ctx context.Context) error {
+		return r.deleteAndWait(ctx, newUnstructured(clusterExtensionGVK, in.Extension))
+	})
 	if err := r.waitExtensionInstalled(ctx, in, "quorate.v"+version); err != nil {
 		return nil, err
 	}
