@@ -203,13 +203,6 @@ func (s *Suite) installOLM(ctx context.Context, kubeconfig string) error {
 		return fmt.Errorf("installing OLM: %w", err)
 	}
 	if s.Opts.OLMv1 {
-		cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "olmv1.sh"))
-		cmd.Env, cmd.Stdout, cmd.Stderr = env, os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("installing OLM v1: %w", err)
-		}
-	}
-	if s.Opts.OLMv1 {
 		kustomize, err := kustomizeBinary(root)
 		if err != nil {
 			return err
