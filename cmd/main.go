@@ -45,7 +45,7 @@ func main() {
 		metricsAddr, probeAddr, leaderNS, pullPolicy string
 		secureMetrics, leaderElect                   bool
 		concurrency                                  int
-		resync                                       time.Duration
+		resync, rollSettle                           time.Duration
 		images                                       resources.Images
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (0 disables it)")
@@ -55,6 +55,7 @@ func main() {
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the operator's own)")
 	flag.IntVar(&concurrency, "max-concurrent-reconciles", 4, "EtcdClusters reconciled in parallel")
 	flag.DurationVar(&resync, "resync-period", 30*time.Second, "how often a settled cluster's health is checked")
+	flag.DurationVar(&rollSettle, "roll-settle", 10*time.Second, "how long every member's pod must have been ready before a rolling update (etcd upgrade, spec change) replaces the next one; clients reconnect in that time")
 	flag.StringVar(&images.EtcdRepository, "etcd-image-repository", env("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
 	flag.StringVar(&images.Launcher, "launcher-image", env("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
 	flag.StringVar(&pullPolicy, "image-pull-policy", env("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
@@ -107,6 +108,7 @@ func main() {
 		EtcdFactory:  etcd.NewClient,
 		Expectations: expectations.New(2 * time.Minute),
 		ResyncPeriod: resync,
+		RollSettle:   rollSettle,
 	}
 	if err := r.SetupWithManager(mgr, concurrency); err != nil {
 		log.Error(err, "setting up the controller")

@@ -40,6 +40,10 @@ type Reconciler struct {
 	ResyncPeriod time.Duration
 	// StepDelay is the pause after a membership step before the next observation.
 	StepDelay time.Duration
+	// RollSettle is how long every member's pod must have been Ready before a rolling update
+	// replaces the next one (0: no wait), so that clients reconnect to each replaced member
+	// before another goes away.
+	RollSettle time.Duration
 }
 
 // +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters,verbs=get;list;watch;update;patch

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -218,7 +219,7 @@ func podFailure(p *corev1.Pod) string {
 }
 
 // buildState turns the observation into the planner's input. clusterID is the recorded one.
-func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64) planner.State {
+func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now time.Time) planner.State {
 	s := planner.State{
 		Cluster:       c.Name,
 		Replicas:      int(c.Spec.Replicas),
@@ -261,6 +262,11 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64) plan
 		m.HasPod = true
 		m.PodTerminating = !p.DeletionTimestamp.IsZero()
 		m.PodCurrent = p.Annotations[names.AnnotationSpecHash] == o.desiredHash
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				m.ReadyFor = max(now.Sub(cond.LastTransitionTime.Time), 0)
+			}
+		}
 		m.PodFailure = podFailure(p)
 	}
 	for name, p := range o.pvcs {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -49,7 +50,8 @@ func (r *Reconciler) recordClusterID(ctx context.Context, c *v1alpha1.EtcdCluste
 	if id != 0 {
 		c.Status.ClusterID = names.FormatID(id)
 	}
-	o.state = o.buildState(c, id)
+	o.state = o.buildState(c, id, time.Now())
+	o.state.RollSettle = r.RollSettle
 	if id == 0 || c.Spec.Paused {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 )
 
 // Member is everything observed about one member name, from etcd and from Kubernetes.
@@ -28,6 +29,8 @@ type Member struct {
 	PodTerminating bool
 	PodCurrent     bool   // the Pod's spec hash matches the desired one
 	PodFailure     string // "DataLost" or "ClusterIDMismatch" reported by the launcher
+	// ReadyFor is how long the pod has been Ready (0 when it is not).
+	ReadyFor       time.Duration
 	HasPVC         bool
 	PVCTerminating bool
 	PVCHasData     bool // the PVC is annotated with the cluster ID: it has held member data
@@ -74,6 +77,11 @@ type State struct {
 	// UnknownMembers are etcd members whose peer URL the operator did not create.
 	UnknownMembers []string
 	Members        []Member
+	// RollSettle is how long every member's pod must have been Ready before a rolling update
+	// replaces the next one (0: no wait). Clients reconnect to a replaced member with
+	// exponential back-off; replacing members back to back can leave every connection of a
+	// client backing off at once, an outage though the cluster never lost quorum.
+	RollSettle time.Duration
 }
 
 // Kind is what to do next.
@@ -388,6 +396,19 @@ func moveLeaderAway(s State, from Member, why string) (Action, bool) {
 func rollPods(s State) (Action, bool) {
 	var leader *Member
 	ms := s.sorted()
+	outdated := false
+	for _, m := range ms {
+		outdated = outdated || m.InEtcd && m.HasPod && !m.PodCurrent
+	}
+	if !outdated {
+		return Action{}, false
+	}
+	for _, m := range ms {
+		if m.InEtcd && m.HasPod && m.ReadyFor < s.RollSettle {
+			return Action{Kind: Wait, Member: m.Name, Reason: ReasonRollingUpdate,
+				Message: fmt.Sprintf("waiting until the pod of %s has been ready for %s before replacing the next pod, so that clients reconnect to it first", m.Name, s.RollSettle)}, true
+		}
+	}
 	for i := len(ms) - 1; i >= 0; i-- {
 		m := ms[i]
 		if !m.InEtcd || !m.HasPod || m.PodCurrent {

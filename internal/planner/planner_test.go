@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const cid = 0xc1
@@ -30,6 +31,14 @@ func running(n int, mods ...func(*State)) State {
 		f(&s)
 	}
 	return s
+}
+
+// settle asks rolling updates to wait 10s after pods become ready; every pod has been ready long.
+func settle(s *State) {
+	s.RollSettle = 10 * time.Second
+	for i := range s.Members {
+		s.Members[i].ReadyFor = time.Hour
+	}
 }
 
 func replicas(n int) func(*State) { return func(s *State) { s.Replicas = n } }
@@ -140,6 +149,15 @@ func TestPlan(t *testing.T) {
 			member(0, func(m *Member) { m.PodCurrent = false }), member(1, func(m *Member) { m.PodCurrent = false })), kind: DeletePod, member: "c-1"},
 		{name: "rollout moves leadership before replacing the leader", state: running(3, member(0, func(m *Member) { m.PodCurrent = false })), kind: MoveLeader, member: "c-0",
 			check: func(t *testing.T, a Action) { wantReason(t, a, ReasonRollingUpdate) }},
+		{name: "rollout waits until every pod has been ready long enough", state: running(3, settle,
+			member(0, func(m *Member) { m.PodCurrent = false }), member(2, func(m *Member) { m.ReadyFor = 3 * time.Second })), kind: Wait, member: "c-2",
+			check: func(t *testing.T, a Action) {
+				wantReason(t, a, ReasonRollingUpdate)
+				wantMessage(t, a, "ready for 10s")
+			}},
+		{name: "rollout goes on once every pod has been ready long enough", state: running(3, settle,
+			member(0, func(m *Member) { m.PodCurrent = false }), member(2, func(m *Member) { m.ReadyFor = 10 * time.Second })), kind: MoveLeader, member: "c-0"},
+		{name: "a settled cluster with a freshly ready pod does nothing", state: running(3, settle, member(2, func(m *Member) { m.ReadyFor = time.Second })), kind: None},
 		{name: "a single member is replaced in place", state: running(1, member(0, func(m *Member) { m.PodCurrent = false })), kind: DeletePod, member: "c-0"},
 		{name: "steady state does nothing", state: running(3), kind: None},
 	} {
