@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 // some. The OLM scenarios install Quorate themselves, so they are part of the run only when
 // their catalogs are given (--olm-catalogs or --install-olm).
 func TestConformance(t *testing.T) {
-	scenarios := append(All(), ChaosScenarios(opts.OperatorNS)...)
+	scenarios := append(All(opts), ChaosScenarios(opts.OperatorNS)...)
 	if opts.OLMCatalogs != "" || opts.InstallOLM {
 		scenarios = append(scenarios, OLMScenarios(opts)...)
 	} else if slices.Contains(suite.Labels["suite"], "olm") {

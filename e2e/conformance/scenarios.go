@@ -105,7 +105,18 @@ func QuorumLoss() framework.Scenario {
 		}}
 }
 
+// EtcdUpgrade: a 3-member cluster started at an older etcd release is upgraded to the suite's
+// version under load (3.5 -> 3.6 by default: etcd's rolling minor upgrade). The operator
+// replaces one member at a time, the leader last after moving leadership away.
+func EtcdUpgrade(opts *framework.Options) framework.Scenario {
+	return framework.Scenario{Name: "etcd-upgrade", Labels: map[string]string{"suite": "core"}, Replicas: 3, Budget: changeBudget,
+		Version: opts.UpgradeFrom,
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			return r.UpgradeEtcd(ctx, opts.EtcdVersion)
+		}}
+}
+
 // All scenarios, in the order the suite runs them.
-func All() []framework.Scenario {
-	return []framework.Scenario{Steady(), Scale(), PodDeletion(), VolumeLoss(), QuorumLoss()}
+func All(opts *framework.Options) []framework.Scenario {
+	return []framework.Scenario{Steady(), Scale(), PodDeletion(), VolumeLoss(), EtcdUpgrade(opts), QuorumLoss()}
 }

@@ -187,19 +187,9 @@ func (r *Run) memberPods(ctx context.Context) (map[string]memberPod, error) {
 // checkUntouched compares the member pods before and after an operator upgrade: each must be
 // the same pod with no new restart, unless the operator announced its replacement.
 func (r *Run) checkUntouched(ctx context.Context, before, after map[string]memberPod) error {
-	declared := map[string]bool{}
-	var events corev1.EventList
-	if err := r.Suite.Client.List(ctx, &events, client.InNamespace(r.Namespace)); err != nil {
+	declared, err := r.eventsFor(ctx, "MemberRestarting")
+	if err != nil {
 		return err
-	}
-	for _, e := range events.Items {
-		if e.Reason == "MemberRestarting" {
-			for m := range before {
-				if strings.Contains(e.Message, " "+m+" ") || strings.HasSuffix(e.Message, " "+m) {
-					declared[m] = true
-				}
-			}
-		}
 	}
 	var problems []string
 	for m, b := range before {
@@ -221,6 +211,25 @@ func (r *Run) checkUntouched(ctx context.Context, before, after map[string]membe
 	}
 	r.T.Logf("all %d member pods kept their UIDs and restart counts through the operator upgrade", len(before))
 	return nil
+}
+
+// eventsFor returns the members named by the operator's Events with this reason in the run's
+// namespace (the operator's messages name the member as a word: "replacing the pod of NAME ...").
+func (r *Run) eventsFor(ctx context.Context, reason string) (map[string]bool, error) {
+	var events corev1.EventList
+	if err := r.Suite.Client.List(ctx, &events, client.InNamespace(r.Namespace)); err != nil {
+		return nil, err
+	}
+	named := map[string]bool{}
+	for _, e := range events.Items {
+		if e.Reason != reason {
+			continue
+		}
+		for _, w := range strings.Fields(e.Message) {
+			named[w] = true
+		}
+	}
+	return named, nil
 }
 
 // refuseOtherOperator fails when a Quorate operator already runs: the OLM scenarios install

@@ -24,6 +24,7 @@ type Options struct {
 	Clients       int
 	EtcdVersion   string
 	EtcdImage     string
+	UpgradeFrom   string
 	Install       bool
 	OperatorImage string
 	WorkloadImage string
@@ -50,6 +51,7 @@ func RegisterFlags() *Options {
 	flag.Float64Var(&o.Rate, "rate", 40, "operations per second the workload issues")
 	flag.IntVar(&o.Clients, "clients", 4, "concurrent workload clients")
 	flag.StringVar(&o.EtcdVersion, "etcd-version", "3.6.16", "etcd version of the clusters the scenarios create")
+	flag.StringVar(&o.UpgradeFrom, "etcd-upgrade-from", "3.5.35", "etcd version the etcd-upgrade scenario starts at, before it upgrades to --etcd-version")
 	flag.StringVar(&o.EtcdImage, "etcd-image", "", "etcd image override for the clusters (default: the operator's image for the version)")
 	flag.BoolVar(&o.Install, "install-operator", false, "install Quorate (from this repository's config/) before the scenarios; off when Quorate is already installed, e.g. from OperatorHub")
 	flag.StringVar(&o.OperatorImage, "operator-image", os.Getenv("QUORATE_OPERATOR_IMAGE"), "operator image to install with --install-operator")

@@ -51,6 +51,8 @@ type Scenario struct {
 	Steps func(ctx context.Context, r *Run) error
 	// Rate overrides the suite's operation rate.
 	Rate float64
+	// Version overrides the etcd version the cluster starts at (--etcd-version otherwise).
+	Version string
 	// Install, when set, installs the operator for this run (through OLM, say) after the run's
 	// namespace exists and before the EtcdCluster is created.
 	Install func(ctx context.Context, r *Run) error
@@ -182,9 +184,16 @@ func (r *Run) setup(ctx context.Context) error {
 			return fmt.Errorf("installing the operator: %w", err)
 		}
 	}
+	version, image := r.Suite.Opts.EtcdVersion, r.Suite.Opts.EtcdImage
+	if r.Scenario.Version != "" {
+		if image != "" {
+			return fmt.Errorf("%s starts at etcd %s and changes version, which an --etcd-image override (one image for every version) cannot do: drop --etcd-image, or leave this scenario out with --skip-labels=scenario=%s", r.Scenario.Name, r.Scenario.Version, r.Scenario.Name)
+		}
+		version = r.Scenario.Version
+	}
 	ec := &v1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: r.Cluster, Namespace: r.Namespace},
-		Spec: v1alpha1.EtcdClusterSpec{Replicas: r.Scenario.Replicas, Version: r.Suite.Opts.EtcdVersion, Image: r.Suite.Opts.EtcdImage,
+		Spec: v1alpha1.EtcdClusterSpec{Replicas: r.Scenario.Replicas, Version: version, Image: image,
 			Storage: v1alpha1.StorageSpec{Size: resource.MustParse("256Mi")}},
 	}
 	if err := c.Create(ctx, ec); err != nil {
@@ -458,6 +467,77 @@ func (r *Run) SetReplicas(ctx context.Context, n int32) error {
 	r.Phase(fmt.Sprintf("scaling %d -> %d", from, n))
 	r.Event("action", "scale", fmt.Sprintf("replicas %d -> %d", from, n))
 	return r.Suite.Client.Patch(ctx, ec, patch)
+}
+
+// UpgradeEtcd changes the cluster's etcd version and waits until every member reports it (as
+// etcd itself does, in status.members) and the cluster has settled. Each member's pod must have
+// been replaced once, and announced with a MemberRestarting event: the operator rolls the
+// members one at a time, the leader last.
+func (r *Run) UpgradeEtcd(ctx context.Context, to string) error {
+	ec, err := r.GetCluster(ctx)
+	if err != nil {
+		return err
+	}
+	before, err := r.memberPods(ctx)
+	if err != nil {
+		return err
+	}
+	from, n := ec.Spec.Version, ec.Spec.Replicas
+	patch := client.MergeFrom(ec.DeepCopy())
+	ec.Spec.Version = to
+	r.Phase(fmt.Sprintf("upgrading etcd %s -> %s", from, to))
+	r.Event("action", "etcd-upgrade", fmt.Sprintf("version %s -> %s", from, to))
+	if err := r.Suite.Client.Patch(ctx, ec, patch); err != nil {
+		return err
+	}
+	err = r.waitFor(ctx, fmt.Sprintf("every member to run etcd %s", to), 10*time.Minute, func() error {
+		ec, err := r.GetCluster(ctx)
+		if err != nil {
+			return err
+		}
+		var behind []string
+		for _, m := range ec.Status.Members {
+			if m.Version != to {
+				behind = append(behind, m.Name+"="+m.Version)
+			}
+		}
+		if len(behind) > 0 || ec.Status.CurrentVersion != to {
+			return fmt.Errorf("current version %q, members not at %s: %v", ec.Status.CurrentVersion, to, behind)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.WaitSettled(ctx, n, 5*time.Minute); err != nil {
+		return err
+	}
+	after, err := r.memberPods(ctx)
+	if err != nil {
+		return err
+	}
+	announced, err := r.eventsFor(ctx, "MemberRestarting")
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for m, b := range before {
+		a, ok := after[m]
+		switch {
+		case !ok:
+			problems = append(problems, m+" is no longer a member")
+		case a.UID == b.UID:
+			problems = append(problems, m+"'s pod was not replaced, yet it runs "+to)
+		case !announced[m]:
+			problems = append(problems, m+"'s pod was replaced without a MemberRestarting event")
+		}
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return fmt.Errorf("etcd upgrade %s -> %s: %s", from, to, strings.Join(problems, "; "))
+	}
+	r.T.Logf("etcd %s -> %s: all %d members replaced one at a time, each announced", from, to, len(before))
+	return nil
 }
 
 // Leader returns the name of the current leader.
