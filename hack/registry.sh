@@ -12,55 +12,39 @@ dir=$QUORATE_CACHE/registry
 pidfile=$QUORATE_CACHE/registry.pid
 addr=127.0.0.1:5000
 
-up() { curl -fsS "http://$addr/v2/" >/dev/null 2>&1; }
+up() { curl -fsS "http://${1:-$addr}/v2/" >/dev/null 2>&1; }
+
+# serve NAME ADDR STORAGE_OPTION...: writes $QUORATE_CACHE/NAME.yml for a registry on ADDR over
+# the shared storage (the options are YAML lines under storage:), starts it, waits until it answers.
+serve() {
+  local name=$1 a=$2; shift 2
+  {
+    printf 'version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: %s\n' "$dir"
+    printf '%s\n' "$@"
+    printf 'http:\n  addr: %s\n' "$a"
+  } >"$QUORATE_CACHE/$name.yml"
+  setsid docker-registry serve "$QUORATE_CACHE/$name.yml" >"$QUORATE_CACHE/$name.log" 2>&1 </dev/null &
+  echo $! >"$QUORATE_CACHE/$name.pid"
+  for _ in $(seq 1 50); do up "$a" && return 0; sleep 0.1; done
+  die "the registry $name did not start on $a; see $QUORATE_CACHE/$name.log"
+}
 
 case ${1:-} in
 start)
   if up; then exit 0; fi
   "$here/install-deps.sh"
   mkdir -p "$dir"
-  cat >"$QUORATE_CACHE/registry.yml" <<CONF
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $dir
-  delete:
-    enabled: true
-http:
-  addr: $addr
-CONF
   if ss -ltn 2>/dev/null | grep -q ':5000 '; then
     die "port 5000 is taken by something that is not a registry: stop it (ss -ltnp | grep :5000)"
   fi
-  setsid docker-registry serve "$QUORATE_CACHE/registry.yml" >"$QUORATE_CACHE/registry.log" 2>&1 </dev/null &
-  echo $! >"$pidfile"
-  for _ in $(seq 1 50); do up && exit 0; sleep 0.1; done
-  die "the registry did not start; see $QUORATE_CACHE/registry.log"
+  serve registry "$addr" '  delete:' '    enabled: true'
   ;;
 pods)
   paddr=${2:?usage: registry.sh pods ADDR}
   "$0" start
-  curl -fsS "http://$paddr/v2/" >/dev/null 2>&1 && exit 0
+  up "$paddr" && exit 0
   ip -o addr show | grep -q " inet ${paddr%:*}/" || die "no interface has ${paddr%:*}: start the local cluster first"
-  cat >"$QUORATE_CACHE/registry-pods.yml" <<CONF
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $dir
-  maintenance:
-    readonly:
-      enabled: true
-http:
-  addr: $paddr
-CONF
-  setsid docker-registry serve "$QUORATE_CACHE/registry-pods.yml" >"$QUORATE_CACHE/registry-pods.log" 2>&1 </dev/null &
-  echo $! >"$QUORATE_CACHE/registry-pods.pid"
-  for _ in $(seq 1 50); do curl -fsS "http://$paddr/v2/" >/dev/null 2>&1 && exit 0; sleep 0.1; done
-  die "the read-only registry did not start on $paddr; see $QUORATE_CACHE/registry-pods.log"
+  serve registry-pods "$paddr" '  maintenance:' '    readonly:' '      enabled: true'
   ;;
 stop)
   for f in "$pidfile" "$QUORATE_CACHE/registry-pods.pid"; do

@@ -148,14 +148,7 @@ func (r *Run) PublishWithOLM(ctx context.Context, in *OLMInstall, catalogImage s
 	}
 	r.Event("olm", "upgraded", fmt.Sprintf("%s -> %s, operator image %s", old.CSV, in.CSV, in.Image))
 	r.T.Logf("OLM upgraded %s -> %s; operator image %s -> %s", old.CSV, in.CSV, old.Image, in.Image)
-	if err := r.WaitSettled(ctx, r.Scenario.Replicas, 5*time.Minute); err != nil {
-		return err
-	}
-	after, err := r.memberPods(ctx)
-	if err != nil {
-		return err
-	}
-	return r.checkUntouched(ctx, before, after)
+	return r.settledUntouched(ctx, before)
 }
 
 // memberPod is what says whether a member's pod was replaced or restarted.
@@ -184,33 +177,57 @@ func (r *Run) memberPods(ctx context.Context) (map[string]memberPod, error) {
 	return out, nil
 }
 
-// checkUntouched compares the member pods before and after an operator upgrade: each must be
-// the same pod with no new restart, unless the operator announced its replacement.
-func (r *Run) checkUntouched(ctx context.Context, before, after map[string]memberPod) error {
-	declared, err := r.eventsFor(ctx, "MemberRestarting")
-	if err != nil {
+// settledUntouched waits until the cluster settles after an operator upgrade, then compares
+// the member pods with before: each must be the same pod with no new restart, unless the
+// operator announced its replacement.
+func (r *Run) settledUntouched(ctx context.Context, before map[string]memberPod) error {
+	if err := r.WaitSettled(ctx, r.Scenario.Replicas, 5*time.Minute); err != nil {
 		return err
 	}
-	var problems []string
-	for m, b := range before {
-		a, ok := after[m]
+	problems, err := r.podProblems(ctx, before, func(m string, b, a memberPod, announced bool) string {
 		switch {
-		case !ok:
-			problems = append(problems, m+" is no longer a member")
-		case a.UID != b.UID && !declared[m]:
-			problems = append(problems, m+"'s pod was replaced without a MemberRestarting event")
-		case a.Restarts != b.Restarts && !declared[m]:
-			problems = append(problems, fmt.Sprintf("%s's containers restarted (%d -> %d restarts)", m, b.Restarts, a.Restarts))
+		case a.UID != b.UID && !announced:
+			return m + "'s pod was replaced without a MemberRestarting event"
+		case a.Restarts != b.Restarts && !announced:
+			return fmt.Sprintf("%s's containers restarted (%d -> %d restarts)", m, b.Restarts, a.Restarts)
 		case a.UID != b.UID:
 			r.T.Logf("%s was replaced, as the operator announced (MemberRestarting)", m)
 		}
+		return ""
+	})
+	if err != nil {
+		return err
 	}
-	sort.Strings(problems)
 	if len(problems) > 0 {
 		return fmt.Errorf("the operator upgrade disturbed etcd members: %s", strings.Join(problems, "; "))
 	}
 	r.T.Logf("all %d member pods kept their UIDs and restart counts through the operator upgrade", len(before))
 	return nil
+}
+
+// podProblems judges each member's pod now against before, sorted: judge gets the member's
+// pods before and now, and whether the operator announced its replacement (a MemberRestarting
+// event), and returns what is wrong ("" for nothing). A member that is gone is a problem.
+func (r *Run) podProblems(ctx context.Context, before map[string]memberPod, judge func(m string, b, a memberPod, announced bool) string) ([]string, error) {
+	after, err := r.memberPods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	announced, err := r.eventsFor(ctx, "MemberRestarting")
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	for m, b := range before {
+		a, ok := after[m]
+		if !ok {
+			problems = append(problems, m+" is no longer a member")
+		} else if p := judge(m, b, a, announced[m]); p != "" {
+			problems = append(problems, p)
+		}
+	}
+	sort.Strings(problems)
+	return problems, nil
 }
 
 // eventsFor returns the members named by the operator's Events with this reason in the run's

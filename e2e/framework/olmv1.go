@@ -159,14 +159,7 @@ func (r *Run) UpgradeWithOLMv1(ctx context.Context, in *OLMv1Install, version st
 	}
 	r.Event("olm", "upgraded", fmt.Sprintf("%s -> %s, operator image %s", old.Bundle, in.Bundle, in.Image))
 	r.T.Logf("OLM v1 upgraded %s -> %s; operator image %s -> %s", old.Bundle, in.Bundle, old.Image, in.Image)
-	if err := r.WaitSettled(ctx, r.Scenario.Replicas, 5*time.Minute); err != nil {
-		return err
-	}
-	after, err := r.memberPods(ctx)
-	if err != nil {
-		return err
-	}
-	return r.checkUntouched(ctx, before, after)
+	return r.settledUntouched(ctx, before)
 }
 
 // waitCatalogServing waits until catalogd has unpacked image and serves it.

@@ -512,28 +512,19 @@ func (r *Run) UpgradeEtcd(ctx context.Context, to string) error {
 	if err := r.WaitSettled(ctx, n, 5*time.Minute); err != nil {
 		return err
 	}
-	after, err := r.memberPods(ctx)
-	if err != nil {
-		return err
-	}
-	announced, err := r.eventsFor(ctx, "MemberRestarting")
-	if err != nil {
-		return err
-	}
-	var problems []string
-	for m, b := range before {
-		a, ok := after[m]
+	problems, err := r.podProblems(ctx, before, func(m string, b, a memberPod, announced bool) string {
 		switch {
-		case !ok:
-			problems = append(problems, m+" is no longer a member")
 		case a.UID == b.UID:
-			problems = append(problems, m+"'s pod was not replaced, yet it runs "+to)
-		case !announced[m]:
-			problems = append(problems, m+"'s pod was replaced without a MemberRestarting event")
+			return m + "'s pod was not replaced, yet it runs " + to
+		case !announced:
+			return m + "'s pod was replaced without a MemberRestarting event"
 		}
+		return ""
+	})
+	if err != nil {
+		return err
 	}
 	if len(problems) > 0 {
-		sort.Strings(problems)
 		return fmt.Errorf("etcd upgrade %s -> %s: %s", from, to, strings.Join(problems, "; "))
 	}
 	r.T.Logf("etcd %s -> %s: all %d members replaced one at a time, each announced", from, to, len(before))
