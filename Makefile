@@ -151,6 +151,10 @@ olm: ## Install OLM v0, built from source, on the local cluster (idempotent; no 
 olmv1: $(KUSTOMIZE) ## Install OLM v1 (catalogd, operator-controller v1.2.0), built from source, on the local cluster (idempotent).
 	KUBECTL=$(KUBECTL) KUSTOMIZE=$(KUSTOMIZE) hack/olmv1.sh
 
+.PHONY: scorecard
+scorecard: ## Run operator-sdk scorecard (built from source) on bundle/ against the local cluster: the basic and OLM suites.
+	KUBECTL=$(KUBECTL) hack/scorecard.sh
+
 .PHONY: olm-catalog
 olm-catalog: ## Build the operator and bundle images of the previous and the current release and two catalog images (opm serve): the previous release alone, and both.
 	BUNDLE_REPLACES=$(BUNDLE_REPLACES) BUNDLE_VERSION=$(BUNDLE_VERSION) hack/olm-catalog.sh $(ETCD_IMAGE_REPOSITORY)

@@ -9,6 +9,8 @@
 #   hack/images.sh chaos             Chaos Mesh's controller and daemon images
 #   hack/images.sh olm               OLM v0 and opm
 #   hack/images.sh olmv1             OLM v1's catalogd and operator-controller
+#   hack/images.sh conformance VER   quorate-conformance for the scorecard's custom test
+#   hack/images.sh scorecard         operator-sdk's scorecard-test and the bundle untar image
 # Upstream images are skipped when the registry already holds their tag.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -130,6 +132,36 @@ olmv1() { # olmv1: OLM v1's catalogd and operator-controller in one image; print
     build "$c" "$here/images/olmv1/Dockerfile" "$REGISTRY/quorate/olmv1:$tag"; rm -rf "$c"
   fi
   echo "$REGISTRY/quorate/olmv1:$tag"
+}
+
+conformance() { # conformance VERSION: quorate-conformance (static) for the scorecard's custom test
+  local version=${1:?version}
+  local c; c=$(ctx); mkdir -p "$c/rootfs/usr/local/bin" "$c/rootfs/tmp"; chmod 1777 "$c/rootfs/tmp"
+  CGO_ENABLED=0 go test -C "$root" -c -tags e2e -trimpath -ldflags "-s -w -X github.com/quorate-dev/quorate/internal/buildinfo.Version=$version" \
+    -o "$c/rootfs/usr/local/bin/quorate-conformance" ./e2e/conformance
+  local tag; tag=$(content_tag "$version" "$c/rootfs/usr/local/bin/quorate-conformance")
+  has quorate/conformance "$tag" || build "$c" "$here/images/conformance/Dockerfile" "$REGISTRY/quorate/conformance:$tag"
+  rm -rf "$c"
+  echo "$REGISTRY/quorate/conformance:$tag"
+}
+
+scorecard() { # scorecard: the scorecard-test and untar images; prints "<test image> <untar image>"
+  local dir; dir=$("$here/build-operator-sdk.sh")
+  local tag; tag=$(content_tag "$(basename "$dir")" "$dir/bin/scorecard-test")
+  if ! has quorate/scorecard-test "$tag"; then
+    local c; c=$(ctx); mkdir -p "$c/rootfs/usr/local/bin" "$c/rootfs/tmp"; chmod 1777 "$c/rootfs/tmp"
+    cp "$dir/bin/scorecard-test" "$c/rootfs/usr/local/bin/"
+    build "$c" "$here/images/scorecard-test/Dockerfile" "$REGISTRY/quorate/scorecard-test:$tag"; rm -rf "$c"
+  fi
+  [ -x /bin/busybox ] || "$here/install-deps.sh"
+  local utag; utag=$(content_tag local /bin/busybox)
+  if ! has quorate/scorecard-untar "$utag"; then
+    local c; c=$(ctx); mkdir -p "$c/rootfs/bin" "$c/rootfs/tmp"; chmod 1777 "$c/rootfs/tmp"
+    cp /bin/busybox "$c/rootfs/bin/busybox"
+    for t in sh tar gzip gunzip ls cat; do ln -s busybox "$c/rootfs/bin/$t"; done
+    build "$c" "$here/images/scorecard-untar/Dockerfile" "$REGISTRY/quorate/scorecard-untar:$utag"; rm -rf "$c"
+  fi
+  echo "$REGISTRY/quorate/scorecard-test:$tag $REGISTRY/quorate/scorecard-untar:$utag"
 }
 
 cmd=${1:?usage: images.sh base|etcd VERSION|operator TAG|workload TAG}

@@ -5,6 +5,7 @@ package conformance
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -28,6 +29,14 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	if opts.Scorecard {
+		// In a scorecard test pod (the scorecard sets SCORECARD_NAMESPACE) the pod log is stdout
+		// and stderr together, and the scorecard reads it as the TestStatus JSON: everything
+		// else goes to a file there.
+		if os.Getenv("SCORECARD_NAMESPACE") != "" {
+			if f, err := os.Create(filepath.Join(os.TempDir(), "quorate-conformance.log")); err == nil {
+				os.Stderr = f
+			}
+		}
 		// Test output to stderr: stdout carries only the scorecard's TestStatus JSON.
 		os.Stdout = os.Stderr
 	}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds operator-sdk (for `operator-sdk scorecard`) and the scorecard-test program from the Go
+# module proxy, statically, cached in $QUORATE_CACHE/operator-sdk/<version>/bin. Prints the
+# cache directory.
+#
+# operator-sdk v1.42.3 requires ansible-operator-plugins v1.42.3, which the proxy refuses (403);
+# v1.42.0 is served and builds with it, but is not in the checksum database, so that one module
+# is fetched with GONOSUMDB (its hash is then pinned in the scratch module's go.sum).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+OSDK_VERSION=${OPERATOR_SDK_VERSION:-v1.42.3}
+ANSIBLE_PLUGINS_VERSION=${ANSIBLE_PLUGINS_VERSION:-v1.42.0}
+dir=$QUORATE_CACHE/operator-sdk/$OSDK_VERSION
+m=github.com/operator-framework/operator-sdk
+export GONOSUMDB=github.com/operator-framework/ansible-operator-plugins
+done_() { [ -x "$dir/bin/operator-sdk" ] && [ -x "$dir/bin/scorecard-test" ]; }
+if done_; then echo "$dir"; exit 0; fi
+
+build() {
+  done_ && return 0
+  local start=$SECONDS src=$dir/src
+  rm -rf "$src"; mkdir -p "$src" "$dir/bin"
+  log "building operator-sdk $OSDK_VERSION and scorecard-test (cold: a few minutes)"
+  (
+    cd "$src"
+    printf 'module quorate.local/osdk-build\n\ngo 1.26.3\n\nrequire %s %s\n\nreplace github.com/operator-framework/ansible-operator-plugins => github.com/operator-framework/ansible-operator-plugins %s\n' \
+      "$m" "$OSDK_VERSION" "$ANSIBLE_PLUGINS_VERSION" >go.mod
+    printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "%s/cmd/operator-sdk"\n\t_ "%s/images/scorecard-test"\n)\n' "$m" "$m" >tools.go
+    GOFLAGS=-mod=mod go mod download "$m@$OSDK_VERSION"
+    local mdir; mdir=$(GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$m")
+    cp "$mdir/go.sum" go.sum && chmod u+w go.sum
+    go mod tidy >/dev/null 2>&1 || go mod tidy
+    CGO_ENABLED=0 go build -trimpath -tags containers_image_openpgp -ldflags "-s -w" -o "$dir/bin/" "$m/cmd/operator-sdk" "$m/images/scorecard-test"
+  )
+  log "built operator-sdk $OSDK_VERSION in $((SECONDS - start))s"
+}
+with_lock "$dir" build
+echo "$dir"
