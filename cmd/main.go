@@ -21,6 +21,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/controllers"
+	"github.com/quorate-dev/quorate/internal/envflag"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/expectations"
 	"github.com/quorate-dev/quorate/internal/resources"
@@ -31,13 +32,6 @@ var scheme = runtime.NewScheme()
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
-}
-
-func env(name, fallback string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return fallback
 }
 
 func main() {
@@ -56,9 +50,9 @@ func main() {
 	flag.IntVar(&concurrency, "max-concurrent-reconciles", 4, "EtcdClusters reconciled in parallel")
 	flag.DurationVar(&resync, "resync-period", 30*time.Second, "how often a settled cluster's health is checked")
 	flag.DurationVar(&rollSettle, "roll-settle", 10*time.Second, "how long every member's pod must have been ready before a rolling update (etcd upgrade, spec change) replaces the next one; clients reconnect in that time")
-	flag.StringVar(&images.EtcdRepository, "etcd-image-repository", env("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
-	flag.StringVar(&images.Launcher, "launcher-image", env("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
-	flag.StringVar(&pullPolicy, "image-pull-policy", env("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
+	flag.StringVar(&images.EtcdRepository, "etcd-image-repository", envflag.Or("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
+	flag.StringVar(&images.Launcher, "launcher-image", envflag.Or("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
+	flag.StringVar(&pullPolicy, "image-pull-policy", envflag.Or("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()

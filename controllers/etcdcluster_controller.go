@@ -55,12 +55,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
-// stepResult says when the next pass should look again.
-type stepResult struct {
-	requeueAfter time.Duration
-}
-
-// Reconcile is one pass over one EtcdCluster.
+// Reconcile is one pass over one EtcdCluster: prepare what members need, observe everything
+// once, settle the cluster's identity, plan one step, take it, and report.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	c := &v1alpha1.EtcdCluster{}
@@ -79,18 +75,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	original := c.DeepCopy()
 	c.Default()
 
+	// Prepare: certificates and Services exist before any member needs them.
 	if !c.Spec.Paused {
 		if err := r.ensureTLS(ctx, c); err != nil {
-			return r.fail(ctx, original, c, "TLSNotReady", err)
+			return r.fail(ctx, original, c, v1alpha1.ReasonTLSNotReady, err)
 		}
 		if err := r.ensureServices(ctx, c); err != nil {
-			return r.fail(ctx, original, c, "ServicesNotReady", err)
+			return r.fail(ctx, original, c, v1alpha1.ReasonServicesNotReady, err)
 		}
 	}
 
+	// Observe: Pods, PVCs and etcd, read once; nothing below reads them again.
 	obs, err := r.observe(ctx, c)
 	if err != nil {
-		return r.fail(ctx, original, c, "ObserveFailed", err)
+		return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
 	}
 	defer obs.close()
 	if obs.etcdErr != nil && !errors.Is(obs.etcdErr, etcd.ErrNoEndpoints) {
@@ -100,20 +98,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.V(1).Info("cache is behind the operator's own changes", "waiting", why)
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-	if err := r.recordClusterID(ctx, c, obs); err != nil {
-		return r.fail(ctx, original, c, "RecordClusterIDFailed", err)
+
+	// Identity: which cluster the members must belong to.
+	clusterID, err := r.identify(ctx, c, obs)
+	if err != nil {
+		return r.fail(ctx, original, c, v1alpha1.ReasonRecordClusterIDFailed, err)
 	}
 
-	action := planner.Plan(obs.state, obs.memberName)
+	// Plan and act: one step.
+	state := obs.buildState(c, clusterID, time.Now(), r.RollSettle)
+	action := planner.Plan(state, obs.memberName)
 	log.V(1).Info("planned", "action", action.String())
-	res, execErr := r.execute(ctx, c, obs, action)
+	res, execErr := r.execute(ctx, c, obs, state, action)
 	outcome := string(action.Kind)
 	if execErr != nil {
 		outcome = "Error"
 	}
 	metrics.ReconcileOutcomes.WithLabelValues(c.Namespace, c.Name, outcome).Inc()
 
-	if err := r.updateStatus(ctx, original, c, obs, action, execErr); err != nil {
+	// Report: status once, Events on changes, metrics.
+	if err := r.writeStatus(ctx, original, computeStatus(c, obs, state, action, execErr)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if execErr != nil {
@@ -125,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // fail records an error that stopped the pass before planning, then returns it for backoff.
 func (r *Reconciler) fail(ctx context.Context, original, c *v1alpha1.EtcdCluster, reason string, err error) (ctrl.Result, error) {
 	metrics.ReconcileOutcomes.WithLabelValues(c.Namespace, c.Name, "Error").Inc()
-	if serr := r.updateStatusError(ctx, original, c, reason, err); serr != nil {
+	if serr := r.writeStatus(ctx, original, errorStatus(original, c.Generation, reason, err)); serr != nil {
 		return ctrl.Result{}, errors.Join(err, serr)
 	}
 	return ctrl.Result{}, fmt.Errorf("%s: %w", reason, err)

@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,7 +16,6 @@ import (
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/expectations"
 	"github.com/quorate-dev/quorate/internal/names"
-	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
@@ -27,9 +26,10 @@ const (
 
 // observation is everything a pass knows, read once at its start.
 type observation struct {
-	cluster string
-	pods    map[string]*corev1.Pod
-	pvcs    map[string]*corev1.PersistentVolumeClaim
+	cluster   string
+	namespace string
+	pods      map[string]*corev1.Pod
+	pvcs      map[string]*corev1.PersistentVolumeClaim
 
 	endpoints map[string]etcd.Endpoint
 	client    etcd.Client // nil when no member could be dialled
@@ -42,7 +42,6 @@ type observation struct {
 	statusErrs      map[string]error
 
 	desiredHash string
-	state       planner.State
 }
 
 func (o *observation) memberName(i int) string { return names.Member(o.cluster, i) }
@@ -68,18 +67,23 @@ func (o *observation) cached(k expectations.Key) (types.UID, bool) {
 	return "", false
 }
 
-func ownedBy(obj client.Object, c *v1alpha1.EtcdCluster) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.UID == c.UID && ref.Controller != nil && *ref.Controller {
-			return true
-		}
+// memberOf maps an etcd member to the member name its peer URL encodes; ok is false for a
+// member the operator did not create.
+func (o *observation) memberOf(em etcd.Member) (string, bool) {
+	if len(em.PeerURLs) == 0 {
+		return "", false
 	}
-	return false
+	name, ok := names.MemberFromPeerURL(o.cluster, o.namespace, em.PeerURLs[0])
+	if !ok || (em.Name != "" && em.Name != name) {
+		return "", false
+	}
+	return name, true
 }
 
 func (r *Reconciler) observe(ctx context.Context, c *v1alpha1.EtcdCluster) (*observation, error) {
 	o := &observation{
 		cluster:     c.Name,
+		namespace:   c.Namespace,
 		pods:        map[string]*corev1.Pod{},
 		pvcs:        map[string]*corev1.PersistentVolumeClaim{},
 		endpoints:   map[string]etcd.Endpoint{},
@@ -94,7 +98,7 @@ func (r *Reconciler) observe(ctx context.Context, c *v1alpha1.EtcdCluster) (*obs
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if _, ok := names.MemberIndex(c.Name, p.Name); ok && ownedBy(p, c) {
+		if _, ok := names.MemberIndex(c.Name, p.Name); ok && metav1.IsControlledBy(p, c) {
 			o.pods[p.Name] = p
 			if p.Status.PodIP != "" && p.DeletionTimestamp.IsZero() {
 				o.endpoints[p.Name] = etcd.Endpoint{Member: p.Name, Address: joinHostPort(p.Status.PodIP, names.ClientPort)}
@@ -107,7 +111,7 @@ func (r *Reconciler) observe(ctx context.Context, c *v1alpha1.EtcdCluster) (*obs
 	}
 	for i := range pvcs.Items {
 		p := &pvcs.Items[i]
-		if _, ok := names.MemberIndex(c.Name, p.Name); ok && ownedBy(p, c) {
+		if _, ok := names.MemberIndex(c.Name, p.Name); ok && metav1.IsControlledBy(p, c) {
 			o.pvcs[p.Name] = p
 		}
 	}
@@ -186,108 +190,21 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *v1alpha1.EtcdCluster, o
 	}
 }
 
+// firstError is the error of the first member by name, so that the same failure is reported
+// from pass to pass.
 func firstError(errs map[string]error) error {
-	keys := make([]string, 0, len(errs))
-	for k := range errs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := sortedKeys(errs)
 	if len(keys) == 0 {
 		return etcd.ErrNoEndpoints
 	}
 	return errs[keys[0]]
 }
 
-// podFailure extracts the launcher's refusal from the etcd container's termination message.
-func podFailure(p *corev1.Pod) string {
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name != "etcd" {
-			continue
-		}
-		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
-			if t == nil {
-				continue
-			}
-			for _, kind := range []string{planner.FailureDataLost, planner.FailureClusterIDMismatch} {
-				if strings.HasPrefix(t.Message, kind+": ") {
-					return kind
-				}
-			}
-		}
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	return ""
-}
-
-// buildState turns the observation into the planner's input. clusterID is the recorded one.
-func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now time.Time) planner.State {
-	s := planner.State{
-		Cluster:       c.Name,
-		Replicas:      int(c.Spec.Replicas),
-		Paused:        c.Spec.Paused,
-		ClusterID:     clusterID,
-		EtcdReachable: o.members != nil,
-	}
-	byName := map[string]*planner.Member{}
-	get := func(name string) *planner.Member {
-		if m, ok := byName[name]; ok {
-			return m
-		}
-		idx, _ := names.MemberIndex(c.Name, name)
-		m := &planner.Member{Name: name, Index: idx}
-		byName[name] = m
-		return m
-	}
-	for _, em := range o.members {
-		name, ok := "", len(em.PeerURLs) > 0
-		if ok {
-			name, ok = names.MemberFromPeerURL(c.Name, c.Namespace, em.PeerURLs[0])
-		}
-		if !ok || (em.Name != "" && em.Name != name) {
-			s.UnknownMembers = append(s.UnknownMembers, memberLabel(em))
-			continue
-		}
-		m := get(name)
-		m.InEtcd, m.ID, m.Started, m.Learner = true, em.ID, em.Started(), em.IsLearner
-	}
-	var term uint64
-	for name, st := range o.statuses {
-		m := get(name)
-		m.Reachable, m.ClusterID, m.HasLeader, m.Alarms = true, st.ClusterID, st.Leader != 0, len(st.Errors) > 0
-		if st.Leader != 0 && st.RaftTerm >= term && st.ClusterID == clusterID {
-			term, s.LeaderID = st.RaftTerm, st.Leader
-		}
-	}
-	for name, p := range o.pods {
-		m := get(name)
-		m.HasPod = true
-		m.PodTerminating = !p.DeletionTimestamp.IsZero()
-		m.PodCurrent = p.Annotations[names.AnnotationSpecHash] == o.desiredHash
-		for _, cond := range p.Status.Conditions {
-			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
-				m.ReadyFor = max(now.Sub(cond.LastTransitionTime.Time), 0)
-			}
-		}
-		m.PodFailure = podFailure(p)
-	}
-	for name, p := range o.pvcs {
-		m := get(name)
-		m.HasPVC = true
-		m.PVCTerminating = !p.DeletionTimestamp.IsZero()
-		m.PVCHasData = p.Annotations[names.AnnotationClusterID] != ""
-		if n, err := strconv.Atoi(p.Annotations[resources.AnnotationBootstrapSize]); err == nil && n > s.BootstrapSize {
-			s.BootstrapSize = n
-		}
-	}
-	for _, m := range byName {
-		s.Members = append(s.Members, *m)
-	}
-	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].Index < s.Members[j].Index })
-	return s
-}
-
-func memberLabel(m etcd.Member) string {
-	if m.Name != "" {
-		return m.Name + " (" + names.FormatID(m.ID) + ")"
-	}
-	return names.FormatID(m.ID) + " " + strings.Join(m.PeerURLs, ",")
+	sort.Strings(keys)
+	return keys
 }

@@ -3,97 +3,63 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sort"
+	"math"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
-	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/quorum"
 	"github.com/quorate-dev/quorate/internal/version"
 )
 
-// recordClusterID settles which cluster ID the members must report, and makes it durable: in
-// status, and on every started member's PVC (which survives the loss of status and forbids a
-// second bootstrap). It then builds the planner's state.
-func (r *Reconciler) recordClusterID(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation) error {
-	var id uint64
-	if c.Status.ClusterID != "" {
-		parsed, err := names.ParseID(c.Status.ClusterID)
-		if err != nil {
-			return fmt.Errorf("status.clusterID %q is not a hex cluster ID: %w", c.Status.ClusterID, err)
-		}
-		id = parsed
-	}
-	if id == 0 {
-		for _, n := range sortedKeys(o.pvcs) {
-			if v := o.pvcs[n].Annotations[names.AnnotationClusterID]; v != "" {
-				if parsed, err := names.ParseID(v); err == nil {
-					id = parsed
-					r.Recorder.Eventf(c, corev1.EventTypeWarning, "ClusterIDRecovered", "status had no cluster ID; recovered %s from the volume of %s", v, n)
-					break
-				}
-			}
-		}
-	}
-	if id == 0 && o.members != nil && o.listedClusterID != 0 {
-		id = o.listedClusterID
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, "ClusterBootstrapped", "etcd cluster %s formed with %d members", names.FormatID(id), len(o.members))
-	}
-	if id != 0 {
-		c.Status.ClusterID = names.FormatID(id)
-	}
-	o.state = o.buildState(c, id, time.Now())
-	o.state.RollSettle = r.RollSettle
-	if id == 0 || c.Spec.Paused {
-		return nil
-	}
-	for _, m := range o.state.Members {
-		p, ok := o.pvcs[m.Name]
-		if !ok || !m.Started || !m.InEtcd || m.PVCHasData || !p.DeletionTimestamp.IsZero() {
-			continue
-		}
-		patch := client.MergeFrom(p.DeepCopy())
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
-		}
-		p.Annotations[names.AnnotationClusterID] = c.Status.ClusterID
-		if err := r.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("recording the cluster ID on PVC %s: %w", p.Name, err)
-		}
-	}
-	return nil
+// summary counts what the member list of status says.
+type summary struct {
+	voters, healthyVoters, learners int
+	leader                          string
+	// unhealthy are members that have run (or are not in etcd's list) and are not healthy: a
+	// member that was just added and has not started yet is joining, not unhealthy.
+	unhealthy []string
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// computeStatus derives the whole status from the observation and the planned action.
-func (r *Reconciler) computeStatus(c *v1alpha1.EtcdCluster, o *observation, a planner.Action, execErr error) v1alpha1.EtcdClusterStatus {
+// computeStatus derives the whole status from the observation, the planner's state and the
+// step taken this pass.
+func computeStatus(c *v1alpha1.EtcdCluster, o *observation, s planner.State, a planner.Action, execErr error) v1alpha1.EtcdClusterStatus {
 	st := *c.Status.DeepCopy()
 	st.ObservedGeneration = c.Generation
-	st.Selector = names.SelectorString(names.MemberSelector(c.Name))
-	s := o.state
+	st.Selector = labels.SelectorFromSet(names.MemberSelector(c.Name)).String()
+	var sum summary
+	st.Members, sum, st.CurrentVersion = memberStatuses(c, o, s)
+	if st.CurrentVersion == "" {
+		st.CurrentVersion = c.Status.CurrentVersion
+	}
+	st.Leader = sum.leader
+	st.Replicas, st.ReadyMembers = count32(sum.voters), count32(sum.healthyVoters)
+	gen := c.Generation
+	for _, cond := range []metav1.Condition{
+		availableCondition(s, sum, gen),
+		progressingCondition(a, execErr, gen),
+		degradedCondition(s, a, sum, gen),
+	} {
+		meta.SetStatusCondition(&st.Conditions, cond)
+	}
+	return st
+}
 
-	// Members as etcd lists them; without a member list, keep the last observed list but mark
-	// every member that did not answer now as unhealthy.
-	members := []v1alpha1.MemberStatus{}
-	voters, healthyVoters, learners := 0, 0, 0
+// memberStatuses lists the members as etcd does. Without a member list it keeps the members
+// whose volumes hold data, with what was last observed of them, marked unhealthy unless they
+// answered now. It returns the lowest version any member runs ("" when none answered).
+func memberStatuses(c *v1alpha1.EtcdCluster, o *observation, s planner.State) ([]v1alpha1.MemberStatus, summary, string) {
+	var sum summary
+	var members []v1alpha1.MemberStatus
 	var minVersion *version.Version
-	st.Leader = ""
 	for _, m := range s.Members {
 		if !m.InEtcd && (s.EtcdReachable || !m.PVCHasData) {
 			continue
@@ -113,86 +79,31 @@ func (r *Reconciler) computeStatus(c *v1alpha1.EtcdCluster, o *observation, a pl
 			}
 		}
 		if ms.IsLeader {
-			st.Leader = m.Name
+			sum.leader = m.Name
 		}
-		if ms.Learner {
-			learners++
-		} else {
-			voters++
-			if ms.Healthy {
-				healthyVoters++
-			}
+		switch {
+		case ms.Learner:
+			sum.learners++
+		case ms.Healthy:
+			sum.voters++
+			sum.healthyVoters++
+		default:
+			sum.voters++
 		}
-		metrics.MemberHealthy.WithLabelValues(c.Namespace, c.Name, m.Name).Set(boolFloat(ms.Healthy))
+		if !ms.Healthy && (m.Started || !m.InEtcd) {
+			sum.unhealthy = append(sum.unhealthy, m.Name)
+		}
 		members = append(members, ms)
 	}
-	for _, old := range c.Status.Members {
-		if findMember(members, old.Name) == nil {
-			metrics.MemberHealthy.DeleteLabelValues(c.Namespace, c.Name, old.Name)
-		}
-	}
-	if len(members) == 0 {
-		members = nil
-	}
-	st.Members = members
-	st.Replicas = int32(voters)
-	st.ReadyMembers = int32(healthyVoters)
+	current := ""
 	if minVersion != nil {
-		st.CurrentVersion = minVersion.String()
+		current = minVersion.String()
 	}
-	metrics.ClusterMembers.WithLabelValues(c.Namespace, c.Name, "voter").Set(float64(voters))
-	metrics.ClusterMembers.WithLabelValues(c.Namespace, c.Name, "learner").Set(float64(learners))
-
-	quorum := s.ClusterID != 0 && s.EtcdReachable && voters > 0 && healthyVoters >= planner.Quorum(voters)
-	available := quorum && st.Leader != ""
-	metrics.ClusterAvailable.WithLabelValues(c.Namespace, c.Name).Set(boolFloat(available))
-	gen := c.Generation
-	switch {
-	case available:
-		setCondition(&st, gen, v1alpha1.ConditionAvailable, true, "QuorumHealthy", fmt.Sprintf("%d of %d voting members healthy; leader %s", healthyVoters, voters, st.Leader))
-	case s.ClusterID == 0:
-		setCondition(&st, gen, v1alpha1.ConditionAvailable, false, planner.ReasonBootstrapping, "the cluster has not formed yet")
-	case quorum:
-		setCondition(&st, gen, v1alpha1.ConditionAvailable, false, "NoLeader", "a quorum of members is healthy but no leader is elected yet: etcd is holding an election")
-	case !s.EtcdReachable:
-		setCondition(&st, gen, v1alpha1.ConditionAvailable, false, "QuorumLost",
-			"no member answers with quorum: clients cannot write; the operator recreates missing member pods from their volumes")
-	default:
-		setCondition(&st, gen, v1alpha1.ConditionAvailable, false, "QuorumLost",
-			fmt.Sprintf("%d of %d voting members healthy, %d needed: clients cannot write; the operator recreates missing member pods from their volumes", healthyVoters, voters, planner.Quorum(voters)))
-	}
-
-	switch {
-	case execErr != nil:
-		setCondition(&st, gen, v1alpha1.ConditionProgressing, true, "StepFailed", fmt.Sprintf("%s failed: %v; retrying", a.Kind, execErr))
-	case a.Kind == planner.None || a.Kind == planner.Halt || a.Reason == planner.ReasonPaused:
-		setCondition(&st, gen, v1alpha1.ConditionProgressing, false, a.Reason, a.Message)
-	default:
-		setCondition(&st, gen, v1alpha1.ConditionProgressing, true, a.Reason, a.Message)
-	}
-
-	// A member that was just added and has not started yet is joining, not unhealthy.
-	var unhealthy []string
-	for _, m := range s.Members {
-		if ms := findMember(st.Members, m.Name); ms != nil && !ms.Healthy && (m.Started || !m.InEtcd) {
-			unhealthy = append(unhealthy, m.Name)
-		}
-	}
-	switch {
-	case a.Kind == planner.Halt:
-		setCondition(&st, gen, v1alpha1.ConditionDegraded, true, a.Reason, a.Message)
-	case a.Reason == planner.ReasonMemberDataLost || a.Reason == planner.ReasonQuorumAtRisk:
-		setCondition(&st, gen, v1alpha1.ConditionDegraded, true, a.Reason, a.Message)
-	case s.ClusterID != 0 && !s.EtcdReachable:
-		setCondition(&st, gen, v1alpha1.ConditionDegraded, true, planner.ReasonEtcdUnreachable, a.Message)
-	case len(unhealthy) > 0:
-		setCondition(&st, gen, v1alpha1.ConditionDegraded, true, planner.ReasonMemberUnhealthy,
-			fmt.Sprintf("unhealthy members: %s; see their pod logs and events", strings.Join(unhealthy, ", ")))
-	default:
-		setCondition(&st, gen, v1alpha1.ConditionDegraded, false, "AllMembersHealthy", "every member is healthy")
-	}
-	return st
+	return members, sum, current
 }
+
+// count32 converts a count of members, which spec.replicas bounds to a handful, for status.
+func count32(n int) int32 { return int32(min(n, math.MaxInt32)) } //nolint:gosec // bounded just above
 
 func findMember(ms []v1alpha1.MemberStatus, name string) *v1alpha1.MemberStatus {
 	for i := range ms {
@@ -203,40 +114,77 @@ func findMember(ms []v1alpha1.MemberStatus, name string) *v1alpha1.MemberStatus 
 	return nil
 }
 
-func boolFloat(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func setCondition(st *v1alpha1.EtcdClusterStatus, gen int64, t string, status bool, reason, message string) {
+func newCondition(t string, status bool, reason, message string, gen int64) metav1.Condition {
 	s := metav1.ConditionFalse
 	if status {
 		s = metav1.ConditionTrue
 	}
 	if reason == "" {
-		reason = "Unknown"
+		reason = v1alpha1.ReasonUnknown
 	}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: message, ObservedGeneration: gen})
+	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: message, ObservedGeneration: gen}
 }
 
-// updateStatus writes status once, only if it changed, and emits Events on condition changes.
-func (r *Reconciler) updateStatus(ctx context.Context, original, c *v1alpha1.EtcdCluster, o *observation, a planner.Action, execErr error) error {
-	st := r.computeStatus(c, o, a, execErr)
-	r.eventOnTransitions(c, original.Status, st)
-	return r.patchStatus(ctx, original, st)
+// availableCondition: True while a quorum of voters is healthy and a leader is elected.
+func availableCondition(s planner.State, sum summary, gen int64) metav1.Condition {
+	need := quorum.Of(sum.voters)
+	hasQuorum := s.ClusterID != 0 && s.EtcdReachable && sum.voters > 0 && sum.healthyVoters >= need
+	switch {
+	case hasQuorum && sum.leader != "":
+		return newCondition(v1alpha1.ConditionAvailable, true, v1alpha1.ReasonQuorumHealthy,
+			fmt.Sprintf("%d of %d voting members healthy; leader %s", sum.healthyVoters, sum.voters, sum.leader), gen)
+	case s.ClusterID == 0:
+		return newCondition(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonBootstrapping, "the cluster has not formed yet", gen)
+	case hasQuorum:
+		return newCondition(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonNoLeader,
+			"a quorum of members is healthy but no leader is elected yet: etcd is holding an election", gen)
+	case !s.EtcdReachable:
+		return newCondition(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonQuorumLost,
+			"no member answers with quorum: clients cannot write; the operator recreates missing member pods from their volumes", gen)
+	}
+	return newCondition(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonQuorumLost,
+		fmt.Sprintf("%d of %d voting members healthy, %d needed: clients cannot write; the operator recreates missing member pods from their volumes", sum.healthyVoters, sum.voters, need), gen)
 }
 
-// updateStatusError records an error that stopped a pass before planning.
-func (r *Reconciler) updateStatusError(ctx context.Context, original, c *v1alpha1.EtcdCluster, reason string, err error) error {
+// progressingCondition: True while the operator takes steps, False once settled, paused or
+// halted; a step that failed is retried.
+func progressingCondition(a planner.Action, execErr error, gen int64) metav1.Condition {
+	switch {
+	case execErr != nil:
+		return newCondition(v1alpha1.ConditionProgressing, true, v1alpha1.ReasonStepFailed, fmt.Sprintf("%s failed: %v; retrying", a.Kind, execErr), gen)
+	case a.Kind == planner.None || a.Kind == planner.Halt || a.Reason == v1alpha1.ReasonPaused:
+		return newCondition(v1alpha1.ConditionProgressing, false, a.Reason, a.Message, gen)
+	}
+	return newCondition(v1alpha1.ConditionProgressing, true, a.Reason, a.Message, gen)
+}
+
+// degradedCondition: True while something needs attention, most urgent first: a halt, lost
+// data or a risk to quorum, an unreachable cluster, unhealthy members.
+func degradedCondition(s planner.State, a planner.Action, sum summary, gen int64) metav1.Condition {
+	switch {
+	case a.Kind == planner.Halt, a.Reason == v1alpha1.ReasonMemberDataLost, a.Reason == v1alpha1.ReasonQuorumAtRisk:
+		return newCondition(v1alpha1.ConditionDegraded, true, a.Reason, a.Message, gen)
+	case s.ClusterID != 0 && !s.EtcdReachable:
+		return newCondition(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonEtcdUnreachable, a.Message, gen)
+	case len(sum.unhealthy) > 0:
+		return newCondition(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonMemberUnhealthy,
+			fmt.Sprintf("unhealthy members: %s; see their pod logs and events", strings.Join(sum.unhealthy, ", ")), gen)
+	}
+	return newCondition(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonAllMembersHealthy, "every member is healthy", gen)
+}
+
+// errorStatus is the status of a pass that stopped before it could plan: Degraded names why.
+func errorStatus(original *v1alpha1.EtcdCluster, gen int64, reason string, err error) v1alpha1.EtcdClusterStatus {
 	st := *original.Status.DeepCopy()
-	setCondition(&st, c.Generation, v1alpha1.ConditionDegraded, true, reason, err.Error())
-	r.eventOnTransitions(c, original.Status, st)
-	return r.patchStatus(ctx, original, st)
+	meta.SetStatusCondition(&st.Conditions, newCondition(v1alpha1.ConditionDegraded, true, reason, err.Error(), gen))
+	return st
 }
 
-func (r *Reconciler) patchStatus(ctx context.Context, original *v1alpha1.EtcdCluster, st v1alpha1.EtcdClusterStatus) error {
+// writeStatus emits Events for condition changes, records metrics, and writes status once,
+// only if it changed.
+func (r *Reconciler) writeStatus(ctx context.Context, original *v1alpha1.EtcdCluster, st v1alpha1.EtcdClusterStatus) error {
+	r.eventOnTransitions(original, original.Status, st)
+	recordMetrics(original, original.Status, st)
 	if equality.Semantic.DeepEqual(original.Status, st) {
 		return nil
 	}
@@ -255,17 +203,13 @@ func (r *Reconciler) eventOnTransitions(c *v1alpha1.EtcdCluster, before, after v
 		if now == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason) {
 			continue
 		}
-		eventType := corev1.EventTypeNormal
-		bad := (t == v1alpha1.ConditionDegraded && now.Status == metav1.ConditionTrue) || (t == v1alpha1.ConditionAvailable && now.Status == metav1.ConditionFalse && old != nil)
-		if bad {
-			eventType = corev1.EventTypeWarning
-		}
 		if t == v1alpha1.ConditionAvailable && now.Status == metav1.ConditionFalse && old == nil {
 			continue // nothing to announce while a new cluster bootstraps
 		}
-		r.Recorder.Eventf(c, eventType, now.Reason, "%s is %s: %s", t, now.Status, now.Message)
-		if now.Reason == planner.ReasonClusterIDMismatch && now.Status == metav1.ConditionTrue {
-			metrics.ClusterIDMismatches.WithLabelValues(c.Namespace, c.Name).Inc()
+		eventType := corev1.EventTypeNormal
+		if (t == v1alpha1.ConditionDegraded && now.Status == metav1.ConditionTrue) || (t == v1alpha1.ConditionAvailable && now.Status == metav1.ConditionFalse) {
+			eventType = corev1.EventTypeWarning
 		}
+		r.Recorder.Eventf(c, eventType, now.Reason, "%s is %s: %s", t, now.Status, now.Message)
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -183,7 +182,7 @@ func startOperator(t *testing.T, ns string, fake *etcd.Fake) *operator {
 		Client:       counted,
 		APIReader:    mgr.GetAPIReader(),
 		Scheme:       scheme,
-		Recorder:     countingRecorder{mgr.GetEventRecorderFor("quorate"), op.writes}, //nolint:staticcheck
+		Recorder:     countingRecorder{mgr.GetEventRecorderFor("quorate"), op.writes}, //nolint:staticcheck // the operator records core/v1 Events, which kubectl describe shows
 		Images:       images,
 		EtcdFactory:  fake.Factory(),
 		Expectations: expectations.New(time.Minute),
@@ -236,11 +235,4 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() er
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
-}
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
 }

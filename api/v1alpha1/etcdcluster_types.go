@@ -6,19 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Condition types of an EtcdCluster. They follow the Deployment convention, which kstatus
-// understands together with status.observedGeneration.
-const (
-	// ConditionAvailable is True while the cluster has quorum and serves clients.
-	ConditionAvailable = "Available"
-	// ConditionProgressing is True while the operator is changing the cluster (bootstrap,
-	// membership change, rolling replacement of members).
-	ConditionProgressing = "Progressing"
-	// ConditionDegraded is True while something needs attention: an unhealthy member, a member
-	// whose data was lost, a cluster-ID mismatch.
-	ConditionDegraded = "Degraded"
-)
-
 // EtcdClusterSpec is the desired state of an etcd cluster.
 type EtcdClusterSpec struct {
 	// Replicas is the number of voting members. Use an odd number: 3 tolerates the loss of one
@@ -58,7 +45,7 @@ type EtcdClusterSpec struct {
 	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
 
 	// Etcd holds etcd server options.
-	// +kubebuilder:default={heartbeatIntervalMillis:100,electionTimeoutMillis:1000,quotaBackendBytes:2147483648,autoCompactionMode:"periodic",autoCompactionRetention:"1h"}
+	// +kubebuilder:default={}
 	// +optional
 	Etcd EtcdOptions `json:"etcd,omitempty"`
 
@@ -152,8 +139,10 @@ type PodTemplate struct {
 }
 
 // EtcdOptions are etcd server settings.
-// +kubebuilder:validation:XValidation:rule="self.electionTimeoutMillis >= 5 * self.heartbeatIntervalMillis",message="etcd.electionTimeoutMillis must be at least 5 times etcd.heartbeatIntervalMillis (etcd refuses to start otherwise); raise the election timeout or lower the heartbeat interval"
-// +kubebuilder:validation:XValidation:rule="self.autoCompactionMode == 'revision' ? self.autoCompactionRetention.matches('^[0-9]+$') : self.autoCompactionRetention.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$|^[0-9]+$')",message="etcd.autoCompactionRetention must be a number of revisions such as 10000 when autoCompactionMode is revision, or a duration such as 1h or 30m (or a number of hours) when it is periodic"
+// +kubebuilder:validation:XValidation:rule="!has(self.electionTimeoutMillis) || !has(self.heartbeatIntervalMillis) || self.electionTimeoutMillis >= 5 * self.heartbeatIntervalMillis",message="etcd.electionTimeoutMillis must be at least 5 times etcd.heartbeatIntervalMillis (etcd refuses to start otherwise); raise the election timeout or lower the heartbeat interval"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionMode) || !has(self.autoCompactionRetention) || (self.autoCompactionMode == 'revision' ? self.autoCompactionRetention.matches('^[0-9]+$') : self.autoCompactionRetention.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$|^[0-9]+$'))",message="etcd.autoCompactionRetention must be a number of revisions such as 10000 when autoCompactionMode is revision, or a duration such as 1h or 30m (or a number of hours) when it is periodic"
+// The rules tolerate absent fields only for the API server's check of the default ({}): in a
+// stored object every field has its default.
 type EtcdOptions struct {
 	// HeartbeatIntervalMillis is the raft heartbeat interval in milliseconds.
 	// +kubebuilder:default=100

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/quorate-dev/quorate/e2e/localcluster"
+	"github.com/quorate-dev/quorate/internal/envflag"
 )
 
 func main() {
@@ -24,7 +25,7 @@ func main() {
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	name := fs.String("name", "quorate", "cluster name")
-	version := fs.String("k8s-version", env("K8S_VERSION", localcluster.DefaultVersion), "Kubernetes version, one of "+fmt.Sprint(localcluster.Versions))
+	version := fs.String("k8s-version", envflag.Or("K8S_VERSION", localcluster.DefaultVersion), "Kubernetes version, one of "+fmt.Sprint(localcluster.Versions))
 	_ = fs.Parse(os.Args[2:])
 	cfg := localcluster.DefaultConfig(*name, *version)
 	c := localcluster.New(cfg, os.Stderr)
@@ -53,11 +54,4 @@ func main() {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
-}
-
-func env(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/olm"
 )
 
 // OLMScenarios install Quorate through OLM, as customers do from OperatorHub, and run the
@@ -34,7 +35,7 @@ func OLMScenarios(opts *framework.Options) []framework.Scenario {
 					return err
 				}
 				r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, ns) })
-				_, err = r.InstallWithOLM(ctx, ns, current, nil)
+				_, err = olm.InstallV0(ctx, r, ns, current, nil)
 				return err
 			}},
 		// The previous release installed in the EtcdCluster's namespace (OwnNamespace); the new
@@ -54,7 +55,7 @@ func OLMScenarios(opts *framework.Options) []framework.Scenario {
 // (ClusterExtension pinned to the previous version), then the ClusterExtension is moved to the
 // current version while the workload runs. OLM v1 installs AllNamespaces bundles only.
 func olmv1Upgrade(opts *framework.Options, catalogs func() (string, string, error)) framework.Scenario {
-	var in *framework.OLMv1Install
+	var in *olm.V1
 	versions := func() (string, string, error) {
 		p := strings.Split(opts.OLMVersions, ",")
 		if len(p) != 2 || p[0] == "" || p[1] == "" {
@@ -72,7 +73,7 @@ func olmv1Upgrade(opts *framework.Options, catalogs func() (string, string, erro
 			if err != nil {
 				return err
 			}
-			in, err = r.InstallWithOLMv1(ctx, r.Namespace+"-operator", current, previous)
+			in, err = olm.InstallV1(ctx, r, r.Namespace+"-operator", current, previous)
 			if err != nil {
 				return err
 			}
@@ -85,12 +86,12 @@ func olmv1Upgrade(opts *framework.Options, catalogs func() (string, string, erro
 			if err != nil {
 				return err
 			}
-			return r.UpgradeWithOLMv1(ctx, in, next)
+			return olm.UpgradeV1(ctx, r, in, next)
 		}}
 }
 
 func olmUpgrade(catalogs func() (string, string, error)) framework.Scenario {
-	var in *framework.OLMInstall
+	var in *olm.V0
 	return framework.Scenario{Name: "olm-upgrade", Labels: map[string]string{"suite": "olm", "install-mode": "OwnNamespace"}, Replicas: 3, Budget: steadyBudget,
 		Install: func(ctx context.Context, r *framework.Run) error {
 			previous, _, err := catalogs()
@@ -100,7 +101,7 @@ func olmUpgrade(catalogs func() (string, string, error)) framework.Scenario {
 			// The namespace holds the operator: wait until it is gone, so that the next
 			// scenario does not meet this operator still terminating.
 			r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, r.Namespace) })
-			in, err = r.InstallWithOLM(ctx, r.Namespace, previous, []string{r.Namespace})
+			in, err = olm.InstallV0(ctx, r, r.Namespace, previous, []string{r.Namespace})
 			return err
 		},
 		Steps: func(ctx context.Context, r *framework.Run) error {
@@ -108,6 +109,6 @@ func olmUpgrade(catalogs func() (string, string, error)) framework.Scenario {
 			if err != nil {
 				return err
 			}
-			return r.PublishWithOLM(ctx, in, current)
+			return olm.PublishV0(ctx, r, in, current)
 		}}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quorate-dev/quorate/internal/buildinfo"
+	"github.com/quorate-dev/quorate/internal/envflag"
 )
 
 // Options are the suite's own flags (e2e-framework adds --kubeconfig, --namespace, --labels,
@@ -55,7 +56,7 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.EtcdImage, "etcd-image", "", "etcd image override for the clusters (default: the operator's image for the version)")
 	flag.BoolVar(&o.Install, "install-operator", false, "install Quorate (from this repository's config/) before the scenarios; off when Quorate is already installed, e.g. from OperatorHub")
 	flag.StringVar(&o.OperatorImage, "operator-image", os.Getenv("QUORATE_OPERATOR_IMAGE"), "operator image to install with --install-operator")
-	flag.StringVar(&o.WorkloadImage, "workload-image", envOr("QUORATE_WORKLOAD_IMAGE", "localhost:5000/quorate/workload:"+buildinfo.Version), "image of the conformance workload")
+	flag.StringVar(&o.WorkloadImage, "workload-image", envflag.Or("QUORATE_WORKLOAD_IMAGE", "localhost:5000/quorate/workload:"+buildinfo.Version), "image of the conformance workload")
 	flag.BoolVar(&o.InstallChaos, "install-chaos-mesh", false, "build and install Chaos Mesh (hack/chaos-mesh.sh) before the scenarios; the chaos scenarios need it")
 	flag.StringVar(&o.ChaosSocket, "containerd-socket", "", "containerd socket of the nodes, for --install-chaos-mesh (known for --provider=local)")
 	flag.BoolVar(&o.InstallOLM, "install-olm", false, "install OLM (hack/olm.sh) and build the catalogs of the previous and the current release (hack/olm-catalog.sh) for the OLM scenarios")
@@ -67,11 +68,4 @@ func RegisterFlags() *Options {
 	flag.BoolVar(&o.KeepFailed, "keep-failed", false, "keep the namespaces of failed scenarios for inspection")
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
 	return o
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -118,6 +119,21 @@ type History struct {
 	Final    *Final   `json:"final,omitempty"`
 	Samples  []Sample `json:"samples,omitempty"`
 	Events   []Event  `json:"events,omitempty"`
+}
+
+// Slug turns a scenario name into a lowercase name of letters, digits and '-', fit for a file
+// or a Kubernetes namespace.
+func Slug(s string) string {
+	slug := strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(s)), "-")
+	if slug == "" {
+		return "history"
+	}
+	return slug
 }
 
 // Save writes the history as JSON.

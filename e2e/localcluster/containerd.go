@@ -62,7 +62,7 @@ func (c *Cluster) criClient(ctx context.Context) (runtimeapi.RuntimeServiceClien
 	if err != nil {
 		return nil, nil, err
 	}
-	return runtimeapi.NewRuntimeServiceClient(conn), func() { conn.Close() }, nil
+	return runtimeapi.NewRuntimeServiceClient(conn), func() { _ = conn.Close() }, nil
 }
 
 // removeAllPods stops and removes every pod sandbox through CRI, which kills the containers

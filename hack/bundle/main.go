@@ -15,9 +15,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,7 +76,6 @@ func run(o options, in io.Reader) error {
 	var scorecard []byte
 	roles := map[string][]rbacv1.PolicyRule{}
 	clusterRoles := map[string][]rbacv1.PolicyRule{}
-	var roleBindings, clusterRoleBindings []rbacv1.Subject
 	bound := map[string]string{} // role name -> service account (for permissions)
 	clusterBound := map[string]string{}
 	var deployment *appsv1.Deployment
@@ -112,7 +113,6 @@ func run(o options, in io.Reader) error {
 			for _, s := range b.Subjects {
 				if s.Kind == "ServiceAccount" {
 					bound[b.RoleRef.Name] = s.Name
-					roleBindings = append(roleBindings, s)
 				}
 			}
 		case "ClusterRoleBinding":
@@ -123,7 +123,6 @@ func run(o options, in io.Reader) error {
 			for _, s := range b.Subjects {
 				if s.Kind == "ServiceAccount" {
 					clusterBound[b.RoleRef.Name] = s.Name
-					clusterRoleBindings = append(clusterRoleBindings, s)
 				}
 			}
 		case "ServiceAccount", "Namespace":
@@ -233,8 +232,10 @@ func complete(o options, csv *operatorsv1alpha1.ClusterServiceVersion, d *appsv1
 }
 
 func permissions(rules map[string][]rbacv1.PolicyRule, bound map[string]string) []operatorsv1alpha1.StrategyDeploymentPermissions {
+	// Roles in name order, so that the same input always gives the same CSV.
 	bySA := map[string][]rbacv1.PolicyRule{}
-	for role, sa := range bound {
+	for _, role := range slices.Sorted(maps.Keys(bound)) {
+		sa := bound[role]
 		bySA[sa] = append(bySA[sa], rules[role]...)
 	}
 	var out []operatorsv1alpha1.StrategyDeploymentPermissions
@@ -263,7 +264,7 @@ func write(o options, csv *operatorsv1alpha1.ClusterServiceVersion, manifests []
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	csv.TypeMeta.APIVersion, csv.TypeMeta.Kind = "operators.coreos.com/v1alpha1", "ClusterServiceVersion"
+	csv.APIVersion, csv.Kind = "operators.coreos.com/v1alpha1", "ClusterServiceVersion"
 	if err := writeYAML(filepath.Join(dir, packageName+".clusterserviceversion.yaml"), csv); err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/quorate-dev/quorate/internal/pki"
@@ -62,7 +63,9 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	os.Stdout.Write(out)
+	if _, err := os.Stdout.Write(out); err != nil {
+		fail(err)
+	}
 }
 
 func fail(err error) {
@@ -86,10 +89,10 @@ func transform(in []byte, image, pkiDir, mirror string, now time.Time) ([]byte, 
 		apiVersion, _ := o["apiVersion"].(string)
 		kind, _ := o["kind"].(string)
 		if kind == "Namespace" {
-			namespace = str(o, "metadata", "name")
+			namespace = nestedString(o, "metadata", "name")
 		}
 		if strings.HasPrefix(apiVersion, "cert-manager.io/") {
-			if kind == "Certificate" && !boolean(o, "spec", "isCA") {
+			if kind == "Certificate" && !nestedBool(o, "spec", "isCA") {
 				s, err := issue(ca, pkiDir, o, now)
 				if err != nil {
 					return nil, err
@@ -118,7 +121,7 @@ func transform(in []byte, image, pkiDir, mirror string, now time.Time) ([]byte, 
 			for _, h := range hooks {
 				cc, _ := h.(obj)["clientConfig"].(obj)
 				if cc == nil {
-					return nil, fmt.Errorf("webhook in %s has no clientConfig", str(o, "metadata", "name"))
+					return nil, fmt.Errorf("webhook in %s has no clientConfig", nestedString(o, "metadata", "name"))
 				}
 				cc["caBundle"] = caBundle
 			}
@@ -174,32 +177,6 @@ func split(in []byte) ([]obj, error) {
 	return docs, nil
 }
 
-func str(o obj, path ...string) string {
-	var cur any = o
-	for _, p := range path {
-		m, ok := cur.(obj)
-		if !ok {
-			return ""
-		}
-		cur = m[p]
-	}
-	s, _ := cur.(string)
-	return s
-}
-
-func boolean(o obj, path ...string) bool {
-	var cur any = o
-	for _, p := range path {
-		m, ok := cur.(obj)
-		if !ok {
-			return false
-		}
-		cur = m[p]
-	}
-	b, _ := cur.(bool)
-	return b
-}
-
 func loadOrCreateCA(dir string, now time.Time) (*pki.CA, error) {
 	certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
 	if c, err := os.ReadFile(certFile); err == nil {
@@ -225,22 +202,16 @@ func loadOrCreateCA(dir string, now time.Time) (*pki.CA, error) {
 // issue returns the Secret cert-manager would have written for the Certificate c, reusing the
 // pair kept in dir from an earlier run.
 func issue(ca *pki.CA, dir string, c obj, now time.Time) (obj, error) {
-	ns, secret := str(c, "metadata", "namespace"), str(c, "spec", "secretName")
+	ns, secret := nestedString(c, "metadata", "namespace"), nestedString(c, "spec", "secretName")
 	if ns == "" || secret == "" {
-		return nil, fmt.Errorf("Certificate %s has no namespace or secretName", str(c, "metadata", "name"))
+		return nil, fmt.Errorf("cert-manager Certificate %s has no namespace or secretName", nestedString(c, "metadata", "name"))
 	}
-	var dns []string
-	spec, _ := c["spec"].(obj)
-	for _, n := range asSlice(spec["dnsNames"]) {
-		if s, ok := n.(string); ok {
-			dns = append(dns, s)
-		}
-	}
+	dns, _, _ := unstructured.NestedStringSlice(c, "spec", "dnsNames")
 	base := filepath.Join(dir, ns+"-"+secret)
 	certPEM, errC := os.ReadFile(base + ".crt")
 	keyPEM, errK := os.ReadFile(base + ".key")
 	if errC != nil || errK != nil || !sameNames(certPEM, dns) {
-		cn := str(c, "spec", "commonName")
+		cn := nestedString(c, "spec", "commonName")
 		if cn == "" && len(dns) > 0 {
 			cn = dns[0]
 		}
@@ -266,8 +237,6 @@ func issue(ca *pki.CA, dir string, c obj, now time.Time) (obj, error) {
 		},
 	}, nil
 }
-
-func asSlice(v any) []any { s, _ := v.([]any); return s }
 
 // sameNames reports whether the kept certificate was issued for exactly these DNS names.
 func sameNames(certPEM []byte, dns []string) bool {
@@ -303,9 +272,24 @@ func registriesConf(namespace, mirror string) (obj, error) {
 
 func mountRegistriesConf(d obj) {
 	spec := d["spec"].(obj)["template"].(obj)["spec"].(obj)
-	spec["volumes"] = append(asSlice(spec["volumes"]), obj{"name": registriesConfName, "configMap": obj{"name": registriesConfName}})
-	for _, c := range asSlice(spec["containers"]) {
+	volumes, _, _ := unstructured.NestedSlice(spec, "volumes")
+	spec["volumes"] = append(volumes, obj{"name": registriesConfName, "configMap": obj{"name": registriesConfName}})
+	containers, _, _ := unstructured.NestedSlice(spec, "containers")
+	for _, c := range containers {
 		c := c.(obj)
-		c["volumeMounts"] = append(asSlice(c["volumeMounts"]), obj{"name": registriesConfName, "mountPath": "/etc/containers"})
+		mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+		c["volumeMounts"] = append(mounts, obj{"name": registriesConfName, "mountPath": "/etc/containers"})
 	}
+	spec["containers"] = containers
+}
+
+// nestedString and nestedBool read a field of a decoded manifest ("" and false when absent).
+func nestedString(o obj, path ...string) string {
+	s, _, _ := unstructured.NestedString(o, path...)
+	return s
+}
+
+func nestedBool(o obj, path ...string) bool {
+	b, _, _ := unstructured.NestedBool(o, path...)
+	return b
 }

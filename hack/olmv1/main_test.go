@@ -94,7 +94,7 @@ func TestTransform(t *testing.T) {
 		t.Errorf("the Namespace must come first (the Secrets live in it), got %v", docs[0]["kind"])
 	}
 	secret := byKind["Secret"]
-	if secret == nil || str(secret, "metadata", "name") != "catalogd-service-cert-git-version" || str(secret, "metadata", "namespace") != "olmv1-system" {
+	if secret == nil || nestedString(secret, "metadata", "name") != "catalogd-service-cert-git-version" || nestedString(secret, "metadata", "namespace") != "olmv1-system" {
 		t.Fatalf("no Secret for the Certificate: %v", secret)
 	}
 	data := secret["data"].(obj)
@@ -117,7 +117,7 @@ func TestTransform(t *testing.T) {
 		t.Errorf("images not replaced:\n%s", out)
 	}
 	cm := byKind["ConfigMap"]
-	if conf := str(cm, "data", "registries.conf"); !strings.Contains(conf, `prefix = "localhost:5000"`) || !strings.Contains(conf, `location = "10.87.0.1:5001"`) || !strings.Contains(conf, "insecure = true") {
+	if conf := nestedString(cm, "data", "registries.conf"); !strings.Contains(conf, `prefix = "localhost:5000"`) || !strings.Contains(conf, `location = "10.87.0.1:5001"`) || !strings.Contains(conf, "insecure = true") {
 		t.Errorf("registries.conf = %q", conf)
 	}
 	c := byKind["Deployment"]["spec"].(obj)["template"].(obj)["spec"].(obj)["containers"].([]any)[0].(obj)

@@ -82,6 +82,11 @@ var ErrLearnerNotReady = errors.New("learner is not yet in sync with the leader"
 // ErrNoEndpoints is returned when there is no member to talk to.
 var ErrNoEndpoints = errors.New("no member endpoints")
 
+var (
+	_ Client  = (*realClient)(nil)
+	_ Factory = NewClient
+)
+
 type realClient struct {
 	cfg Config
 	c   *clientv3.Client

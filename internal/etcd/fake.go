@@ -23,7 +23,8 @@ type Fake struct {
 	down      map[string]bool
 	foreign   map[string]uint64
 	notReady  map[uint64]int // promotions refused before a learner is "caught up"
-	errs      map[string]error
+	errs      map[string]failure
+	refused   int
 	version   string
 	calls     []string
 	clients   int
@@ -32,7 +33,7 @@ type Fake struct {
 // NewFake returns an empty, not yet bootstrapped cluster running the given etcd version.
 func NewFake(version string) *Fake {
 	return &Fake{nextID: 0x1000, down: map[string]bool{}, foreign: map[string]uint64{},
-		notReady: map[uint64]int{}, errs: map[string]error{}, version: version}
+		notReady: map[uint64]int{}, errs: map[string]failure{}, version: version}
 }
 
 // Factory returns a Factory whose clients talk to this fake.
@@ -63,13 +64,6 @@ func (f *Fake) Bootstrap(clusterID uint64, names, peerURLs []string) {
 	f.leader, f.term = f.members[0].ID, 2
 }
 
-// Bootstrapped reports whether Bootstrap ran.
-func (f *Fake) Bootstrapped() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.clusterID != 0
-}
-
 // SetDown makes a member stop (true) or resume (false) answering.
 func (f *Fake) SetDown(name string, down bool) {
 	f.mu.Lock()
@@ -98,19 +92,31 @@ func (f *Fake) SetForeignClusterID(name string, id uint64) {
 	f.foreign[name] = id
 }
 
-// FailNext makes the next call of op (MemberList, AddLearner, Promote, Remove, MoveLeader,
-// Status) fail with err.
-func (f *Fake) FailNext(op string, err error) {
+// FailNext makes the next n calls of op (MemberList, AddLearner, Promote, Remove, MoveLeader,
+// Status) fail with err; n = 0 heals op.
+func (f *Fake) FailNext(op string, n int, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.errs[op] = err
+	if n <= 0 {
+		delete(f.errs, op)
+		return
+	}
+	f.errs[op] = failure{err: err, left: n}
 }
 
-// LagPromotions makes the next n promotions of any learner fail with ErrLearnerNotReady.
+// LagPromotions makes the next n promotions of any learner fail with ErrLearnerNotReady, as
+// etcd refuses to promote a learner that has not caught up with the leader.
 func (f *Fake) LagPromotions(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.notReady[0] = n
+}
+
+// RefusedPromotions counts the promotions refused with ErrLearnerNotReady so far.
+func (f *Fake) RefusedPromotions() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refused
 }
 
 // Members returns a copy of the member list.
@@ -120,25 +126,11 @@ func (f *Fake) Members() []Member {
 	return slices.Clone(f.members)
 }
 
-// Leader returns the leader's name.
-func (f *Fake) Leader() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.nameOfLocked(f.leader)
-}
-
 // Calls returns the membership-changing calls made so far, like "AddLearner demo-3".
 func (f *Fake) Calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.calls)
-}
-
-// ClusterID returns the cluster ID set at bootstrap.
-func (f *Fake) ClusterID() uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.clusterID
 }
 
 func (f *Fake) newIDLocked() uint64 { f.nextID += 0x1111; return f.nextID }
@@ -191,13 +183,26 @@ func (f *Fake) electLocked() {
 	}
 }
 
-func (f *Fake) errLocked(op string) error {
-	if err, ok := f.errs[op]; ok {
-		delete(f.errs, op)
-		return err
-	}
-	return nil
+// failure is an error injected into the next calls of an operation.
+type failure struct {
+	err  error
+	left int
 }
+
+func (f *Fake) errLocked(op string) error {
+	fl, ok := f.errs[op]
+	if !ok {
+		return nil
+	}
+	if fl.left--; fl.left <= 0 {
+		delete(f.errs, op)
+	} else {
+		f.errs[op] = fl
+	}
+	return fl.err
+}
+
+var _ Client = (*fakeClient)(nil)
 
 type fakeClient struct {
 	f   *Fake
@@ -280,6 +285,7 @@ func (c *fakeClient) Promote(_ context.Context, id uint64) error {
 			if f.notReady[0] > 0 {
 				f.notReady[0]--
 			}
+			f.refused++
 			return ErrLearnerNotReady
 		}
 		f.members[i].IsLearner = false

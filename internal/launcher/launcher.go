@@ -30,14 +30,6 @@ import (
 	"github.com/quorate-dev/quorate/internal/names"
 )
 
-// Refusal is a reason not to start etcd; Kind is what the operator matches on.
-type Refusal struct {
-	Kind    string // planner.FailureDataLost or planner.FailureClusterIDMismatch
-	Message string
-}
-
-func (r *Refusal) Error() string { return r.Kind + ": " + r.Message }
-
 // Marker is the content of the marker file.
 type Marker struct {
 	ClusterID string    `json:"clusterID"`
@@ -48,7 +40,7 @@ type Marker struct {
 
 // ReadMarker returns the marker, or nil if there is none.
 func ReadMarker(path string) (*Marker, error) {
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(path) //nolint:gosec // the path is the launcher's --marker flag, set by the operator
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -98,27 +90,21 @@ type Volume struct {
 func (v Volume) Check() (*Marker, error) {
 	marker, err := ReadMarker(v.MarkerPath)
 	if err != nil {
-		return nil, &Refusal{Kind: "DataLost", Message: err.Error()}
+		return nil, &Refusal{Kind: RefusalDataLost, Message: err.Error()}
 	}
 	data := HasData(v.DataDir)
 	switch {
 	case marker != nil && v.ExpectedClusterID != "" && marker.ClusterID != v.ExpectedClusterID:
-		return marker, &Refusal{Kind: "ClusterIDMismatch", Message: fmt.Sprintf(
+		return marker, &Refusal{Kind: RefusalClusterIDMismatch, Message: fmt.Sprintf(
 			"this volume holds data of etcd cluster %s, not of cluster %s; refusing to start", marker.ClusterID, v.ExpectedClusterID)}
 	case marker != nil && !data:
-		return marker, &Refusal{Kind: "DataLost", Message: fmt.Sprintf(
+		return marker, &Refusal{Kind: RefusalDataLost, Message: fmt.Sprintf(
 			"the volume's marker says it held member %s (%s) of cluster %s, but %s has no etcd data", marker.Member, marker.MemberID, marker.ClusterID, v.DataDir)}
 	case v.RequireData && !data:
-		return marker, &Refusal{Kind: "DataLost", Message: fmt.Sprintf(
+		return marker, &Refusal{Kind: RefusalDataLost, Message: fmt.Sprintf(
 			"member %s has run before but %s is empty; refusing to rejoin with an empty log", v.Member, v.DataDir)}
 	}
 	return marker, nil
-}
-
-// WriteTerminationMessage records a refusal where Kubernetes shows it as the container's
-// termination message.
-func WriteTerminationMessage(path string, err error) {
-	_ = os.WriteFile(path, []byte(err.Error()), 0o644)
 }
 
 // PeerClientURLs turns the peer URLs of --initial-cluster (except member's own) into client
@@ -155,7 +141,7 @@ func CheckNotBootstrappedBefore(ctx context.Context, factory etcd.Factory, tlsCf
 		}
 		for _, m := range members {
 			if m.Name == member && m.Started() {
-				return &Refusal{Kind: "DataLost", Message: fmt.Sprintf(
+				return &Refusal{Kind: RefusalDataLost, Message: fmt.Sprintf(
 					"member %s already ran in cluster %x (peer %s lists it) but its volume is empty; refusing to bootstrap a second time", member, cid, addr)}
 			}
 		}

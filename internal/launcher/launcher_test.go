@@ -38,14 +38,14 @@ func TestVolumeCheck(t *testing.T) {
 		marker   *Marker
 		expected string
 		require  bool
-		refusal  string
+		refusal  RefusalKind
 	}{
 		{name: "fresh volume of a new member starts", data: false},
 		{name: "volume with data and matching marker starts", data: true, marker: ours, expected: "abc", require: true},
 		{name: "data without marker starts (marker written after start)", data: true, require: true},
-		{name: "marker without data is lost data", data: false, marker: ours, refusal: "DataLost"},
-		{name: "required data missing", data: false, require: true, refusal: "DataLost"},
-		{name: "marker of another cluster", data: true, marker: ours, expected: "def", refusal: "ClusterIDMismatch"},
+		{name: "marker without data is lost data", data: false, marker: ours, refusal: RefusalDataLost},
+		{name: "required data missing", data: false, require: true, refusal: RefusalDataLost},
+		{name: "marker of another cluster", data: true, marker: ours, expected: "def", refusal: RefusalClusterIDMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := volume(t, tc.data, tc.marker)
@@ -80,7 +80,7 @@ func TestCheckNotBootstrappedBefore(t *testing.T) {
 	f.Bootstrap(0xc1, []string{"demo-0", "demo-1", "demo-2"}, []string{"u0", "u1", "u2"})
 	err := CheckNotBootstrappedBefore(context.Background(), f.Factory(), nil, "demo-1", peers)
 	var r *Refusal
-	if !errors.As(err, &r) || r.Kind != "DataLost" || !strings.Contains(r.Message, "second time") {
+	if !errors.As(err, &r) || r.Kind != RefusalDataLost || !strings.Contains(r.Message, "second time") {
 		t.Fatalf("a member that already ran was allowed to bootstrap again: %v", err)
 	}
 }
@@ -98,7 +98,31 @@ func TestLaunchPassesExitCodeAndRecordsRefusals(t *testing.T) {
 		t.Fatalf("exit code = %d, want 2 for a refusal", code)
 	}
 	msg, _ := os.ReadFile(term)
-	if !strings.HasPrefix(string(msg), "DataLost: ") {
-		t.Fatalf("termination message = %q", msg)
+	if r := ParseTermination(string(msg)); r == nil || r.Kind != RefusalDataLost {
+		t.Fatalf("termination message = %q, want a DataLost refusal", msg)
+	}
+}
+
+// The termination message is the contract between the launcher and the operator: every kind
+// must come back whole from what the launcher writes.
+func TestTerminationRoundTrip(t *testing.T) {
+	for _, k := range RefusalKinds {
+		want := &Refusal{Kind: k, Message: "the volume's marker says: it held member demo-1 (a: b)"}
+		path := filepath.Join(t.TempDir(), "termination-log")
+		if err := WriteTerminationMessage(path, want); err != nil {
+			t.Fatal(err)
+		}
+		msg, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ParseTermination(string(msg)); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: ParseTermination(%q) = %+v, want %+v", k, msg, got, want)
+		}
+	}
+	for _, other := range []string{"", "exit status 1", "DataLostish: x", "datalost: x", "panic: runtime error"} {
+		if got := ParseTermination(other); got != nil {
+			t.Errorf("ParseTermination(%q) = %+v, want nil", other, got)
+		}
 	}
 }

@@ -43,7 +43,7 @@ func (o Options) tlsConfig() (*tls.Config, error) {
 	if o.TLSDir == "" {
 		return nil, nil
 	}
-	read := func(n string) ([]byte, error) { return os.ReadFile(filepath.Join(o.TLSDir, n)) }
+	read := func(n string) ([]byte, error) { return os.ReadFile(filepath.Join(o.TLSDir, n)) } //nolint:gosec // --tls-dir, set by the operator
 	cert, err := read(pki.KeyCert)
 	if err != nil {
 		return nil, err
@@ -64,10 +64,21 @@ func Launch(ctx context.Context, o Options, logw io.Writer) int {
 	logger := log.New(logw, "quorate-launcher: ", log.LstdFlags)
 	refuse := func(err error) int {
 		logger.Print(err)
-		WriteTerminationMessage(o.TerminationLogPath, err)
+		var r *Refusal
+		if !errors.As(err, &r) {
+			// Not a refusal the operator acts on (etcd could not be started at all): the
+			// message is shown as it is.
+			if werr := writeTerminationLog(o.TerminationLogPath, err.Error()); werr != nil {
+				logger.Printf("writing the termination message: %v", werr)
+			}
+			return 2
+		}
+		if werr := WriteTerminationMessage(o.TerminationLogPath, r); werr != nil {
+			logger.Printf("writing the termination message: %v", werr)
+		}
 		return 2
 	}
-	marker, err := o.Volume.Check()
+	marker, err := o.Check()
 	if err != nil {
 		return refuse(err)
 	}
@@ -88,7 +99,8 @@ func Launch(ctx context.Context, o Options, logw io.Writer) int {
 		}
 	}
 
-	cmd := exec.Command(o.Command[0], o.Command[1:]...)
+	// The launcher exists to start etcd with the flags the operator put after --.
+	cmd := exec.Command(o.Command[0], o.Command[1:]...) //nolint:gosec // see above
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return refuse(fmt.Errorf("starting %s: %w", o.Command[0], err))
@@ -159,7 +171,7 @@ func recordMarker(ctx context.Context, o Options, tlsCfg *tls.Config, logger *lo
 			if err == nil && st.ClusterID != 0 {
 				cid := names.FormatID(st.ClusterID)
 				if o.ExpectedClusterID != "" && cid != o.ExpectedClusterID {
-					return &Refusal{Kind: "ClusterIDMismatch", Message: fmt.Sprintf("etcd started as a member of cluster %s, not of cluster %s", cid, o.ExpectedClusterID)}
+					return &Refusal{Kind: RefusalClusterIDMismatch, Message: fmt.Sprintf("etcd started as a member of cluster %s, not of cluster %s", cid, o.ExpectedClusterID)}
 				}
 				m := Marker{ClusterID: cid, MemberID: names.FormatID(st.MemberID), Member: o.Member, Written: time.Now().UTC()}
 				if err := WriteMarker(o.MarkerPath, m); err != nil {
@@ -185,15 +197,16 @@ func Install(dest string) error {
 	if err != nil {
 		return err
 	}
-	in, err := os.Open(self)
+	in, err := os.Open(self) //nolint:gosec // the running executable
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+	// The etcd container runs the launcher from this shared volume as another user.
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil { //nolint:gosec // see above
 		return err
 	}
-	out, err := os.OpenFile(dest+".tmp", os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	out, err := os.OpenFile(dest+".tmp", os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755) //nolint:gosec // see above
 	if err != nil {
 		return err
 	}

@@ -136,25 +136,6 @@ func MemberLabels(cluster, member string) map[string]string {
 	return l
 }
 
-// SelectorString renders a label set as a selector string (for the scale subresource).
-func SelectorString(labels map[string]string) string {
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	// Stable order keeps status free of spurious changes.
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + labels[k]
-	}
-	return strings.Join(parts, ",")
-}
-
 // FormatID renders an etcd member or cluster ID the way etcdctl does (hex).
 func FormatID(id uint64) string { return strconv.FormatUint(id, 16) }
 

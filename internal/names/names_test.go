@@ -48,13 +48,6 @@ func TestPeerURLRoundTrip(t *testing.T) {
 	}
 }
 
-func TestSelectorStringIsSorted(t *testing.T) {
-	got := SelectorString(map[string]string{"b": "2", "a": "1", "c": "3"})
-	if got != "a=1,b=2,c=3" {
-		t.Errorf("SelectorString = %q", got)
-	}
-}
-
 func TestIDRoundTrip(t *testing.T) {
 	for _, id := range []uint64{1, 0x8e9e05c52164694d, ^uint64(0)} {
 		back, err := ParseID(FormatID(id))

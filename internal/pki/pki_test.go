@@ -60,14 +60,14 @@ func TestIssueAndVerify(t *testing.T) {
 		c, err := ln.Accept()
 		if err == nil {
 			_ = c.(*tls.Conn).Handshake()
-			c.Close()
+			_ = c.Close()
 		}
 	}()
 	conn, err := tls.Dial("tcp", ln.Addr().String(), cfg)
 	if err != nil {
 		t.Fatalf("mutual TLS handshake failed: %v", err)
 	}
-	conn.Close()
+	_ = conn.Close()
 
 	// A server certificate for another name is refused even though the CA is right.
 	other, _ := ca.Issue("other", []string{"other.ns.svc"}, nil, ServerAndClient, now)

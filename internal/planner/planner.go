@@ -5,6 +5,9 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/quorum"
 )
 
 // Member is everything observed about one member name, from etcd and from Kubernetes.
@@ -27,8 +30,11 @@ type Member struct {
 	// From Kubernetes.
 	HasPod         bool
 	PodTerminating bool
-	PodCurrent     bool   // the Pod's spec hash matches the desired one
-	PodFailure     string // "DataLost" or "ClusterIDMismatch" reported by the launcher
+	PodCurrent     bool // the Pod's spec hash matches the desired one
+	// DataDirLost: the launcher refused to start because the volume lost the member's data.
+	DataDirLost bool
+	// ForeignData: the launcher refused to start because the volume holds another cluster's data.
+	ForeignData bool
 	// ReadyFor is how long the pod has been Ready (0 when it is not).
 	ReadyFor       time.Duration
 	HasPVC         bool
@@ -50,17 +56,11 @@ func (m Member) dataLost() string {
 		return "its PersistentVolumeClaim is gone"
 	case m.PVCTerminating:
 		return "its PersistentVolumeClaim is being deleted"
-	case m.PodFailure == FailureDataLost:
+	case m.DataDirLost:
 		return "its data directory is gone from its volume"
 	}
 	return ""
 }
-
-// Failures the member launcher reports in its termination message.
-const (
-	FailureDataLost          = "DataLost"
-	FailureClusterIDMismatch = "ClusterIDMismatch"
-)
 
 // State is the snapshot the planner decides from.
 type State struct {
@@ -102,24 +102,6 @@ const (
 	MoveLeader Kind = "MoveLeader" // hand leadership to Target
 )
 
-// Reasons name why a Wait or Halt happens; they feed condition reasons.
-const (
-	ReasonClusterIDMismatch = "ClusterIDMismatch"
-	ReasonUnknownMember     = "UnknownMember"
-	ReasonBootstrapping     = "Bootstrapping"
-	ReasonEtcdUnreachable   = "EtcdUnreachable"
-	ReasonMemberUnhealthy   = "MemberUnhealthy"
-	ReasonQuorumAtRisk      = "QuorumAtRisk"
-	ReasonMemberDataLost    = "MemberDataLost"
-	ReasonTerminating       = "WaitingForTermination"
-	ReasonScaling           = "Scaling"
-	ReasonRollingUpdate     = "RollingUpdate"
-	ReasonMembersCreating   = "CreatingMembers"
-	ReasonGarbage           = "RemovingLeftovers"
-	ReasonPaused            = "Paused"
-	ReasonSettled           = "Settled"
-)
-
 // Action is the planner's decision.
 type Action struct {
 	Kind Kind
@@ -134,10 +116,8 @@ type Action struct {
 	TargetName string
 	// RequireData for CreatePod: the member has run, so its pod must find data on its volume.
 	RequireData bool
-	// Bootstrap for CreatePod/CreatePVC: the object belongs to the bootstrap set.
-	Bootstrap bool
-	Reason    string
-	Message   string
+	Reason      string
+	Message     string
 }
 
 func (a Action) String() string {
@@ -146,9 +126,6 @@ func (a Action) String() string {
 	}
 	return fmt.Sprintf("%s: %s", a.Kind, a.Message)
 }
-
-// Quorum of n voters.
-func Quorum(n int) int { return n/2 + 1 }
 
 func (s State) byName(name string) (Member, bool) {
 	for _, m := range s.Members {
@@ -191,7 +168,7 @@ func (s State) FreeName(name func(int) string) string {
 // Plan returns the next step. name maps an index to a member name.
 func Plan(s State, name func(int) string) Action {
 	if s.Paused {
-		return Action{Kind: Wait, Reason: ReasonPaused, Message: "spec.paused is true: the operator makes no changes; set it to false to resume"}
+		return Action{Kind: Wait, Reason: v1alpha1.ReasonPaused, Message: "spec.paused is true: the operator makes no changes; set it to false to resume"}
 	}
 	if a, stop := checkIdentity(s); stop {
 		return a
@@ -207,22 +184,22 @@ func Plan(s State, name func(int) string) Action {
 			return a
 		}
 	}
-	return Action{Kind: None, Reason: ReasonSettled, Message: fmt.Sprintf("%d healthy voting members", len(s.voters()))}
+	return Action{Kind: None, Reason: v1alpha1.ReasonSettled, Message: fmt.Sprintf("%d healthy voting members", len(s.voters()))}
 }
 
 func checkIdentity(s State) (Action, bool) {
 	for _, m := range s.sorted() {
 		if s.ClusterID != 0 && m.Reachable && m.ClusterID != s.ClusterID {
-			return Action{Kind: Halt, Member: m.Name, Reason: ReasonClusterIDMismatch,
+			return Action{Kind: Halt, Member: m.Name, Reason: v1alpha1.ReasonClusterIDMismatch,
 				Message: fmt.Sprintf("member %s reports cluster ID %x but this cluster is %x: membership changes are stopped; find out where the member's data came from, then delete its Pod and PVC so it is replaced", m.Name, m.ClusterID, s.ClusterID)}, true
 		}
-		if m.PodFailure == FailureClusterIDMismatch {
-			return Action{Kind: Halt, Member: m.Name, Reason: ReasonClusterIDMismatch,
+		if m.ForeignData {
+			return Action{Kind: Halt, Member: m.Name, Reason: v1alpha1.ReasonClusterIDMismatch,
 				Message: fmt.Sprintf("member %s refused to start: its volume holds data of another etcd cluster; membership changes are stopped; delete its PVC if that data is not needed", m.Name)}, true
 		}
 	}
 	if len(s.UnknownMembers) > 0 {
-		return Action{Kind: Halt, Reason: ReasonUnknownMember,
+		return Action{Kind: Halt, Reason: v1alpha1.ReasonUnknownMember,
 			Message: fmt.Sprintf("etcd has members the operator did not create (%v): membership changes are stopped; remove them with etcdctl member remove", s.UnknownMembers)}, true
 	}
 	return Action{}, false
@@ -232,7 +209,7 @@ func planBootstrap(s State, name func(int) string) Action {
 	for _, m := range s.Members {
 		if m.PVCHasData {
 			// Status lost its cluster ID but a volume remembers it; the controller adopts it.
-			return Action{Kind: Wait, Reason: ReasonBootstrapping, Message: fmt.Sprintf("volume of %s holds data of an existing cluster: recovering its cluster ID instead of bootstrapping", m.Name)}
+			return Action{Kind: Wait, Reason: v1alpha1.ReasonBootstrapping, Message: fmt.Sprintf("volume of %s holds data of an existing cluster: recovering its cluster ID instead of bootstrapping", m.Name)}
 		}
 	}
 	size := s.BootstrapSize
@@ -249,20 +226,20 @@ func planBootstrap(s State, name func(int) string) Action {
 		}
 	}
 	if missing {
-		return Action{Kind: Bootstrap, Members: all, Reason: ReasonBootstrapping,
+		return Action{Kind: Bootstrap, Members: all, Reason: v1alpha1.ReasonBootstrapping,
 			Message: fmt.Sprintf("creating the %d bootstrap members", size)}
 	}
-	return Action{Kind: Wait, Reason: ReasonBootstrapping, Message: fmt.Sprintf("waiting for the %d bootstrap members to elect a leader", size)}
+	return Action{Kind: Wait, Reason: v1alpha1.ReasonBootstrapping, Message: fmt.Sprintf("waiting for the %d bootstrap members to elect a leader", size)}
 }
 
 func planUnreachable(s State) Action {
 	for _, m := range s.sorted() {
 		if m.HasPVC && m.PVCHasData && !m.PVCTerminating && !m.HasPod {
-			return Action{Kind: CreatePod, Member: m.Name, RequireData: true, Reason: ReasonEtcdUnreachable,
+			return Action{Kind: CreatePod, Member: m.Name, RequireData: true, Reason: v1alpha1.ReasonEtcdUnreachable,
 				Message: fmt.Sprintf("etcd is unreachable; restarting member %s from its volume to restore quorum", m.Name)}
 		}
 	}
-	return Action{Kind: Wait, Reason: ReasonEtcdUnreachable, Message: "no member answers with quorum; waiting for members to come back (the operator recreates missing member pods from their volumes)"}
+	return Action{Kind: Wait, Reason: v1alpha1.ReasonEtcdUnreachable, Message: "no member answers with quorum; waiting for members to come back (the operator recreates missing member pods from their volumes)"}
 }
 
 // replaceLost removes a started member whose data is gone, when the rest keep quorum.
@@ -283,19 +260,19 @@ func replaceLost(s State) (Action, bool) {
 					healthy++
 				}
 			}
-			if healthy < Quorum(len(voters)-1) {
-				return Action{Kind: Wait, Member: m.Name, Reason: ReasonQuorumAtRisk,
+			if healthy < quorum.Of(len(voters)-1) {
+				return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonQuorumAtRisk,
 					Message: fmt.Sprintf("member %s must be replaced because %s, but only %d other voters are healthy: waiting for them before removing it", m.Name, why, healthy)}, true
 			}
 		}
 		if m.ID == s.LeaderID && m.Healthy(s.ClusterID) {
 			// It still leads (its volume is going, not gone): hand leadership over first.
 			if a, ok := moveLeaderAway(s, m, "before removing it"); ok {
-				a.Reason = ReasonMemberDataLost
+				a.Reason = v1alpha1.ReasonMemberDataLost
 				return a, true
 			}
 		}
-		return Action{Kind: Remove, Member: m.Name, ID: m.ID, Reason: ReasonMemberDataLost,
+		return Action{Kind: Remove, Member: m.Name, ID: m.ID, Reason: v1alpha1.ReasonMemberDataLost,
 			Message: fmt.Sprintf("removing member %s because %s; a new member will take its place", m.Name, why)}, true
 	}
 	return Action{}, false
@@ -310,13 +287,13 @@ func ensureObjects(s State) (Action, bool) {
 		switch {
 		case !m.HasPVC:
 			// Only a member that never ran gets a fresh volume (replaceLost handles the others).
-			return Action{Kind: CreatePVC, Member: m.Name, Reason: ReasonMembersCreating, Message: "creating the volume of new member " + m.Name}, true
+			return Action{Kind: CreatePVC, Member: m.Name, Reason: v1alpha1.ReasonMembersCreating, Message: "creating the volume of new member " + m.Name}, true
 		case m.PVCTerminating:
-			return Action{Kind: Wait, Member: m.Name, Reason: ReasonTerminating, Message: "waiting for the volume of " + m.Name + " to be deleted"}, true
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonTerminating, Message: "waiting for the volume of " + m.Name + " to be deleted"}, true
 		case m.PodTerminating:
-			return Action{Kind: Wait, Member: m.Name, Reason: ReasonTerminating, Message: "waiting for the old pod of " + m.Name + " to terminate"}, true
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonTerminating, Message: "waiting for the old pod of " + m.Name + " to terminate"}, true
 		case !m.HasPod:
-			return Action{Kind: CreatePod, Member: m.Name, RequireData: m.Started, Reason: ReasonMembersCreating, Message: "creating the pod of member " + m.Name}, true
+			return Action{Kind: CreatePod, Member: m.Name, RequireData: m.Started, Reason: v1alpha1.ReasonMembersCreating, Message: "creating the pod of member " + m.Name}, true
 		}
 	}
 	return Action{}, false
@@ -329,10 +306,10 @@ func collectGarbage(s State) (Action, bool) {
 			continue
 		}
 		if m.HasPod && !m.PodTerminating {
-			return Action{Kind: DeletePod, Member: m.Name, Reason: ReasonGarbage, Message: "deleting the pod of removed member " + m.Name}, true
+			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonGarbage, Message: "deleting the pod of removed member " + m.Name}, true
 		}
 		if m.HasPVC && !m.HasPod && !m.PVCTerminating {
-			return Action{Kind: DeletePVC, Member: m.Name, Reason: ReasonGarbage, Message: "deleting the volume of removed member " + m.Name}, true
+			return Action{Kind: DeletePVC, Member: m.Name, Reason: v1alpha1.ReasonGarbage, Message: "deleting the volume of removed member " + m.Name}, true
 		}
 	}
 	return Action{}, false
@@ -351,7 +328,7 @@ func gateHealth(s State) (Action, bool) {
 			case !m.Started:
 				what = "has not started yet"
 			}
-			return Action{Kind: Wait, Member: m.Name, Reason: ReasonMemberUnhealthy,
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonMemberUnhealthy,
 				Message: fmt.Sprintf("member %s %s; membership changes wait until every member is healthy", m.Name, what)}, true
 		}
 	}
@@ -361,13 +338,13 @@ func gateHealth(s State) (Action, bool) {
 func changeMembership(s State) (Action, bool) {
 	for _, m := range s.sorted() {
 		if m.InEtcd && m.Learner {
-			return Action{Kind: Promote, Member: m.Name, ID: m.ID, Reason: ReasonScaling, Message: "promoting learner " + m.Name + " to voter"}, true
+			return Action{Kind: Promote, Member: m.Name, ID: m.ID, Reason: v1alpha1.ReasonScaling, Message: "promoting learner " + m.Name + " to voter"}, true
 		}
 	}
 	voters := s.voters()
 	switch {
 	case len(voters) < s.Replicas:
-		return Action{Kind: AddLearner, Reason: ReasonScaling,
+		return Action{Kind: AddLearner, Reason: v1alpha1.ReasonScaling,
 			Message: fmt.Sprintf("scaling up from %d to %d voting members", len(voters), s.Replicas)}, true
 	case len(voters) > s.Replicas:
 		victim := voters[len(voters)-1]
@@ -376,7 +353,7 @@ func changeMembership(s State) (Action, bool) {
 				return a, true
 			}
 		}
-		return Action{Kind: Remove, Member: victim.Name, ID: victim.ID, Reason: ReasonScaling,
+		return Action{Kind: Remove, Member: victim.Name, ID: victim.ID, Reason: v1alpha1.ReasonScaling,
 			Message: fmt.Sprintf("scaling down from %d to %d voting members: removing %s", len(voters), s.Replicas, victim.Name)}, true
 	}
 	return Action{}, false
@@ -385,7 +362,7 @@ func changeMembership(s State) (Action, bool) {
 func moveLeaderAway(s State, from Member, why string) (Action, bool) {
 	for _, v := range s.voters() {
 		if v.Name != from.Name && v.Healthy(s.ClusterID) {
-			return Action{Kind: MoveLeader, Member: from.Name, ID: from.ID, Target: v.ID, TargetName: v.Name, Reason: ReasonScaling,
+			return Action{Kind: MoveLeader, Member: from.Name, ID: from.ID, Target: v.ID, TargetName: v.Name, Reason: v1alpha1.ReasonScaling,
 				Message: fmt.Sprintf("moving leadership from %s to %s %s", from.Name, v.Name, why)}, true
 		}
 	}
@@ -405,7 +382,7 @@ func rollPods(s State) (Action, bool) {
 	}
 	for _, m := range ms {
 		if m.InEtcd && m.HasPod && m.ReadyFor < s.RollSettle {
-			return Action{Kind: Wait, Member: m.Name, Reason: ReasonRollingUpdate,
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonRollingUpdate,
 				Message: fmt.Sprintf("waiting until the pod of %s has been ready for %s before replacing the next pod, so that clients reconnect to it first", m.Name, s.RollSettle)}, true
 		}
 	}
@@ -418,12 +395,12 @@ func rollPods(s State) (Action, bool) {
 			leader = &ms[i]
 			continue
 		}
-		return Action{Kind: DeletePod, Member: m.Name, Reason: ReasonRollingUpdate,
+		return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonRollingUpdate,
 			Message: "replacing the pod of " + m.Name + " to apply the new spec"}, true
 	}
 	if leader != nil {
 		if a, ok := moveLeaderAway(s, *leader, "before replacing its pod"); ok {
-			a.Reason = ReasonRollingUpdate
+			a.Reason = v1alpha1.ReasonRollingUpdate
 			return a, true
 		}
 	}

@@ -65,33 +65,54 @@ func TestPodFlags(t *testing.T) {
 	if ic != "demo-0=https://demo-0.demo-peer.ns.svc:2380,demo-1=https://demo-1.demo-peer.ns.svc:2380" {
 		t.Fatalf("InitialCluster = %s", ic)
 	}
-	boot := flagsOf(t, c, MemberPod{Member: "demo-0", Bootstrap: true, InitialCluster: ic})
-	join := flagsOf(t, c, MemberPod{Member: "demo-1", InitialCluster: ic, RequireData: true, ClusterID: "abc"})
-	for _, want := range []string{"--initial-cluster-state=new", "--initial-cluster-token=uid-1", "--name=demo-0",
-		"--peer-skip-client-san-verification=true", "--client-cert-auth=true", "--require-data=false", "--expected-cluster-id="} {
-		if !slices.Contains(boot, want) {
-			t.Errorf("bootstrap pod lacks %s: %v", want, boot)
+	launcher := func(member, clusterID, requireData string) []string {
+		return []string{"/quorate/bin/quorate-launcher", "launch", "--data-dir=/var/lib/etcd/data", "--marker=/var/lib/etcd/quorate-member.json",
+			"--member=" + member, "--host=" + member + ".demo-peer.ns.svc", "--expected-cluster-id=" + clusterID, "--require-data=" + requireData}
+	}
+	etcd := func(member, state string, minor6 bool) []string {
+		skipSAN, corrupt := "--peer-skip-client-san-verification=true", "--feature-gates=InitialCorruptCheck=true"
+		if !minor6 {
+			skipSAN, corrupt = "--experimental-peer-skip-client-san-verification=true", "--experimental-initial-corrupt-check=true"
 		}
+		return []string{"/usr/local/bin/etcd", "--name=" + member, "--data-dir=/var/lib/etcd/data",
+			"--listen-client-urls=https://0.0.0.0:2379", "--listen-peer-urls=https://0.0.0.0:2380", "--listen-metrics-urls=http://0.0.0.0:2381",
+			"--advertise-client-urls=https://" + member + ".demo-peer.ns.svc:2379", "--initial-advertise-peer-urls=https://" + member + ".demo-peer.ns.svc:2380",
+			"--initial-cluster=" + ic, "--initial-cluster-state=" + state, "--initial-cluster-token=uid-1",
+			"--heartbeat-interval=100", "--election-timeout=1000", "--quota-backend-bytes=2147483648",
+			"--auto-compaction-mode=periodic", "--auto-compaction-retention=1h", "--logger=zap", "--log-outputs=stderr", corrupt,
+			"--client-cert-auth=true", "--trusted-ca-file=/etc/etcd/tls/server/ca.crt", "--cert-file=/etc/etcd/tls/server/tls.crt", "--key-file=/etc/etcd/tls/server/tls.key",
+			"--peer-client-cert-auth=true", "--peer-trusted-ca-file=/etc/etcd/tls/peer/ca.crt", "--peer-cert-file=/etc/etcd/tls/peer/tls.crt", "--peer-key-file=/etc/etcd/tls/peer/tls.key",
+			skipSAN}
 	}
-	for _, want := range []string{"--initial-cluster-state=existing", "--require-data=true", "--expected-cluster-id=abc"} {
-		if !slices.Contains(join, want) {
-			t.Errorf("joining pod lacks %s: %v", want, join)
+	withTLS := func(args ...[]string) []string {
+		out := append([]string{}, args[0]...)
+		out = append(out, "--tls-dir=/etc/etcd/tls/server", "--")
+		return append(out, args[1]...)
+	}
+	for _, tc := range []struct {
+		name    string
+		version string
+		pod     MemberPod
+		want    []string
+	}{
+		{"a bootstrap member", "3.6.16", MemberPod{Member: "demo-0", Bootstrap: true, InitialCluster: ic},
+			withTLS(launcher("demo-0", "", "false"), etcd("demo-0", "new", true))},
+		{"a member joining a formed cluster", "3.6.16", MemberPod{Member: "demo-1", InitialCluster: ic, RequireData: true, ClusterID: "abc"},
+			withTLS(launcher("demo-1", "abc", "true"), etcd("demo-1", "existing", true))},
+		{"a 3.5 member gets the experimental flag names", "3.5.35", MemberPod{Member: "demo-1", InitialCluster: ic, ClusterID: "abc"},
+			withTLS(launcher("demo-1", "abc", "false"), etcd("demo-1", "existing", false))},
+	} {
+		c := cluster()
+		c.Spec.Version = tc.version
+		if got := flagsOf(t, c, tc.pod); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: command\n %q\nwant\n %q", tc.name, got, tc.want)
 		}
-	}
-	if i := slices.Index(join, "--"); i < 0 || join[i+1] != EtcdBinary {
-		t.Errorf("the launcher must exec %s after --: %v", EtcdBinary, join)
-	}
-
-	c.Spec.Version = "3.5.35"
-	old := flagsOf(t, c, MemberPod{Member: "demo-0", InitialCluster: ic})
-	if !slices.Contains(old, "--experimental-peer-skip-client-san-verification=true") || !slices.Contains(old, "--experimental-initial-corrupt-check=true") {
-		t.Errorf("3.5 members need the experimental flag names: %v", old)
 	}
 
 	c.Spec.TLS.Enabled = ptr.To(false)
 	plain := flagsOf(t, c, MemberPod{Member: "demo-0", InitialCluster: InitialCluster(c, []string{"demo-0"})})
 	for _, f := range plain {
-		if strings.Contains(f, "https://") || strings.Contains(f, "cert") {
+		if strings.Contains(f, "https://") || strings.Contains(f, "cert") || strings.Contains(f, "tls") {
 			t.Errorf("a plaintext cluster got TLS flag %s", f)
 		}
 	}

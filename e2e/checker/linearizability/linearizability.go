@@ -151,7 +151,7 @@ func Check(h *history.History, timeout time.Duration, dir string) history.Verdic
 	}
 	if dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err == nil {
-			path := filepath.Join(dir, "linearizability-"+safe(h.Scenario)+".html")
+			path := filepath.Join(dir, "linearizability-"+history.Slug(h.Scenario)+".html")
 			if err := porcupine.VisualizePath(model, info, path); err == nil {
 				v.Artifacts = map[string]string{"visualization": path}
 				v.Details = append(v.Details, "porcupine visualization: "+path)
@@ -161,17 +161,4 @@ func Check(h *history.History, timeout time.Duration, dir string) history.Verdic
 		}
 	}
 	return v
-}
-
-func safe(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-			b[i] = '-'
-		}
-	}
-	if len(b) == 0 {
-		return "history"
-	}
-	return string(b)
 }

@@ -1,4 +1,4 @@
-package framework
+package olm
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quorate-dev/quorate/e2e/framework"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -27,8 +28,8 @@ var (
 
 const etcdClusterCRD = "etcdclusters.etcd.quorate.dev"
 
-// OLMv1Install is one installation of Quorate by OLM v1: a ClusterCatalog and a ClusterExtension.
-type OLMv1Install struct {
+// V1 is one installation of Quorate by OLM v1: a ClusterCatalog and a ClusterExtension.
+type V1 struct {
 	Catalog, Extension string
 	// Namespace holds the operator and the installer's ServiceAccount.
 	Namespace string
@@ -43,12 +44,13 @@ func newUnstructured(gvk schema.GroupVersionKind, name string) *unstructured.Uns
 	return u
 }
 
-// InstallWithOLMv1 installs Quorate the OLM v1 way: a ClusterCatalog serving catalogImage, a
+// InstallV1 installs Quorate the OLM v1 way: a ClusterCatalog serving catalogImage, a
 // namespace ns with a ServiceAccount OLM v1 installs as (bound to cluster-admin: the bundle
 // brings CRDs and cluster RBAC), and a ClusterExtension for the package at version. It waits
 // until the catalog is Serving, the extension is Installed with that bundle and the operator's
 // Deployment runs the bundle's image. Deleting what it made is registered with OnCleanup.
-func (r *Run) InstallWithOLMv1(ctx context.Context, ns, catalogImage, version string) (*OLMv1Install, error) {
+func InstallV1(ctx context.Context, run *framework.Run, ns, catalogImage, version string) (*V1, error) {
+	r := installer{run}
 	c := r.Suite.Client
 	var l unstructured.UnstructuredList
 	l.SetGroupVersionKind(clusterExtensionGVK.GroupVersion().WithKind("ClusterExtensionList"))
@@ -69,7 +71,7 @@ func (r *Run) InstallWithOLMv1(ctx context.Context, ns, catalogImage, version st
 	} else if !apierrors.IsNotFound(err) {
 		return nil, err
 	}
-	in := &OLMv1Install{Catalog: "quorate-" + r.Namespace, Extension: "quorate-" + r.Namespace, Namespace: ns}
+	in := &V1{Catalog: "quorate-" + r.Namespace, Extension: "quorate-" + r.Namespace, Namespace: ns}
 	r.Phase(fmt.Sprintf("installing Quorate %s through OLM v1 from %s", version, catalogImage))
 	r.Event("olm", "install", fmt.Sprintf("ClusterCatalog %s (%s), ClusterExtension %s for %s %s in %s", in.Catalog, catalogImage, in.Extension, OLMPackage, version, ns))
 
@@ -81,7 +83,7 @@ func (r *Run) InstallWithOLMv1(ctx context.Context, ns, catalogImage, version st
 		return nil, fmt.Errorf("creating ClusterCatalog %s: %w", in.Catalog, err)
 	}
 	r.OnCleanup(func(ctx context.Context) error {
-		return r.deleteAndWait(ctx, newUnstructured(clusterCatalogGVK, in.Catalog))
+		return r.DeleteAndWait(ctx, newUnstructured(clusterCatalogGVK, in.Catalog))
 	})
 	if err := r.CreateNamespace(ctx, ns); err != nil {
 		return nil, err
@@ -96,7 +98,7 @@ func (r *Run) InstallWithOLMv1(ctx context.Context, ns, catalogImage, version st
 			return nil, fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
 		}
 	}
-	r.OnCleanup(func(ctx context.Context) error { return r.deleteAndWait(ctx, crb.DeepCopy()) })
+	r.OnCleanup(func(ctx context.Context) error { return r.DeleteAndWait(ctx, crb.DeepCopy()) })
 	if err := r.waitCatalogServing(ctx, in.Catalog, catalogImage); err != nil {
 		return nil, err
 	}
@@ -113,7 +115,7 @@ func (r *Run) InstallWithOLMv1(ctx context.Context, ns, catalogImage, version st
 		return nil, fmt.Errorf("creating ClusterExtension %s: %w", in.Extension, err)
 	}
 	r.OnCleanup(func(ctx context.Context) error {
-		return r.deleteAndWait(ctx, newUnstructured(clusterExtensionGVK, in.Extension))
+		return r.DeleteAndWait(ctx, newUnstructured(clusterExtensionGVK, in.Extension))
 	})
 	if err := r.waitExtensionInstalled(ctx, in, "quorate.v"+version); err != nil {
 		return nil, err
@@ -125,12 +127,13 @@ func (r *Run) InstallWithOLMv1(ctx context.Context, ns, catalogImage, version st
 	return in, nil
 }
 
-// UpgradeWithOLMv1 asks OLM v1 for another version of the installed package, the way a user
+// UpgradeV1 asks OLM v1 for another version of the installed package, the way a user
 // upgrades a ClusterExtension, and waits until it is installed and the operator runs its
 // image. Member pods must be untouched unless the operator declared why.
-func (r *Run) UpgradeWithOLMv1(ctx context.Context, in *OLMv1Install, version string) error {
+func UpgradeV1(ctx context.Context, run *framework.Run, in *V1, version string) error {
+	r := installer{run}
 	c := r.Suite.Client
-	before, err := r.memberPods(ctx)
+	before, err := r.MemberPods(ctx)
 	if err != nil {
 		return err
 	}
@@ -159,12 +162,12 @@ func (r *Run) UpgradeWithOLMv1(ctx context.Context, in *OLMv1Install, version st
 	}
 	r.Event("olm", "upgraded", fmt.Sprintf("%s -> %s, operator image %s", old.Bundle, in.Bundle, in.Image))
 	r.T.Logf("OLM v1 upgraded %s -> %s; operator image %s -> %s", old.Bundle, in.Bundle, old.Image, in.Image)
-	return r.settledUntouched(ctx, before)
+	return r.SettledUntouched(ctx, before)
 }
 
 // waitCatalogServing waits until catalogd has unpacked image and serves it.
-func (r *Run) waitCatalogServing(ctx context.Context, name, image string) error {
-	return r.waitFor(ctx, "ClusterCatalog "+name+" to serve "+image, 5*time.Minute, func() error {
+func (r installer) waitCatalogServing(ctx context.Context, name, image string) error {
+	return r.WaitFor(ctx, "ClusterCatalog "+name+" to serve "+image, 5*time.Minute, func() error {
 		u := newUnstructured(clusterCatalogGVK, name)
 		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Name: name}, u); err != nil {
 			return err
@@ -185,9 +188,9 @@ func (r *Run) waitCatalogServing(ctx context.Context, name, image string) error 
 // waitExtensionInstalled waits until the ClusterExtension reports bundle installed, recording
 // the conditions it passes through on the timeline, and reads the operator image the bundle
 // deployed.
-func (r *Run) waitExtensionInstalled(ctx context.Context, in *OLMv1Install, bundle string) error {
+func (r installer) waitExtensionInstalled(ctx context.Context, in *V1, bundle string) error {
 	seen := map[string]bool{}
-	return r.waitFor(ctx, "ClusterExtension "+in.Extension+" to install "+bundle, 10*time.Minute, func() error {
+	return r.WaitFor(ctx, "ClusterExtension "+in.Extension+" to install "+bundle, 10*time.Minute, func() error {
 		u := newUnstructured(clusterExtensionGVK, in.Extension)
 		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Name: in.Extension}, u); err != nil {
 			return err
@@ -216,8 +219,8 @@ func (r *Run) waitExtensionInstalled(ctx context.Context, in *OLMv1Install, bund
 }
 
 // waitOperatorImage waits until the operator Deployment in ns has rolled out image.
-func (r *Run) waitOperatorImage(ctx context.Context, ns, image string) error {
-	return r.waitFor(ctx, "the operator deployment to run "+image, 5*time.Minute, func() error {
+func (r installer) waitOperatorImage(ctx context.Context, ns, image string) error {
+	return r.WaitFor(ctx, "the operator deployment to run "+image, 5*time.Minute, func() error {
 		d := &appsv1.Deployment{}
 		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: operatorDeployment}, d); err != nil {
 			return err
@@ -225,8 +228,8 @@ func (r *Run) waitOperatorImage(ctx context.Context, ns, image string) error {
 		if d.Spec.Template.Spec.Containers[0].Image != image {
 			return fmt.Errorf("deployment runs %s", d.Spec.Template.Spec.Containers[0].Image)
 		}
-		if d.Status.ObservedGeneration != d.Generation || d.Status.UpdatedReplicas != *d.Spec.Replicas || d.Status.AvailableReplicas != *d.Spec.Replicas || d.Status.Replicas != *d.Spec.Replicas {
-			return fmt.Errorf("rollout: %d updated, %d available, %d in all, of %d", d.Status.UpdatedReplicas, d.Status.AvailableReplicas, d.Status.Replicas, *d.Spec.Replicas)
+		if err := rolledOut(d); err != nil {
+			return err
 		}
 		return nil
 	})
@@ -242,18 +245,4 @@ func condition(u *unstructured.Unstructured, t string) (bool, string) {
 		}
 	}
 	return false, "no " + t + " condition yet"
-}
-
-// deleteAndWait deletes o (cluster-scoped or namespaced) and waits until it is gone.
-func (r *Run) deleteAndWait(ctx context.Context, o client.Object) error {
-	if err := r.Suite.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return r.waitFor(ctx, fmt.Sprintf("%T %s to be gone", o, o.GetName()), 5*time.Minute, func() error {
-		err := r.Suite.Client.Get(ctx, client.ObjectKeyFromObject(o), o)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still there (%v)", err)
-	})
 }

@@ -22,82 +22,94 @@ import (
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
+// stepResult says when the next pass should look again.
+type stepResult struct {
+	requeueAfter time.Duration
+}
+
 // execute performs one planned step. Every step is idempotent: names are deterministic,
 // creates tolerate AlreadyExists, deletes carry UID preconditions and tolerate NotFound, and
 // membership calls are re-decided from a fresh member list on the next pass.
-func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, a planner.Action) (stepResult, error) {
-	log := logf.FromContext(ctx)
-	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-	next := stepResult{requeueAfter: r.StepDelay}
+func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, s planner.State, a planner.Action) (stepResult, error) {
 	switch a.Kind {
-	case planner.None:
+	case planner.None, planner.Halt:
 		return stepResult{requeueAfter: r.ResyncPeriod}, nil
 	case planner.Wait:
-		if a.Reason == planner.ReasonPaused {
+		if a.Reason == v1alpha1.ReasonPaused {
 			return stepResult{requeueAfter: r.ResyncPeriod}, nil
 		}
 		return stepResult{requeueAfter: 5 * time.Second}, nil
-	case planner.Halt:
-		return stepResult{requeueAfter: r.ResyncPeriod}, nil
+	case planner.Bootstrap, planner.CreatePVC, planner.CreatePod, planner.DeletePod, planner.DeletePVC:
+		return stepResult{requeueAfter: r.StepDelay}, r.actOnObjects(ctx, c, o, a)
+	case planner.AddLearner, planner.Promote, planner.Remove, planner.MoveLeader:
+		return r.actOnMembership(ctx, c, o, s, a)
+	}
+	return stepResult{requeueAfter: r.StepDelay}, fmt.Errorf("unknown action %q", a.Kind)
+}
 
+// actOnObjects creates or deletes member Pods and PVCs, recording what the cache must see.
+func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, a planner.Action) error {
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	switch a.Kind {
 	case planner.Bootstrap:
 		initial := resources.InitialCluster(c, a.Members)
 		for _, m := range a.Members {
 			if _, ok := o.pvcs[m]; !ok {
 				if err := r.createPVC(ctx, c, key, m, len(a.Members)); err != nil {
-					return next, err
+					return err
 				}
 			}
 			if _, ok := o.pods[m]; !ok {
 				if err := r.createPod(ctx, c, key, resources.MemberPod{Member: m, Bootstrap: true, InitialCluster: initial}); err != nil {
-					return next, err
+					return err
 				}
 			}
 		}
-		return next, nil
-
 	case planner.CreatePVC:
-		return next, r.createPVC(ctx, c, key, a.Member, 0)
-
+		return r.createPVC(ctx, c, key, a.Member, 0)
 	case planner.CreatePod:
-		return next, r.createPod(ctx, c, key, resources.MemberPod{
+		return r.createPod(ctx, c, key, resources.MemberPod{
 			Member:         a.Member,
 			InitialCluster: initialClusterFor(c, o, a.Member),
 			RequireData:    a.RequireData,
 			ClusterID:      c.Status.ClusterID,
 		})
-
 	case planner.DeletePod:
 		p := o.pods[a.Member]
 		if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
-			return next, fmt.Errorf("deleting pod %s: %w", a.Member, err)
+			return fmt.Errorf("deleting pod %s: %w", a.Member, err)
 		}
 		r.Expectations.ExpectDelete(key, expectations.Key{Kind: kindPod, Name: a.Member}, p.UID)
-		if a.Reason == planner.ReasonRollingUpdate {
-			r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberRestarting", "replacing the pod of %s to apply the new spec", a.Member)
+		if a.Reason == v1alpha1.ReasonRollingUpdate {
+			r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventMemberRestarting, "replacing the pod of %s to apply the new spec", a.Member)
 		}
-		return next, nil
-
 	case planner.DeletePVC:
 		p := o.pvcs[a.Member]
 		if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
-			return next, fmt.Errorf("deleting PVC %s: %w", a.Member, err)
+			return fmt.Errorf("deleting PVC %s: %w", a.Member, err)
 		}
 		r.Expectations.ExpectDelete(key, expectations.Key{Kind: kindPVC, Name: a.Member}, p.UID)
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, "VolumeDeleted", "deleted the volume of removed member %s", a.Member)
-		return next, nil
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventVolumeDeleted, "deleted the volume of removed member %s", a.Member)
+	}
+	return nil
+}
 
+// actOnMembership makes one change to etcd's membership, through the voters observed this pass.
+func (r *Reconciler) actOnMembership(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, s planner.State, a planner.Action) (stepResult, error) {
+	log := logf.FromContext(ctx)
+	next := stepResult{requeueAfter: r.StepDelay}
+	count := func(change string) { metrics.MembershipChanges.WithLabelValues(c.Namespace, c.Name, change).Inc() }
+	switch a.Kind {
 	case planner.AddLearner:
-		name := o.state.FreeName(o.memberName)
+		name := s.FreeName(o.memberName)
 		peerURL := names.PeerURL(c.Name, c.Namespace, name, c.Spec.TLS.IsEnabled())
 		m, err := o.client.AddLearner(ctx, peerURL)
 		if err != nil {
 			return next, err
 		}
-		metrics.MembershipChanges.WithLabelValues(c.Namespace, c.Name, "add_learner").Inc()
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberAdded", "added %s as learner %s (%s)", name, names.FormatID(m.ID), a.Message)
+		count("add_learner")
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventMemberAdded, "added %s as learner %s (%s)", name, names.FormatID(m.ID), a.Message)
 		log.Info("added learner", "member", name, "id", names.FormatID(m.ID))
-		return next, nil
 
 	case planner.Promote:
 		if err := o.client.Promote(ctx, a.ID); err != nil {
@@ -107,23 +119,21 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 			}
 			return next, err
 		}
-		metrics.MembershipChanges.WithLabelValues(c.Namespace, c.Name, "promote").Inc()
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberPromoted", "promoted learner %s to voter", a.Member)
+		count("promote")
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventMemberPromoted, "promoted learner %s to voter", a.Member)
 		log.Info("promoted learner", "member", a.Member)
-		return next, nil
 
 	case planner.Remove:
 		if err := o.client.Remove(ctx, a.ID); err != nil {
 			return next, err
 		}
-		metrics.MembershipChanges.WithLabelValues(c.Namespace, c.Name, "remove").Inc()
+		count("remove")
 		eventType := corev1.EventTypeNormal
-		if a.Reason == planner.ReasonMemberDataLost {
+		if a.Reason == v1alpha1.ReasonMemberDataLost {
 			eventType = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(c, eventType, "MemberRemoved", "%s", a.Message)
+		r.Recorder.Eventf(c, eventType, v1alpha1.EventMemberRemoved, "%s", a.Message)
 		log.Info("removed member", "member", a.Member, "reason", a.Message)
-		return next, nil
 
 	case planner.MoveLeader:
 		ep, ok := o.endpoints[a.Member]
@@ -133,12 +143,11 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 		if err := o.client.MoveLeader(ctx, ep, a.Target); err != nil {
 			return next, err
 		}
-		metrics.MembershipChanges.WithLabelValues(c.Namespace, c.Name, "move_leader").Inc()
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, "LeaderMoved", "%s", a.Message)
+		count("move_leader")
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventLeaderMoved, "%s", a.Message)
 		log.Info("moved leadership", "from", a.Member, "to", a.TargetName)
-		return next, nil
 	}
-	return next, fmt.Errorf("unknown action %q", a.Kind)
+	return next, nil
 }
 
 func (r *Reconciler) createPVC(ctx context.Context, c *v1alpha1.EtcdCluster, key types.NamespacedName, member string, bootstrapSize int) error {

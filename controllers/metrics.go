@@ -1,0 +1,45 @@
+package controllers
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/metrics"
+)
+
+// recordMetrics publishes the cluster's status as gauges, and counts a change into a
+// cluster-ID mismatch.
+func recordMetrics(c *v1alpha1.EtcdCluster, before, after v1alpha1.EtcdClusterStatus) {
+	ns, name := c.Namespace, c.Name
+	available := meta.IsStatusConditionTrue(after.Conditions, v1alpha1.ConditionAvailable)
+	metrics.ClusterAvailable.WithLabelValues(ns, name).Set(boolFloat(available))
+	voters, learners := 0, 0
+	for _, m := range after.Members {
+		if m.Learner {
+			learners++
+		} else {
+			voters++
+		}
+		metrics.MemberHealthy.WithLabelValues(ns, name, m.Name).Set(boolFloat(m.Healthy))
+	}
+	for _, old := range before.Members {
+		if findMember(after.Members, old.Name) == nil {
+			metrics.MemberHealthy.DeleteLabelValues(ns, name, old.Name)
+		}
+	}
+	metrics.ClusterMembers.WithLabelValues(ns, name, "voter").Set(float64(voters))
+	metrics.ClusterMembers.WithLabelValues(ns, name, "learner").Set(float64(learners))
+	was, now := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionDegraded), meta.FindStatusCondition(after.Conditions, v1alpha1.ConditionDegraded)
+	if now != nil && now.Status == metav1.ConditionTrue && now.Reason == v1alpha1.ReasonClusterIDMismatch &&
+		(was == nil || was.Status != metav1.ConditionTrue || was.Reason != v1alpha1.ReasonClusterIDMismatch) {
+		metrics.ClusterIDMismatches.WithLabelValues(ns, name).Inc()
+	}
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,89 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func TestPausedClusterIsLeftAlone(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	c := newCluster(ns, "p", 3)
+	c.Spec.Paused = true
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ns, "p", "Progressing=False/Paused", func(c *v1alpha1.EtcdCluster) error {
+		if p := condition(c, v1alpha1.ConditionProgressing); p.Status != metav1.ConditionFalse || p.Reason != v1alpha1.ReasonPaused {
+			return fmt.Errorf("Progressing=%s/%s", p.Status, p.Reason)
+		}
+		return nil
+	})
+	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
+		t.Fatalf("a paused cluster got pods %v", pods)
+	}
+	var secrets corev1.SecretList
+	if err := k8s.List(context.Background(), &secrets, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets.Items) != 0 {
+		t.Fatalf("a paused cluster got secrets")
+	}
+}
+
+func TestMissingUserSecretIsReported(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns, etcd.NewFake("3.6.16"))
+	c := newCluster(ns, "usr", 3)
+	c.Spec.TLS = v1alpha1.TLSSpec{ServerSecretName: "mine-server", PeerSecretName: "mine-peer", ClientSecretName: "mine-client"}
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	c = waitFor(t, ns, "usr", "Degraded TLSNotReady", func(c *v1alpha1.EtcdCluster) error {
+		if d := condition(c, v1alpha1.ConditionDegraded); d.Reason != v1alpha1.ReasonTLSNotReady {
+			return fmt.Errorf("Degraded=%s/%s", d.Status, d.Reason)
+		}
+		return nil
+	})
+	if msg := condition(c, v1alpha1.ConditionDegraded).Message; !strings.Contains(msg, "mine-server") || !strings.Contains(msg, "spec.tls") {
+		t.Errorf("message does not name the missing secret: %q", msg)
+	}
+	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
+		t.Fatalf("members started without their certificates: %v", pods)
+	}
+}
+
+// The defaults live in the CRD schema (what the API server applies) and in Default() (what the
+// operator applies to objects stored before a default existed); they must agree.
+func TestSchemaDefaultsMatchDefault(t *testing.T) {
+	ns := newNamespace(t)
+	minimal := &v1alpha1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: ns},
+		Spec:       v1alpha1.EtcdClusterSpec{Version: "3.6.16", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}},
+	}
+	want := minimal.DeepCopy()
+	want.Default()
+	if err := k8s.Create(context.Background(), minimal); err != nil {
+		t.Fatal(err)
+	}
+	got := getCluster(t, ns, "defaults")
+	if !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
+		t.Errorf("the API server defaulted the spec to\n %+v\nDefault() gives\n %+v", got.Spec, want.Spec)
+	}
+	defaulted := got.DeepCopy()
+	defaulted.Default()
+	if !equality.Semantic.DeepEqual(defaulted.Spec, got.Spec) {
+		t.Errorf("Default() changes a spec the API server defaulted:\n %+v\n %+v", got.Spec, defaulted.Spec)
+	}
+}

@@ -1,0 +1,127 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/checker/availability"
+	"github.com/quorate-dev/quorate/e2e/checker/linearizability"
+	"github.com/quorate-dev/quorate/e2e/checker/lostwrites"
+	"github.com/quorate-dev/quorate/e2e/checker/splitbrain"
+	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/e2e/report"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func (r *Run) execute(ctx context.Context) {
+	t, sc := r.T, r.Scenario
+	res := report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Budget: sc.Budget, Expected: map[string]bool{}}
+	for _, c := range report.Checkers {
+		res.Expected[c] = true
+	}
+	for c, want := range sc.Expect {
+		res.Expected[c] = want
+	}
+	defer func() { res.Duration = time.Since(res.Start); r.Suite.add(res) }()
+
+	if err := r.call(ctx, "POST", "start", nil); err != nil {
+		res.Error = err.Error()
+		t.Fatal(err)
+	}
+	pctx, stopProgress := context.WithCancel(ctx)
+	go r.progress(pctx, res.Start)
+	r.Phase("steady load before the scenario")
+	wait(ctx, r.Suite.Opts.Duration)
+	var stepErr error
+	if sc.Steps != nil {
+		stepErr = sc.Steps(ctx, r)
+	}
+	r.Phase("steady load after the scenario")
+	wait(ctx, r.Suite.Opts.Duration)
+	stopProgress()
+	if err := r.call(ctx, "POST", "stop", nil); err != nil {
+		res.Error = err.Error()
+		t.Fatal(err)
+	}
+	var h history.History
+	if err := r.call(ctx, "GET", "history", &h); err != nil {
+		res.Error = err.Error()
+		t.Fatal(err)
+	}
+	var final history.Final
+	if err := r.call(ctx, "POST", "final", &final); err != nil {
+		final = history.Final{Error: err.Error()}
+	}
+	h.Final, h.Scenario = &final, sc.Name
+	h.Events = append(r.clusterEvents(ctx), r.events...)
+	sort.Slice(h.Events, func(i, j int) bool { return h.Events[i].Time < h.Events[j].Time })
+	res.Events = h.Events
+	if stepErr != nil {
+		res.Error = "scenario steps failed: " + stepErr.Error()
+		t.Errorf("%s: %v", sc.Name, stepErr)
+	}
+
+	dir := r.Suite.Opts.ReportDir
+	_ = os.MkdirAll(dir, 0o755)
+	res.History = "history-" + history.Slug(sc.Name) + ".json"
+	if err := h.Save(filepath.Join(dir, res.History)); err != nil {
+		t.Logf("saving the history: %v", err)
+	}
+	lin := linearizability.Check(&h, 3*time.Minute, dir)
+	av, stats := availability.Check(&h, sc.Budget)
+	res.Verdicts = []history.Verdict{lin, lostwrites.Check(&h), av, splitbrain.Check(&h, splitbrain.DefaultBounds)}
+	res.Stats = stats
+	res.AddLatencies(&h, 4000)
+	for i, v := range res.Verdicts {
+		want := res.Expected[v.Checker]
+		t.Logf("%s (expected %s)", v, map[bool]string{true: "pass", false: "fail"}[want])
+		if v.Pass != want {
+			// Name the faults that were active: during the longest write gap for availability,
+			// during the run for the others.
+			var from, to int64
+			if v.Checker == "availability" {
+				from, to = stats.GapStart, stats.GapEnd
+			}
+			if active := faultsDuring(h.Events, from, to); len(active) > 0 {
+				v.Details = append(v.Details, "faults active: "+strings.Join(active, "; "))
+				res.Verdicts[i] = v
+			}
+			t.Errorf("%s: %s verdict %v, expected pass=%v: %s %v", sc.Name, v.Checker, v.Pass, want, v.Reason, v.Details)
+		}
+		if part, ok := sc.ExpectReason[v.Checker]; ok && !strings.Contains(v.Reason, part) {
+			t.Errorf("%s: %s verdict gives the reason %q, expected one about %q", sc.Name, v.Checker, v.Reason, part)
+			res.Error = fmt.Sprintf("%s verdict for the wrong reason: %s", v.Checker, v.Reason)
+		}
+	}
+}
+
+// clusterEvents turns the operator's Events about the EtcdCluster into timeline events.
+func (r *Run) clusterEvents(ctx context.Context) []history.Event {
+	var list corev1.EventList
+	if err := r.Suite.Client.List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
+		return nil
+	}
+	var out []history.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind != "EtcdCluster" || !slices.Contains(v1alpha1.MembershipEvents, e.Reason) {
+			continue
+		}
+		ts := e.EventTime.Time
+		if ts.IsZero() {
+			ts = e.FirstTimestamp.Time
+		}
+		if e.LastTimestamp.After(ts) {
+			ts = e.LastTimestamp.Time
+		}
+		out = append(out, history.Event{Time: ts.UnixNano(), Kind: "membership", Name: e.Reason, Text: e.Message})
+	}
+	return out
+}

@@ -1,0 +1,92 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/quorate-dev/quorate/internal/names"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+func (r *Run) workloadPod() *corev1.Pod {
+	rate := r.Suite.Opts.Rate
+	if r.Scenario.Rate > 0 {
+		rate = r.Scenario.Rate
+	}
+	clientHost := names.ClientHost(r.Cluster, r.Namespace)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "workload", Namespace: r.Namespace, Labels: map[string]string{"app": "quorate-workload"}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name:  "workload",
+				Image: r.Suite.Opts.WorkloadImage,
+				Args: []string{
+					"--endpoints=https://" + clientHost + ":2379",
+					"--tls-dir=/tls",
+					"--server-name=" + clientHost,
+					"--peer-service=" + names.PeerService(r.Cluster) + "." + r.Namespace + ".svc",
+					fmt.Sprintf("--clients=%d", r.Suite.Opts.Clients),
+					fmt.Sprintf("--rate=%g", rate),
+				},
+				Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 2},
+				VolumeMounts:   []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}},
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532)},
+			}},
+			Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: names.ClientSecret(r.Cluster)}}}},
+		},
+	}
+}
+
+// call invokes the workload through the API server's pod proxy.
+func (r *Run) call(ctx context.Context, method, path string, out any) error {
+	req := r.Suite.Clientset.CoreV1().RESTClient().Verb(method).Namespace(r.Namespace).Resource("pods").Name("workload:8080").SubResource("proxy").Suffix(path)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	body, err := req.DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("workload %s %s: %w", method, path, err)
+	}
+	if out != nil {
+		return json.Unmarshal(body, out)
+	}
+	return nil
+}
+
+// wait blocks for d while the load runs (a measurement window, not a wait for a condition).
+func wait(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func (r *Run) progress(ctx context.Context, start time.Time) {
+	if r.Suite.Opts.Quiet {
+		return
+	}
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			var st struct{ OK, Fail, Unknown, Samples int }
+			if err := r.call(ctx, "GET", "stats", &st); err != nil {
+				continue
+			}
+			r.mu.Lock()
+			phase := r.phase
+			r.mu.Unlock()
+			fmt.Fprintf(os.Stderr, "[%s] %4.0fs ok=%d fail=%d unknown=%d samples=%d  %s\n", r.Scenario.Name, time.Since(start).Seconds(), st.OK, st.Fail, st.Unknown, st.Samples, phase)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package launcher
+
+import (
+	"os"
+	"strings"
+)
+
+// RefusalKind names why the launcher refused to start etcd. The operator reads it back from
+// the etcd container's termination message with ParseTermination; the kinds and the message
+// format are defined here, once.
+type RefusalKind string
+
+const (
+	// RefusalDataLost: the member has run before but its volume no longer holds its data.
+	RefusalDataLost RefusalKind = "DataLost"
+	// RefusalClusterIDMismatch: the volume holds the data of another etcd cluster.
+	RefusalClusterIDMismatch RefusalKind = "ClusterIDMismatch"
+)
+
+// RefusalKinds lists every kind, for tests and for parsing.
+var RefusalKinds = []RefusalKind{RefusalDataLost, RefusalClusterIDMismatch}
+
+// Refusal is a reason not to start etcd.
+type Refusal struct {
+	Kind    RefusalKind
+	Message string
+}
+
+// Error is also the termination message: "<Kind>: <Message>".
+func (r *Refusal) Error() string { return string(r.Kind) + ": " + r.Message }
+
+// ParseTermination reads a refusal back from a termination message. It returns nil for any
+// other message (etcd's own exit, a log tail written by Kubernetes).
+func ParseTermination(msg string) *Refusal {
+	kind, rest, ok := strings.Cut(msg, ": ")
+	if !ok {
+		return nil
+	}
+	for _, k := range RefusalKinds {
+		if RefusalKind(kind) == k {
+			return &Refusal{Kind: k, Message: rest}
+		}
+	}
+	return nil
+}
+
+// WriteTerminationMessage records a refusal where Kubernetes shows it as the container's
+// termination message.
+func WriteTerminationMessage(path string, r *Refusal) error {
+	return writeTerminationLog(path, r.Error())
+}
+
+// writeTerminationLog writes the container's termination message, which the kubelet reads.
+func writeTerminationLog(path, msg string) error {
+	return os.WriteFile(path, []byte(msg), 0o644) //nolint:gosec // the kubelet reads it; it holds no secret
+}

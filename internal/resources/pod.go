@@ -1,0 +1,229 @@
+package resources
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/version"
+)
+
+// Names of the containers and volumes of a member pod.
+const (
+	EtcdContainer     = "etcd"
+	LauncherContainer = "install-launcher"
+
+	volumeData      = "data"
+	volumeLauncher  = "launcher"
+	volumeServerTLS = "server-tls"
+	volumePeerTLS   = "peer-tls"
+)
+
+// MemberPod describes the member-specific part of a pod.
+type MemberPod struct {
+	Member string
+	// Bootstrap is true for the members that form the cluster (initial-cluster-state=new).
+	Bootstrap bool
+	// InitialCluster lists the members etcd should know at first start.
+	InitialCluster string
+	// RequireData makes the launcher refuse to start etcd on an empty data directory.
+	RequireData bool
+	// ClusterID (hex) the member's data must belong to; empty before bootstrap.
+	ClusterID string
+}
+
+// Pod builds a member pod: its metadata, the launcher's init container, the etcd container,
+// its volumes and where it may be scheduled.
+func Pod(c *v1alpha1.EtcdCluster, p MemberPod, im Images) (*corev1.Pod, error) {
+	v, err := version.Parse(c.Spec.Version)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := c.Spec.PodTemplate
+	if tmpl == nil {
+		tmpl = &v1alpha1.PodTemplate{}
+	}
+	volumes, mounts := podVolumes(c, p.Member)
+	pod := &corev1.Pod{
+		ObjectMeta: podMeta(c, p.Member, tmpl, im),
+		Spec: corev1.PodSpec{
+			Hostname:      p.Member,
+			Subdomain:     names.PeerService(c.Name),
+			RestartPolicy: corev1.RestartPolicyAlways,
+			// etcd flushes on SIGTERM quickly; leadership is moved away before planned stops.
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			EnableServiceLinks:            ptr.To(false),
+			AutomountServiceAccountToken:  ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To[int64](65532),
+				RunAsGroup:     ptr.To[int64](65532),
+				FSGroup:        ptr.To[int64](65532),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			InitContainers: []corev1.Container{launcherContainer(im)},
+			Containers:     []corev1.Container{etcdContainer(c, p, v, tmpl, im, mounts)},
+			Volumes:        volumes,
+		},
+	}
+	schedule(&pod.Spec, c.Name, tmpl)
+	return pod, nil
+}
+
+// podMeta is the pod's metadata: the template's labels and annotations under the operator's
+// own, and the hash of the spec the pod is built from.
+func podMeta(c *v1alpha1.EtcdCluster, member string, tmpl *v1alpha1.PodTemplate, im Images) metav1.ObjectMeta {
+	labels := map[string]string{}
+	for k, val := range tmpl.Labels {
+		labels[k] = val
+	}
+	for k, val := range names.MemberLabels(c.Name, member) {
+		labels[k] = val
+	}
+	annotations := map[string]string{}
+	for k, val := range tmpl.Annotations {
+		annotations[k] = val
+	}
+	annotations[names.AnnotationSpecHash] = MemberSpecHash(c, im)
+	return metav1.ObjectMeta{Name: member, Namespace: c.Namespace, Labels: labels, Annotations: annotations, OwnerReferences: OwnerRefs(c)}
+}
+
+// restricted is the security context of both containers.
+func restricted() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// launcherContainer copies the launcher from the operator image into a volume the etcd
+// container runs it from, so that any etcd image works.
+func launcherContainer(im Images) corev1.Container {
+	return corev1.Container{
+		Name:            LauncherContainer,
+		Image:           im.Launcher,
+		ImagePullPolicy: im.PullPolicy,
+		Command:         []string{"/quorate-launcher", "install", LauncherPath},
+		VolumeMounts:    []corev1.VolumeMount{{Name: volumeLauncher, MountPath: LauncherDir}},
+		SecurityContext: restricted(),
+	}
+}
+
+// LaunchArgs is the etcd container's command: the launcher, its checks of the volume, then
+// etcd and its flags.
+func LaunchArgs(c *v1alpha1.EtcdCluster, p MemberPod, v version.Version) []string {
+	state := "existing"
+	if p.Bootstrap {
+		state = "new"
+	}
+	args := []string{
+		LauncherPath, "launch",
+		"--data-dir=" + DataDir,
+		"--marker=" + MarkerFile,
+		"--member=" + p.Member,
+		"--host=" + names.MemberHost(c.Name, c.Namespace, p.Member),
+		"--expected-cluster-id=" + p.ClusterID,
+		"--require-data=" + strconv.FormatBool(p.RequireData),
+	}
+	if c.Spec.TLS.IsEnabled() {
+		args = append(args, "--tls-dir="+ServerTLSDir)
+	}
+	args = append(args, "--", EtcdBinary)
+	return append(args, EtcdFlags(c, v, p.Member, state, p.InitialCluster)...)
+}
+
+// etcdContainer runs etcd behind the launcher, with probes on the metrics listener.
+func etcdContainer(c *v1alpha1.EtcdCluster, p MemberPod, v version.Version, tmpl *v1alpha1.PodTemplate, im Images, mounts []corev1.VolumeMount) corev1.Container {
+	resources := corev1.ResourceRequirements{Requests: corev1.ResourceList{}}
+	if tmpl.Resources != nil {
+		resources = *tmpl.Resources.DeepCopy()
+	}
+	probe := func(path string, period, failures int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(names.MetricsPort), Scheme: corev1.URISchemeHTTP}},
+			PeriodSeconds:    period,
+			TimeoutSeconds:   5,
+			FailureThreshold: failures,
+		}
+	}
+	return corev1.Container{
+		Name:            EtcdContainer,
+		Image:           im.EtcdImage(c),
+		ImagePullPolicy: im.PullPolicy,
+		Command:         LaunchArgs(c, p, v),
+		Ports: []corev1.ContainerPort{
+			{Name: "client", ContainerPort: names.ClientPort},
+			{Name: "peer", ContainerPort: names.PeerPort},
+			{Name: "metrics", ContainerPort: names.MetricsPort},
+		},
+		Resources:                resources,
+		VolumeMounts:             mounts,
+		StartupProbe:             probe("/livez", 2, 150),
+		LivenessProbe:            probe("/livez", 10, 8),
+		ReadinessProbe:           probe("/readyz", 5, 3),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          restricted(),
+	}
+}
+
+// podVolumes are the member's PVC, the launcher's volume and, with TLS, the certificates; and
+// where the etcd container mounts them.
+func podVolumes(c *v1alpha1.EtcdCluster, member string) ([]corev1.Volume, []corev1.VolumeMount) {
+	volumes := []corev1.Volume{
+		{Name: volumeData, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: member}}},
+		{Name: volumeLauncher, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: volumeData, MountPath: DataVolumeMount},
+		{Name: volumeLauncher, MountPath: LauncherDir, ReadOnly: true},
+	}
+	if !c.Spec.TLS.IsEnabled() {
+		return volumes, mounts
+	}
+	server, peer := names.ServerSecret(c.Name), names.PeerSecret(c.Name)
+	if c.Spec.TLS.UserProvided() {
+		server, peer = c.Spec.TLS.ServerSecretName, c.Spec.TLS.PeerSecretName
+	}
+	secret := func(name, secretName string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secretName, DefaultMode: ptr.To[int32](0o440)}}}
+	}
+	volumes = append(volumes, secret(volumeServerTLS, server), secret(volumePeerTLS, peer))
+	mounts = append(mounts,
+		corev1.VolumeMount{Name: volumeServerTLS, MountPath: ServerTLSDir, ReadOnly: true},
+		corev1.VolumeMount{Name: volumePeerTLS, MountPath: PeerTLSDir, ReadOnly: true},
+	)
+	return volumes, mounts
+}
+
+// schedule applies the template's placement, with a soft spread of members across nodes and
+// zones where the template says nothing.
+func schedule(spec *corev1.PodSpec, cluster string, tmpl *v1alpha1.PodTemplate) {
+	spec.Affinity = tmpl.Affinity
+	spec.Tolerations = tmpl.Tolerations
+	spec.NodeSelector = tmpl.NodeSelector
+	spec.TopologySpreadConstraints = tmpl.TopologySpreadConstraints
+	spec.PriorityClassName = tmpl.PriorityClassName
+	members := &metav1.LabelSelector{MatchLabels: names.MemberSelector(cluster)}
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+				Weight:          100,
+				PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: members, TopologyKey: corev1.LabelHostname},
+			}},
+		}}
+	}
+	if spec.TopologySpreadConstraints == nil {
+		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew:           1,
+			TopologyKey:       corev1.LabelTopologyZone,
+			WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector:     members,
+		}}
+	}
+}
