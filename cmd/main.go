@@ -24,6 +24,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/envflag"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/expectations"
+	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
@@ -40,6 +41,7 @@ func main() {
 		secureMetrics, leaderElect                   bool
 		concurrency                                  int
 		resync, rollSettle                           time.Duration
+		deadlines                                    = planner.DefaultDeadlines
 		images                                       resources.Images
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (0 disables it)")
@@ -50,6 +52,9 @@ func main() {
 	flag.IntVar(&concurrency, "max-concurrent-reconciles", 4, "EtcdClusters reconciled in parallel")
 	flag.DurationVar(&resync, "resync-period", 30*time.Second, "how often a settled cluster's health is checked")
 	flag.DurationVar(&rollSettle, "roll-settle", 10*time.Second, "how long every member's pod must have been ready before a rolling update (etcd upgrade, spec change) replaces the next one; clients reconnect in that time")
+	flag.DurationVar(&deadlines.MemberStart, "member-start-deadline", deadlines.MemberStart, "how long a member's new pod may take to become healthy before a rollout is reported stuck (sooner when the pod shows why, such as an image pull error)")
+	flag.DurationVar(&deadlines.Learner, "learner-deadline", deadlines.Learner, "how long a learner may take to start and catch up before it is removed and added again")
+	flag.DurationVar(&deadlines.Terminating, "terminating-deadline", deadlines.Terminating, "how long a member's pod may stay terminating (its node does not answer) before it is reported and no longer holds up other members' steps")
 	flag.StringVar(&images.EtcdRepository, "etcd-image-repository", envflag.Or("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
 	flag.StringVar(&images.Launcher, "launcher-image", envflag.Or("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
 	flag.StringVar(&pullPolicy, "image-pull-policy", envflag.Or("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
@@ -102,7 +107,7 @@ func main() {
 		EtcdFactory:  etcd.NewClient,
 		Expectations: expectations.New(2 * time.Minute),
 		ResyncPeriod: resync,
-		RollSettle:   rollSettle,
+		Settings:     controllers.Settings{RollSettle: rollSettle, Deadlines: deadlines},
 	}
 	if err := r.SetupWithManager(mgr, concurrency); err != nil {
 		log.Error(err, "setting up the controller")

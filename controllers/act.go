@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -43,6 +44,13 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 		return stepResult{requeueAfter: r.StepDelay}, r.actOnObjects(ctx, c, o, a)
 	case planner.AddLearner, planner.Promote, planner.Remove, planner.MoveLeader:
 		return r.actOnMembership(ctx, c, o, s, a)
+	case planner.Disarm, planner.Defragment:
+		return stepResult{requeueAfter: r.StepDelay}, r.maintain(ctx, c, o, a)
+	case planner.AdoptVolumes:
+		return stepResult{requeueAfter: r.StepDelay}, r.adoptVolumes(ctx, c, o, a)
+	case planner.StartRecovery, planner.RecoveryPhase:
+		r.recordRecovery(c, a)
+		return stepResult{requeueAfter: r.StepDelay}, nil
 	}
 	return stepResult{requeueAfter: r.StepDelay}, fmt.Errorf("unknown action %q", a.Kind)
 }
@@ -69,10 +77,11 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 		return r.createPVC(ctx, c, key, a.Member, 0)
 	case planner.CreatePod:
 		return r.createPod(ctx, c, key, resources.MemberPod{
-			Member:         a.Member,
-			InitialCluster: initialClusterFor(c, o, a.Member),
-			RequireData:    a.RequireData,
-			ClusterID:      c.Status.ClusterID,
+			Member:          a.Member,
+			InitialCluster:  initialClusterFor(c, o, a.Member),
+			RequireData:     a.RequireData,
+			ClusterID:       c.Status.ClusterID,
+			ForceNewCluster: a.ForceNewCluster,
 		})
 	case planner.DeletePod:
 		p := o.pods[a.Member]
@@ -80,8 +89,13 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 			return fmt.Errorf("deleting pod %s: %w", a.Member, err)
 		}
 		r.Expectations.ExpectDelete(key, expectations.Key{Kind: kindPod, Name: a.Member}, p.UID)
-		if a.Reason == v1alpha1.ReasonRollingUpdate {
+		switch a.Reason {
+		case v1alpha1.ReasonRollingUpdate:
 			r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventMemberRestarting, "replacing the pod of %s to apply the new spec", a.Member)
+		case v1alpha1.ReasonPodEnded, v1alpha1.ReasonEtcdUnreachable:
+			r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventPodReplaced, "%s", a.Message)
+		case v1alpha1.ReasonRecovery:
+			r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventRecoveryProgress, "%s", a.Message)
 		}
 	case planner.DeletePVC:
 		p := o.pvcs[a.Member]
@@ -151,8 +165,8 @@ func (r *Reconciler) actOnMembership(ctx context.Context, c *v1alpha1.EtcdCluste
 }
 
 func (r *Reconciler) createPVC(ctx context.Context, c *v1alpha1.EtcdCluster, key types.NamespacedName, member string, bootstrapSize int) error {
-	if err := r.Create(ctx, resources.PVC(c, member, bootstrapSize)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating PVC %s: %w", member, err)
+	if err := r.create(ctx, c, resources.PVC(c, member, bootstrapSize), &corev1.PersistentVolumeClaim{}); err != nil {
+		return err
 	}
 	r.Expectations.ExpectCreate(key, expectations.Key{Kind: kindPVC, Name: member})
 	return nil
@@ -163,11 +177,87 @@ func (r *Reconciler) createPod(ctx context.Context, c *v1alpha1.EtcdCluster, key
 	if err != nil {
 		return err
 	}
-	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating pod %s: %w", p.Member, err)
+	if err := r.create(ctx, c, pod, &corev1.Pod{}); err != nil {
+		return err
 	}
 	r.Expectations.ExpectCreate(key, expectations.Key{Kind: kindPod, Name: p.Member})
 	return nil
+}
+
+// create creates obj. When an object of that name exists already (the cache had not seen it
+// yet, or somebody else made it), it is trusted only if c owns it.
+func (r *Reconciler) create(ctx context.Context, c *v1alpha1.EtcdCluster, obj, existing client.Object) error {
+	err := r.Create(ctx, obj)
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+		}
+		return nil
+	}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+		return fmt.Errorf("creating %T %s: it exists, but reading it failed: %w", obj, obj.GetName(), err)
+	}
+	return controlled(c, existing)
+}
+
+// maintain disarms the cluster's alarms or defragments a member.
+func (r *Reconciler) maintain(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, a planner.Action) error {
+	switch a.Kind {
+	case planner.Disarm:
+		for _, al := range o.alarms {
+			if err := o.client.Disarm(ctx, al); err != nil {
+				return err
+			}
+		}
+		metrics.MembershipChanges.WithLabelValues(c.Namespace, c.Name, "disarm").Inc()
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventAlarmDisarmed, "%s", a.Message)
+	case planner.Defragment:
+		ep, ok := o.endpoints[a.Member]
+		if !ok {
+			return fmt.Errorf("member %s has no address to defragment", a.Member)
+		}
+		if err := o.client.Defragment(ctx, ep); err != nil {
+			return err
+		}
+		metrics.MembershipChanges.WithLabelValues(c.Namespace, c.Name, "defragment").Inc()
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventDefragmented, "%s", a.Message)
+	}
+	return nil
+}
+
+// adoptVolumes makes the volumes an earlier EtcdCluster of the same name retained this one's;
+// on the next pass their cluster ID is recovered from them and their members restart.
+func (r *Reconciler) adoptVolumes(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, a planner.Action) error {
+	for _, name := range sortedKeys(o.retained) {
+		p := o.retained[name]
+		updated := p.DeepCopy()
+		updated.OwnerReferences = nil
+		resources.SetRetention(c, updated)
+		if err := r.Patch(ctx, updated, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("adopting PVC %s: %w", name, err)
+		}
+	}
+	r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventVolumesAdopted, "%s", a.Message)
+	return nil
+}
+
+// recordRecovery writes the progress of a forced recovery into status before anything is done
+// about it, so that a crash between steps resumes the same recovery.
+func (r *Reconciler) recordRecovery(c *v1alpha1.EtcdCluster, a planner.Action) {
+	switch a.Kind {
+	case planner.StartRecovery:
+		now := metav1.Now()
+		c.Status.Recovery = &v1alpha1.RecoveryStatus{Token: c.Spec.Recovery.ForceNewCluster, Phase: v1alpha1.RecoveryRestarting,
+			Member: a.Member, Revision: a.Revision, StartTime: &now}
+		r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventRecoveryStarted, "%s", a.Message)
+	case planner.RecoveryPhase:
+		if a.Phase == v1alpha1.RecoveryNotNeeded {
+			c.Status.Recovery = &v1alpha1.RecoveryStatus{Token: c.Spec.Recovery.ForceNewCluster, Phase: a.Phase}
+		} else if c.Status.Recovery != nil {
+			c.Status.Recovery.Phase = a.Phase
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventRecoveryProgress, "%s", a.Message)
+	}
 }
 
 // initialClusterFor is --initial-cluster for a member joining or rejoining: every member in

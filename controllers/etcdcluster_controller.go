@@ -40,10 +40,8 @@ type Reconciler struct {
 	ResyncPeriod time.Duration
 	// StepDelay is the pause after a membership step before the next observation.
 	StepDelay time.Duration
-	// RollSettle is how long every member's pod must have been Ready before a rolling update
-	// replaces the next one (0: no wait), so that clients reconnect to each replaced member
-	// before another goes away.
-	RollSettle time.Duration
+	// Settings feed the planner: the roll settle time and the deadlines.
+	Settings Settings
 }
 
 // +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters,verbs=get;list;watch;update;patch
@@ -106,10 +104,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// Plan and act: one step.
-	state := obs.buildState(c, clusterID, time.Now(), r.RollSettle)
+	state := obs.buildState(c, clusterID, time.Now(), r.Settings)
 	action := planner.Plan(state, obs.memberName)
 	log.V(1).Info("planned", "action", action.String())
 	res, execErr := r.execute(ctx, c, obs, state, action)
+	if execErr == nil {
+		execErr = r.upkeep(ctx, c, obs, state)
+	}
 	outcome := string(action.Kind)
 	if execErr != nil {
 		outcome = "Error"

@@ -211,6 +211,14 @@ func patchReplicas(t *testing.T, ns, name string, n int32) {
 
 func assertOwned(t *testing.T, obj client.Object, c *v1alpha1.EtcdCluster) {
 	t.Helper()
+	if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+		// Member volumes are retained by default: they name their cluster without an owner
+		// reference, so that deleting the EtcdCluster keeps them.
+		if len(pvc.OwnerReferences) != 0 || pvc.Annotations[names.AnnotationOwnerUID] != string(c.UID) || pvc.Labels[names.LabelRetention] != v1alpha1.VolumeRetain {
+			t.Errorf("PVC %s: owner references %+v, annotations %v, labels %v", pvc.Name, pvc.OwnerReferences, pvc.Annotations, pvc.Labels)
+		}
+		return
+	}
 	refs := obj.GetOwnerReferences()
 	if len(refs) != 1 || refs[0].UID != c.UID || refs[0].Controller == nil || !*refs[0].Controller {
 		t.Errorf("%T %s owner references = %+v", obj, obj.GetName(), refs)

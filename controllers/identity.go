@@ -58,25 +58,53 @@ func (r *Reconciler) recordedClusterID(c *v1alpha1.EtcdCluster, o *observation) 
 	return 0, nil
 }
 
-// annotateVolumes records the cluster ID on the PVC of every member etcd lists as started.
+// annotateVolumes records, for every member etcd lists as started, the cluster ID on its PVC,
+// and on its Pod that it has run: the pod's launcher reads that through the downward API and
+// from then on refuses to start etcd on an empty volume, whatever the pod's flags say (a
+// bootstrap pod's allow it).
 func (r *Reconciler) annotateVolumes(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation) error {
 	for _, em := range o.members {
 		name, ok := o.memberOf(em)
 		if !ok || !em.Started() {
 			continue
 		}
-		p, ok := o.pvcs[name]
-		if !ok || p.Annotations[names.AnnotationClusterID] != "" || !p.DeletionTimestamp.IsZero() {
-			continue
+		want := map[string]string{names.AnnotationClusterID: c.Status.ClusterID}
+		if p, ok := o.pvcs[name]; ok {
+			if err := r.annotate(ctx, p, want); err != nil {
+				return fmt.Errorf("recording the cluster ID on PVC %s: %w", name, err)
+			}
 		}
-		patch := client.MergeFrom(p.DeepCopy())
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
-		}
-		p.Annotations[names.AnnotationClusterID] = c.Status.ClusterID
-		if err := r.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("recording the cluster ID on PVC %s: %w", p.Name, err)
+		want[names.AnnotationRequireData] = "true"
+		if p, ok := o.pods[name]; ok {
+			if err := r.annotate(ctx, p, want); err != nil {
+				return fmt.Errorf("marking pod %s as a member that has run: %w", name, err)
+			}
 		}
 	}
 	return nil
+}
+
+// annotate adds annotations an object lacks, with one patch; it writes nothing when they are
+// all there, and leaves objects being deleted alone.
+func (r *Reconciler) annotate(ctx context.Context, obj client.Object, want map[string]string) error {
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	ann := obj.GetAnnotations()
+	missing := false
+	for k, v := range want {
+		missing = missing || ann[k] != v
+	}
+	if !missing {
+		return nil
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	for k, v := range want {
+		ann[k] = v
+	}
+	obj.SetAnnotations(ann)
+	return client.IgnoreNotFound(r.Patch(ctx, obj, patch))
 }

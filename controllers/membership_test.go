@@ -154,9 +154,10 @@ func TestBootstrapScaleAndReplace(t *testing.T) {
 		t.Fatalf("scale-down membership changes:\n got %q\nwant %q", got, wantCalls)
 	}
 
-	// Replacement: demo-1's PVC is deleted. The member is removed and a new member (new ID, new
-	// volume) takes its place, named with the lowest index free at that moment: demo-3 while the
-	// old volume still terminates, demo-1 again once it is gone. The cluster ID stays.
+	// Replacement: demo-1's PVC is deleted while demo-1 still serves from it (the PVC-protection
+	// finalizer keeps the volume while its pod runs). It is replaced add-first: a new member
+	// (new ID, new volume, the lowest free name: demo-3) joins and votes before demo-1 is
+	// removed; then demo-1's pod goes, and its volume with it. The cluster ID stays.
 	oldID := memberID(t, fake, "demo-1")
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "demo-1"}, pvc); err != nil {
@@ -185,8 +186,8 @@ func TestBootstrapScaleAndReplace(t *testing.T) {
 			replacement = m.Name
 		}
 	}
-	if replacement != "demo-1" && replacement != "demo-3" {
-		t.Fatalf("the replacement is named %q; want the lowest free name, demo-1 or demo-3", replacement)
+	if replacement != "demo-3" {
+		t.Fatalf("the replacement is named %q; want the lowest free name, demo-3", replacement)
 	}
 	if id := memberID(t, fake, replacement); id == 0 || id == oldID {
 		t.Errorf("the replacement %s has ID %x (the lost member had %x)", replacement, id, oldID)
@@ -199,11 +200,12 @@ func TestBootstrapScaleAndReplace(t *testing.T) {
 		}
 		return nil
 	})
-	wantCalls = append(wantCalls, "Remove demo-1", "AddLearner https://"+replacement+".demo-peer."+ns+".svc:2380", "Promote "+replacement)
+	wantCalls = append(wantCalls, "AddLearner https://demo-3.demo-peer."+ns+".svc:2380", "Promote demo-3", "Remove demo-1")
 	if got := fake.Calls(); !slices.Equal(got, wantCalls) {
 		t.Fatalf("replacement membership changes:\n got %q\nwant %q", got, wantCalls)
 	}
-	assertEvent(t, ns, v1alpha1.EventMemberRemoved, "PersistentVolumeClaim")
+	assertEvent(t, ns, v1alpha1.EventMemberAdded, "to replace demo-1, whose volume is being deleted")
+	assertEvent(t, ns, v1alpha1.EventMemberRemoved, "removing demo-1, whose volume is being deleted, now that its replacement votes")
 }
 
 // A membership step that fails is reported as Progressing=True/StepFailed and retried until it

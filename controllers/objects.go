@@ -7,18 +7,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
-// ensureServices creates the peer and client Services and the PDB, and updates one only when
-// the hash of its desired content differs from the hash it carries.
+// ensureServices creates the peer and client Services, and updates one only when the hash of
+// its desired content differs from the hash it carries.
 func (r *Reconciler) ensureServices(ctx context.Context, c *v1alpha1.EtcdCluster) error {
 	for _, svc := range []*corev1.Service{resources.PeerService(c), resources.ClientService(c)} {
-		err := r.apply(ctx, svc, &corev1.Service{}, func(existing client.Object) {
+		err := r.apply(ctx, c, svc, &corev1.Service{}, func(existing client.Object) {
 			e := existing.(*corev1.Service)
 			e.Spec.Selector, e.Spec.Ports, e.Spec.PublishNotReadyAddresses = svc.Spec.Selector, svc.Spec.Ports, svc.Spec.PublishNotReadyAddresses
 		})
@@ -26,14 +28,62 @@ func (r *Reconciler) ensureServices(ctx context.Context, c *v1alpha1.EtcdCluster
 			return err
 		}
 	}
-	pdb := resources.PDB(c)
-	return r.apply(ctx, pdb, &policyv1.PodDisruptionBudget{}, func(existing client.Object) {
+	return nil
+}
+
+// upkeep keeps the objects that follow the membership in line after a step: the PDB counts
+// the voters and learners etcd lists now, and every member PVC follows
+// spec.volumeRetention. In steady state it writes nothing.
+func (r *Reconciler) upkeep(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, s planner.State) error {
+	voters, learners := int32(0), int32(0)
+	members := s.Members
+	if !s.EtcdReachable {
+		// Without a member list, the last one observed.
+		members = nil
+		for _, m := range c.Status.Members {
+			members = append(members, planner.Member{InEtcd: true, Learner: m.Learner})
+		}
+	}
+	for _, m := range members {
+		switch {
+		case !m.InEtcd:
+		case m.Learner:
+			learners++
+		default:
+			voters++
+		}
+	}
+	if voters == 0 {
+		voters = c.Spec.Replicas
+	}
+	pdb := resources.PDB(c, voters, learners)
+	if err := r.apply(ctx, c, pdb, &policyv1.PodDisruptionBudget{}, func(existing client.Object) {
 		existing.(*policyv1.PodDisruptionBudget).Spec = pdb.Spec
-	})
+	}); err != nil {
+		return err
+	}
+	if c.Spec.Paused {
+		return nil
+	}
+	for _, name := range sortedKeys(o.pvcs) {
+		p := o.pvcs[name]
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		updated := p.DeepCopy()
+		if !resources.SetRetention(c, updated) {
+			continue
+		}
+		if err := r.Patch(ctx, updated, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("setting the retention of PVC %s to %s: %w", name, c.Spec.VolumeRetention, err)
+		}
+	}
+	return nil
 }
 
 // apply creates desired, or updates the existing object with update() when its hash is stale.
-func (r *Reconciler) apply(ctx context.Context, desired, existing client.Object, update func(client.Object)) error {
+// An existing object that c does not control is not touched: the error names it.
+func (r *Reconciler) apply(ctx context.Context, c *v1alpha1.EtcdCluster, desired, existing client.Object, update func(client.Object)) error {
 	err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
 	if apierrors.IsNotFound(err) {
 		if err := r.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -42,6 +92,9 @@ func (r *Reconciler) apply(ctx context.Context, desired, existing client.Object,
 		return nil
 	}
 	if err != nil {
+		return err
+	}
+	if err := controlled(c, existing); err != nil {
 		return err
 	}
 	want := desired.GetAnnotations()[names.AnnotationObjectHash]
@@ -59,4 +112,22 @@ func (r *Reconciler) apply(ctx context.Context, desired, existing client.Object,
 		return fmt.Errorf("updating %T %s: %w", existing, existing.GetName(), err)
 	}
 	return nil
+}
+
+// controlled refuses an object of one of c's names that c does not own: the operator never
+// takes over or changes what somebody else made.
+func controlled(c *v1alpha1.EtcdCluster, obj client.Object) error {
+	if metav1.IsControlledBy(obj, c) {
+		return nil
+	}
+	if p, ok := obj.(*corev1.PersistentVolumeClaim); ok && resources.OwnsVolume(c, p) {
+		return nil
+	}
+	owner := "no owner"
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller {
+			owner = fmt.Sprintf("controlled by %s %s", ref.Kind, ref.Name)
+		}
+	}
+	return fmt.Errorf("%T %s/%s exists but does not belong to EtcdCluster %s (%s): the operator does not take it over; delete or rename it", obj, obj.GetNamespace(), obj.GetName(), c.Name, owner)
 }

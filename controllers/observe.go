@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +31,8 @@ type observation struct {
 	namespace string
 	pods      map[string]*corev1.Pod
 	pvcs      map[string]*corev1.PersistentVolumeClaim
+	// retained are member PVCs of an earlier EtcdCluster of the same name.
+	retained map[string]*corev1.PersistentVolumeClaim
 
 	endpoints map[string]etcd.Endpoint
 	client    etcd.Client // nil when no member could be dialled
@@ -40,6 +43,7 @@ type observation struct {
 	etcdErr         error
 	statuses        map[string]etcd.Status
 	statusErrs      map[string]error
+	alarms          []etcd.Alarm
 
 	desiredHash string
 }
@@ -86,6 +90,7 @@ func (r *Reconciler) observe(ctx context.Context, c *v1alpha1.EtcdCluster) (*obs
 		namespace:   c.Namespace,
 		pods:        map[string]*corev1.Pod{},
 		pvcs:        map[string]*corev1.PersistentVolumeClaim{},
+		retained:    map[string]*corev1.PersistentVolumeClaim{},
 		endpoints:   map[string]etcd.Endpoint{},
 		statuses:    map[string]etcd.Status{},
 		statusErrs:  map[string]error{},
@@ -111,8 +116,14 @@ func (r *Reconciler) observe(ctx context.Context, c *v1alpha1.EtcdCluster) (*obs
 	}
 	for i := range pvcs.Items {
 		p := &pvcs.Items[i]
-		if _, ok := names.MemberIndex(c.Name, p.Name); ok && metav1.IsControlledBy(p, c) {
+		if _, ok := names.MemberIndex(c.Name, p.Name); !ok {
+			continue
+		}
+		switch {
+		case resources.OwnsVolume(c, p):
 			o.pvcs[p.Name] = p
+		case p.DeletionTimestamp.IsZero():
+			o.retained[p.Name] = p
 		}
 	}
 	r.observeEtcd(ctx, c, o)
@@ -187,7 +198,24 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *v1alpha1.EtcdCluster, o
 	o.listedClusterID, o.members, o.etcdErr = cl.MemberList(ctx)
 	if o.etcdErr != nil {
 		o.members = nil
+		return
 	}
+	// Alarms are read best-effort: without them the cluster is managed as before.
+	if alarms, err := cl.Alarms(ctx); err == nil {
+		o.alarms = alarms
+	}
+}
+
+// alarmTypes are the distinct alarm types raised, sorted.
+func (o *observation) alarmTypes() []string {
+	var types []string
+	for _, a := range o.alarms {
+		if !slices.Contains(types, a.Type) {
+			types = append(types, a.Type)
+		}
+	}
+	slices.Sort(types)
+	return types
 }
 
 // firstError is the error of the first member by name, so that the same failure is reported

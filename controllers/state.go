@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,17 +37,37 @@ func podRefusal(p *corev1.Pod) *launcher.Refusal {
 	return nil
 }
 
-// buildState turns the observation into the planner's input. clusterID is the recorded one,
-// rollSettle the operator's setting.
-func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now time.Time, rollSettle time.Duration) planner.State {
+// Settings of the operator that feed the planner.
+type Settings struct {
+	// RollSettle: how long every member's pod must have been Ready before a rolling update
+	// replaces the next one.
+	RollSettle time.Duration
+	Deadlines  planner.Deadlines
+}
+
+// buildState turns the observation into the planner's input. clusterID is the recorded one.
+func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now time.Time, set Settings) planner.State {
 	s := planner.State{
 		Cluster:       c.Name,
 		Replicas:      int(c.Spec.Replicas),
 		Paused:        c.Spec.Paused,
 		ClusterID:     clusterID,
+		Version:       c.Spec.Version,
+		Image:         c.Spec.Image,
+		QuotaBytes:    c.Spec.Etcd.QuotaBackendBytes,
 		EtcdReachable: o.members != nil,
-		RollSettle:    rollSettle,
+		Alarms:        o.alarmTypes(),
+		AdoptVolumes:  c.Spec.AdoptRetainedVolumes,
+		RollSettle:    set.RollSettle,
+		Deadlines:     set.Deadlines,
 	}
+	if c.Spec.Recovery != nil {
+		s.Recovery.Requested = c.Spec.Recovery.ForceNewCluster
+	}
+	if r := c.Status.Recovery; r != nil {
+		s.Recovery.Token, s.Recovery.Phase, s.Recovery.Member = r.Token, r.Phase, r.Member
+	}
+	s.RetainedVolumes = sortedKeys(o.retained)
 	byName := map[string]*planner.Member{}
 	get := func(name string) *planner.Member {
 		if m, ok := byName[name]; ok {
@@ -68,7 +90,14 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 	var term uint64
 	for name, st := range o.statuses {
 		m := get(name)
-		m.Reachable, m.ClusterID, m.HasLeader, m.Alarms = true, st.ClusterID, st.Leader != 0, len(st.Errors) > 0
+		if m.ID != 0 && st.MemberID != m.ID {
+			// The pod's address answers as another member (an IP reused after a restart):
+			// what it says is not about this member.
+			m.PodProblem = fmt.Sprintf("its pod's address answers as member %s, not as %s", names.FormatID(st.MemberID), names.FormatID(m.ID))
+			continue
+		}
+		m.Reachable, m.ClusterID, m.HasLeader = true, st.ClusterID, st.Leader != 0
+		m.Version, m.Revision, m.DBSize, m.DBSizeInUse = st.Version, st.Revision, st.DBSize, st.DBSizeInUse
 		if st.Leader != 0 && st.RaftTerm >= term && st.ClusterID == clusterID {
 			term, s.LeaderID = st.RaftTerm, st.Leader
 		}
@@ -77,15 +106,25 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 		m := get(name)
 		m.HasPod = true
 		m.PodTerminating = !p.DeletionTimestamp.IsZero()
+		if m.PodTerminating {
+			m.TerminatingFor = max(now.Sub(p.DeletionTimestamp.Time), 0)
+		}
 		m.PodCurrent = p.Annotations[names.AnnotationSpecHash] == o.desiredHash
+		m.PodFailed = p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
+		m.PodAge = max(now.Sub(p.CreationTimestamp.Time), 0)
+		m.Age = m.PodAge
+		m.PodForcesNewCluster = resources.ForcesNewCluster(p)
 		for _, cond := range p.Status.Conditions {
 			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
-				m.ReadyFor = max(now.Sub(cond.LastTransitionTime.Time), 0)
+				m.ReadyFor = max(now.Sub(cond.LastTransitionTime.Time), time.Nanosecond)
 			}
 		}
 		if refusal := podRefusal(p); refusal != nil {
 			m.DataDirLost = refusal.Kind == launcher.RefusalDataLost
 			m.ForeignData = refusal.Kind == launcher.RefusalClusterIDMismatch
+		}
+		if why := podProblem(p, now, set.Deadlines.Terminating); why != "" && m.PodProblem == "" {
+			m.PodProblem = why
 		}
 	}
 	for name, p := range o.pvcs {
@@ -93,6 +132,7 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 		m.HasPVC = true
 		m.PVCTerminating = !p.DeletionTimestamp.IsZero()
 		m.PVCHasData = p.Annotations[names.AnnotationClusterID] != ""
+		m.Age = max(m.Age, now.Sub(p.CreationTimestamp.Time))
 		if n, err := strconv.Atoi(p.Annotations[resources.AnnotationBootstrapSize]); err == nil && n > s.BootstrapSize {
 			s.BootstrapSize = n
 		}
@@ -101,6 +141,61 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 		s.Members = append(s.Members, *m)
 	}
 	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].Index < s.Members[j].Index })
+	return s
+}
+
+// waitingReasons are the container states in which a pod will not start etcd by itself.
+var waitingReasons = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CrashLoopBackOff",
+	"CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
+
+// podProblem says why a member's pod does not run etcd, from what Kubernetes reports: it
+// cannot be scheduled, a container cannot start or keeps crashing, or it has been
+// terminating past the deadline (its node does not answer).
+func podProblem(p *corev1.Pod, now time.Time, terminating time.Duration) string {
+	if !p.DeletionTimestamp.IsZero() {
+		if d := now.Sub(p.DeletionTimestamp.Time); d > terminating {
+			return fmt.Sprintf("its pod has been terminating for %s on node %q, which does not finish it; once the node is gone for good, delete the pod with --force", d.Round(time.Second), p.Spec.NodeName)
+		}
+		return ""
+	}
+	if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		return fmt.Sprintf("its pod ended (%s: %s)", p.Status.Reason, p.Status.Message)
+	}
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+			return "its pod cannot be scheduled: " + cond.Message
+		}
+	}
+	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		w := cs.State.Waiting
+		if w == nil || !slices.Contains(waitingReasons, w.Reason) {
+			continue
+		}
+		why := fmt.Sprintf("its container %s is in %s", cs.Name, w.Reason)
+		if w.Message != "" {
+			why += ": " + w.Message
+		}
+		if t := cs.LastTerminationState.Terminated; w.Reason == "CrashLoopBackOff" && t != nil {
+			why += fmt.Sprintf(" (last exit code %d", t.ExitCode)
+			if msg := strings.TrimSpace(t.Message); msg != "" {
+				why += ": " + lastLine(msg)
+			}
+			why += ")"
+		}
+		return why
+	}
+	return ""
+}
+
+// lastLine is the last line of a message, cut to 200 characters.
+func lastLine(s string) string {
+	if i := strings.LastIndex(s, "\n"); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
 	return s
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,11 +43,15 @@ func computeStatus(c *v1alpha1.EtcdCluster, o *observation, s planner.State, a p
 	}
 	st.Leader = sum.leader
 	st.Replicas, st.ReadyMembers = count32(sum.voters), count32(sum.healthyVoters)
+	if s.EtcdReachable {
+		st.Alarms = s.Alarms
+	}
 	gen := c.Generation
 	for _, cond := range []metav1.Condition{
 		availableCondition(s, sum, gen),
 		progressingCondition(a, execErr, gen),
 		degradedCondition(s, a, sum, gen),
+		alarmCondition(st.Alarms, gen),
 	} {
 		meta.SetStatusCondition(&st.Conditions, cond)
 	}
@@ -158,19 +163,38 @@ func progressingCondition(a planner.Action, execErr error, gen int64) metav1.Con
 	return newCondition(v1alpha1.ConditionProgressing, true, a.Reason, a.Message, gen)
 }
 
-// degradedCondition: True while something needs attention, most urgent first: a halt, lost
-// data or a risk to quorum, an unreachable cluster, unhealthy members.
+// degradedCondition: True while something needs attention, most urgent first: a step whose
+// reason needs attention (a halt, lost data, a risk to quorum, a stuck rollout, a refused
+// version, an alarm being cleared), an unreachable cluster, an alarm, unhealthy members.
 func degradedCondition(s planner.State, a planner.Action, sum summary, gen int64) metav1.Condition {
 	switch {
-	case a.Kind == planner.Halt, a.Reason == v1alpha1.ReasonMemberDataLost, a.Reason == v1alpha1.ReasonQuorumAtRisk:
+	case a.Attention:
 		return newCondition(v1alpha1.ConditionDegraded, true, a.Reason, a.Message, gen)
 	case s.ClusterID != 0 && !s.EtcdReachable:
 		return newCondition(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonEtcdUnreachable, a.Message, gen)
+	case len(s.Alarms) > 0:
+		c := alarmCondition(s.Alarms, gen)
+		return newCondition(v1alpha1.ConditionDegraded, true, c.Reason, c.Message, gen)
 	case len(sum.unhealthy) > 0:
 		return newCondition(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonMemberUnhealthy,
 			fmt.Sprintf("unhealthy members: %s; see their pod logs and events", strings.Join(sum.unhealthy, ", ")), gen)
 	}
 	return newCondition(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonAllMembersHealthy, "every member is healthy", gen)
+}
+
+// alarmCondition: True while etcd has raised an alarm.
+func alarmCondition(alarms []string, gen int64) metav1.Condition {
+	switch {
+	case slices.Contains(alarms, planner.AlarmCorrupt):
+		return newCondition(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonCorrupt,
+			"etcd raised CORRUPT: a member's data differs from its peers'; find it in the etcd logs and delete its PVC so it is replaced, then disarm the alarm", gen)
+	case slices.Contains(alarms, planner.AlarmNoSpace):
+		return newCondition(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonNoSpace,
+			"etcd raised NOSPACE: the database reached spec.etcd.quotaBackendBytes; clients can read and delete but not write until the quota is raised (the operator rolls it out and disarms the alarm) or space is freed", gen)
+	case len(alarms) > 0:
+		return newCondition(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonUnknown, "etcd raised "+strings.Join(alarms, ", "), gen)
+	}
+	return newCondition(v1alpha1.ConditionAlarm, false, v1alpha1.ReasonNoAlarm, "etcd has raised no alarm", gen)
 }
 
 // errorStatus is the status of a pass that stopped before it could plan: Degraded names why.

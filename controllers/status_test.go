@@ -81,16 +81,21 @@ func TestDegradedCondition(t *testing.T) {
 		sum    summary
 		want   metav1.Condition
 	}{
-		{"a halt", formed, planner.Action{Kind: planner.Halt, Reason: v1alpha1.ReasonClusterIDMismatch, Message: "c-1 reports cluster ID bad"}, summary{unhealthy: []string{"c-1"}},
+		{"a halt", formed, planner.Action{Kind: planner.Halt, Reason: v1alpha1.ReasonClusterIDMismatch, Message: "c-1 reports cluster ID bad", Attention: true}, summary{unhealthy: []string{"c-1"}},
 			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonClusterIDMismatch, "c-1 reports cluster ID bad")},
-		{"lost data", formed, planner.Action{Kind: planner.Remove, Reason: v1alpha1.ReasonMemberDataLost, Message: "removing c-2"}, summary{},
+		{"lost data", formed, planner.Action{Kind: planner.Remove, Reason: v1alpha1.ReasonMemberDataLost, Message: "removing c-2", Attention: true}, summary{},
 			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonMemberDataLost, "removing c-2")},
-		{"quorum at risk", formed, planner.Action{Kind: planner.Wait, Reason: v1alpha1.ReasonQuorumAtRisk, Message: "waiting for c-0"}, summary{unhealthy: []string{"c-0"}},
+		{"quorum at risk", formed, planner.Action{Kind: planner.Wait, Reason: v1alpha1.ReasonQuorumAtRisk, Message: "waiting for c-0", Attention: true}, summary{unhealthy: []string{"c-0"}},
 			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonQuorumAtRisk, "waiting for c-0")},
 		{"etcd unreachable", planner.State{ClusterID: 0xc1}, planner.Action{Kind: planner.Wait, Reason: v1alpha1.ReasonEtcdUnreachable, Message: "no member answers"}, summary{},
 			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonEtcdUnreachable, "no member answers")},
 		{"unhealthy members", formed, planner.Action{Kind: planner.Wait, Reason: v1alpha1.ReasonMemberUnhealthy, Message: "x"}, summary{unhealthy: []string{"c-1", "c-2"}},
 			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonMemberUnhealthy, "unhealthy members: c-1, c-2; see their pod logs and events")},
+		{"a stuck rollout", formed, planner.Action{Kind: planner.Wait, Reason: v1alpha1.ReasonRolloutStuck, Message: "the rollout is stopped", Attention: true}, summary{unhealthy: []string{"c-2"}},
+			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonRolloutStuck, "the rollout is stopped")},
+		{"an alarm while a raised quota rolls out", planner.State{ClusterID: 0xc1, EtcdReachable: true, Alarms: []string{planner.AlarmNoSpace}},
+			planner.Action{Kind: planner.DeletePod, Reason: v1alpha1.ReasonRollingUpdate, Message: "replacing"}, summary{},
+			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonNoSpace, "etcd raised NOSPACE: the database reached spec.etcd.quotaBackendBytes; clients can read and delete but not write until the quota is raised (the operator rolls it out and disarms the alarm) or space is freed")},
 		{"nothing wrong", formed, planner.Action{Kind: planner.None, Reason: v1alpha1.ReasonSettled}, summary{},
 			cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAllMembersHealthy, "every member is healthy")},
 		{"bootstrapping is not degraded", planner.State{}, planner.Action{Kind: planner.Wait, Reason: v1alpha1.ReasonBootstrapping}, summary{},
@@ -98,6 +103,23 @@ func TestDegradedCondition(t *testing.T) {
 	} {
 		if got := degradedCondition(tc.state, tc.action, tc.sum, gen); got != tc.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestAlarmCondition(t *testing.T) {
+	for _, tc := range []struct {
+		alarms []string
+		want   metav1.Condition
+	}{
+		{nil, cond(v1alpha1.ConditionAlarm, metav1.ConditionFalse, v1alpha1.ReasonNoAlarm, "etcd has raised no alarm")},
+		{[]string{planner.AlarmNoSpace}, cond(v1alpha1.ConditionAlarm, metav1.ConditionTrue, v1alpha1.ReasonNoSpace,
+			"etcd raised NOSPACE: the database reached spec.etcd.quotaBackendBytes; clients can read and delete but not write until the quota is raised (the operator rolls it out and disarms the alarm) or space is freed")},
+		{[]string{planner.AlarmCorrupt, planner.AlarmNoSpace}, cond(v1alpha1.ConditionAlarm, metav1.ConditionTrue, v1alpha1.ReasonCorrupt,
+			"etcd raised CORRUPT: a member's data differs from its peers'; find it in the etcd logs and delete its PVC so it is replaced, then disarm the alarm")},
+	} {
+		if got := alarmCondition(tc.alarms, gen); got != tc.want {
+			t.Errorf("%v:\n got %+v\nwant %+v", tc.alarms, got, tc.want)
 		}
 	}
 }

@@ -60,7 +60,6 @@ const (
 	msgAnnots    = "podTemplate.annotations cannot use the etcd.quorate.dev/ prefix, which the operator reserves for its own annotations"
 	msgNameLen   = "metadata.name must be at most 40 characters: it prefixes the names of the member pods, services and secrets"
 	msgNameChars = "metadata.name must start with a letter and contain only lowercase letters, digits and '-': it names Services, which need a DNS-1035 label"
-	msgDowngrade = "etcd cannot be downgraded from 3.6 to 3.5; keep 3.6, or restore a snapshot into a new EtcdCluster running 3.5"
 	msgStorage   = "storage cannot be changed in place; create a new EtcdCluster with the storage you want and move your data to it"
 	// The API server adds this when schema errors stop CEL rules from running.
 	msgNotChecked = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
@@ -155,8 +154,6 @@ func TestValidationKeepsImmutableFields(t *testing.T) {
 		name, spec, update string
 		want               []string
 	}{
-		{name: "downgrade to 3.5", spec: base, update: "version: 3.5.35\nstorage: {size: 1Gi}",
-			want: []string{`spec.version: Invalid value: "3.5.35": ` + msgDowngrade}},
 		{name: "resize storage", spec: base, update: "version: 3.6.16\nstorage: {size: 2Gi}",
 			want: []string{`spec.storage: Invalid value: ` + msgStorage}},
 		{name: "change storage class", spec: base + "storage: {size: 1Gi, storageClassName: a}", update: "version: 3.6.16\nstorage: {size: 1Gi, storageClassName: b}",

@@ -11,6 +11,10 @@ const (
 	DefaultQuotaBackendBytes       = 2 << 30
 	DefaultAutoCompactionMode      = "periodic"
 	DefaultAutoCompactionRetention = "1h"
+	// VolumeRetain and VolumeDelete are the values of spec.volumeRetention.
+	VolumeRetain           = "Retain"
+	VolumeDelete           = "Delete"
+	DefaultVolumeRetention = VolumeRetain
 )
 
 // Default fills unset fields with the CRD's defaults.
@@ -18,6 +22,9 @@ func (c *EtcdCluster) Default() {
 	s := &c.Spec
 	if s.Replicas == 0 {
 		s.Replicas = DefaultReplicas
+	}
+	if s.VolumeRetention == "" {
+		s.VolumeRetention = DefaultVolumeRetention
 	}
 	if s.TLS.Enabled == nil {
 		s.TLS.Enabled = ptr.To(true)

@@ -7,6 +7,7 @@ import (
 )
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.image) || !self.image.matches(':v?[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || self.image.endsWith(':' + self.version) || self.image.endsWith(':v' + self.version)",message="the tag of spec.image names another etcd release than spec.version; set both to the same release"
 type EtcdClusterSpec struct {
 	// Replicas is the number of voting members. Use an odd number: 3 tolerates the loss of one
 	// member, 5 of two.
@@ -15,10 +16,12 @@ type EtcdClusterSpec struct {
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 
-	// Version is the etcd release to run, such as 3.6.16. 3.5.x and 3.6.x are supported.
+	// Version is the etcd release to run, such as 3.6.16. 3.5.x and 3.6.x are supported. A
+	// change is checked against what the members run: one minor release at a time, from a
+	// recent enough patch, never back from 3.6 to 3.5; a refused change stops with the
+	// condition VersionChangeRefused and can be set back.
 	// +kubebuilder:validation:MaxLength=16
 	// +kubebuilder:validation:XValidation:rule="self.matches('^3\\\\.(5|6)\\\\.(0|[1-9][0-9]*)$')",message="version must be an etcd release written as 3.5.N or 3.6.N (for example 3.6.16), without a leading v; other minor versions are not supported"
-	// +kubebuilder:validation:XValidation:rule="!(oldSelf.startsWith('3.6.') && self.startsWith('3.5.'))",message="etcd cannot be downgraded from 3.6 to 3.5; keep 3.6, or restore a snapshot into a new EtcdCluster running 3.5"
 	Version string `json:"version"`
 
 	// Image overrides the etcd container image. It must contain /usr/local/bin/etcd of the
@@ -52,6 +55,40 @@ type EtcdClusterSpec struct {
 	// Paused stops every change the operator makes to the cluster; status is still observed.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// VolumeRetention says what happens to the member volumes when the EtcdCluster is deleted:
+	// Retain (the default, as for StatefulSets) keeps them, so that an EtcdCluster of the same
+	// name can adopt them (adoptRetainedVolumes); Delete deletes them with it. The volumes of
+	// members removed by scaling down or replacement are always deleted.
+	// +kubebuilder:validation:Enum=Retain;Delete
+	// +kubebuilder:default=Retain
+	// +optional
+	VolumeRetention string `json:"volumeRetention,omitempty"`
+
+	// AdoptRetainedVolumes lets this EtcdCluster take over the volumes that an earlier
+	// EtcdCluster of the same name retained, and restart the etcd cluster they hold with its
+	// cluster ID and data. Without it, such volumes stop the operator (condition
+	// RetainedVolumes) and are never overwritten.
+	// +optional
+	AdoptRetainedVolumes bool `json:"adoptRetainedVolumes,omitempty"`
+
+	// Recovery asks for a recovery from permanent quorum loss.
+	// +optional
+	Recovery *RecoverySpec `json:"recovery,omitempty"`
+}
+
+// RecoverySpec asks the operator to recover a cluster that lost a majority of its members
+// for good. It is never done on the operator's own initiative.
+type RecoverySpec struct {
+	// ForceNewCluster: set a new token (any name, such as a ticket number) to restart the
+	// cluster from the member that has applied the most writes, with etcd's
+	// --force-new-cluster: it keeps its data and the cluster ID, the others are replaced, and
+	// writes it had not applied are lost (status.recovery names the revision). A token is
+	// acted on once, and only while the cluster has no quorum.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="recovery.forceNewCluster must be a token of letters, digits, '-', '_' and '.', such as incident-2026-11-23"
+	// +optional
+	ForceNewCluster string `json:"forceNewCluster,omitempty"`
 }
 
 // StorageSpec describes the persistent volume claim of each member.
@@ -244,6 +281,31 @@ type EtcdClusterStatus struct {
 	// Selector selects the member pods (for the scale subresource).
 	// +optional
 	Selector string `json:"selector,omitempty"`
+
+	// Alarms etcd has raised (NOSPACE, CORRUPT).
+	// +optional
+	Alarms []string `json:"alarms,omitempty"`
+
+	// Recovery is the last forced recovery (spec.recovery).
+	// +optional
+	Recovery *RecoveryStatus `json:"recovery,omitempty"`
+}
+
+// RecoveryStatus records a forced recovery.
+type RecoveryStatus struct {
+	// Token is the spec.recovery.forceNewCluster it answers.
+	Token string `json:"token"`
+	// Phase: Restarting, Rejoining, Completed, or NotNeeded (the cluster had quorum).
+	Phase string `json:"phase"`
+	// Member the cluster was restarted from.
+	// +optional
+	Member string `json:"member,omitempty"`
+	// Revision the member had applied: acknowledged writes after it may be lost.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// StartTime of the recovery.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
 }
 
 // EtcdCluster is an etcd cluster managed by Quorate.

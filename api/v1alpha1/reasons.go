@@ -11,6 +11,18 @@ const (
 	// ConditionDegraded is True while something needs attention: an unhealthy member, a member
 	// whose data was lost, a cluster-ID mismatch.
 	ConditionDegraded = "Degraded"
+	// ConditionAlarm is True while etcd has raised an alarm (NOSPACE, CORRUPT). Alarms are the
+	// cluster's: every member reports them, and they do not make a member unhealthy.
+	ConditionAlarm = "Alarm"
+)
+
+// Reasons of the Alarm condition (NoSpace and Corrupt are also Degraded reasons).
+const (
+	ReasonNoAlarm = "NoAlarm"
+	// ReasonNoSpace: etcd raised NOSPACE; clients can read and delete but not write.
+	ReasonNoSpace = "NoSpace"
+	// ReasonCorrupt: etcd raised CORRUPT: a member's data differs from its peers'.
+	ReasonCorrupt = "Corrupt"
 )
 
 // Reasons of the Available condition.
@@ -39,6 +51,36 @@ const (
 	ReasonGarbage           = "RemovingLeftovers"
 	ReasonPaused            = "Paused"
 	ReasonSettled           = "Settled"
+	// ReasonReplacingMember: a member losing its volume is replaced add-first.
+	ReasonReplacingMember = "ReplacingMember"
+	// ReasonPodEnded: a member's pod ended (Failed or Succeeded) and is replaced.
+	ReasonPodEnded = "PodEnded"
+	// ReasonLearnerStuck: a learner did not start or catch up in time and is removed.
+	ReasonLearnerStuck = "LearnerStuck"
+	// ReasonRolloutStuck: the first member given a new spec does not become healthy; the
+	// rollout goes no further until the spec is corrected or reverted.
+	ReasonRolloutStuck = "RolloutStuck"
+	// ReasonVersionChangeRefused: spec.version breaks etcd's upgrade rules or names a release
+	// the operator does not know, or a member runs another version than its spec says.
+	ReasonVersionChangeRefused = "VersionChangeRefused"
+	// ReasonRetainedVolumes: volumes of an earlier EtcdCluster of the same name exist.
+	ReasonRetainedVolumes = "RetainedVolumes"
+	// ReasonAdoptingVolumes: the cluster restarts from retained volumes (spec.adoptRetainedVolumes).
+	ReasonAdoptingVolumes = "AdoptingVolumes"
+	// ReasonRecovery: a forced recovery from permanent quorum loss (spec.recovery).
+	ReasonRecovery = "Recovery"
+)
+
+// Phases of a forced recovery (status.recovery.phase).
+const (
+	// RecoveryRestarting: the surviving member restarts with --force-new-cluster.
+	RecoveryRestarting = "Restarting"
+	// RecoveryRejoining: the survivor leads alone; its pod is replaced by an ordinary one.
+	RecoveryRejoining = "Rejoining"
+	// RecoveryCompleted: the survivor runs as an ordinary member; the cluster grows back.
+	RecoveryCompleted = "Completed"
+	// RecoveryNotNeeded: recovery was asked for while the cluster had quorum; nothing was done.
+	RecoveryNotNeeded = "NotNeeded"
 )
 
 // Reasons of the Progressing and Degraded conditions that the controller sets itself.
@@ -69,10 +111,17 @@ const (
 	EventLeaderMoved         = "LeaderMoved"
 	EventMemberRestarting    = "MemberRestarting"
 	EventVolumeDeleted       = "VolumeDeleted"
+	EventPodReplaced         = "PodReplaced"
+	EventAlarmDisarmed       = "AlarmDisarmed"
+	EventDefragmented        = "Defragmented"
+	EventVolumesAdopted      = "VolumesAdopted"
+	EventRecoveryStarted     = "RecoveryStarted"
+	EventRecoveryProgress    = "RecoveryProgress"
 )
 
 // MembershipEvents are the Event reasons that mark a change of the cluster's membership or of
 // a member's pod: the conformance suite draws them on its timelines.
 var MembershipEvents = []string{
 	EventClusterBootstrapped, EventMemberAdded, EventMemberPromoted, EventMemberRemoved, EventLeaderMoved, EventMemberRestarting,
+	EventPodReplaced, EventAlarmDisarmed, EventDefragmented, EventRecoveryStarted, EventRecoveryProgress,
 }

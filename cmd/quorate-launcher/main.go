@@ -39,6 +39,7 @@ func main() {
 		fs.BoolVar(&o.RequireData, "require-data", false, "refuse an empty data directory")
 		fs.StringVar(&o.TLSDir, "tls-dir", "", "directory with tls.crt, tls.key, ca.crt")
 		fs.StringVar(&o.TerminationLogPath, "termination-log", "/dev/termination-log", "where refusals are written")
+		fs.StringVar(&o.PodAnnotationsPath, "pod-annotations", "", "the pod's annotations file (downward API): the operator marks a member that has run there")
 		_ = fs.Parse(os.Args[2:])
 		o.Command = fs.Args()
 		if o.DataDir == "" || o.MarkerPath == "" || o.Member == "" || len(o.Command) == 0 {

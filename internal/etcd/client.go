@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -28,14 +29,22 @@ func (m Member) Started() bool { return len(m.ClientURLs) > 0 }
 
 // Status is what one member reports about itself.
 type Status struct {
-	ClusterID uint64
-	MemberID  uint64
-	Leader    uint64
-	RaftTerm  uint64
-	Version   string
-	DBSize    int64
-	IsLearner bool
-	Errors    []string
+	ClusterID   uint64
+	MemberID    uint64
+	Leader      uint64
+	RaftTerm    uint64
+	Revision    int64 // the revision the member has applied
+	Version     string
+	DBSize      int64
+	DBSizeInUse int64
+	IsLearner   bool
+	Errors      []string
+}
+
+// Alarm is an alarm etcd raised on one member: NOSPACE or CORRUPT.
+type Alarm struct {
+	MemberID uint64
+	Type     string
 }
 
 // Endpoint addresses one member.
@@ -70,6 +79,13 @@ type Client interface {
 	MoveLeader(ctx context.Context, leader Endpoint, transferee uint64) error
 	// Status asks one member directly.
 	Status(ctx context.Context, ep Endpoint) (Status, error)
+	// Alarms lists the cluster's alarms.
+	Alarms(ctx context.Context) ([]Alarm, error)
+	// Disarm clears an alarm.
+	Disarm(ctx context.Context, a Alarm) error
+	// Defragment returns a member's free pages to the file system; the member blocks
+	// meanwhile.
+	Defragment(ctx context.Context, ep Endpoint) error
 	Close() error
 }
 
@@ -201,15 +217,54 @@ func (r *realClient) Status(ctx context.Context, ep Endpoint) (Status, error) {
 		return Status{}, fmt.Errorf("status of %s: %w", ep.Member, err)
 	}
 	return Status{
-		ClusterID: resp.Header.ClusterId,
-		MemberID:  resp.Header.MemberId,
-		Leader:    resp.Leader,
-		RaftTerm:  resp.RaftTerm,
-		Version:   resp.Version,
-		DBSize:    resp.DbSize,
-		IsLearner: resp.IsLearner,
-		Errors:    resp.Errors,
+		ClusterID:   resp.Header.ClusterId,
+		MemberID:    resp.Header.MemberId,
+		Leader:      resp.Leader,
+		RaftTerm:    resp.RaftTerm,
+		Revision:    resp.Header.Revision,
+		Version:     resp.Version,
+		DBSize:      resp.DbSize,
+		DBSizeInUse: resp.DbSizeInUse,
+		IsLearner:   resp.IsLearner,
+		Errors:      resp.Errors,
 	}, nil
+}
+
+func (r *realClient) Alarms(ctx context.Context) ([]Alarm, error) {
+	ctx, cancel := r.ctx(ctx)
+	defer cancel()
+	resp, err := r.c.AlarmList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing alarms: %w", err)
+	}
+	out := make([]Alarm, 0, len(resp.Alarms))
+	for _, a := range resp.Alarms {
+		out = append(out, Alarm{MemberID: a.MemberID, Type: a.Alarm.String()})
+	}
+	return out, nil
+}
+
+func (r *realClient) Disarm(ctx context.Context, a Alarm) error {
+	t, ok := etcdserverpb.AlarmType_value[a.Type]
+	if !ok {
+		return fmt.Errorf("unknown alarm %q", a.Type)
+	}
+	ctx, cancel := r.ctx(ctx)
+	defer cancel()
+	if _, err := r.c.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: etcdserverpb.AlarmType(t)}); err != nil {
+		return fmt.Errorf("disarming %s of member %x: %w", a.Type, a.MemberID, err)
+	}
+	return nil
+}
+
+func (r *realClient) Defragment(ctx context.Context, ep Endpoint) error {
+	// Defragmenting a large database takes a while; etcd's own default timeout is a minute.
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := r.c.Defragment(ctx, urlOf(r.cfg, ep)); err != nil {
+		return fmt.Errorf("defragmenting %s: %w", ep.Member, err)
+	}
+	return nil
 }
 
 func (r *realClient) Close() error { return r.c.Close() }

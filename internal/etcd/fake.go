@@ -25,6 +25,9 @@ type Fake struct {
 	notReady  map[uint64]int // promotions refused before a learner is "caught up"
 	errs      map[string]failure
 	refused   int
+	alarms    []Alarm
+	dbSize    map[string]int64
+	revision  map[string]int64
 	version   string
 	calls     []string
 	clients   int
@@ -33,7 +36,7 @@ type Fake struct {
 // NewFake returns an empty, not yet bootstrapped cluster running the given etcd version.
 func NewFake(version string) *Fake {
 	return &Fake{nextID: 0x1000, down: map[string]bool{}, foreign: map[string]uint64{},
-		notReady: map[uint64]int{}, errs: map[string]failure{}, version: version}
+		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, revision: map[string]int64{}, version: version}
 }
 
 // Factory returns a Factory whose clients talk to this fake.
@@ -117,6 +120,38 @@ func (f *Fake) RefusedPromotions() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.refused
+}
+
+// RaiseAlarm raises an alarm on the named member (NOSPACE, CORRUPT), as etcd does.
+func (f *Fake) RaiseAlarm(name, alarm string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members {
+		if m.Name == name {
+			f.alarms = append(f.alarms, Alarm{MemberID: m.ID, Type: alarm})
+		}
+	}
+}
+
+// Alarms returns the raised alarms.
+func (f *Fake) Alarms() []Alarm {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.alarms)
+}
+
+// SetDBSize sets the backend size a member reports (20480 bytes by default).
+func (f *Fake) SetDBSize(name string, bytes int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dbSize[name] = bytes
+}
+
+// SetRevision sets the revision a member reports having applied (1 by default).
+func (f *Fake) SetRevision(name string, rev int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.revision[name] = rev
 }
 
 // Members returns a copy of the member list.
@@ -357,10 +392,57 @@ func (c *fakeClient) Status(_ context.Context, ep Endpoint) (Status, error) {
 		if !f.quorumLocked() {
 			leader = 0
 		}
-		return Status{ClusterID: cid, MemberID: m.ID, Leader: leader, RaftTerm: f.term,
-			Version: f.version, DBSize: 20480, IsLearner: m.IsLearner}, nil
+		size := f.dbSize[m.Name]
+		if size == 0 {
+			size = 20480
+		}
+		var errs []string
+		for _, a := range f.alarms {
+			errs = append(errs, fmt.Sprintf("memberID:%d alarm:%s", a.MemberID, a.Type))
+		}
+		return Status{ClusterID: cid, MemberID: m.ID, Leader: leader, RaftTerm: f.term, Revision: max(f.revision[m.Name], 1),
+			Version: f.version, DBSize: size, DBSizeInUse: size, IsLearner: m.IsLearner, Errors: errs}, nil
 	}
 	return Status{}, fmt.Errorf("status of %s: connection refused (fake)", ep.Member)
+}
+
+func (c *fakeClient) Alarms(context.Context) ([]Alarm, error) {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errLocked("Alarms"); err != nil {
+		return nil, err
+	}
+	if err := c.reachableLocked(); err != nil {
+		return nil, err
+	}
+	return slices.Clone(f.alarms), nil
+}
+
+func (c *fakeClient) Disarm(_ context.Context, a Alarm) error {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errLocked("Disarm"); err != nil {
+		return err
+	}
+	if err := c.reachableLocked(); err != nil {
+		return err
+	}
+	f.alarms = slices.DeleteFunc(f.alarms, func(b Alarm) bool { return b == a })
+	f.calls = append(f.calls, fmt.Sprintf("Disarm %s %s", f.nameOfLocked(a.MemberID), a.Type))
+	return nil
+}
+
+func (c *fakeClient) Defragment(_ context.Context, ep Endpoint) error {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errLocked("Defragment"); err != nil {
+		return err
+	}
+	f.calls = append(f.calls, "Defragment "+ep.Member)
+	return nil
 }
 
 func (c *fakeClient) Close() error { return nil }

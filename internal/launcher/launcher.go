@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,6 +76,47 @@ func HasData(dataDir string) bool {
 		}
 	}
 	return false
+}
+
+// ReadPodAnnotations reads the pod's annotations as the downward API writes them: one
+// key="value" a line, the value quoted as Go quotes strings. A missing file gives none.
+func ReadPodAnnotations(path string) (map[string]string, error) {
+	out := map[string]string{}
+	b, err := os.ReadFile(path) //nolint:gosec // the path is the launcher's --pod-annotations flag, set by the operator
+	if errors.Is(err, os.ErrNotExist) || path == "" {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		k, quoted, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("%s: line %q is not key=\"value\"", path, line)
+		}
+		v, err := strconv.Unquote(quoted)
+		if err != nil {
+			return nil, fmt.Errorf("%s: value of %s: %w", path, k, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// FromAnnotations tightens the volume check with what the operator recorded on the pod after
+// the member first ran: from then on the member requires its data and its cluster ID, even
+// in a pod created before (a bootstrap pod, whose flags allow an empty volume).
+func (v Volume) FromAnnotations(ann map[string]string) Volume {
+	if ann[names.AnnotationRequireData] == "true" {
+		v.RequireData = true
+	}
+	if id := ann[names.AnnotationClusterID]; id != "" && v.ExpectedClusterID == "" {
+		v.ExpectedClusterID = id
+	}
+	return v
 }
 
 // Volume is what the launcher checks before starting etcd.

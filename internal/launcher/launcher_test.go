@@ -126,3 +126,54 @@ func TestTerminationRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestPodAnnotations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "annotations")
+	// As the kubelet writes them: sorted, values quoted.
+	content := "etcd.quorate.dev/cluster-id=\"c1a55\"\netcd.quorate.dev/require-data=\"true\"\nnote=\"a \\\"quoted\\\" word\\nand a line\"\n"
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ann, err := ReadPodAnnotations(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"etcd.quorate.dev/cluster-id": "c1a55", "etcd.quorate.dev/require-data": "true", "note": "a \"quoted\" word\nand a line"}
+	if !reflect.DeepEqual(ann, want) {
+		t.Errorf("ReadPodAnnotations = %q, want %q", ann, want)
+	}
+	if got, err := ReadPodAnnotations(filepath.Join(t.TempDir(), "missing")); err != nil || len(got) != 0 {
+		t.Errorf("a missing file gives %v, %v; want no annotations", got, err)
+	}
+	v := Volume{Member: "demo-0"}.FromAnnotations(ann)
+	if !v.RequireData || v.ExpectedClusterID != "c1a55" {
+		t.Errorf("FromAnnotations = %+v: the member must require its data and its cluster ID", v)
+	}
+	v = Volume{Member: "demo-0", ExpectedClusterID: "abc"}.FromAnnotations(map[string]string{})
+	if v.RequireData || v.ExpectedClusterID != "abc" {
+		t.Errorf("FromAnnotations without annotations changed the volume: %+v", v)
+	}
+}
+
+// A bootstrap pod allows an empty volume by its flags; once the operator has marked the member
+// as having run, a container restart on an emptied volume is refused instead of forming a
+// second cluster with the same IDs.
+func TestLaunchRefusesAnEmptiedVolumeOfAMemberThatRan(t *testing.T) {
+	v := volume(t, false, nil)
+	dir := t.TempDir()
+	annotations := filepath.Join(dir, "annotations")
+	if err := os.WriteFile(annotations, []byte("etcd.quorate.dev/cluster-id=\"c1a55\"\netcd.quorate.dev/require-data=\"true\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	term := filepath.Join(dir, "termination-log")
+	o := Options{Volume: v, TerminationLogPath: term, PodAnnotationsPath: annotations, TLSDir: "/nonexistent",
+		Command: []string{"/bin/sh", "-c", "exit 0", "--initial-cluster-state=new"}}
+	var logs bytes.Buffer
+	if code := Launch(context.Background(), o, &logs); code != 2 {
+		t.Fatalf("exit code = %d, want 2 for a refusal (logs: %s)", code, logs.String())
+	}
+	msg, _ := os.ReadFile(term)
+	if r := ParseTermination(string(msg)); r == nil || r.Kind != RefusalDataLost || !strings.Contains(r.Message, "refusing to rejoin with an empty log") {
+		t.Fatalf("termination message = %q, want a DataLost refusal", msg)
+	}
+}

@@ -27,6 +27,8 @@ type Options struct {
 	Host               string // the member's DNS name, waited for before etcd starts
 	TLSDir             string // server certificate directory; empty for plaintext
 	TerminationLogPath string
+	// PodAnnotationsPath is the pod's annotations file (downward API).
+	PodAnnotationsPath string
 	Command            []string // etcd and its flags
 }
 
@@ -78,6 +80,11 @@ func Launch(ctx context.Context, o Options, logw io.Writer) int {
 		}
 		return 2
 	}
+	ann, err := ReadPodAnnotations(o.PodAnnotationsPath)
+	if err != nil {
+		logger.Printf("reading the pod's annotations: %v; checking the volume with the flags alone", err)
+	}
+	o.Volume = o.FromAnnotations(ann)
 	marker, err := o.Check()
 	if err != nil {
 		return refuse(err)

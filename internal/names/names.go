@@ -29,6 +29,15 @@ const (
 	AnnotationClusterID = Prefix + "cluster-id"
 	// AnnotationObjectHash is the hash of a Service, PDB or Secret's desired content.
 	AnnotationObjectHash = Prefix + "object-hash"
+	// AnnotationOwnerUID on a member PVC names the EtcdCluster (by UID) it belongs to, with or
+	// without an owner reference (spec.volumeRetention).
+	AnnotationOwnerUID = Prefix + "owner-uid"
+	// AnnotationRequireData on a member Pod says the member has run: its launcher refuses to
+	// start etcd on an empty data directory from then on, whatever its flags say. The
+	// launcher reads it through the downward API at every start of the container.
+	AnnotationRequireData = Prefix + "require-data"
+	// LabelRetention on a member PVC is spec.volumeRetention when the PVC was last reconciled.
+	LabelRetention = Prefix + "retention"
 
 	// ComponentMember is the component label value of member Pods and PVCs.
 	ComponentMember = "member"

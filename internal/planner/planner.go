@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
-	"github.com/quorate-dev/quorate/internal/quorum"
 )
 
 // Member is everything observed about one member name, from etcd and from Kubernetes.
@@ -21,16 +20,31 @@ type Member struct {
 	Started bool // the member has run at least once (etcd knows its name)
 	Learner bool
 
-	// From asking the member itself.
-	Reachable bool
-	ClusterID uint64
-	HasLeader bool
-	Alarms    bool // the member reports errors such as NOSPACE
+	// From asking the member itself (and only when it answered as this member's ID).
+	Reachable   bool
+	ClusterID   uint64
+	HasLeader   bool
+	Version     string // etcd release it runs
+	Revision    int64  // the revision it has applied
+	DBSize      int64  // bytes of its backend file
+	DBSizeInUse int64  // bytes of its backend in use (the rest is free pages defragmentation returns)
 
 	// From Kubernetes.
 	HasPod         bool
 	PodTerminating bool
+	// TerminatingFor is how long the pod has been terminating (0 when it is not).
+	TerminatingFor time.Duration
 	PodCurrent     bool // the Pod's spec hash matches the desired one
+	// PodFailed: the pod ended (phase Failed or Succeeded, after an eviction or a node
+	// shutdown); its containers never run again, so it must be replaced.
+	PodFailed bool
+	// PodProblem says why the pod does not run etcd (image pull error, crash loop,
+	// unschedulable, stuck terminating, another member answering at its address); "" if none.
+	PodProblem string
+	// PodAge is how long ago the pod was created.
+	PodAge time.Duration
+	// PodForcesNewCluster: the pod starts etcd with --force-new-cluster (recovery).
+	PodForcesNewCluster bool
 	// DataDirLost: the launcher refused to start because the volume lost the member's data.
 	DataDirLost bool
 	// ForeignData: the launcher refused to start because the volume holds another cluster's data.
@@ -40,14 +54,17 @@ type Member struct {
 	HasPVC         bool
 	PVCTerminating bool
 	PVCHasData     bool // the PVC is annotated with the cluster ID: it has held member data
+	// Age is how long ago the member's first object (PVC or Pod) was created.
+	Age time.Duration
 }
 
-// Healthy: reachable, of the right cluster, following a leader, without alarms.
+// Healthy: reachable as itself, of the right cluster, following a leader. Alarms are the
+// cluster's, not a member's, and do not make a member unhealthy.
 func (m Member) Healthy(clusterID uint64) bool {
-	return m.Reachable && m.ClusterID == clusterID && m.HasLeader && !m.Alarms
+	return m.Reachable && m.ClusterID == clusterID && m.HasLeader
 }
 
-// dataLost: a member that has run lost its volume or its data.
+// dataLost: a member that has run lost its volume or its data, or is losing its volume.
 func (m Member) dataLost() string {
 	switch {
 	case !m.Started:
@@ -62,26 +79,69 @@ func (m Member) dataLost() string {
 	return ""
 }
 
+// Deadlines bound how long a member may take before the operator reports it or gives up on it.
+type Deadlines struct {
+	// MemberStart: a member pod that has not become healthy this long after its creation is
+	// reported as stuck (sooner when its pod shows why, such as an image pull error).
+	MemberStart time.Duration
+	// Learner: a learner not promoted this long after its first object was created is removed
+	// and added again.
+	Learner time.Duration
+	// Terminating: a pod terminating this long (its node does not answer) no longer holds up
+	// the steps that do not need it gone.
+	Terminating time.Duration
+}
+
+// DefaultDeadlines are the operator's defaults.
+var DefaultDeadlines = Deadlines{MemberStart: 3 * time.Minute, Learner: 10 * time.Minute, Terminating: 2 * time.Minute}
+
+// Recovery is a forced recovery from permanent quorum loss.
+type Recovery struct {
+	// Requested is spec.recovery.forceNewCluster: a token the user sets to ask for one recovery.
+	Requested string
+	// Token is the token of the last recovery the operator started (status.recovery.token).
+	Token string
+	// Phase of that recovery: v1alpha1.RecoveryRestarting, RecoveryRejoining, RecoveryCompleted
+	// or RecoveryNotNeeded.
+	Phase string
+	// Member restarted as the single member of the new cluster.
+	Member string
+}
+
 // State is the snapshot the planner decides from.
 type State struct {
 	Cluster   string
 	Replicas  int
 	Paused    bool
 	ClusterID uint64 // recorded cluster ID, 0 before bootstrap
+	// Version is spec.version.
+	Version string
+	// Image is spec.image ("" for the operator's image of the version).
+	Image string
+	// QuotaBytes is spec.etcd.quotaBackendBytes.
+	QuotaBytes int64
 	// EtcdReachable: a member list was read, so InEtcd/ID/Started/Learner are meaningful.
 	EtcdReachable bool
 	// LeaderID of the cluster, 0 when unknown.
 	LeaderID uint64
+	// Alarms raised in the cluster (NOSPACE, CORRUPT), as etcd lists them.
+	Alarms []string
 	// BootstrapSize is the size recorded on existing bootstrap objects, 0 when there are none.
 	BootstrapSize int
 	// UnknownMembers are etcd members whose peer URL the operator did not create.
 	UnknownMembers []string
-	Members        []Member
+	// RetainedVolumes are PVCs of members of an earlier EtcdCluster of the same name, kept
+	// when it was deleted; AdoptVolumes is spec.adoptRetainedVolumes.
+	RetainedVolumes []string
+	AdoptVolumes    bool
+	Members         []Member
 	// RollSettle is how long every member's pod must have been Ready before a rolling update
 	// replaces the next one (0: no wait). Clients reconnect to a replaced member with
 	// exponential back-off; replacing members back to back can leave every connection of a
 	// client backing off at once, an outage though the cluster never lost quorum.
 	RollSettle time.Duration
+	Deadlines  Deadlines
+	Recovery   Recovery
 }
 
 // Kind is what to do next.
@@ -100,6 +160,17 @@ const (
 	Promote    Kind = "Promote"    // MemberPromote
 	Remove     Kind = "Remove"     // MemberRemove
 	MoveLeader Kind = "MoveLeader" // hand leadership to Target
+	// AdoptVolumes takes over the retained volumes (State.RetainedVolumes).
+	AdoptVolumes Kind = "AdoptVolumes"
+	// Disarm clears the cluster's alarms.
+	Disarm Kind = "Disarm"
+	// Defragment returns a member's free pages to the file system.
+	Defragment Kind = "Defragment"
+	// StartRecovery records a forced recovery from Member and stops its pod, which comes back
+	// with --force-new-cluster.
+	StartRecovery Kind = "StartRecovery"
+	// RecoveryPhase records that a forced recovery reached Action.Phase.
+	RecoveryPhase Kind = "RecoveryPhase"
 )
 
 // Action is the planner's decision.
@@ -116,8 +187,18 @@ type Action struct {
 	TargetName string
 	// RequireData for CreatePod: the member has run, so its pod must find data on its volume.
 	RequireData bool
-	Reason      string
-	Message     string
+	// ForceNewCluster for CreatePod: start the member as the single member of a new cluster
+	// that keeps its data and cluster ID (a forced recovery).
+	ForceNewCluster bool
+	// Revision for StartRecovery: what the surviving member has applied.
+	Revision int64
+	// Phase for RecoveryPhase.
+	Phase string
+	// Attention: the step's reason is a problem that needs someone's attention (the
+	// Degraded condition says so).
+	Attention bool
+	Reason    string
+	Message   string
 }
 
 func (a Action) String() string {
@@ -152,6 +233,18 @@ func (s State) voters() []Member {
 	return v
 }
 
+// retiring are the voters that are losing their volume but still serve from it: they are
+// replaced add-first, and removed only once their replacement is a voter.
+func (s State) retiring() []Member {
+	var r []Member
+	for _, m := range s.voters() {
+		if m.dataLost() != "" && m.Healthy(s.ClusterID) {
+			r = append(r, m)
+		}
+	}
+	return r
+}
+
 // FreeName is the member name with the lowest index no etcd member, Pod or PVC uses.
 func (s State) FreeName(name func(int) string) string {
 	used := map[int]bool{}
@@ -165,244 +258,32 @@ func (s State) FreeName(name func(int) string) string {
 	}
 }
 
+// rule is one step of the plan: it returns an action, or false to let the next rule decide.
+type rule func(State) (Action, bool)
+
 // Plan returns the next step. name maps an index to a member name.
 func Plan(s State, name func(int) string) Action {
 	if s.Paused {
 		return Action{Kind: Wait, Reason: v1alpha1.ReasonPaused, Message: "spec.paused is true: the operator makes no changes; set it to false to resume"}
 	}
-	if a, stop := checkIdentity(s); stop {
-		return a
+	for _, r := range []rule{checkIdentity, checkVolumes} {
+		if a, ok := r(s); ok {
+			return a
+		}
 	}
 	if s.ClusterID == 0 {
 		return planBootstrap(s, name)
 	}
+	if a, ok := planRecovery(s); ok {
+		return a
+	}
 	if !s.EtcdReachable {
 		return planUnreachable(s)
 	}
-	for _, step := range []func(State) (Action, bool){replaceLost, ensureObjects, collectGarbage, gateHealth, changeMembership, rollPods} {
-		if a, ok := step(s); ok {
+	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateHealth, changeMembership, rollPods, clearAlarms} {
+		if a, ok := r(s); ok {
 			return a
 		}
 	}
 	return Action{Kind: None, Reason: v1alpha1.ReasonSettled, Message: fmt.Sprintf("%d healthy voting members", len(s.voters()))}
-}
-
-func checkIdentity(s State) (Action, bool) {
-	for _, m := range s.sorted() {
-		if s.ClusterID != 0 && m.Reachable && m.ClusterID != s.ClusterID {
-			return Action{Kind: Halt, Member: m.Name, Reason: v1alpha1.ReasonClusterIDMismatch,
-				Message: fmt.Sprintf("member %s reports cluster ID %x but this cluster is %x: membership changes are stopped; find out where the member's data came from, then delete its Pod and PVC so it is replaced", m.Name, m.ClusterID, s.ClusterID)}, true
-		}
-		if m.ForeignData {
-			return Action{Kind: Halt, Member: m.Name, Reason: v1alpha1.ReasonClusterIDMismatch,
-				Message: fmt.Sprintf("member %s refused to start: its volume holds data of another etcd cluster; membership changes are stopped; delete its PVC if that data is not needed", m.Name)}, true
-		}
-	}
-	if len(s.UnknownMembers) > 0 {
-		return Action{Kind: Halt, Reason: v1alpha1.ReasonUnknownMember,
-			Message: fmt.Sprintf("etcd has members the operator did not create (%v): membership changes are stopped; remove them with etcdctl member remove", s.UnknownMembers)}, true
-	}
-	return Action{}, false
-}
-
-func planBootstrap(s State, name func(int) string) Action {
-	for _, m := range s.Members {
-		if m.PVCHasData {
-			// Status lost its cluster ID but a volume remembers it; the controller adopts it.
-			return Action{Kind: Wait, Reason: v1alpha1.ReasonBootstrapping, Message: fmt.Sprintf("volume of %s holds data of an existing cluster: recovering its cluster ID instead of bootstrapping", m.Name)}
-		}
-	}
-	size := s.BootstrapSize
-	if size == 0 {
-		size = s.Replicas
-	}
-	all := make([]string, size)
-	missing := false
-	for i := range all {
-		all[i] = name(i)
-		m, ok := s.byName(all[i])
-		if !ok || !m.HasPVC || !m.HasPod {
-			missing = true
-		}
-	}
-	if missing {
-		return Action{Kind: Bootstrap, Members: all, Reason: v1alpha1.ReasonBootstrapping,
-			Message: fmt.Sprintf("creating the %d bootstrap members", size)}
-	}
-	return Action{Kind: Wait, Reason: v1alpha1.ReasonBootstrapping, Message: fmt.Sprintf("waiting for the %d bootstrap members to elect a leader", size)}
-}
-
-func planUnreachable(s State) Action {
-	for _, m := range s.sorted() {
-		if m.HasPVC && m.PVCHasData && !m.PVCTerminating && !m.HasPod {
-			return Action{Kind: CreatePod, Member: m.Name, RequireData: true, Reason: v1alpha1.ReasonEtcdUnreachable,
-				Message: fmt.Sprintf("etcd is unreachable; restarting member %s from its volume to restore quorum", m.Name)}
-		}
-	}
-	return Action{Kind: Wait, Reason: v1alpha1.ReasonEtcdUnreachable, Message: "no member answers with quorum; waiting for members to come back (the operator recreates missing member pods from their volumes)"}
-}
-
-// replaceLost removes a started member whose data is gone, when the rest keep quorum.
-func replaceLost(s State) (Action, bool) {
-	for _, m := range s.sorted() {
-		if !m.InEtcd {
-			continue
-		}
-		why := m.dataLost()
-		if why == "" {
-			continue
-		}
-		if !m.Learner {
-			voters := s.voters()
-			healthy := 0
-			for _, v := range voters {
-				if v.Name != m.Name && v.Healthy(s.ClusterID) {
-					healthy++
-				}
-			}
-			if healthy < quorum.Of(len(voters)-1) {
-				return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonQuorumAtRisk,
-					Message: fmt.Sprintf("member %s must be replaced because %s, but only %d other voters are healthy: waiting for them before removing it", m.Name, why, healthy)}, true
-			}
-		}
-		if m.ID == s.LeaderID && m.Healthy(s.ClusterID) {
-			// It still leads (its volume is going, not gone): hand leadership over first.
-			if a, ok := moveLeaderAway(s, m, "before removing it"); ok {
-				a.Reason = v1alpha1.ReasonMemberDataLost
-				return a, true
-			}
-		}
-		return Action{Kind: Remove, Member: m.Name, ID: m.ID, Reason: v1alpha1.ReasonMemberDataLost,
-			Message: fmt.Sprintf("removing member %s because %s; a new member will take its place", m.Name, why)}, true
-	}
-	return Action{}, false
-}
-
-// ensureObjects gives every etcd member its PVC and Pod.
-func ensureObjects(s State) (Action, bool) {
-	for _, m := range s.sorted() {
-		if !m.InEtcd {
-			continue
-		}
-		switch {
-		case !m.HasPVC:
-			// Only a member that never ran gets a fresh volume (replaceLost handles the others).
-			return Action{Kind: CreatePVC, Member: m.Name, Reason: v1alpha1.ReasonMembersCreating, Message: "creating the volume of new member " + m.Name}, true
-		case m.PVCTerminating:
-			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonTerminating, Message: "waiting for the volume of " + m.Name + " to be deleted"}, true
-		case m.PodTerminating:
-			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonTerminating, Message: "waiting for the old pod of " + m.Name + " to terminate"}, true
-		case !m.HasPod:
-			return Action{Kind: CreatePod, Member: m.Name, RequireData: m.Started, Reason: v1alpha1.ReasonMembersCreating, Message: "creating the pod of member " + m.Name}, true
-		}
-	}
-	return Action{}, false
-}
-
-// collectGarbage deletes Pods, then PVCs, of names that are no longer etcd members.
-func collectGarbage(s State) (Action, bool) {
-	for _, m := range s.sorted() {
-		if m.InEtcd {
-			continue
-		}
-		if m.HasPod && !m.PodTerminating {
-			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonGarbage, Message: "deleting the pod of removed member " + m.Name}, true
-		}
-		if m.HasPVC && !m.HasPod && !m.PVCTerminating {
-			return Action{Kind: DeletePVC, Member: m.Name, Reason: v1alpha1.ReasonGarbage, Message: "deleting the volume of removed member " + m.Name}, true
-		}
-	}
-	return Action{}, false
-}
-
-// gateHealth stops membership changes and rollouts until every member is healthy.
-func gateHealth(s State) (Action, bool) {
-	for _, m := range s.sorted() {
-		if m.InEtcd && !m.Healthy(s.ClusterID) {
-			what := "does not answer"
-			switch {
-			case m.Reachable && !m.HasLeader:
-				what = "has no leader"
-			case m.Reachable && m.Alarms:
-				what = "reports an alarm"
-			case !m.Started:
-				what = "has not started yet"
-			}
-			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonMemberUnhealthy,
-				Message: fmt.Sprintf("member %s %s; membership changes wait until every member is healthy", m.Name, what)}, true
-		}
-	}
-	return Action{}, false
-}
-
-func changeMembership(s State) (Action, bool) {
-	for _, m := range s.sorted() {
-		if m.InEtcd && m.Learner {
-			return Action{Kind: Promote, Member: m.Name, ID: m.ID, Reason: v1alpha1.ReasonScaling, Message: "promoting learner " + m.Name + " to voter"}, true
-		}
-	}
-	voters := s.voters()
-	switch {
-	case len(voters) < s.Replicas:
-		return Action{Kind: AddLearner, Reason: v1alpha1.ReasonScaling,
-			Message: fmt.Sprintf("scaling up from %d to %d voting members", len(voters), s.Replicas)}, true
-	case len(voters) > s.Replicas:
-		victim := voters[len(voters)-1]
-		if victim.ID == s.LeaderID {
-			if a, ok := moveLeaderAway(s, victim, "before removing it"); ok {
-				return a, true
-			}
-		}
-		return Action{Kind: Remove, Member: victim.Name, ID: victim.ID, Reason: v1alpha1.ReasonScaling,
-			Message: fmt.Sprintf("scaling down from %d to %d voting members: removing %s", len(voters), s.Replicas, victim.Name)}, true
-	}
-	return Action{}, false
-}
-
-func moveLeaderAway(s State, from Member, why string) (Action, bool) {
-	for _, v := range s.voters() {
-		if v.Name != from.Name && v.Healthy(s.ClusterID) {
-			return Action{Kind: MoveLeader, Member: from.Name, ID: from.ID, Target: v.ID, TargetName: v.Name, Reason: v1alpha1.ReasonScaling,
-				Message: fmt.Sprintf("moving leadership from %s to %s %s", from.Name, v.Name, why)}, true
-		}
-	}
-	return Action{}, false
-}
-
-// rollPods replaces one outdated member pod: followers first, the leader last.
-func rollPods(s State) (Action, bool) {
-	var leader *Member
-	ms := s.sorted()
-	outdated := false
-	for _, m := range ms {
-		outdated = outdated || m.InEtcd && m.HasPod && !m.PodCurrent
-	}
-	if !outdated {
-		return Action{}, false
-	}
-	for _, m := range ms {
-		if m.InEtcd && m.HasPod && m.ReadyFor < s.RollSettle {
-			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonRollingUpdate,
-				Message: fmt.Sprintf("waiting until the pod of %s has been ready for %s before replacing the next pod, so that clients reconnect to it first", m.Name, s.RollSettle)}, true
-		}
-	}
-	for i := len(ms) - 1; i >= 0; i-- {
-		m := ms[i]
-		if !m.InEtcd || !m.HasPod || m.PodCurrent {
-			continue
-		}
-		if m.ID == s.LeaderID && len(s.voters()) > 1 {
-			leader = &ms[i]
-			continue
-		}
-		return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonRollingUpdate,
-			Message: "replacing the pod of " + m.Name + " to apply the new spec"}, true
-	}
-	if leader != nil {
-		if a, ok := moveLeaderAway(s, *leader, "before replacing its pod"); ok {
-			a.Reason = v1alpha1.ReasonRollingUpdate
-			return a, true
-		}
-	}
-	return Action{}, false
 }

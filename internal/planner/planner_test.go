@@ -18,12 +18,13 @@ func name(i int) string { return fmt.Sprintf("c-%d", i) }
 // healthy returns a started, healthy voter with its pod and volume.
 func healthy(i int) Member {
 	return Member{Name: name(i), Index: i, InEtcd: true, ID: uint64(100 + i), Started: true,
-		Reachable: true, ClusterID: cid, HasLeader: true,
-		HasPod: true, PodCurrent: true, HasPVC: true, PVCHasData: true}
+		Reachable: true, ClusterID: cid, HasLeader: true, Version: "3.6.16", Revision: 1000, DBSize: 1 << 20, DBSizeInUse: 1 << 20,
+		HasPod: true, PodCurrent: true, ReadyFor: time.Hour, PodAge: time.Minute, Age: time.Minute, HasPVC: true, PVCHasData: true}
 }
 
 func running(n int, mods ...func(*State)) State {
-	s := State{Cluster: "c", Replicas: n, ClusterID: cid, EtcdReachable: true, LeaderID: 100}
+	s := State{Cluster: "c", Replicas: n, ClusterID: cid, Version: "3.6.16", QuotaBytes: 1 << 30, EtcdReachable: true, LeaderID: 100,
+		Deadlines: DefaultDeadlines}
 	for i := 0; i < n; i++ {
 		s.Members = append(s.Members, healthy(i))
 	}
@@ -79,16 +80,16 @@ func TestPlan(t *testing.T) {
 			Members: []Member{{Name: "c-1", Index: 1, HasPVC: true, PVCHasData: true}}},
 			want: Action{Kind: Wait, Reason: v1alpha1.ReasonBootstrapping}, msg: "instead of bootstrapping"},
 		{name: "foreign cluster ID halts", state: running(3, member(1, func(m *Member) { m.ClusterID = 0xbad })),
-			want: Action{Kind: Halt, Member: "c-1", Reason: v1alpha1.ReasonClusterIDMismatch}, msg: "reports cluster ID bad"},
+			want: Action{Kind: Halt, Member: "c-1", Reason: v1alpha1.ReasonClusterIDMismatch, Attention: true}, msg: "reports cluster ID bad"},
 		{name: "launcher-reported cluster ID mismatch halts", state: running(3, member(2, func(m *Member) { m.ForeignData = true })),
-			want: Action{Kind: Halt, Member: "c-2", Reason: v1alpha1.ReasonClusterIDMismatch}, msg: "another etcd cluster"},
+			want: Action{Kind: Halt, Member: "c-2", Reason: v1alpha1.ReasonClusterIDMismatch, Attention: true}, msg: "another etcd cluster"},
 		{name: "unknown member halts", state: running(3, func(s *State) { s.UnknownMembers = []string{"intruder"} }),
-			want: Action{Kind: Halt, Reason: v1alpha1.ReasonUnknownMember}, msg: "intruder"},
+			want: Action{Kind: Halt, Reason: v1alpha1.ReasonUnknownMember, Attention: true}, msg: "intruder"},
 		{name: "unreachable etcd: restart members from their volumes", state: running(3, func(s *State) { s.EtcdReachable = false },
 			member(0, func(m *Member) { m.HasPod = false })),
 			want: Action{Kind: CreatePod, Member: "c-0", RequireData: true, Reason: v1alpha1.ReasonEtcdUnreachable}},
 		{name: "unreachable etcd with every pod present waits", state: running(3, func(s *State) { s.EtcdReachable = false }),
-			want: Action{Kind: Wait, Reason: v1alpha1.ReasonEtcdUnreachable}},
+			want: Action{Kind: Wait, Reason: v1alpha1.ReasonEtcdUnreachable, Attention: true}, msg: "spec.recovery.forceNewCluster"},
 		{name: "scale up adds a learner", state: running(3, replicas(5)),
 			want: Action{Kind: AddLearner, Reason: v1alpha1.ReasonScaling}, msg: "from 3 to 5"},
 		{name: "a new learner gets a fresh volume", state: running(3, replicas(4),
@@ -112,25 +113,38 @@ func TestPlan(t *testing.T) {
 		{name: "a volume being deleted is left alone", state: running(3, member(3, func(m *Member) { m.HasPVC, m.PVCTerminating = true, true })),
 			want: Action{Kind: None, Reason: v1alpha1.ReasonSettled}},
 		{name: "a member whose PVC is gone is removed", state: running(3, member(1, func(m *Member) { m.HasPVC, m.HasPod, m.Reachable = false, false, false })),
-			want: Action{Kind: Remove, Member: "c-1", ID: 101, Reason: v1alpha1.ReasonMemberDataLost}, msg: "PersistentVolumeClaim is gone"},
-		{name: "a member whose PVC is being deleted is removed", state: running(3, member(2, func(m *Member) { m.PVCTerminating = true })),
-			want: Action{Kind: Remove, Member: "c-2", ID: 102, Reason: v1alpha1.ReasonMemberDataLost}},
-		{name: "a leader whose PVC is being deleted hands leadership over first", state: running(3, member(0, func(m *Member) { m.PVCTerminating = true })),
-			want: Action{Kind: MoveLeader, Member: "c-0", ID: 100, Target: 101, TargetName: "c-1", Reason: v1alpha1.ReasonMemberDataLost}},
+			want: Action{Kind: Remove, Member: "c-1", ID: 101, Reason: v1alpha1.ReasonMemberDataLost, Attention: true}, msg: "PersistentVolumeClaim is gone"},
+		{name: "a member still serving from a volume being deleted is replaced add-first", state: running(3, member(2, func(m *Member) { m.PVCTerminating = true })),
+			want: Action{Kind: AddLearner, Reason: v1alpha1.ReasonReplacingMember, Attention: true}, msg: "replace c-2"},
+		{name: "so is a leader", state: running(3, member(0, func(m *Member) { m.PVCTerminating = true })),
+			want: Action{Kind: AddLearner, Reason: v1alpha1.ReasonReplacingMember, Attention: true}, msg: "replace c-0"},
+		{name: "its replacement is promoted", state: running(3, member(0, func(m *Member) { m.PVCTerminating = true }),
+			member(3, func(m *Member) { *m = healthy(3); m.Learner = true })),
+			want: Action{Kind: Promote, Member: "c-3", ID: 103, Reason: v1alpha1.ReasonScaling}},
+		{name: "then leadership leaves the replaced leader", state: running(3,
+			member(0, func(m *Member) { m.PVCTerminating = true }), member(3, func(m *Member) { *m = healthy(3) })),
+			want: Action{Kind: MoveLeader, Member: "c-0", ID: 100, Target: 101, TargetName: "c-1", Reason: v1alpha1.ReasonReplacingMember}},
+		{name: "a replaced follower goes before a replaced leader", state: running(3,
+			member(0, func(m *Member) { m.PVCTerminating = true }), member(2, func(m *Member) { m.PVCTerminating = true }),
+			member(3, func(m *Member) { *m = healthy(3) })),
+			want: Action{Kind: Remove, Member: "c-2", ID: 102, Reason: v1alpha1.ReasonReplacingMember}, msg: "now that its replacement votes"},
 		{name: "a member whose data directory vanished is removed", state: running(3, member(2, func(m *Member) { m.DataDirLost, m.Reachable = true, false })),
-			want: Action{Kind: Remove, Member: "c-2", ID: 102, Reason: v1alpha1.ReasonMemberDataLost}, msg: "data directory is gone"},
+			want: Action{Kind: Remove, Member: "c-2", ID: 102, Reason: v1alpha1.ReasonMemberDataLost, Attention: true}, msg: "data directory is gone"},
+		{name: "a gone member is removed before replacing one still serving", state: running(3,
+			member(0, func(m *Member) { m.HasPVC, m.HasPod, m.Reachable = false, false, false }), member(1, func(m *Member) { m.PVCTerminating = true })),
+			want: Action{Kind: Remove, Member: "c-0", ID: 100, Reason: v1alpha1.ReasonMemberDataLost, Attention: true}},
 		{name: "no replacement that would lose quorum", state: running(3,
 			member(1, func(m *Member) { m.HasPVC, m.Reachable = false, false }),
 			member(2, func(m *Member) { m.Reachable = false })),
-			want: Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonQuorumAtRisk}, msg: "only 1 other voters are healthy"},
+			want: Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonQuorumAtRisk, Attention: true}, msg: "only 1 other voters are healthy"},
 		{name: "a missing pod of a started member requires its data", state: running(3, member(1, func(m *Member) { m.HasPod, m.Reachable = false, false })),
 			want: Action{Kind: CreatePod, Member: "c-1", RequireData: true, Reason: v1alpha1.ReasonMembersCreating}},
 		{name: "a terminating pod is waited for", state: running(3, member(1, func(m *Member) { m.PodTerminating = true })),
 			want: Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonTerminating}},
 		{name: "an unhealthy member blocks scaling", state: running(3, replicas(5), member(2, func(m *Member) { m.HasLeader = false })),
 			want: Action{Kind: Wait, Member: "c-2", Reason: v1alpha1.ReasonMemberUnhealthy}, msg: "has no leader"},
-		{name: "an alarm blocks scaling", state: running(3, replicas(5), member(0, func(m *Member) { m.Alarms = true })),
-			want: Action{Kind: Wait, Member: "c-0", Reason: v1alpha1.ReasonMemberUnhealthy}, msg: "reports an alarm"},
+		{name: "an alarm does not block scaling", state: running(3, replicas(5), func(s *State) { s.Alarms = []string{AlarmNoSpace} }),
+			want: Action{Kind: AddLearner, Reason: v1alpha1.ReasonScaling}},
 		{name: "rollout replaces the highest outdated follower first", state: running(3,
 			member(0, func(m *Member) { m.PodCurrent = false }), member(1, func(m *Member) { m.PodCurrent = false })),
 			want: Action{Kind: DeletePod, Member: "c-1", Reason: v1alpha1.ReasonRollingUpdate}},
@@ -146,6 +160,109 @@ func TestPlan(t *testing.T) {
 			want: Action{Kind: None, Reason: v1alpha1.ReasonSettled}},
 		{name: "a single member is replaced in place", state: running(1, member(0, func(m *Member) { m.PodCurrent = false })),
 			want: Action{Kind: DeletePod, Member: "c-0", Reason: v1alpha1.ReasonRollingUpdate}},
+		// Pods that cannot come back by themselves are replaced even while the gate is closed.
+		{name: "a pod that ended is replaced", state: running(3, member(1, func(m *Member) { m.PodFailed, m.Reachable = true, false })),
+			want: Action{Kind: DeletePod, Member: "c-1", Reason: v1alpha1.ReasonPodEnded}, msg: "ended"},
+		{name: "an outdated pod that is down gets the current spec while another member is down", state: running(3,
+			member(1, func(m *Member) { m.Reachable = false }),
+			member(2, func(m *Member) { m.PodCurrent, m.ReadyFor, m.Reachable = false, 0, false })),
+			want: Action{Kind: DeletePod, Member: "c-2", Reason: v1alpha1.ReasonRollingUpdate}, msg: "which is down"},
+		{name: "an outdated pod that still answers is not replaced out of turn", state: running(3,
+			member(1, func(m *Member) { m.Reachable = false }), member(2, func(m *Member) { m.PodCurrent = false })),
+			want: Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonMemberUnhealthy}, msg: "does not answer"},
+		{name: "a rollout stops at a new pod that cannot start, with the cause", state: running(3,
+			member(0, func(m *Member) { m.PodCurrent = false }), member(1, func(m *Member) { m.PodCurrent = false }),
+			member(2, func(m *Member) {
+				m.Reachable, m.ReadyFor, m.PodAge = false, 0, 20*time.Second
+				m.PodProblem = `its container etcd is in ImagePullBackOff: Back-off pulling image "etcd:v9"`
+			})),
+			want: Action{Kind: Wait, Member: "c-2", Reason: v1alpha1.ReasonRolloutStuck, Attention: true}, msg: "runs the new spec but does not answer (its container etcd is in ImagePullBackOff"},
+		{name: "a rollout stops at a new pod unready past the deadline", state: running(3,
+			member(0, func(m *Member) { m.PodCurrent = false }),
+			member(2, func(m *Member) { m.Reachable, m.ReadyFor, m.PodAge = false, 0, 4*time.Minute })),
+			want: Action{Kind: Wait, Member: "c-2", Reason: v1alpha1.ReasonRolloutStuck, Attention: true}},
+		{name: "a new pod still starting is waited for", state: running(3,
+			member(0, func(m *Member) { m.PodCurrent = false }),
+			member(2, func(m *Member) { m.Reachable, m.ReadyFor, m.PodAge = false, 0, 10*time.Second })),
+			want: Action{Kind: Wait, Member: "c-2", Reason: v1alpha1.ReasonMemberUnhealthy}},
+		{name: "a broken member outside a rollout is reported with its cause", state: running(3,
+			member(2, func(m *Member) {
+				m.Reachable, m.PodProblem = false, "its pod cannot be scheduled: 0/1 nodes are available"
+			})),
+			want: Action{Kind: Wait, Member: "c-2", Reason: v1alpha1.ReasonMemberUnhealthy, Attention: true}, msg: "cannot be scheduled"},
+		// Version rules, checked against what the members run.
+		{name: "skipping the 3.6 upgrade floor is refused", state: running(3, func(s *State) {
+			for i := range s.Members {
+				s.Members[i].Version, s.Members[i].PodCurrent = "3.5.20", false
+			}
+		}), want: Action{Kind: Wait, Reason: v1alpha1.ReasonVersionChangeRefused, Attention: true}, msg: "first upgrade to 3.5.26"},
+		{name: "a downgrade from 3.6 is refused", state: running(3, func(s *State) {
+			s.Version = "3.5.35"
+			for i := range s.Members {
+				s.Members[i].PodCurrent = false
+			}
+		}), want: Action{Kind: Wait, Reason: v1alpha1.ReasonVersionChangeRefused, Attention: true}, msg: "cannot be downgraded"},
+		{name: "an unknown release is refused with the supported ones", state: running(3, func(s *State) {
+			s.Version = "3.6.99"
+			s.Members[0].PodCurrent = false
+		}), want: Action{Kind: Wait, Reason: v1alpha1.ReasonVersionChangeRefused, Attention: true}, msg: "it runs 3.5.0 to 3.5.35 and 3.6.0 to 3.6.16"},
+		{name: "setting back a change no member applied rolls nothing", state: running(3, func(s *State) { s.Version = "3.6.16" }),
+			want: Action{Kind: None, Reason: v1alpha1.ReasonSettled}},
+		{name: "an image that runs another release than spec.version stops the rollout", state: running(3, func(s *State) {
+			s.Image = "mirror/etcd@sha256:abc"
+			s.Members[0].PodCurrent = false
+			s.Members[2].Version = "3.6.15"
+		}), want: Action{Kind: Wait, Reason: v1alpha1.ReasonVersionChangeRefused, Attention: true}, msg: "member c-2 runs etcd 3.6.15 from spec.image mirror/etcd@sha256:abc, but spec.version is 3.6.16"},
+		{name: "a 3.5 to 3.6 rollout in progress goes on", state: running(3, func(s *State) {
+			s.Members[0].Version, s.Members[0].PodCurrent = "3.5.35", false
+			s.Members[1].Version, s.Members[1].PodCurrent = "3.5.35", false
+		}), want: Action{Kind: DeletePod, Member: "c-1", Reason: v1alpha1.ReasonRollingUpdate}},
+		// Learners.
+		{name: "lowering replicas cancels a learner", state: running(3, member(3, func(m *Member) { *m = healthy(3); m.Learner = true })),
+			want: Action{Kind: Remove, Member: "c-3", ID: 103, Reason: v1alpha1.ReasonScaling}, msg: "no longer needs it"},
+		{name: "a learner that did not start in time is removed", state: running(3, replicas(4),
+			member(3, func(m *Member) {
+				m.InEtcd, m.ID, m.Learner, m.HasPVC, m.HasPod, m.PodCurrent, m.Age = true, 200, true, true, true, true, 11*time.Minute
+				m.PodProblem = "its pod cannot be scheduled: no node"
+			})),
+			want: Action{Kind: Remove, Member: "c-3", ID: 200, Reason: v1alpha1.ReasonLearnerStuck, Attention: true}, msg: "did not start (its pod cannot be scheduled: no node) within 10m0s"},
+		{name: "a learner that did not catch up in time is removed", state: running(3, replicas(4),
+			member(3, func(m *Member) { *m = healthy(3); m.Learner, m.Age = true, 11*time.Minute })),
+			want: Action{Kind: Remove, Member: "c-3", ID: 103, Reason: v1alpha1.ReasonLearnerStuck, Attention: true}, msg: "did not catch up"},
+		// A pod stuck terminating holds up only its own member.
+		{name: "a pod stuck terminating does not hold up another member's pod", state: running(3,
+			member(1, func(m *Member) { m.PodTerminating, m.TerminatingFor, m.Reachable = true, 5*time.Minute, false }),
+			member(2, func(m *Member) { m.HasPod, m.Reachable = false, false })),
+			want: Action{Kind: CreatePod, Member: "c-2", RequireData: true, Reason: v1alpha1.ReasonMembersCreating}},
+		// Alarms.
+		{name: "NOSPACE is disarmed once the database fits the quota", state: running(3, func(s *State) { s.Alarms = []string{AlarmNoSpace} }),
+			want: Action{Kind: Disarm, Reason: v1alpha1.ReasonNoSpace}, msg: "disarming NOSPACE"},
+		{name: "free pages are returned first, followers first", state: running(3, func(s *State) {
+			s.Alarms, s.QuotaBytes = []string{AlarmNoSpace}, 16<<20
+			for i := range s.Members {
+				s.Members[i].DBSize, s.Members[i].DBSizeInUse = 20<<20, 8<<20
+			}
+		}), want: Action{Kind: Defragment, Member: "c-1", Reason: v1alpha1.ReasonNoSpace, Attention: true}},
+		{name: "a full database waits for a larger quota", state: running(3, func(s *State) {
+			s.Alarms, s.QuotaBytes = []string{AlarmNoSpace}, 16<<20
+			for i := range s.Members {
+				s.Members[i].DBSize, s.Members[i].DBSizeInUse = 17<<20, 17<<20
+			}
+		}), want: Action{Kind: Wait, Reason: v1alpha1.ReasonNoSpace, Attention: true}, msg: "raise spec.etcd.quotaBackendBytes"},
+		{name: "a raised quota is rolled out despite NOSPACE", state: running(3, func(s *State) {
+			s.Alarms, s.QuotaBytes = []string{AlarmNoSpace}, 16<<20
+			s.Members[2].PodCurrent = false
+		}), want: Action{Kind: DeletePod, Member: "c-2", Reason: v1alpha1.ReasonRollingUpdate}},
+		{name: "CORRUPT is never disarmed by the operator", state: running(3, func(s *State) { s.Alarms = []string{AlarmCorrupt} }),
+			want: Action{Kind: Wait, Reason: v1alpha1.ReasonCorrupt, Attention: true}, msg: "CORRUPT"},
+		// Volumes retained by an earlier EtcdCluster of the same name.
+		{name: "retained volumes stop the operator", state: State{Cluster: "c", Replicas: 3, RetainedVolumes: []string{"c-0", "c-1"}},
+			want: Action{Kind: Halt, Reason: v1alpha1.ReasonRetainedVolumes, Attention: true}, msg: "c-0, c-1 were retained from an earlier EtcdCluster named c"},
+		{name: "they are adopted when the spec asks", state: State{Cluster: "c", Replicas: 3, RetainedVolumes: []string{"c-0"}, AdoptVolumes: true},
+			want: Action{Kind: AdoptVolumes, Reason: v1alpha1.ReasonAdoptingVolumes}},
+		{name: "unreachable etcd: a pod that ended is replaced", state: running(3, func(s *State) { s.EtcdReachable = false },
+			member(0, func(m *Member) { m.PodFailed = true })),
+			want: Action{Kind: DeletePod, Member: "c-0", Reason: v1alpha1.ReasonEtcdUnreachable}},
 		{name: "steady state does nothing", state: running(3),
 			want: Action{Kind: None, Reason: v1alpha1.ReasonSettled}, msg: "3 healthy voting members"},
 	} {
@@ -206,6 +323,25 @@ func (x *sim) apply(t *testing.T, a Action) {
 	case CreatePod:
 		m := &s.Members[idx(a.Member)]
 		m.HasPod, m.PodCurrent, m.Started, m.Reachable, m.ClusterID, m.HasLeader, m.PVCHasData = true, true, true, true, cid, true, true
+		m.ReadyFor, m.Version, m.PodForcesNewCluster = time.Hour, s.Version, a.ForceNewCluster
+		if a.ForceNewCluster {
+			// --force-new-cluster: the member alone, leading, with the cluster ID.
+			for i := range s.Members {
+				if s.Members[i].Name != a.Member {
+					s.Members[i].InEtcd = false
+				}
+			}
+			s.EtcdReachable, s.LeaderID, m.InEtcd, m.Learner = true, m.ID, true, false
+		}
+	case StartRecovery:
+		s.Recovery.Token, s.Recovery.Phase, s.Recovery.Member = s.Recovery.Requested, v1alpha1.RecoveryRestarting, a.Member
+		x.changes = append(x.changes, fmt.Sprintf("recover-from %s@%d", a.Member, a.Revision))
+	case RecoveryPhase:
+		if a.Phase == v1alpha1.RecoveryNotNeeded {
+			s.Recovery.Token = s.Recovery.Requested
+		}
+		s.Recovery.Phase = a.Phase
+		x.changes = append(x.changes, "recovery "+a.Phase)
 	case Promote:
 		s.Members[idx(a.Member)].Learner = false
 		x.changes = append(x.changes, "promote "+a.Member)
@@ -217,7 +353,12 @@ func (x *sim) apply(t *testing.T, a Action) {
 		s.LeaderID = a.Target
 		x.changes = append(x.changes, "move-leader "+a.TargetName)
 	case DeletePod:
-		s.Members[idx(a.Member)].HasPod = false
+		m := &s.Members[idx(a.Member)]
+		m.HasPod, m.Reachable, m.HasLeader, m.PodForcesNewCluster = false, false, false, false
+		if m.PVCTerminating {
+			// The PVC-protection controller lets the volume go once no pod uses it.
+			m.HasPVC, m.PVCTerminating = false, false
+		}
 	case DeletePVC:
 		s.Members[idx(a.Member)].HasPVC = false
 	default:
@@ -301,5 +442,102 @@ func TestReplacementJourney(t *testing.T) {
 		if m.Name == "c-1" && m.ID <= 200 {
 			t.Fatalf("replacement reused member ID %d", m.ID)
 		}
+	}
+}
+
+// healthyVoters counts voters that answer, as themselves, holding data.
+func (x *sim) healthyVoters() int {
+	n := 0
+	for _, m := range x.s.voters() {
+		if m.Healthy(x.s.ClusterID) {
+			n++
+		}
+	}
+	return n
+}
+
+// Deleting the PVC of every member at once (kubectl delete pvc --all) while the members still
+// serve: each is replaced add-first, one at a time, and the number of healthy voters never
+// drops below spec.replicas.
+func TestReplaceEveryVolumeAddFirst(t *testing.T) {
+	for _, lost := range [][]int{{0, 1, 2}, {0, 1}, {1, 2}} {
+		x := &sim{s: running(3), nextID: 200}
+		for _, i := range lost {
+			x.s.Members[i].PVCTerminating = true
+		}
+		for steps := 0; ; steps++ {
+			if steps > 200 {
+				t.Fatalf("%v: the planner does not converge: %v", lost, x.changes)
+			}
+			a := Plan(x.s, name)
+			if a.Kind == None {
+				break
+			}
+			x.apply(t, a)
+			x.check(t)
+			if n := x.healthyVoters(); n < 3 {
+				t.Fatalf("%v: after %v, %d healthy voters, fewer than the 3 before (changes %v)", lost, a, n, x.changes)
+			}
+		}
+		for _, m := range x.s.Members {
+			if m.ID < 200 && slices.Contains(lost, m.Index) && m.InEtcd {
+				t.Errorf("%v: %s, whose volume was deleted, is still a member", lost, m.Name)
+			}
+		}
+		if v := x.s.voters(); len(v) != 3 {
+			t.Errorf("%v: %d voters at the end, want 3", lost, len(v))
+		}
+		adds := 0
+		for _, c := range x.changes {
+			if strings.HasPrefix(c, "add ") {
+				adds++
+			}
+		}
+		if adds != len(lost) {
+			t.Errorf("%v: %d members added, want one per lost volume: %v", lost, adds, x.changes)
+		}
+		t.Logf("%v: %v", lost, x.changes)
+	}
+}
+
+// A forced recovery: two of three members are gone for good; the user asks for a recovery;
+// the member that applied the most restarts alone with --force-new-cluster, its pod is then
+// replaced by an ordinary one, and the cluster grows back to three.
+func TestRecoveryJourney(t *testing.T) {
+	x := &sim{s: running(3), nextID: 200}
+	for _, i := range []int{0, 2} {
+		m := &x.s.Members[i]
+		m.HasPVC, m.HasPod, m.Reachable, m.HasLeader = false, false, false, false
+	}
+	x.s.Members[1].HasLeader, x.s.Members[1].Revision = false, 1234
+	x.s.EtcdReachable, x.s.LeaderID = false, 0
+	// Nothing happens on its own.
+	if a := Plan(x.s, name); a.Kind != Wait || a.Reason != v1alpha1.ReasonEtcdUnreachable {
+		t.Fatalf("without a request: %v", a)
+	}
+	x.s.Recovery.Requested = "incident-1"
+	x.run(t, 3)
+	want := []string{"recover-from c-1@1234", "recovery Rejoining", "recovery Completed", "add c-0", "promote c-0", "add c-2", "promote c-2"}
+	if !reflect.DeepEqual(x.changes, want) {
+		t.Fatalf("recovery changes = %v\nwant %v", x.changes, want)
+	}
+	for _, m := range x.s.Members {
+		if m.PodForcesNewCluster {
+			t.Errorf("%s still runs with --force-new-cluster", m.Name)
+		}
+	}
+	// The same token does not act again, even if quorum were lost again.
+	x.s.EtcdReachable = false
+	if a := Plan(x.s, name); a.Kind == StartRecovery {
+		t.Fatalf("a used token started another recovery: %v", a)
+	}
+}
+
+func TestRecoveryIsNotNeededWithQuorum(t *testing.T) {
+	s := running(3, func(s *State) { s.Recovery.Requested = "oops" })
+	a := Plan(s, name)
+	a.Message = ""
+	if want := (Action{Kind: RecoveryPhase, Phase: v1alpha1.RecoveryNotNeeded, Reason: v1alpha1.ReasonRecovery}); !reflect.DeepEqual(a, want) {
+		t.Fatalf("Plan = %+v, want %+v", a, want)
 	}
 }

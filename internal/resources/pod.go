@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ const (
 
 	volumeData      = "data"
 	volumeLauncher  = "launcher"
+	volumePodInfo   = "podinfo"
 	volumeServerTLS = "server-tls"
 	volumePeerTLS   = "peer-tls"
 )
@@ -35,6 +37,19 @@ type MemberPod struct {
 	RequireData bool
 	// ClusterID (hex) the member's data must belong to; empty before bootstrap.
 	ClusterID string
+	// ForceNewCluster starts etcd with --force-new-cluster: the member becomes the single
+	// member of the cluster, keeping its data and the cluster ID (a forced recovery).
+	ForceNewCluster bool
+}
+
+// ForcesNewCluster reports whether a member pod starts etcd with --force-new-cluster.
+func ForcesNewCluster(p *corev1.Pod) bool {
+	for _, c := range p.Spec.Containers {
+		if c.Name == EtcdContainer && slices.Contains(c.Command, flagForceNewCluster) {
+			return true
+		}
+	}
+	return false
 }
 
 // Pod builds a member pod: its metadata, the launcher's init container, the etcd container,
@@ -130,12 +145,17 @@ func LaunchArgs(c *v1alpha1.EtcdCluster, p MemberPod, v version.Version) []strin
 		"--host=" + names.MemberHost(c.Name, c.Namespace, p.Member),
 		"--expected-cluster-id=" + p.ClusterID,
 		"--require-data=" + strconv.FormatBool(p.RequireData),
+		"--pod-annotations=" + PodAnnotationsFile,
 	}
 	if c.Spec.TLS.IsEnabled() {
 		args = append(args, "--tls-dir="+ServerTLSDir)
 	}
 	args = append(args, "--", EtcdBinary)
-	return append(args, EtcdFlags(c, v, p.Member, state, p.InitialCluster)...)
+	args = append(args, EtcdFlags(c, v, p.Member, state, p.InitialCluster)...)
+	if p.ForceNewCluster {
+		args = append(args, flagForceNewCluster)
+	}
+	return args
 }
 
 // etcdContainer runs etcd behind the launcher, with probes on the metrics listener.
@@ -175,13 +195,19 @@ func etcdContainer(c *v1alpha1.EtcdCluster, p MemberPod, v version.Version, tmpl
 // podVolumes are the member's PVC, the launcher's volume and, with TLS, the certificates; and
 // where the etcd container mounts them.
 func podVolumes(c *v1alpha1.EtcdCluster, member string) ([]corev1.Volume, []corev1.VolumeMount) {
+	// The pod's annotations reach the launcher through the downward API: the operator
+	// annotates a member that has run, and the launcher reads that at every start.
+	podInfo := &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{
+		Path: "annotations", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations"}}}}
 	volumes := []corev1.Volume{
 		{Name: volumeData, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: member}}},
 		{Name: volumeLauncher, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: volumePodInfo, VolumeSource: corev1.VolumeSource{DownwardAPI: podInfo}},
 	}
 	mounts := []corev1.VolumeMount{
 		{Name: volumeData, MountPath: DataVolumeMount},
 		{Name: volumeLauncher, MountPath: LauncherDir, ReadOnly: true},
+		{Name: volumePodInfo, MountPath: PodInfoDir, ReadOnly: true},
 	}
 	if !c.Spec.TLS.IsEnabled() {
 		return volumes, mounts

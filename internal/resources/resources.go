@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +18,7 @@ import (
 
 // PodFormat is bumped when the operator changes member pods in a way that must be rolled out
 // to running members. Any other operator upgrade leaves running members untouched.
-const PodFormat = "1"
+const PodFormat = "2"
 
 // Paths inside member pods.
 const (
@@ -29,6 +30,11 @@ const (
 	ServerTLSDir    = "/etc/etcd/tls/server"
 	PeerTLSDir      = "/etc/etcd/tls/peer"
 	EtcdBinary      = "/usr/local/bin/etcd"
+	PodInfoDir      = "/etc/quorate/podinfo"
+	// PodAnnotationsFile holds the pod's annotations (downward API), one key="value" a line.
+	PodAnnotationsFile = PodInfoDir + "/annotations"
+
+	flagForceNewCluster = "--force-new-cluster"
 )
 
 // AnnotationBootstrapSize on bootstrap PVCs records how many members the bootstrap started with.
@@ -105,10 +111,18 @@ func ClientService(c *v1alpha1.EtcdCluster) *corev1.Service {
 	return s
 }
 
-// PDB keeps a quorum of members available through voluntary disruptions. Unhealthy members
-// may always be evicted: they do not count towards quorum anyway.
-func PDB(c *v1alpha1.EtcdCluster) *policyv1.PodDisruptionBudget {
-	minAvailable := intstr.FromInt32(quorum.Of(c.Spec.Replicas))
+// PDB keeps a quorum of the current voters available through voluntary disruptions, and
+// follows the membership as it changes. Learners are counted on top, so that an eviction can
+// never take a voter while a learner stands in for it. Unhealthy members may always be
+// evicted: they do not count towards quorum anyway. A single voter has no redundancy to keep:
+// its budget lets a drain evict it (the member is down until it is rescheduled) rather than
+// block the drain forever.
+func PDB(c *v1alpha1.EtcdCluster, voters, learners int32) *policyv1.PodDisruptionBudget {
+	need := quorum.Of(voters) + learners
+	if voters <= 1 {
+		need = 0
+	}
+	minAvailable := intstr.FromInt32(need)
 	p := &policyv1.PodDisruptionBudget{
 		ObjectMeta: meta(c, names.PDB(c.Name), names.ClusterLabels(c.Name)),
 		Spec: policyv1.PodDisruptionBudgetSpec{
@@ -121,10 +135,13 @@ func PDB(c *v1alpha1.EtcdCluster) *policyv1.PodDisruptionBudget {
 	return p
 }
 
-// PVC is the volume of one member. bootstrapSize is non-zero for bootstrap members.
+// PVC is the volume of one member. bootstrapSize is non-zero for bootstrap members. It names
+// its EtcdCluster by UID; it is owned by it (deleted with it) only when spec.volumeRetention
+// is Delete.
 func PVC(c *v1alpha1.EtcdCluster, member string, bootstrapSize int) *corev1.PersistentVolumeClaim {
 	p := &corev1.PersistentVolumeClaim{
-		ObjectMeta: meta(c, member, names.MemberLabels(c.Name, member)),
+		ObjectMeta: metav1.ObjectMeta{Name: member, Namespace: c.Namespace, Labels: names.MemberLabels(c.Name, member),
+			Annotations: map[string]string{names.AnnotationOwnerUID: string(c.UID)}},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName: c.Spec.Storage.StorageClassName,
@@ -134,9 +151,50 @@ func PVC(c *v1alpha1.EtcdCluster, member string, bootstrapSize int) *corev1.Pers
 		},
 	}
 	if bootstrapSize > 0 {
-		p.Annotations = map[string]string{AnnotationBootstrapSize: strconv.Itoa(bootstrapSize)}
+		p.Annotations[AnnotationBootstrapSize] = strconv.Itoa(bootstrapSize)
 	}
+	SetRetention(c, p)
 	return p
+}
+
+// OwnsVolume reports whether a member PVC belongs to this EtcdCluster.
+func OwnsVolume(c *v1alpha1.EtcdCluster, p *corev1.PersistentVolumeClaim) bool {
+	return metav1.IsControlledBy(p, c) || p.Annotations[names.AnnotationOwnerUID] == string(c.UID)
+}
+
+// SetRetention makes a PVC of c follow spec.volumeRetention: an owner reference to c (so
+// that it is deleted with c) for Delete, none for Retain; the label says which. It reports
+// whether it changed anything.
+func SetRetention(c *v1alpha1.EtcdCluster, p *corev1.PersistentVolumeClaim) bool {
+	policy := c.Spec.VolumeRetention
+	if policy == "" {
+		policy = v1alpha1.DefaultVolumeRetention
+	}
+	changed := false
+	if p.Labels[names.LabelRetention] != policy {
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[names.LabelRetention] = policy
+		changed = true
+	}
+	if p.Annotations[names.AnnotationOwnerUID] != string(c.UID) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[names.AnnotationOwnerUID] = string(c.UID)
+		changed = true
+	}
+	owned := metav1.IsControlledBy(p, c)
+	switch {
+	case policy == v1alpha1.VolumeDelete && !owned:
+		p.OwnerReferences = append(p.OwnerReferences, OwnerRefs(c)...)
+		changed = true
+	case policy != v1alpha1.VolumeDelete && owned:
+		p.OwnerReferences = slices.DeleteFunc(p.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == c.UID })
+		changed = true
+	}
+	return changed
 }
 
 // MemberSpecHash hashes everything a member pod is built from that is the same for every

@@ -67,7 +67,8 @@ func TestPodFlags(t *testing.T) {
 	}
 	launcher := func(member, clusterID, requireData string) []string {
 		return []string{"/quorate/bin/quorate-launcher", "launch", "--data-dir=/var/lib/etcd/data", "--marker=/var/lib/etcd/quorate-member.json",
-			"--member=" + member, "--host=" + member + ".demo-peer.ns.svc", "--expected-cluster-id=" + clusterID, "--require-data=" + requireData}
+			"--member=" + member, "--host=" + member + ".demo-peer.ns.svc", "--expected-cluster-id=" + clusterID, "--require-data=" + requireData,
+			"--pod-annotations=/etc/quorate/podinfo/annotations"}
 	}
 	etcd := func(member, state string, minor6 bool) []string {
 		skipSAN, corrupt := "--peer-skip-client-san-verification=true", "--feature-gates=InitialCorruptCheck=true"
@@ -101,6 +102,8 @@ func TestPodFlags(t *testing.T) {
 			withTLS(launcher("demo-1", "abc", "true"), etcd("demo-1", "existing", true))},
 		{"a 3.5 member gets the experimental flag names", "3.5.35", MemberPod{Member: "demo-1", InitialCluster: ic, ClusterID: "abc"},
 			withTLS(launcher("demo-1", "abc", "false"), etcd("demo-1", "existing", false))},
+		{"a forced recovery", "3.6.16", MemberPod{Member: "demo-1", InitialCluster: ic, RequireData: true, ClusterID: "abc", ForceNewCluster: true},
+			append(withTLS(launcher("demo-1", "abc", "true"), etcd("demo-1", "existing", true)), "--force-new-cluster")},
 	} {
 		c := cluster()
 		c.Spec.Version = tc.version
@@ -148,13 +151,41 @@ func TestPodShape(t *testing.T) {
 	}
 }
 
-func TestPDBKeepsQuorum(t *testing.T) {
-	for replicas, want := range map[int32]int32{1: 1, 3: 2, 4: 3, 5: 3, 9: 5} {
-		c := cluster()
-		c.Spec.Replicas = replicas
-		if got := PDB(c).Spec.MinAvailable.IntVal; got != want {
-			t.Errorf("replicas %d: minAvailable %d, want %d", replicas, got, want)
+func TestPDBKeepsQuorumOfTheCurrentVoters(t *testing.T) {
+	for _, tc := range []struct{ voters, learners, want int32 }{
+		{1, 0, 0}, // no redundancy to keep: a drain may evict the only member
+		{1, 1, 0}, // scaling up from one: still a single voter
+		{2, 0, 2}, // two voters: losing either loses quorum
+		{3, 0, 2}, {3, 1, 3}, {4, 0, 3}, {5, 0, 3}, {5, 1, 4}, {9, 0, 5},
+	} {
+		pdb := PDB(cluster(), tc.voters, tc.learners)
+		if got := pdb.Spec.MinAvailable.IntVal; got != tc.want {
+			t.Errorf("%d voters, %d learners: minAvailable %d, want %d", tc.voters, tc.learners, got, tc.want)
 		}
+	}
+}
+
+func TestPVCRetention(t *testing.T) {
+	c := cluster()
+	retain := PVC(c, "demo-0", 3)
+	if len(retain.OwnerReferences) != 0 || retain.Labels[names.LabelRetention] != "Retain" || !OwnsVolume(c, retain) {
+		t.Errorf("Retain: owners %v, labels %v, owned %v", retain.OwnerReferences, retain.Labels, OwnsVolume(c, retain))
+	}
+	if SetRetention(c, retain) {
+		t.Error("SetRetention changed a PVC that follows the policy")
+	}
+	c.Spec.VolumeRetention = v1alpha1.VolumeDelete
+	if !SetRetention(c, retain) || len(retain.OwnerReferences) != 1 || retain.Labels[names.LabelRetention] != "Delete" {
+		t.Errorf("Delete: owners %v, labels %v", retain.OwnerReferences, retain.Labels)
+	}
+	c.Spec.VolumeRetention = v1alpha1.VolumeRetain
+	if !SetRetention(c, retain) || len(retain.OwnerReferences) != 0 {
+		t.Errorf("back to Retain: owners %v", retain.OwnerReferences)
+	}
+	other := cluster()
+	other.UID = "uid-2"
+	if OwnsVolume(other, retain) {
+		t.Error("a PVC retained from another EtcdCluster of the same name counts as its own")
 	}
 }
 

@@ -53,6 +53,24 @@ func (v Version) SameMinor(o Version) bool { return v.Major == o.Major && v.Mino
 // to 3.6 ("Upgrade etcd from v3.5 to v3.6": 3.5.24 to 3.5.26 fix several upgrade blockers).
 var MinUpgradeFrom35 = Version{3, 5, 26}
 
+// Releases is the operator's release table: for each supported minor release, the newest
+// patch release it knows. A newer patch needs a newer operator, which knows its flags.
+var Releases = []Version{{3, 5, 35}, {3, 6, 16}}
+
+// Known reports whether v is in the release table, and if not, lists what is.
+func Known(v Version) error {
+	for _, r := range Releases {
+		if r.SameMinor(v) && v.Patch <= r.Patch {
+			return nil
+		}
+	}
+	supported := make([]string, len(Releases))
+	for i, r := range Releases {
+		supported[i] = fmt.Sprintf("%d.%d.0 to %s", r.Major, r.Minor, r)
+	}
+	return fmt.Errorf("etcd %s is not a release this operator knows; it runs %s", v, strings.Join(supported, " and "))
+}
+
 // Supported reports whether the operator runs this release.
 func Supported(v Version) error {
 	if v.Major == 3 && (v.Minor == 5 || v.Minor == 6) {

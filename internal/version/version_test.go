@@ -75,3 +75,27 @@ func TestVersionDependentFlags(t *testing.T) {
 		t.Errorf("3.6 corrupt check flag = %q", InitialCorruptCheckFlag(v36))
 	}
 }
+
+func TestKnown(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want string
+	}{
+		{"3.5.0", ""}, {"3.5.35", ""}, {"3.6.16", ""}, {"3.6.0", ""},
+		{"3.6.17", "etcd 3.6.17 is not a release this operator knows; it runs 3.5.0 to 3.5.35 and 3.6.0 to 3.6.16"},
+		{"3.5.99", "etcd 3.5.99 is not a release this operator knows; it runs 3.5.0 to 3.5.35 and 3.6.0 to 3.6.16"},
+		{"3.4.30", "etcd 3.4.30 is not a release this operator knows; it runs 3.5.0 to 3.5.35 and 3.6.0 to 3.6.16"},
+	} {
+		v, err := Parse(tc.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if err := Known(v); err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("Known(%s) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}

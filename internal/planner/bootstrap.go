@@ -1,0 +1,52 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+)
+
+// planBootstrap creates the bootstrap members once; a volume that has held data forbids it.
+func planBootstrap(s State, name func(int) string) Action {
+	for _, m := range s.Members {
+		if m.PVCHasData {
+			// Status lost its cluster ID but a volume remembers it; the controller adopts it.
+			return Action{Kind: Wait, Reason: v1alpha1.ReasonBootstrapping, Message: fmt.Sprintf("volume of %s holds data of an existing cluster: recovering its cluster ID instead of bootstrapping", m.Name)}
+		}
+	}
+	size := s.BootstrapSize
+	if size == 0 {
+		size = s.Replicas
+	}
+	all := make([]string, size)
+	missing := false
+	for i := range all {
+		all[i] = name(i)
+		m, ok := s.byName(all[i])
+		if !ok || !m.HasPVC || !m.HasPod {
+			missing = true
+		}
+	}
+	if missing {
+		return Action{Kind: Bootstrap, Members: all, Reason: v1alpha1.ReasonBootstrapping,
+			Message: fmt.Sprintf("creating the %d bootstrap members", size)}
+	}
+	return Action{Kind: Wait, Reason: v1alpha1.ReasonBootstrapping, Message: fmt.Sprintf("waiting for the %d bootstrap members to elect a leader", size)}
+}
+
+// planUnreachable: while no member answers with quorum, only the pods of members whose
+// volumes hold data are brought back; a pod that ended is replaced.
+func planUnreachable(s State) Action {
+	for _, m := range s.sorted() {
+		if m.HasPVC && m.PVCHasData && !m.PVCTerminating && !m.HasPod {
+			return Action{Kind: CreatePod, Member: m.Name, RequireData: true, Reason: v1alpha1.ReasonEtcdUnreachable,
+				Message: fmt.Sprintf("etcd is unreachable; restarting member %s from its volume to restore quorum", m.Name)}
+		}
+		if m.HasPod && m.PodFailed && !m.PodTerminating {
+			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonEtcdUnreachable,
+				Message: fmt.Sprintf("etcd is unreachable; replacing the pod of %s, which ended, so that the member restarts from its volume", m.Name)}
+		}
+	}
+	return Action{Kind: Wait, Reason: v1alpha1.ReasonEtcdUnreachable, Attention: true,
+		Message: "no member answers with quorum: waiting for members to come back from their volumes; if a majority of volumes is lost for good, set spec.recovery.forceNewCluster to restart from the member that has the most data (writes it had not applied are lost)"}
+}

@@ -1,0 +1,69 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+)
+
+// ensureObjects gives every etcd member its PVC and Pod. A member that has lost its data is
+// not given an empty volume (it is replaced instead), and a pod stuck terminating on a node
+// that does not answer holds up only its own member.
+func ensureObjects(s State) (Action, bool) {
+	for _, m := range s.sorted() {
+		if !m.InEtcd || m.dataLost() != "" {
+			continue
+		}
+		switch {
+		case !m.HasPVC:
+			return Action{Kind: CreatePVC, Member: m.Name, Reason: v1alpha1.ReasonMembersCreating, Message: "creating the volume of new member " + m.Name}, true
+		case m.PVCTerminating:
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonTerminating, Message: "waiting for the volume of " + m.Name + " to be deleted"}, true
+		case m.PodTerminating && m.TerminatingFor > s.Deadlines.Terminating:
+			continue
+		case m.PodTerminating:
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonTerminating, Message: "waiting for the old pod of " + m.Name + " to terminate"}, true
+		case !m.HasPod:
+			return Action{Kind: CreatePod, Member: m.Name, RequireData: m.Started, Reason: v1alpha1.ReasonMembersCreating, Message: "creating the pod of member " + m.Name}, true
+		}
+	}
+	return Action{}, false
+}
+
+// collectGarbage deletes Pods, then PVCs, of names that are no longer etcd members.
+func collectGarbage(s State) (Action, bool) {
+	for _, m := range s.sorted() {
+		if m.InEtcd {
+			continue
+		}
+		if m.HasPod && !m.PodTerminating {
+			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonGarbage, Message: "deleting the pod of removed member " + m.Name}, true
+		}
+		if m.HasPVC && !m.HasPod && !m.PVCTerminating {
+			return Action{Kind: DeletePVC, Member: m.Name, Reason: v1alpha1.ReasonGarbage, Message: "deleting the volume of removed member " + m.Name}, true
+		}
+	}
+	return Action{}, false
+}
+
+// repairPods replaces pods that cannot come back by themselves, even while other members are
+// unhealthy: they are down already, so replacing them costs no availability. A pod that ended
+// (an eviction, a node shutdown) never runs again; a pod built from an older spec that is not
+// ready (the spec that broke it was reverted, or changed again) is given the current spec.
+func repairPods(s State) (Action, bool) {
+	blocked := versionProblem(s) != ""
+	for _, m := range s.sorted() {
+		if !m.InEtcd || !m.HasPod || m.PodTerminating || m.dataLost() != "" {
+			continue
+		}
+		if m.PodFailed {
+			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonPodEnded,
+				Message: fmt.Sprintf("the pod of %s ended and will not run again: replacing it; the member restarts from its volume", m.Name)}, true
+		}
+		if !m.PodCurrent && m.ReadyFor == 0 && !m.Healthy(s.ClusterID) && !blocked {
+			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonRollingUpdate,
+				Message: fmt.Sprintf("replacing the pod of %s, which is down, with the current spec", m.Name)}, true
+		}
+	}
+	return Action{}, false
+}

@@ -1,0 +1,119 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/quorum"
+)
+
+// planRecovery carries out a recovery from permanent quorum loss that the user asked for with
+// a new spec.recovery.forceNewCluster token; it never starts one on its own. The member that
+// has applied the most restarts with --force-new-cluster, keeping its data and the cluster ID
+// as the single member of the cluster; its pod is then replaced by an ordinary one, and the
+// cluster grows back to spec.replicas through learners. Writes the lost members had applied
+// beyond the survivor's revision are gone, and status and an Event say so.
+func planRecovery(s State) (Action, bool) {
+	r := s.Recovery
+	if r.Requested == "" {
+		return Action{}, false
+	}
+	if r.Requested != r.Token {
+		return startRecovery(s)
+	}
+	switch r.Phase {
+	case v1alpha1.RecoveryRestarting:
+		return restartSurvivor(s)
+	case v1alpha1.RecoveryRejoining:
+		return rejoinSurvivor(s)
+	}
+	return Action{}, false
+}
+
+// hasQuorum: a majority of the voters etcd lists is healthy.
+func (s State) hasQuorum() bool {
+	voters := s.voters()
+	healthy := 0
+	for _, v := range voters {
+		if v.Healthy(s.ClusterID) {
+			healthy++
+		}
+	}
+	return s.EtcdReachable && len(voters) > 0 && healthy >= quorum.Of(len(voters))
+}
+
+func startRecovery(s State) (Action, bool) {
+	if s.hasQuorum() {
+		return Action{Kind: RecoveryPhase, Phase: v1alpha1.RecoveryNotNeeded, Reason: v1alpha1.ReasonRecovery,
+			Message: fmt.Sprintf("spec.recovery.forceNewCluster is %q but the cluster has quorum: nothing to recover; the request is recorded and will not act later", s.Recovery.Requested)}, true
+	}
+	var best *Member
+	for _, m := range s.sorted() {
+		if !m.Reachable || m.ClusterID != s.ClusterID || !m.HasPVC || m.PVCTerminating || m.DataDirLost {
+			continue
+		}
+		if best == nil || m.Revision > best.Revision {
+			best = &m
+		}
+	}
+	if best == nil {
+		for _, m := range s.sorted() {
+			if m.HasPVC && m.PVCHasData && !m.PVCTerminating && !m.HasPod {
+				return Action{Kind: CreatePod, Member: m.Name, RequireData: true, Reason: v1alpha1.ReasonRecovery,
+					Message: fmt.Sprintf("recovery requested: starting member %s from its volume to learn how much it has applied", m.Name)}, true
+			}
+		}
+		return Action{Kind: Wait, Reason: v1alpha1.ReasonRecovery, Attention: true,
+			Message: "recovery requested, but no member with data answers: there is nothing to restart the cluster from; restore a backup into a new EtcdCluster"}, true
+	}
+	return Action{Kind: StartRecovery, Member: best.Name, Revision: best.Revision, Reason: v1alpha1.ReasonRecovery, Attention: true,
+		Message: fmt.Sprintf("forcing a new cluster from member %s, which has applied revision %d (the most of the members that answer): writes acknowledged after revision %d that it had not applied are lost", best.Name, best.Revision, best.Revision)}, true
+}
+
+// restartSurvivor replaces the survivor's pod by one that starts etcd with --force-new-cluster
+// and waits until it leads a cluster of itself alone.
+func restartSurvivor(s State) (Action, bool) {
+	name := s.Recovery.Member
+	m, _ := s.byName(name)
+	switch {
+	case !m.HasPVC || m.PVCTerminating:
+		return Action{Kind: Halt, Member: name, Reason: v1alpha1.ReasonRecovery, Attention: true,
+			Message: fmt.Sprintf("the recovery lost its survivor: the volume of %s is gone; restore a backup into a new EtcdCluster", name)}, true
+	case m.PodTerminating:
+		return Action{Kind: Wait, Member: name, Reason: v1alpha1.ReasonRecovery, Message: "waiting for the old pod of " + name + " to stop"}, true
+	case m.HasPod && !m.PodForcesNewCluster:
+		return Action{Kind: DeletePod, Member: name, Reason: v1alpha1.ReasonRecovery,
+			Message: fmt.Sprintf("stopping %s to restart it with --force-new-cluster", name)}, true
+	case !m.HasPod:
+		return Action{Kind: CreatePod, Member: name, RequireData: true, ForceNewCluster: true, Reason: v1alpha1.ReasonRecovery,
+			Message: fmt.Sprintf("restarting %s with --force-new-cluster: it becomes the single member of the cluster, with its data and the cluster ID", name)}, true
+	}
+	voters := s.voters()
+	if s.EtcdReachable && m.Healthy(s.ClusterID) && m.ID == s.LeaderID && len(voters) == 1 && voters[0].Name == name {
+		return Action{Kind: RecoveryPhase, Member: name, Phase: v1alpha1.RecoveryRejoining, Reason: v1alpha1.ReasonRecovery,
+			Message: fmt.Sprintf("%s leads the cluster alone: replacing its pod by one without --force-new-cluster", name)}, true
+	}
+	return Action{Kind: Wait, Member: name, Reason: v1alpha1.ReasonRecovery,
+		Message: fmt.Sprintf("waiting for %s to start as the single member of the cluster", name)}, true
+}
+
+// rejoinSurvivor replaces the forced pod by an ordinary one, so that no later restart forces a
+// new cluster again, before any member is added.
+func rejoinSurvivor(s State) (Action, bool) {
+	name := s.Recovery.Member
+	m, _ := s.byName(name)
+	switch {
+	case m.PodTerminating:
+		return Action{Kind: Wait, Member: name, Reason: v1alpha1.ReasonRecovery, Message: "waiting for the forced pod of " + name + " to stop"}, true
+	case m.HasPod && m.PodForcesNewCluster:
+		return Action{Kind: DeletePod, Member: name, Reason: v1alpha1.ReasonRecovery,
+			Message: fmt.Sprintf("replacing the pod of %s by one without --force-new-cluster", name)}, true
+	case !m.HasPod:
+		return Action{Kind: CreatePod, Member: name, RequireData: true, Reason: v1alpha1.ReasonRecovery,
+			Message: fmt.Sprintf("restarting %s without --force-new-cluster", name)}, true
+	case m.Healthy(s.ClusterID):
+		return Action{Kind: RecoveryPhase, Member: name, Phase: v1alpha1.RecoveryCompleted, Reason: v1alpha1.ReasonRecovery,
+			Message: fmt.Sprintf("recovered from %s: the cluster grows back to %d members", name, s.Replicas)}, true
+	}
+	return Action{Kind: Wait, Member: name, Reason: v1alpha1.ReasonRecovery, Message: "waiting for " + name + " to answer again"}, true
+}

@@ -1,0 +1,40 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/quorum"
+)
+
+// replaceGone removes a started member whose data is gone and that no longer serves, when the
+// rest keep quorum: it comes back as a new member through a learner, never by bootstrapping
+// again. A member that still serves from a volume being deleted is not removed here: it is
+// replaced add-first (changeMembership), so redundancy never drops to make the repair.
+func replaceGone(s State) (Action, bool) {
+	for _, m := range s.sorted() {
+		if !m.InEtcd {
+			continue
+		}
+		why := m.dataLost()
+		if why == "" || (!m.Learner && m.Healthy(s.ClusterID)) {
+			continue
+		}
+		if !m.Learner {
+			voters := s.voters()
+			healthy := 0
+			for _, v := range voters {
+				if v.Name != m.Name && v.Healthy(s.ClusterID) {
+					healthy++
+				}
+			}
+			if healthy < quorum.Of(len(voters)-1) {
+				return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonQuorumAtRisk, Attention: true,
+					Message: fmt.Sprintf("member %s must be replaced because %s, but only %d other voters are healthy: waiting for them before removing it", m.Name, why, healthy)}, true
+			}
+		}
+		return Action{Kind: Remove, Member: m.Name, ID: m.ID, Reason: v1alpha1.ReasonMemberDataLost, Attention: true,
+			Message: fmt.Sprintf("removing member %s because %s; a new member will take its place", m.Name, why)}, true
+	}
+	return Action{}, false
+}
