@@ -8,6 +8,7 @@ import (
 	"github.com/quorate-dev/quorate/chaos"
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/history"
 )
 
 // faultBudget: a fault that keeps a quorum costs at most an election and the requests that
@@ -79,8 +80,7 @@ func chaosScenario(name string, f Fault, replicas int32, steps func(context.Cont
 	}
 	if f.QuorumLost {
 		sc.Labels["suite"] = "chaos-negative"
-		sc.Expect = map[string]bool{"availability": false}
-		sc.ExpectReason = map[string]string{"availability": "no write was acknowledged for"}
+		sc.Expect = map[string]history.Expectation{"availability": history.ExpectFail(availability.CodeWriteGap)}
 	}
 	return sc
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/history"
 )
 
 // Budgets of what clients may see.
@@ -74,8 +75,7 @@ func VolumeLoss() framework.Scenario {
 // while no acknowledged write is lost and the history stays linearizable.
 func QuorumLoss() framework.Scenario {
 	return framework.Scenario{Name: "quorum-loss", Labels: map[string]string{"suite": "negative"}, Replicas: 3, Budget: changeBudget,
-		Expect:       map[string]bool{"availability": false},
-		ExpectReason: map[string]string{"availability": "no write was acknowledged for"},
+		Expect: map[string]history.Expectation{"availability": history.ExpectFail(availability.CodeWriteGap)},
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			if err := r.SetPaused(ctx, true); err != nil {
 				return err

@@ -27,10 +27,9 @@ type Scenario struct {
 	Labels   map[string]string
 	Replicas int32
 	Budget   availability.Budget
-	// Expect overrides the expected verdict of a checker (all are expected to pass).
-	Expect map[string]bool
-	// ExpectReason: a part of the reason a checker must give (for expected failures).
-	ExpectReason map[string]string
+	// Expect overrides the expected verdict of a checker (all are expected to pass): an
+	// expected failure names the code the checker must fail with.
+	Expect map[string]history.Expectation
 	// Steps act on the cluster while the load runs; the load runs for the suite's duration
 	// before and after them.
 	Steps func(ctx context.Context, r *Run) error

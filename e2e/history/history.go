@@ -105,10 +105,16 @@ type Sample struct {
 type Event struct {
 	Time int64  `json:"time"`
 	End  int64  `json:"end,omitempty"` // for faults: when the fault ended
-	Kind string `json:"kind"`          // fault, membership, action, note
+	Kind string `json:"kind"`          // fault, membership, action, note, recovery
 	Name string `json:"name"`
 	Text string `json:"text"`
+	// Revision, for a recovery: the revision the cluster was restarted from. Acknowledged
+	// writes after it may be lost, and the operator said so.
+	Revision int64 `json:"revision,omitempty"`
 }
+
+// EventRecovery is the kind of the event that records a forced recovery from quorum loss.
+const EventRecovery = "recovery"
 
 // History is one run.
 type History struct {
@@ -158,20 +164,63 @@ func Load(path string) (*History, error) {
 	return &h, nil
 }
 
+// Status is the outcome of a check.
+type VerdictStatus string
+
+const (
+	// VerdictPass: the history shows the property holds.
+	VerdictPass VerdictStatus = "pass"
+	// VerdictFail: the history shows the property is broken.
+	VerdictFail VerdictStatus = "fail"
+	// VerdictInconclusive: the history cannot tell (the check timed out, too few samples, the
+	// final state could not be read). It is never a pass, nor an expected failure.
+	VerdictInconclusive VerdictStatus = "inconclusive"
+)
+
 // Verdict is a checker's judgement of a history.
 type Verdict struct {
-	Checker string   `json:"checker"`
-	Pass    bool     `json:"pass"`
+	Checker string        `json:"checker"`
+	Status  VerdictStatus `json:"status"`
+	// Code names the reason for machines; each checker defines its codes. An expected
+	// failure is matched by its code, never by the text of Reason.
+	Code    string   `json:"code"`
 	Reason  string   `json:"reason"`
 	Details []string `json:"details,omitempty"`
 	// Artifacts are files the checker wrote (name -> path), such as a visualization.
 	Artifacts map[string]string `json:"artifacts,omitempty"`
 }
 
+// Passed reports whether the verdict is a pass.
+func (v Verdict) Passed() bool { return v.Status == VerdictPass }
+
 func (v Verdict) String() string {
-	r := "PASS"
-	if !v.Pass {
-		r = "FAIL"
+	return fmt.Sprintf("%s %s [%s]: %s", strings.ToUpper(string(v.Status)), v.Checker, v.Code, v.Reason)
+}
+
+// Expectation is the verdict a scenario expects of a checker: a status, and for a failure the
+// code it must fail with.
+type Expectation struct {
+	Status VerdictStatus `json:"status"`
+	Code   string        `json:"code,omitempty"`
+}
+
+// ExpectPass is what every checker is expected to reach unless a scenario says otherwise.
+var ExpectPass = Expectation{Status: VerdictPass}
+
+// ExpectFail expects a failure with the given code.
+func ExpectFail(code string) Expectation { return Expectation{Status: VerdictFail, Code: code} }
+
+// Met reports whether v is what e expects: the same status, and for a failure the same code.
+func (e Expectation) Met(v Verdict) bool {
+	if v.Status != e.Status {
+		return false
 	}
-	return fmt.Sprintf("%s %s: %s", r, v.Checker, v.Reason)
+	return e.Status == VerdictPass || e.Code == "" || e.Code == v.Code
+}
+
+func (e Expectation) String() string {
+	if e.Code == "" {
+		return string(e.Status)
+	}
+	return string(e.Status) + " [" + e.Code + "]"
 }

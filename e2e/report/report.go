@@ -24,14 +24,15 @@ type Scenario struct {
 	Start    time.Time         `json:"start"`
 	Duration time.Duration     `json:"duration"`
 	Verdicts []history.Verdict `json:"verdicts"`
-	// Expected is the verdict each checker should reach (true = pass). A scenario whose fault
-	// the operator cannot mask expects the availability verdict to fail.
-	Expected map[string]bool     `json:"expected"`
-	Budget   availability.Budget `json:"budget"`
-	Stats    availability.Stats  `json:"stats"`
-	Events   []history.Event     `json:"events,omitempty"`
-	History  string              `json:"history,omitempty"` // file name of the saved history
-	Error    string              `json:"error,omitempty"`   // the scenario could not run to its end
+	// Expected is the verdict each checker should reach (a pass unless listed). A scenario
+	// whose fault the operator cannot mask expects the availability verdict to fail, with the
+	// code of the broken budget.
+	Expected map[string]history.Expectation `json:"expected,omitempty"`
+	Budget   availability.Budget            `json:"budget"`
+	Stats    availability.Stats             `json:"stats"`
+	Events   []history.Event                `json:"events,omitempty"`
+	History  string                         `json:"history,omitempty"` // file name of the saved history
+	Error    string                         `json:"error,omitempty"`   // the scenario could not run to its end
 	// Timeline data for the pictures (kept so combined reports can redraw them).
 	HistoryStart int64      `json:"historyStart"`
 	HistoryEnd   int64      `json:"historyEnd"`
@@ -44,11 +45,19 @@ func (s Scenario) Passed() bool {
 		return false
 	}
 	for _, v := range s.Verdicts {
-		if want, ok := s.Expected[v.Checker]; (ok && v.Pass != want) || (!ok && !v.Pass) {
+		if !s.Expect(v.Checker).Met(v) {
 			return false
 		}
 	}
 	return true
+}
+
+// Expect is what the scenario expects of a checker.
+func (s Scenario) Expect(checker string) history.Expectation {
+	if want, ok := s.Expected[checker]; ok {
+		return want
+	}
+	return history.ExpectPass
 }
 
 // Report is one run of the suite on one Kubernetes version.
@@ -120,18 +129,18 @@ func verdictCell(s Scenario, checker string) string {
 		if v.Checker != checker {
 			continue
 		}
-		want, ok := s.Expected[checker]
-		if !ok {
-			want = true
-		}
-		if v.Pass == want {
-			if !v.Pass {
-				return "fail (expected)"
-			}
+		want := s.Expect(checker)
+		switch {
+		case want.Met(v) && v.Passed():
 			return "pass"
-		}
-		if v.Pass {
+		case want.Met(v):
+			return "fail (expected)"
+		case v.Status == history.VerdictInconclusive:
+			return "INCONCLUSIVE"
+		case v.Passed():
 			return "PASS (expected fail)"
+		case want.Status == history.VerdictFail:
+			return "FAIL (" + v.Code + ", expected " + want.Code + ")"
 		}
 		return "FAIL"
 	}

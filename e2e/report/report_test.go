@@ -12,7 +12,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/history"
 )
 
-func scenario(name string, gap bool, expectAvailability bool) Scenario {
+func scenario(name string, gap bool, expectAvailability history.Expectation) Scenario {
 	sec := int64(time.Second)
 	h := &history.History{Start: 0, End: 30 * sec}
 	for t := int64(0); t < 30*sec; t += sec / 10 {
@@ -24,8 +24,8 @@ func scenario(name string, gap bool, expectAvailability bool) Scenario {
 	}
 	v, stats := availability.Check(h, availability.Budget{MaxWriteGap: 2 * time.Second, MinSuccessRatio: 0.5})
 	s := Scenario{Name: name, Start: time.Unix(100, 0), Duration: 30 * time.Second, Stats: stats,
-		Expected: map[string]bool{"availability": expectAvailability},
-		Verdicts: []history.Verdict{{Checker: "linearizability", Pass: true, Reason: "ok"}, v},
+		Expected: map[string]history.Expectation{"availability": expectAvailability},
+		Verdicts: []history.Verdict{{Checker: "linearizability", Status: history.VerdictPass, Code: "linearizable", Reason: "ok"}, v},
 		Events:   []history.Event{{Time: 10 * sec, End: 20 * sec, Kind: "fault", Name: "quorum-loss", Text: "two pods stopped"}, {Time: 5 * sec, Kind: "membership", Name: "MemberAdded", Text: "x"}}}
 	s.AddLatencies(h, 100)
 	return s
@@ -33,12 +33,16 @@ func scenario(name string, gap bool, expectAvailability bool) Scenario {
 
 func TestReportFiles(t *testing.T) {
 	r := &Report{Title: "t", K8sVersion: "v1.35.4", Scenarios: []Scenario{
-		scenario("steady", false, true),        // passes
-		scenario("quorum-loss", true, false),   // fails availability as expected: passes
-		scenario("unexpected-gap", true, true), // fails
+		scenario("steady", false, history.ExpectPass),                                             // passes
+		scenario("quorum-loss", true, history.ExpectFail(availability.CodeWriteGap)),              // fails availability as expected: passes
+		scenario("unexpected-gap", true, history.ExpectPass),                                      // fails
+		scenario("wrong-failure", true, history.ExpectFail(availability.CodeFirstWrite)),          // fails, but not for the expected reason
+		scenario("expected-failure-passed", false, history.ExpectFail(availability.CodeWriteGap)), // passes where a failure was expected
 	}}
-	if !r.Scenarios[0].Passed() || !r.Scenarios[1].Passed() || r.Scenarios[2].Passed() {
-		t.Fatalf("Passed() = %v %v %v", r.Scenarios[0].Passed(), r.Scenarios[1].Passed(), r.Scenarios[2].Passed())
+	for i, want := range []bool{true, true, false, false, false} {
+		if got := r.Scenarios[i].Passed(); got != want {
+			t.Errorf("%s: Passed() = %v, want %v", r.Scenarios[i].Name, got, want)
+		}
 	}
 	dir := t.TempDir()
 	if err := r.Write(dir); err != nil {
@@ -49,8 +53,8 @@ func TestReportFiles(t *testing.T) {
 	if err := xml.Unmarshal(b, &suites); err != nil {
 		t.Fatal(err)
 	}
-	if s := suites.Suites[0]; s.Tests != 6 || s.Failures != 1 {
-		t.Errorf("junit: %d tests, %d failures; want 6 and 1", s.Tests, s.Failures)
+	if s := suites.Suites[0]; s.Tests != 10 || s.Failures != 3 {
+		t.Errorf("junit: %d tests, %d failures; want 10 and 3", s.Tests, s.Failures)
 	}
 	page, _ := os.ReadFile(filepath.Join(dir, "index.html"))
 	for _, want := range []string{"<svg", "quorum-loss", "fail (expected)", "longest write gap", "two pods stopped", "<circle"} {
@@ -59,7 +63,7 @@ func TestReportFiles(t *testing.T) {
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
-	if !strings.Contains(string(md), "| unexpected-gap | FAIL |") {
+	if !strings.Contains(string(md), "| unexpected-gap | FAIL |") || !strings.Contains(string(md), "FAIL (write-gap, expected first-write)") || !strings.Contains(string(md), "PASS (expected fail)") {
 		t.Errorf("summary.md:\n%s", md)
 	}
 

@@ -37,8 +37,8 @@ func (r *Report) WriteScorecard(w io.Writer) error {
 				res.Errors = append(res.Errors, s.Error)
 			}
 			for _, v := range s.Verdicts {
-				if want, ok := s.Expected[v.Checker]; ok && v.Pass != want {
-					res.Errors = append(res.Errors, fmt.Sprintf("%s: %s (expected pass=%v)", v.Checker, v.Reason, want))
+				if want := s.Expect(v.Checker); !want.Met(v) {
+					res.Errors = append(res.Errors, fmt.Sprintf("%s: %s (expected %s)", v.Checker, v.Reason, want))
 				}
 			}
 		}

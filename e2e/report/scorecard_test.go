@@ -10,8 +10,8 @@ import (
 
 func TestScorecardStatus(t *testing.T) {
 	r := &Report{Scenarios: []Scenario{
-		{Name: "steady", Expected: map[string]bool{"availability": true}, Verdicts: []history.Verdict{{Checker: "availability", Pass: true, Reason: "ok"}}},
-		{Name: "scale", Expected: map[string]bool{"availability": true}, Verdicts: []history.Verdict{{Checker: "availability", Pass: false, Reason: "gap of 12s"}}},
+		{Name: "steady", Verdicts: []history.Verdict{{Checker: "availability", Status: history.VerdictPass, Reason: "ok"}}},
+		{Name: "scale", Verdicts: []history.Verdict{{Checker: "availability", Status: history.VerdictFail, Code: "write-gap", Reason: "gap of 12s"}}},
 		{Name: "broken", Error: "setting up: no cluster"},
 	}}
 	var buf bytes.Buffer
@@ -24,7 +24,7 @@ func TestScorecardStatus(t *testing.T) {
 	}
 	want := []struct{ name, state, err string }{
 		{"quorate-steady", "pass", ""},
-		{"quorate-scale", "fail", "availability: gap of 12s (expected pass=true)"},
+		{"quorate-scale", "fail", "availability: gap of 12s (expected pass)"},
 		{"quorate-broken", "fail", "setting up: no cluster"},
 	}
 	if len(got.Results) != len(want) {

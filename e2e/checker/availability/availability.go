@@ -128,6 +128,15 @@ func (s Stats) SuccessRatio() float64 {
 	return float64(s.OK) / float64(s.Total)
 }
 
+// Codes of the availability verdict; a failure carries the first broken budget's code.
+const (
+	CodeWithinBudget = "within-budget"
+	CodeNoOperations = "no-operations"
+	CodeWriteGap     = "write-gap"
+	CodeFirstWrite   = "first-write"
+	CodeSuccessRatio = "success-ratio"
+)
+
 // Check judges h against the budget.
 func Check(h *history.History, b Budget) (history.Verdict, Stats) {
 	s := Analyze(h, time.Second)
@@ -139,24 +148,28 @@ func Check(h *history.History, b Budget) (history.Verdict, Stats) {
 		fmt.Sprintf("longest time without an acknowledged write: %s (from %s to %s)", s.MaxWriteGap.Round(time.Millisecond), rel(s.GapStart), rel(s.GapEnd)),
 		fmt.Sprintf("latency of successful operations: p50 %s, p90 %s, p99 %s, max %s", s.P50.Round(time.Microsecond*100), s.P90.Round(time.Microsecond*100), s.P99.Round(time.Microsecond*100), s.Max.Round(time.Millisecond)),
 	}
-	var broken []string
+	var broken, codes []string
 	if s.Total == 0 {
-		broken = append(broken, "no operation was issued")
+		broken, codes = append(broken, "no operation was issued"), append(codes, CodeNoOperations)
 	}
 	if b.MaxWriteGap > 0 && s.MaxWriteGap > b.MaxWriteGap {
+		codes = append(codes, CodeWriteGap)
 		broken = append(broken, fmt.Sprintf("no write was acknowledged for %s (from %s to %s), over the budget of %s", s.MaxWriteGap.Round(time.Millisecond), rel(s.GapStart), rel(s.GapEnd), b.MaxWriteGap))
 	}
 	if b.MaxFirstWrite > 0 && s.FirstWrite > b.MaxFirstWrite {
+		codes = append(codes, CodeFirstWrite)
 		broken = append(broken, fmt.Sprintf("the first write was acknowledged %s after the load started, over the budget of %s: the cluster did not serve writes to ready clients", s.FirstWrite.Round(time.Millisecond), b.MaxFirstWrite))
 	}
 	if b.MinSuccessRatio > 0 && s.SuccessRatio() < b.MinSuccessRatio {
+		codes = append(codes, CodeSuccessRatio)
 		broken = append(broken, fmt.Sprintf("%.2f%% of operations succeeded, under the budget of %.2f%%", 100*s.SuccessRatio(), 100*b.MinSuccessRatio))
 	}
 	if len(broken) == 0 {
-		v.Pass = true
+		v.Status, v.Code = history.VerdictPass, CodeWithinBudget
 		v.Reason = fmt.Sprintf("within budget: longest write gap %s (budget %s), first write after %s, %.2f%% ok (budget %.2f%%)", s.MaxWriteGap.Round(time.Millisecond), b.MaxWriteGap, s.FirstWrite.Round(time.Millisecond), 100*s.SuccessRatio(), 100*b.MinSuccessRatio)
 		return v, s
 	}
+	v.Status, v.Code = history.VerdictFail, codes[0]
 	v.Reason = strings.Join(broken, "; ")
 	return v, s
 }

@@ -26,7 +26,7 @@ func steady(end, gapFrom, gapTo int64) *history.History {
 func TestCheck(t *testing.T) {
 	budget := Budget{MaxWriteGap: 2 * time.Second, MinSuccessRatio: 0.9}
 	v, s := Check(steady(30, 0, 0), budget)
-	if !v.Pass || s.OK != 300 || s.MaxWriteGap > 200*time.Millisecond || len(s.Windows) != 31 {
+	if v.Status != history.VerdictPass || v.Code != CodeWithinBudget || s.OK != 300 || s.MaxWriteGap > 200*time.Millisecond || len(s.Windows) != 31 {
 		t.Fatalf("steady history: %v %+v", v, s)
 	}
 	if s.P50 != 10*time.Millisecond {
@@ -34,7 +34,7 @@ func TestCheck(t *testing.T) {
 	}
 
 	v, s = Check(steady(30, 10, 15), budget)
-	if v.Pass || !strings.Contains(v.Reason, "no write was acknowledged for 5.") || !strings.Contains(v.Reason, "from 9.9s") {
+	if v.Status != history.VerdictFail || v.Code != CodeWriteGap || !strings.Contains(v.Reason, "no write was acknowledged for 5.") || !strings.Contains(v.Reason, "from 9.9s") {
 		t.Fatalf("a 5s outage passed or was misreported: %v", v)
 	}
 	if s.Windows[12].Unknown != 10 || s.Windows[12].OK != 0 {
@@ -43,16 +43,16 @@ func TestCheck(t *testing.T) {
 
 	// An outage at the end counts until the end of the run.
 	v, _ = Check(steady(30, 27, 30), budget)
-	if v.Pass {
+	if v.Status != history.VerdictFail || v.Code != CodeWriteGap {
 		t.Fatalf("an outage at the end passed: %v", v)
 	}
 
 	v, _ = Check(steady(30, 0, 0), Budget{MaxWriteGap: time.Hour, MinSuccessRatio: 1.01})
-	if v.Pass || !strings.Contains(v.Reason, "under the budget") {
+	if v.Status != history.VerdictFail || v.Code != CodeSuccessRatio {
 		t.Fatalf("success ratio budget not enforced: %v", v)
 	}
 	v, _ = Check(&history.History{Start: 0, End: sec}, budget)
-	if v.Pass {
+	if v.Status != history.VerdictFail || v.Code != CodeNoOperations {
 		t.Fatal("an empty history passed")
 	}
 }
@@ -62,7 +62,7 @@ func TestCheck(t *testing.T) {
 func TestFirstWrite(t *testing.T) {
 	budget := Budget{MaxWriteGap: 2 * time.Second, MinSuccessRatio: 0.8, MaxFirstWrite: 5 * time.Second}
 	v, s := Check(steady(30, 0, 3), budget) // first ack returns at 3.01s
-	if !v.Pass {
+	if !v.Passed() {
 		t.Fatalf("a 3s start within a 5s first-write budget failed: %v", v)
 	}
 	if s.FirstWrite != 3010*time.Millisecond || s.MaxWriteGap != 100*time.Millisecond {
@@ -73,7 +73,7 @@ func TestFirstWrite(t *testing.T) {
 	}
 
 	v, s = Check(steady(30, 0, 8), budget)
-	if v.Pass || !strings.Contains(v.Reason, "the first write was acknowledged 8.01s after the load started, over the budget of 5s") {
+	if v.Status != history.VerdictFail || v.Code != CodeFirstWrite || !strings.Contains(v.Reason, "the first write was acknowledged 8.01s after the load started, over the budget of 5s") {
 		t.Fatalf("an 8s start passed or was misreported: %v", v)
 	}
 	if s.MaxWriteGap > time.Second {
@@ -81,7 +81,7 @@ func TestFirstWrite(t *testing.T) {
 	}
 
 	v, _ = Check(steady(30, 10, 15), Budget{MaxWriteGap: 2 * time.Second, MaxFirstWrite: 5 * time.Second})
-	if v.Pass || strings.Contains(v.Reason, "first write") {
+	if v.Status != history.VerdictFail || v.Code != CodeWriteGap || strings.Contains(v.Reason, "first write") {
 		t.Fatalf("an outage in the middle was blamed on the start: %v", v)
 	}
 	h := steady(30, 0, 8)
@@ -92,13 +92,13 @@ func TestFirstWrite(t *testing.T) {
 	}
 	// Both broken: a slow start and an outage later are both named.
 	v, _ = Check(h, Budget{MaxWriteGap: 2 * time.Second, MaxFirstWrite: 5 * time.Second})
-	if v.Pass || !strings.Contains(v.Reason, "first write") || !strings.Contains(v.Reason, "no write was acknowledged for") {
+	if v.Status != history.VerdictFail || v.Code != CodeWriteGap || !strings.Contains(v.Reason, "first write") || !strings.Contains(v.Reason, "no write was acknowledged for") {
 		t.Fatalf("want both the slow start and the outage named: %v", v)
 	}
 
 	// Nothing acknowledged at all: the whole run is the gap and the first write never came.
 	v, s = Check(steady(10, 0, 10), budget)
-	if v.Pass || s.MaxWriteGap != 10*time.Second || s.FirstWrite != 10*time.Second {
+	if v.Passed() || s.MaxWriteGap != 10*time.Second || s.FirstWrite != 10*time.Second {
 		t.Fatalf("a run without an acknowledged write: %v %+v", v, s)
 	}
 }

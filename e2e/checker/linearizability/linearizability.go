@@ -132,6 +132,14 @@ func Operations(h *history.History) []porcupine.Operation {
 	return ops
 }
 
+// Codes of the linearizability verdict.
+const (
+	CodeLinearizable    = "linearizable"
+	CodeNotLinearizable = "not-linearizable"
+	// CodeTimeout: porcupine did not finish in time (inconclusive).
+	CodeTimeout = "timeout"
+)
+
 // Check judges the history. On a violation (or a timeout) it writes porcupine's
 // visualization into dir, if dir is not empty.
 func Check(h *history.History, timeout time.Duration, dir string) history.Verdict {
@@ -141,12 +149,14 @@ func Check(h *history.History, timeout time.Duration, dir string) history.Verdic
 	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
 	switch res {
 	case porcupine.Ok:
-		v.Pass = true
+		v.Status, v.Code = history.VerdictPass, CodeLinearizable
 		v.Reason = fmt.Sprintf("%d operations are linearizable", len(ops))
 		return v
 	case porcupine.Unknown:
+		v.Status, v.Code = history.VerdictInconclusive, CodeTimeout
 		v.Reason = fmt.Sprintf("inconclusive: the check of %d operations did not finish within %s", len(ops), timeout)
 	default:
+		v.Status, v.Code = history.VerdictFail, CodeNotLinearizable
 		v.Reason = fmt.Sprintf("not linearizable: no order of the %d operations fits a key-value store", len(ops))
 	}
 	if dir != "" {

@@ -101,8 +101,12 @@ func TestCheck(t *testing.T) {
 			h := &history.History{Scenario: tc.name, Ops: tc.ops, End: 100}
 			dir := t.TempDir()
 			v := Check(h, 10*time.Second, dir)
-			if v.Pass != tc.pass {
-				t.Fatalf("verdict %v, want pass=%v", v, tc.pass)
+			want := history.Expectation{Status: history.VerdictPass, Code: CodeLinearizable}
+			if !tc.pass {
+				want = history.ExpectFail(CodeNotLinearizable)
+			}
+			if v.Status != want.Status || v.Code != want.Code {
+				t.Fatalf("verdict %v, want %v", v, want)
 			}
 			if !tc.pass {
 				path := v.Artifacts["visualization"]

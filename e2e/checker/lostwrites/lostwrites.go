@@ -13,9 +13,24 @@ import (
 
 const maxDetails = 20
 
+// Codes of the lost-writes verdict; a failure carries the code of the first kind of problem.
+const (
+	CodeAllKept = "all-kept"
+	// CodeDeclaredLoss: the only writes missing were acknowledged after the revision of a
+	// forced recovery, which the operator declared may be lost.
+	CodeDeclaredLoss       = "declared-loss"
+	CodeLostWrite          = "lost-write"
+	CodeWrongRevision      = "wrong-revision"
+	CodePhantomWrite       = "phantom-write"
+	CodeFailedWriteApplied = "failed-write-applied"
+	CodeFinalMismatch      = "final-mismatch"
+	// CodeFinalUnread: the cluster's final state could not be read (inconclusive).
+	CodeFinalUnread = "final-unread"
+)
+
 // Check judges the history.
 func Check(h *history.History) history.Verdict {
-	v := history.Verdict{Checker: "lost-writes"}
+	v := history.Verdict{Checker: "lost-writes", Status: history.VerdictInconclusive, Code: CodeFinalUnread}
 	if h.Final == nil {
 		v.Reason = "inconclusive: the cluster's final state was not collected"
 		return v
@@ -23,6 +38,13 @@ func Check(h *history.History) history.Verdict {
 	if h.Final.Error != "" || !h.Final.Complete {
 		v.Reason = "inconclusive: the applied history could not be read completely: " + h.Final.Error
 		return v
+	}
+	// A forced recovery declares that writes after its revision may be lost.
+	var declared int64
+	for _, e := range h.Events {
+		if e.Kind == history.EventRecovery && (declared == 0 || e.Revision < declared) {
+			declared = e.Revision
+		}
 	}
 	type where struct {
 		key string
@@ -38,7 +60,7 @@ func Check(h *history.History) history.Verdict {
 	}
 	issued := map[string]history.Op{}
 	acked := 0
-	var lost, wrongRev, phantom, failedApplied, finalMismatch []string
+	var lost, declaredLost, wrongRev, phantom, failedApplied, finalMismatch []string
 	for _, o := range h.Ops {
 		if !o.IsWrite() {
 			continue
@@ -55,6 +77,8 @@ func Check(h *history.History) history.Verdict {
 		acked++
 		w, ok := applied[o.Value]
 		switch {
+		case (!ok || w.key != o.Key) && declared != 0 && o.Revision > declared:
+			declaredLost = append(declaredLost, fmt.Sprintf("%s %s=%s acknowledged at revision %d, after the recovery's revision %d", o.Type, o.Key, o.Value, o.Revision, declared))
 		case !ok || w.key != o.Key:
 			lost = append(lost, fmt.Sprintf("%s %s=%s acknowledged at revision %d by client %d is not in the key's history", o.Type, o.Key, o.Value, o.Revision, o.Client))
 		case o.Revision != 0 && w.rev != o.Revision:
@@ -81,8 +105,12 @@ func Check(h *history.History) history.Verdict {
 		}
 	}
 	problems := 0
-	for _, list := range [][]string{lost, wrongRev, phantom, failedApplied, finalMismatch} {
+	v.Code = ""
+	for i, list := range [][]string{lost, wrongRev, phantom, failedApplied, finalMismatch} {
 		problems += len(list)
+		if len(list) > 0 && v.Code == "" {
+			v.Code = []string{CodeLostWrite, CodeWrongRevision, CodePhantomWrite, CodeFailedWriteApplied, CodeFinalMismatch}[i]
+		}
 		for _, d := range list {
 			if len(v.Details) < maxDetails {
 				v.Details = append(v.Details, d)
@@ -90,10 +118,17 @@ func Check(h *history.History) history.Verdict {
 		}
 	}
 	if problems == 0 {
-		v.Pass = true
+		v.Status, v.Code = history.VerdictPass, CodeAllKept
 		v.Reason = fmt.Sprintf("all %d acknowledged writes are in the cluster's history", acked)
+		if len(declaredLost) > 0 {
+			v.Code = CodeDeclaredLoss
+			v.Reason = fmt.Sprintf("%d of %d acknowledged writes are in the cluster's history; the %d missing were all acknowledged after revision %d, from which a forced recovery restarted the cluster (the operator declared them possibly lost)",
+				acked-len(declaredLost), acked, len(declaredLost), declared)
+			v.Details = append(v.Details, declaredLost...)
+		}
 		return v
 	}
+	v.Status = history.VerdictFail
 	v.Reason = fmt.Sprintf("%d of %d acknowledged writes lost, %d at the wrong revision, %d phantom writes, %d failed writes applied, %d keys whose final read disagrees",
 		len(lost), acked, len(wrongRev), len(phantom), len(failedApplied), len(finalMismatch))
 	return v

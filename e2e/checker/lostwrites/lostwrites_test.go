@@ -1,7 +1,6 @@
 package lostwrites
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/quorate-dev/quorate/e2e/history"
@@ -19,47 +18,59 @@ func put(v string, st history.Status, rev int64) history.Op {
 	return history.Op{Type: history.Put, Key: "k", Value: v, Status: st, Revision: rev}
 }
 
+func withRecovery(h *history.History, rev int64) *history.History {
+	h.Events = append(h.Events, history.Event{Kind: history.EventRecovery, Name: "RecoveryStarted", Revision: rev})
+	return h
+}
+
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		h       *history.History
-		pass    bool
-		because string
+		name string
+		h    *history.History
+		want history.Expectation
 	}{
 		{"superseded writes are not lost", hist(
 			[]history.Op{put("a", history.OK, 2), put("b", history.OK, 3)},
 			[]history.AppliedWrite{{Key: "k", Value: "a", ModRevision: 2}, {Key: "k", Value: "b", ModRevision: 3}},
-			map[string]string{"k": "b"}), true, ""},
+			map[string]string{"k": "b"}), history.Expectation{Status: history.VerdictPass}},
 		{"unknown writes may be missing", hist(
 			[]history.Op{put("a", history.OK, 2), put("b", history.Unknown, 0)},
 			[]history.AppliedWrite{{Key: "k", Value: "a", ModRevision: 2}},
-			map[string]string{"k": "a"}), true, ""},
+			map[string]string{"k": "a"}), history.Expectation{Status: history.VerdictPass}},
 		{"an acknowledged write is missing", hist(
 			[]history.Op{put("a", history.OK, 2), put("b", history.OK, 3)},
 			[]history.AppliedWrite{{Key: "k", Value: "a", ModRevision: 2}},
-			map[string]string{"k": "a"}), false, "1 of 2 acknowledged writes lost"},
+			map[string]string{"k": "a"}), history.ExpectFail(CodeLostWrite)},
 		{"a write nobody issued", hist(
 			[]history.Op{put("a", history.OK, 2)},
 			[]history.AppliedWrite{{Key: "k", Value: "a", ModRevision: 2}, {Key: "k", Value: "ghost", ModRevision: 3}},
-			map[string]string{"k": "ghost"}), false, "1 phantom writes"},
+			map[string]string{"k": "ghost"}), history.ExpectFail(CodePhantomWrite)},
 		{"a failed write was applied", hist(
 			[]history.Op{put("a", history.OK, 2), put("b", history.Fail, 0)},
 			[]history.AppliedWrite{{Key: "k", Value: "a", ModRevision: 2}, {Key: "k", Value: "b", ModRevision: 3}},
-			map[string]string{"k": "b"}), false, "1 failed writes applied"},
+			map[string]string{"k": "b"}), history.ExpectFail(CodeFailedWriteApplied)},
 		{"final read disagrees", hist(
 			[]history.Op{put("a", history.OK, 2)},
 			[]history.AppliedWrite{{Key: "k", Value: "a", ModRevision: 2}},
-			map[string]string{"k": "zzz"}), false, "1 keys whose final read disagrees"},
+			map[string]string{"k": "zzz"}), history.ExpectFail(CodeFinalMismatch)},
 		{"acknowledged at another revision", hist(
 			[]history.Op{put("a", history.OK, 9)},
 			[]history.AppliedWrite{{Key: "k", Value: "a", ModRevision: 2}},
-			map[string]string{"k": "a"}), false, "1 at the wrong revision"},
-		{"no final state", &history.History{Ops: []history.Op{put("a", history.OK, 2)}}, false, "inconclusive"},
+			map[string]string{"k": "a"}), history.ExpectFail(CodeWrongRevision)},
+		{"writes after a forced recovery's revision are a declared loss", withRecovery(hist(
+			[]history.Op{put("a", history.OK, 2), put("b", history.OK, 5)},
+			[]history.AppliedWrite{{Key: "k", Value: "a", ModRevision: 2}},
+			map[string]string{"k": "a"}), 4), history.Expectation{Status: history.VerdictPass, Code: CodeDeclaredLoss}},
+		{"a write before it is still lost", withRecovery(hist(
+			[]history.Op{put("a", history.OK, 2), put("b", history.OK, 5)},
+			[]history.AppliedWrite{{Key: "k", Value: "b", ModRevision: 5}},
+			map[string]string{"k": "b"}), 4), history.ExpectFail(CodeLostWrite)},
+		{"no final state", &history.History{Ops: []history.Op{put("a", history.OK, 2)}}, history.Expectation{Status: history.VerdictInconclusive, Code: CodeFinalUnread}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Check(tc.h)
-			if v.Pass != tc.pass || !strings.Contains(v.Reason, tc.because) {
-				t.Fatalf("verdict %v %v, want pass=%v because %q", v, v.Details, tc.pass, tc.because)
+			if v.Status != tc.want.Status || (tc.want.Code != "" && v.Code != tc.want.Code) {
+				t.Fatalf("verdict %v %v, want %v", v, v.Details, tc.want)
 			}
 		})
 	}

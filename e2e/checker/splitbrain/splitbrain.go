@@ -69,10 +69,11 @@ func Check(h *history.History, b Bounds) history.Verdict {
 		}
 	}
 	if good == 0 {
+		v.Status, v.Code = history.VerdictInconclusive, CodeNoSamples
 		v.Reason = fmt.Sprintf("inconclusive: none of the %d samples reached a member", len(samples))
 		return v
 	}
-	var problems []string
+	var problems, codes []string
 	if len(clusterIDs) > 1 {
 		var ids []string
 		for cid, ep := range clusterIDs {
@@ -80,6 +81,7 @@ func Check(h *history.History, b Bounds) history.Verdict {
 		}
 		sort.Strings(ids)
 		problems = append(problems, "members report different cluster IDs: "+strings.Join(ids, ", "))
+		codes = append(codes, CodeClusterIDs)
 	}
 	termList := make([]uint64, 0, len(leaders))
 	for t := range leaders {
@@ -94,22 +96,35 @@ func Check(h *history.History, b Bounds) history.Verdict {
 			}
 			sort.Strings(ls)
 			problems = append(problems, fmt.Sprintf("two leaders in term %d: %s", t, strings.Join(ls, " and ")))
+			codes = append(codes, CodeTwoLeaders)
 		}
 	}
 	if worst, from := disagreement(samples, b); worst > b.MembershipDisagreement {
 		problems = append(problems, fmt.Sprintf("current members disagreed about membership for %s from %.1fs (bound %s)",
 			worst.Round(time.Millisecond), time.Duration(from-h.Start).Seconds(), b.MembershipDisagreement))
+		codes = append(codes, CodeMembershipDisagreement)
 	}
 	v.Details = append(v.Details, fmt.Sprintf("%d samples (%d answered), %d raft terms with a leader", len(samples), good, len(terms)))
 	if len(problems) == 0 {
-		v.Pass = true
+		v.Status, v.Code = history.VerdictPass, CodeOneLeaderPerTerm
 		v.Reason = fmt.Sprintf("one cluster ID, one leader per term across %d terms, membership agreed within %s", len(terms), b.MembershipDisagreement)
 		return v
 	}
+	v.Status, v.Code = history.VerdictFail, codes[0]
 	v.Reason = problems[0]
 	v.Details = append(v.Details, problems...)
 	return v
 }
+
+// Codes of the split-brain verdict.
+const (
+	CodeOneLeaderPerTerm       = "one-leader-per-term"
+	CodeClusterIDs             = "cluster-ids"
+	CodeTwoLeaders             = "two-leaders"
+	CodeMembershipDisagreement = "membership-disagreement"
+	// CodeNoSamples: no sample reached a member (inconclusive).
+	CodeNoSamples = "no-samples"
+)
 
 // disagreement returns the longest continuous time during which some current member's view
 // of membership differed from the majority's, and when it started. A member that is not in

@@ -30,25 +30,25 @@ func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		samples []history.Sample
-		pass    bool
+		want    history.Expectation
 		because string
 	}{
-		{"healthy cluster", poll(40, nil), true, "one cluster ID"},
+		{"healthy cluster", poll(40, nil), history.Expectation{Status: history.VerdictPass}, "one cluster ID"},
 		{"leader change to a new term", poll(40, func(r int, s *history.Sample) {
 			if r > 20 {
 				s.Leader, s.RaftTerm = 2, 3
 			}
-		}), true, "across 2 terms"},
+		}), history.Expectation{Status: history.VerdictPass}, "across 2 terms"},
 		{"two cluster IDs", poll(40, func(r int, s *history.Sample) {
 			if s.Endpoint == "10.0.0.3" && r > 10 {
 				s.ClusterID = 0xbad
 			}
-		}), false, "different cluster IDs: bad"},
+		}), history.ExpectFail(CodeClusterIDs), "different cluster IDs: bad"},
 		{"two leaders in one term", poll(40, func(r int, s *history.Sample) {
 			if s.Endpoint == "10.0.0.3" && r == 15 {
 				s.Leader = 3
 			}
-		}), false, "two leaders in term 2"},
+		}), history.ExpectFail(CodeTwoLeaders), "two leaders in term 2"},
 		{"a new leader reported with the previous term until its first entry applies", poll(40, func(r int, s *history.Sample) {
 			if r >= 20 {
 				s.Leader, s.RaftTerm = 2, 3
@@ -56,7 +56,7 @@ func TestCheck(t *testing.T) {
 					s.RaftTerm = 2 // etcd's status: new leader, term of the last applied entry
 				}
 			}
-		}), true, ""},
+		}), history.Expectation{Status: history.VerdictPass}, ""},
 		{"a member rejoining after a partition reports the new leader with its old term", poll(60, func(r int, s *history.Sample) {
 			switch {
 			case r >= 20 && r < 30 && s.Endpoint == "10.0.0.1":
@@ -71,7 +71,7 @@ func TestCheck(t *testing.T) {
 			case r >= 30:
 				s.Leader, s.RaftTerm = 2, 4
 			}
-		}), true, ""},
+		}), history.Expectation{Status: history.VerdictPass}, ""},
 		{"an old leader rejoining names the leader of a term it never applied", poll(60, func(r int, s *history.Sample) {
 			switch {
 			case r >= 20 && s.Endpoint == "10.0.0.1" && r < 30:
@@ -83,7 +83,7 @@ func TestCheck(t *testing.T) {
 			case r > 30:
 				s.Leader, s.RaftTerm = 3, 4 // then member 3 wins term 4
 			}
-		}), true, ""},
+		}), history.Expectation{Status: history.VerdictPass}, ""},
 		{"two leaders that stay in one term", poll(40, func(r int, s *history.Sample) {
 			if r >= 20 {
 				s.RaftTerm = 3
@@ -91,28 +91,28 @@ func TestCheck(t *testing.T) {
 					s.Leader = 2
 				}
 			}
-		}), false, "two leaders in term 3"},
+		}), history.ExpectFail(CodeTwoLeaders), "two leaders in term 3"},
 		{"a removed member's stale view is tolerated", poll(80, func(r int, s *history.Sample) {
 			if r > 10 && s.Endpoint != "10.0.0.3" {
 				s.Members = []uint64{1, 2}
 			}
-		}), true, ""},
+		}), history.Expectation{Status: history.VerdictPass}, ""},
 		{"short disagreement during a membership change", poll(80, func(r int, s *history.Sample) {
 			if r > 10 && (s.Endpoint == "10.0.0.1" || r > 14) {
 				s.Members = []uint64{1, 2, 3, 4}
 			}
-		}), true, ""},
+		}), history.Expectation{Status: history.VerdictPass}, ""},
 		{"long disagreement", poll(80, func(r int, s *history.Sample) {
 			if r > 10 && s.Endpoint != "10.0.0.2" {
 				s.Members = []uint64{1, 2, 3, 4}
 			}
-		}), false, "disagreed about membership"},
-		{"no member answered", poll(4, func(r int, s *history.Sample) { s.Error, s.ClusterID = "refused", 0 }), false, "inconclusive"},
+		}), history.ExpectFail(CodeMembershipDisagreement), "disagreed about membership"},
+		{"no member answered", poll(4, func(r int, s *history.Sample) { s.Error, s.ClusterID = "refused", 0 }), history.Expectation{Status: history.VerdictInconclusive, Code: CodeNoSamples}, "inconclusive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Check(&history.History{Samples: tc.samples}, Bounds{MembershipDisagreement: 5 * time.Second, Staleness: time.Second})
-			if v.Pass != tc.pass || !strings.Contains(v.Reason, tc.because) {
-				t.Fatalf("verdict %v, want pass=%v because %q", v, tc.pass, tc.because)
+			if v.Status != tc.want.Status || (tc.want.Code != "" && v.Code != tc.want.Code) || !strings.Contains(v.Reason, tc.because) {
+				t.Fatalf("verdict %v, want %v because %q", v, tc.want, tc.because)
 			}
 		})
 	}
