@@ -92,6 +92,31 @@ func getCluster(t *testing.T, ns, name string) *v1alpha1.EtcdCluster {
 	return c
 }
 
+// wantCondition waits until the cluster's condition t equals want (apart from its time and
+// generation) and returns the cluster.
+func wantCondition(t *testing.T, ns, name string, want metav1.Condition) *v1alpha1.EtcdCluster {
+	t.Helper()
+	return waitFor(t, ns, name, fmt.Sprintf("%s=%s/%s", want.Type, want.Status, want.Reason), func(c *v1alpha1.EtcdCluster) error {
+		got := condition(c, want.Type)
+		got.LastTransitionTime, got.ObservedGeneration = metav1.Time{}, 0
+		if got != want {
+			return fmt.Errorf("%s is\n %+v\nwant\n %+v", want.Type, got, want)
+		}
+		return nil
+	})
+}
+
+// patchCluster changes a cluster's spec.
+func patchCluster(t *testing.T, ns, name string, change func(*v1alpha1.EtcdCluster)) {
+	t.Helper()
+	c := getCluster(t, ns, name)
+	patch := client.MergeFrom(c.DeepCopy())
+	change(c)
+	if err := k8s.Patch(context.Background(), c, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func condition(c *v1alpha1.EtcdCluster, t string) metav1.Condition {
 	if cond := meta.FindStatusCondition(c.Status.Conditions, t); cond != nil {
 		return *cond
@@ -160,8 +185,15 @@ func objectNames(t *testing.T, ns string, list client.ObjectList) []string {
 // bootstrap creates a cluster and plays the members forming it.
 func bootstrap(t *testing.T, ns, name string, replicas int32, fake *etcd.Fake) *v1alpha1.EtcdCluster {
 	t.Helper()
+	return bootstrapCluster(t, newCluster(ns, name, replicas), fake)
+}
+
+// bootstrapCluster creates c and plays its members forming the cluster.
+func bootstrapCluster(t *testing.T, c *v1alpha1.EtcdCluster, fake *etcd.Fake) *v1alpha1.EtcdCluster {
+	t.Helper()
 	ctx := context.Background()
-	if err := k8s.Create(ctx, newCluster(ns, name, replicas)); err != nil {
+	ns, name, replicas := c.Namespace, c.Name, c.Spec.Replicas
+	if err := k8s.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	var members, urls []string
@@ -211,11 +243,12 @@ func patchReplicas(t *testing.T, ns, name string, n int32) {
 
 func assertOwned(t *testing.T, obj client.Object, c *v1alpha1.EtcdCluster) {
 	t.Helper()
-	if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok {
-		// Member volumes are retained by default: they name their cluster without an owner
-		// reference, so that deleting the EtcdCluster keeps them.
-		if len(pvc.OwnerReferences) != 0 || pvc.Annotations[names.AnnotationOwnerUID] != string(c.UID) || pvc.Labels[names.LabelRetention] != v1alpha1.VolumeRetain {
-			t.Errorf("PVC %s: owner references %+v, annotations %v, labels %v", pvc.Name, pvc.OwnerReferences, pvc.Annotations, pvc.Labels)
+	switch obj.(type) {
+	case *corev1.PersistentVolumeClaim, *corev1.Secret:
+		// Member volumes and certificates are retained by default: they name their cluster
+		// without an owner reference, so that deleting the EtcdCluster keeps them.
+		if len(obj.GetOwnerReferences()) != 0 || obj.GetAnnotations()[names.AnnotationOwnerUID] != string(c.UID) || obj.GetLabels()[names.LabelRetention] != v1alpha1.VolumeRetain {
+			t.Errorf("%T %s: owner references %+v, annotations %v, labels %v", obj, obj.GetName(), obj.GetOwnerReferences(), obj.GetAnnotations(), obj.GetLabels())
 		}
 		return
 	}
@@ -275,4 +308,14 @@ func describeObjects(t *testing.T, ns string) string {
 		out = append(out, fmt.Sprintf("pvc %s deleted=%v finalizers=%v owners=%d labels=%v", p.Name, p.DeletionTimestamp != nil, p.Finalizers, len(p.OwnerReferences), p.Labels))
 	}
 	return strings.Join(out, "; ")
+}
+
+// metaItems returns the items of a list as client.Objects.
+func metaItems(list client.ObjectList) ([]client.Object, error) {
+	var out []client.Object
+	err := meta.EachListItem(list, func(o runtime.Object) error {
+		out = append(out, o.(client.Object))
+		return nil
+	})
+	return out, err
 }

@@ -120,7 +120,7 @@ func controlled(c *v1alpha1.EtcdCluster, obj client.Object) error {
 	if metav1.IsControlledBy(obj, c) {
 		return nil
 	}
-	if p, ok := obj.(*corev1.PersistentVolumeClaim); ok && resources.OwnsVolume(c, p) {
+	if p, ok := obj.(*corev1.PersistentVolumeClaim); ok && resources.Retained(c, p) {
 		return nil
 	}
 	owner := "no owner"

@@ -120,7 +120,7 @@ func (r *Reconciler) observe(ctx context.Context, c *v1alpha1.EtcdCluster) (*obs
 			continue
 		}
 		switch {
-		case resources.OwnsVolume(c, p):
+		case resources.Retained(c, p):
 			o.pvcs[p.Name] = p
 		case p.DeletionTimestamp.IsZero():
 			o.retained[p.Name] = p

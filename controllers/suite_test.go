@@ -34,6 +34,7 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/expectations"
+	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
@@ -188,6 +189,7 @@ func startOperator(t *testing.T, ns string, fake *etcd.Fake) *operator {
 		Expectations: expectations.New(time.Minute),
 		ResyncPeriod: 500 * time.Millisecond,
 		StepDelay:    50 * time.Millisecond,
+		Settings:     Settings{Deadlines: planner.DefaultDeadlines},
 	}
 	counting := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		op.passes.Add(1)

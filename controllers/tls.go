@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/names"
@@ -35,11 +36,34 @@ func (r *Reconciler) secret(ctx context.Context, namespace, name string) (*corev
 }
 
 func tlsSecret(c *v1alpha1.EtcdCluster, name string, ca *pki.CA, pair pki.Pair) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: names.ClusterLabels(c.Name), OwnerReferences: resources.OwnerRefs(c)},
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: names.ClusterLabels(c.Name)},
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{pki.KeyCert: pair.CertPEM, pki.KeyKey: pair.KeyPEM, pki.KeyCACert: ca.CertPEM},
 	}
+	// The certificates live as long as the volumes: a retained cluster adopted later keeps
+	// its clients.
+	resources.SetRetention(c, s)
+	return s
+}
+
+// keepSecret makes an operator-generated Secret follow spec.volumeRetention; one retained by
+// an earlier EtcdCluster of the same name is taken over only with spec.adoptRetainedVolumes.
+func (r *Reconciler) keepSecret(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret) error {
+	if !resources.Retained(c, s) && !c.Spec.AdoptRetainedVolumes {
+		return nil
+	}
+	updated := s.DeepCopy()
+	if !resources.Retained(c, s) {
+		updated.OwnerReferences = nil
+	}
+	if !resources.SetRetention(c, updated) {
+		return nil
+	}
+	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(s, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("setting the retention of secret %s: %w", s.Name, err)
+	}
+	return nil
 }
 
 // ensureTLS makes sure the certificate Secrets exist: it checks user-provided ones, and
@@ -66,11 +90,17 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 
 	want := []string{names.ServerSecret(c.Name), names.PeerSecret(c.Name), names.ClientSecret(c.Name)}
 	missing := false
-	for _, n := range want {
-		if _, err := r.secret(ctx, c.Namespace, n); apierrors.IsNotFound(err) {
-			missing = true
-		} else if err != nil {
+	for _, n := range append([]string{names.CASecret(c.Name)}, want...) {
+		s, err := r.secret(ctx, c.Namespace, n)
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = missing || n != names.CASecret(c.Name)
+		case err != nil:
 			return err
+		default:
+			if err := r.keepSecret(ctx, c, s); err != nil {
+				return err
+			}
 		}
 	}
 	if !missing {
@@ -120,10 +150,11 @@ func (r *Reconciler) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster) (*pk
 		return nil, err
 	}
 	s = &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: names.ClusterLabels(c.Name), OwnerReferences: resources.OwnerRefs(c)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: names.ClusterLabels(c.Name)},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM},
 	}
+	resources.SetRetention(c, s)
 	if err := r.Create(ctx, s); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// Another pass won; use its CA so every certificate chains to the same root.

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -106,6 +107,16 @@ func main() {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
 		defer cancel()
 		reply(w, runner.Final(ctx))
+	})
+	mux.HandleFunc("POST /fill", func(w http.ResponseWriter, r *http.Request) {
+		mib, err := strconv.Atoi(r.URL.Query().Get("mib"))
+		if err != nil || mib <= 0 {
+			http.Error(w, "fill?mib=N: how many MiB to write at most", http.StatusBadRequest)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute)
+		defer cancel()
+		reply(w, runner.Fill(ctx, 512<<10, int64(mib)<<20))
 	})
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		ok, fail, unknown := runner.Counts()

@@ -43,12 +43,12 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m))
 }
 
-// TestConformance runs every scenario; --labels (scenario=NAME, suite=core|negative|chaos|
+// TestConformance runs every scenario; --labels (scenario=NAME, suite=core|negative|safety|chaos|
 // chaos-negative|olm, fault=NAME, base=steady|scale, install-mode=NAME) and --feature pick
 // some. The OLM scenarios install Quorate themselves, so they are part of the run only when
 // their catalogs are given (--olm-catalogs or --install-olm).
 func TestConformance(t *testing.T) {
-	scenarios := append(All(opts), ChaosScenarios(opts.OperatorNS)...)
+	scenarios := append(append(All(opts), SafetyScenarios()...), ChaosScenarios(opts.OperatorNS)...)
 	if opts.OLMCatalogs != "" || opts.InstallOLM {
 		scenarios = append(scenarios, OLMScenarios(opts)...)
 	} else if slices.Contains(suite.Labels["suite"], "olm") {

@@ -47,7 +47,10 @@ type Suite struct {
 	Clientset *kubernetes.Clientset
 	Report    *report.Report
 	// Labels are the --labels the run selects scenarios by.
-	Labels  map[string][]string
+	Labels map[string][]string
+	// Node reaches the node's containers and volumes (the local provider's node is this
+	// machine); nil with other providers.
+	Node    *localcluster.Node
 	mu      sync.Mutex
 	kubectl string
 	// scorecardOut is the process's stdout: with --scorecard, everything else goes to stderr so
@@ -70,6 +73,7 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 		p.WithVersion(opts.K8sVersion)
 		lc := localcluster.DefaultConfig(opts.ClusterName, localcluster.ResolveVersion(opts.K8sVersion))
 		s.kubectl = lc.Kubectl()
+		s.Node = localcluster.NewNode(lc)
 		if opts.ChaosSocket == "" {
 			opts.ChaosSocket = lc.ContainerdSocket()
 		}

@@ -37,6 +37,11 @@ type Scenario struct {
 	Rate float64
 	// Version overrides the etcd version the cluster starts at (--etcd-version otherwise).
 	Version string
+	// Spec, when set, adjusts the EtcdCluster's spec before it is created.
+	Spec func(*v1alpha1.EtcdClusterSpec)
+	// NeedsNode: the scenario acts on the node (kills containers, wipes volumes), which only
+	// the local provider can do.
+	NeedsNode bool
 	// Install, when set, installs the operator for this run (through OLM, say) after the run's
 	// namespace exists and before the EtcdCluster is created.
 	Install func(ctx context.Context, r *Run) error
@@ -98,6 +103,9 @@ func (s *Suite) Feature(sc Scenario) features.Feature {
 	b := features.New(sc.Name).WithLabel("scenario", sc.Name)
 	for k, v := range sc.Labels {
 		b = b.WithLabel(k, v)
+	}
+	if sc.NeedsNode {
+		b = b.WithLabel("needs", "node")
 	}
 	key := runKey(sc.Name)
 	return b.
@@ -170,6 +178,12 @@ func (r *Run) setup(ctx context.Context) error {
 		ObjectMeta: metav1.ObjectMeta{Name: r.Cluster, Namespace: r.Namespace},
 		Spec: v1alpha1.EtcdClusterSpec{Replicas: r.Scenario.Replicas, Version: version, Image: image,
 			Storage: v1alpha1.StorageSpec{Size: resource.MustParse("256Mi")}},
+	}
+	if r.Scenario.Spec != nil {
+		r.Scenario.Spec(&ec.Spec)
+	}
+	if r.Scenario.NeedsNode && r.Suite.Node == nil {
+		return fmt.Errorf("%s acts on the node's containers and volumes, which only --provider=local can reach; leave it out with --skip-labels=needs=node", r.Scenario.Name)
 	}
 	if err := c.Create(ctx, ec); err != nil {
 		return fmt.Errorf("creating the EtcdCluster: %w", err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/quorate-dev/quorate/internal/names"
@@ -45,10 +47,18 @@ func (r *Run) workloadPod() *corev1.Pod {
 	}
 }
 
-// call invokes the workload through the API server's pod proxy.
+// call invokes the workload through the API server's pod proxy; path may carry a query.
 func (r *Run) call(ctx context.Context, method, path string, out any) error {
-	req := r.Suite.Clientset.CoreV1().RESTClient().Verb(method).Namespace(r.Namespace).Resource("pods").Name("workload:8080").SubResource("proxy").Suffix(path)
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	p, query, _ := strings.Cut(path, "?")
+	req := r.Suite.Clientset.CoreV1().RESTClient().Verb(method).Namespace(r.Namespace).Resource("pods").Name("workload:8080").SubResource("proxy").Suffix(p)
+	if values, err := url.ParseQuery(query); err == nil {
+		for k, vs := range values {
+			for _, v := range vs {
+				req = req.Param(k, v)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
 	defer cancel()
 	body, err := req.DoRaw(ctx)
 	if err != nil {

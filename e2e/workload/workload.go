@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/rand"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -319,7 +320,8 @@ func (r *Runner) do(c *clientv3.Client, o *history.Op) {
 }
 
 // definite are errors a server returns before a write is proposed, so it cannot have applied.
-var definite = []error{rpctypes.ErrGRPCNotCapable, rpctypes.ErrGRPCRequestTooManyRequests, rpctypes.ErrGRPCNoLeader, rpctypes.ErrGRPCNotSupportedForLearner}
+// NOSPACE refuses a write at apply time, without applying it.
+var definite = []error{rpctypes.ErrGRPCNotCapable, rpctypes.ErrGRPCRequestTooManyRequests, rpctypes.ErrGRPCNoLeader, rpctypes.ErrGRPCNotSupportedForLearner, rpctypes.ErrGRPCNoSpace}
 
 // Classify decides the outcome of an operation from its error. A read that failed had no
 // effect. A write is unknown unless the error proves it was never proposed.
@@ -336,6 +338,39 @@ func Classify(t history.OpType, err error) history.Status {
 		}
 	}
 	return history.Unknown
+}
+
+// FillResult is what Fill wrote.
+type FillResult struct {
+	Bytes  int64  `json:"bytes"`
+	Writes int    `json:"writes"`
+	Error  string `json:"error,omitempty"` // the error that stopped it (NOSPACE when it filled the quota)
+}
+
+// Fill writes values of valueSize bytes under the prefix's "filler/" keys, outside the
+// workload's keys, until a write fails (NOSPACE once the database reaches its quota) or limit
+// bytes are written.
+func (r *Runner) Fill(ctx context.Context, valueSize int, limit int64) FillResult {
+	var res FillResult
+	c, err := r.newClient()
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer c.Close()
+	value := strings.Repeat("x", valueSize)
+	for res.Bytes < limit {
+		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := c.Put(octx, fmt.Sprintf("%sfiller/%06d", r.cfg.Prefix, res.Writes), value)
+		cancel()
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		res.Writes++
+		res.Bytes += int64(valueSize)
+	}
+	return res
 }
 
 // Final reads back, for every key, all writes applied to it (walking its versions backwards

@@ -28,6 +28,7 @@ type Fake struct {
 	alarms    []Alarm
 	dbSize    map[string]int64
 	revision  map[string]int64
+	answerAs  map[string]string
 	version   string
 	calls     []string
 	clients   int
@@ -36,7 +37,7 @@ type Fake struct {
 // NewFake returns an empty, not yet bootstrapped cluster running the given etcd version.
 func NewFake(version string) *Fake {
 	return &Fake{nextID: 0x1000, down: map[string]bool{}, foreign: map[string]uint64{},
-		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, revision: map[string]int64{}, version: version}
+		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, revision: map[string]int64{}, answerAs: map[string]string{}, version: version}
 }
 
 // Factory returns a Factory whose clients talk to this fake.
@@ -145,6 +146,37 @@ func (f *Fake) SetDBSize(name string, bytes int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.dbSize[name] = bytes
+}
+
+// AnswerAs makes the endpoint of member name answer as member as (an IP that a restarted pod
+// took over from another); "" ends it.
+func (f *Fake) AnswerAs(name, as string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if as == "" {
+		delete(f.answerAs, name)
+		return
+	}
+	f.answerAs[name] = as
+}
+
+// ForceNewCluster does what etcd --force-new-cluster does to the named member: it becomes the
+// single member of the cluster, and its leader.
+func (f *Fake) ForceNewCluster(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.members = slices.DeleteFunc(f.members, func(m Member) bool {
+		if m.Name != name {
+			delete(f.down, m.Name) // a member added later under that name is a new one
+			return true
+		}
+		return false
+	})
+	if len(f.members) == 1 {
+		f.members[0].IsLearner = false
+		f.leader, f.term = f.members[0].ID, f.term+1
+		f.down[name] = false
+	}
 }
 
 // SetRevision sets the revision a member reports having applied (1 by default).
@@ -380,8 +412,12 @@ func (c *fakeClient) Status(_ context.Context, ep Endpoint) (Status, error) {
 	if err := f.errLocked("Status"); err != nil {
 		return Status{}, err
 	}
+	name := ep.Member
+	if as, ok := f.answerAs[name]; ok {
+		name = as
+	}
 	for _, m := range f.members {
-		if m.Name != ep.Member || !f.upLocked(m) {
+		if m.Name != name || !f.upLocked(m) {
 			continue
 		}
 		cid := f.clusterID

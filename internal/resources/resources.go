@@ -157,41 +157,45 @@ func PVC(c *v1alpha1.EtcdCluster, member string, bootstrapSize int) *corev1.Pers
 	return p
 }
 
-// OwnsVolume reports whether a member PVC belongs to this EtcdCluster.
-func OwnsVolume(c *v1alpha1.EtcdCluster, p *corev1.PersistentVolumeClaim) bool {
-	return metav1.IsControlledBy(p, c) || p.Annotations[names.AnnotationOwnerUID] == string(c.UID)
+// Retained reports whether obj belongs to this EtcdCluster: controlled by it, or naming it by
+// UID (what it keeps: member volumes and certificate Secrets, under spec.volumeRetention).
+func Retained(c *v1alpha1.EtcdCluster, obj metav1.Object) bool {
+	return metav1.IsControlledBy(obj, c) || obj.GetAnnotations()[names.AnnotationOwnerUID] == string(c.UID)
 }
 
-// SetRetention makes a PVC of c follow spec.volumeRetention: an owner reference to c (so
-// that it is deleted with c) for Delete, none for Retain; the label says which. It reports
-// whether it changed anything.
-func SetRetention(c *v1alpha1.EtcdCluster, p *corev1.PersistentVolumeClaim) bool {
+// SetRetention makes an object of c that outlives it under spec.volumeRetention (a member PVC,
+// a certificate Secret) follow the policy: an owner reference to c (so that it is deleted with
+// c) for Delete, none for Retain, and c's UID in an annotation either way; the label says
+// which. It reports whether it changed anything.
+func SetRetention(c *v1alpha1.EtcdCluster, obj metav1.Object) bool {
 	policy := c.Spec.VolumeRetention
 	if policy == "" {
 		policy = v1alpha1.DefaultVolumeRetention
 	}
 	changed := false
-	if p.Labels[names.LabelRetention] != policy {
-		if p.Labels == nil {
-			p.Labels = map[string]string{}
+	if labels := obj.GetLabels(); labels[names.LabelRetention] != policy {
+		if labels == nil {
+			labels = map[string]string{}
 		}
-		p.Labels[names.LabelRetention] = policy
+		labels[names.LabelRetention] = policy
+		obj.SetLabels(labels)
 		changed = true
 	}
-	if p.Annotations[names.AnnotationOwnerUID] != string(c.UID) {
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
+	if ann := obj.GetAnnotations(); ann[names.AnnotationOwnerUID] != string(c.UID) {
+		if ann == nil {
+			ann = map[string]string{}
 		}
-		p.Annotations[names.AnnotationOwnerUID] = string(c.UID)
+		ann[names.AnnotationOwnerUID] = string(c.UID)
+		obj.SetAnnotations(ann)
 		changed = true
 	}
-	owned := metav1.IsControlledBy(p, c)
+	owned := metav1.IsControlledBy(obj, c)
 	switch {
 	case policy == v1alpha1.VolumeDelete && !owned:
-		p.OwnerReferences = append(p.OwnerReferences, OwnerRefs(c)...)
+		obj.SetOwnerReferences(append(obj.GetOwnerReferences(), OwnerRefs(c)...))
 		changed = true
 	case policy != v1alpha1.VolumeDelete && owned:
-		p.OwnerReferences = slices.DeleteFunc(p.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == c.UID })
+		obj.SetOwnerReferences(slices.DeleteFunc(obj.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == c.UID }))
 		changed = true
 	}
 	return changed

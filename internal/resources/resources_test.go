@@ -168,8 +168,8 @@ func TestPDBKeepsQuorumOfTheCurrentVoters(t *testing.T) {
 func TestPVCRetention(t *testing.T) {
 	c := cluster()
 	retain := PVC(c, "demo-0", 3)
-	if len(retain.OwnerReferences) != 0 || retain.Labels[names.LabelRetention] != "Retain" || !OwnsVolume(c, retain) {
-		t.Errorf("Retain: owners %v, labels %v, owned %v", retain.OwnerReferences, retain.Labels, OwnsVolume(c, retain))
+	if len(retain.OwnerReferences) != 0 || retain.Labels[names.LabelRetention] != "Retain" || !Retained(c, retain) {
+		t.Errorf("Retain: owners %v, labels %v, owned %v", retain.OwnerReferences, retain.Labels, Retained(c, retain))
 	}
 	if SetRetention(c, retain) {
 		t.Error("SetRetention changed a PVC that follows the policy")
@@ -184,7 +184,7 @@ func TestPVCRetention(t *testing.T) {
 	}
 	other := cluster()
 	other.UID = "uid-2"
-	if OwnsVolume(other, retain) {
+	if Retained(other, retain) {
 		t.Error("a PVC retained from another EtcdCluster of the same name counts as its own")
 	}
 }

@@ -1,0 +1,462 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/planner"
+)
+
+// Issue 11's repairs that a real cluster cannot produce on demand, with exact assertions.
+
+func cnd(t string, status metav1.ConditionStatus, reason, message string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: status, Reason: reason, Message: message}
+}
+
+// The PodDisruptionBudget keeps a quorum of the voters etcd lists now, and lets the drain of a
+// single member's node go through.
+func TestPDBFollowsTheVoters(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	bootstrap(t, ns, "pdb", 3, fake)
+	minAvailable := func(want int32) {
+		t.Helper()
+		eventually(t, timeout, fmt.Sprintf("PDB minAvailable %d", want), func() error {
+			pdb := &policyv1.PodDisruptionBudget{}
+			if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "pdb"}, pdb); err != nil {
+				return err
+			}
+			if got := pdb.Spec.MinAvailable.IntVal; got != want {
+				return fmt.Errorf("minAvailable %d", got)
+			}
+			return nil
+		})
+	}
+	minAvailable(2)
+	patchReplicas(t, ns, "pdb", 5)
+	waitFor(t, ns, "pdb", "5 members", settled(5))
+	minAvailable(3)
+	patchReplicas(t, ns, "pdb", 1)
+	waitFor(t, ns, "pdb", "1 member", settled(1))
+	minAvailable(0)
+}
+
+// An object that has one of the cluster's names but is not the cluster's is never taken over:
+// the step fails with what to do.
+func TestForeignObjectIsNotTakenOver(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns, etcd.NewFake("3.6.16"))
+	kubelet(t, ns)
+	ctx := context.Background()
+	foreign := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "own-0", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if err := k8s.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(ctx, newCluster(ns, "own", 1)); err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, ns, "own", cnd(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonStepFailed,
+		"Bootstrap failed: *v1.PersistentVolumeClaim "+ns+"/own-0 exists but does not belong to EtcdCluster own (no owner): the operator does not take it over; delete or rename it; retrying"))
+	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
+		t.Fatalf("pods %v started on a volume the cluster does not own", pods)
+	}
+}
+
+// A member is judged by what answers as that member: an address that answers as another
+// member (an IP taken over after a restart) does not make a down member look healthy.
+func TestHealthIsMatchedByMemberID(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	bootstrap(t, ns, "imp", 3, fake)
+	fake.AnswerAs("imp-2", "imp-0")
+	msg := fmt.Sprintf("member imp-2 does not answer (its pod's address answers as member %s, not as %s); membership changes wait until every member is healthy",
+		names.FormatID(memberID(t, fake, "imp-0")), names.FormatID(memberID(t, fake, "imp-2")))
+	c := wantCondition(t, ns, "imp", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonMemberUnhealthy, msg))
+	if m := findMember(c.Status.Members, "imp-2"); m == nil || m.Healthy {
+		t.Errorf("imp-2 in status: %+v", m)
+	}
+	fake.AnswerAs("imp-2", "")
+	waitFor(t, ns, "imp", "healthy again", settled(3))
+}
+
+// A version change is checked against the version the members run, refused with the rule it
+// breaks, rolls nothing, and can be set back.
+func TestVersionChangeIsCheckedAgainstTheMembers(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.5.20")
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	c := newCluster(ns, "ver", 3)
+	c.Spec.Version = "3.5.20"
+	bootstrapCluster(t, c, fake)
+	before := podUIDs(t, ns)
+
+	for _, tc := range []struct{ version, message string }{
+		{"3.6.16", "spec.version 3.6.16 cannot be rolled out while members run etcd 3.5.20: etcd 3.5.20 cannot be upgraded to 3.6 directly: first upgrade to 3.5.26 or a newer 3.5 release"},
+		{"3.5.99", "etcd 3.5.99 is not a release this operator knows; it runs 3.5.0 to 3.5.35 and 3.6.0 to 3.6.16"},
+	} {
+		patchCluster(t, ns, "ver", func(c *v1alpha1.EtcdCluster) { c.Spec.Version = tc.version })
+		wantCondition(t, ns, "ver", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonVersionChangeRefused, tc.message))
+		assertEvent(t, ns, v1alpha1.ReasonVersionChangeRefused, tc.version)
+		patchCluster(t, ns, "ver", func(c *v1alpha1.EtcdCluster) { c.Spec.Version = "3.5.20" })
+		waitFor(t, ns, "ver", "back at 3.5.20", settled(3))
+		wantCondition(t, ns, "ver", cnd(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAllMembersHealthy, "every member is healthy"))
+	}
+	if after := podUIDs(t, ns); !maps(before, after) {
+		t.Fatalf("a refused version change replaced pods: %v -> %v", before, after)
+	}
+}
+
+func podUIDs(t *testing.T, ns string) map[string]types.UID {
+	t.Helper()
+	var pods corev1.PodList
+	if err := k8s.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]types.UID{}
+	for _, p := range pods.Items {
+		out[p.Name] = p.UID
+	}
+	return out
+}
+
+func maps(a, b map[string]types.UID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// NOSPACE is the cluster's, not a member's: it does not stop the rollout of a larger quota,
+// and the operator disarms it once the database fits.
+func TestNoSpaceIsClearedOnceTheQuotaFits(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	bootstrap(t, ns, "nsp", 3, fake)
+	full := int64(2<<30 + 1<<20)
+	for _, m := range []string{"nsp-0", "nsp-1", "nsp-2"} {
+		fake.SetDBSize(m, full)
+	}
+	fake.RaiseAlarm("nsp-0", planner.AlarmNoSpace)
+	wantCondition(t, ns, "nsp", cnd(v1alpha1.ConditionAlarm, metav1.ConditionTrue, v1alpha1.ReasonNoSpace,
+		"etcd raised NOSPACE: the database reached spec.etcd.quotaBackendBytes; clients can read and delete but not write until the quota is raised (the operator rolls it out and disarms the alarm) or space is freed"))
+	wantCondition(t, ns, "nsp", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonNoSpace,
+		fmt.Sprintf("etcd raised NOSPACE: the database (%d bytes in use) does not fit the quota (2147483648 bytes); clients can read and delete but not write; raise spec.etcd.quotaBackendBytes (the operator rolls it out and disarms the alarm), or delete keys and compact", full)))
+	if c := getCluster(t, ns, "nsp"); condition(c, v1alpha1.ConditionAvailable).Status != metav1.ConditionTrue || c.Status.ReadyMembers != 3 {
+		t.Errorf("an alarm made members unhealthy: Available %v, ready %d", condition(c, v1alpha1.ConditionAvailable), c.Status.ReadyMembers)
+	}
+	before := podUIDs(t, ns)
+	patchCluster(t, ns, "nsp", func(c *v1alpha1.EtcdCluster) { c.Spec.Etcd.QuotaBackendBytes = 4 << 30 })
+	wantCondition(t, ns, "nsp", cnd(v1alpha1.ConditionAlarm, metav1.ConditionFalse, v1alpha1.ReasonNoAlarm, "etcd has raised no alarm"))
+	waitFor(t, ns, "nsp", "settled", settled(3))
+	after := podUIDs(t, ns)
+	for m, uid := range before {
+		if after[m] == uid {
+			t.Errorf("the pod of %s was not rolled to the new quota", m)
+		}
+	}
+	if calls := fake.Calls(); !slices.Contains(calls, "Disarm nsp-0 NOSPACE") {
+		t.Errorf("calls %v: no disarm", calls)
+	}
+	if len(fake.Alarms()) != 0 {
+		t.Errorf("alarms left: %v", fake.Alarms())
+	}
+	assertEvent(t, ns, v1alpha1.EventAlarmDisarmed, "disarming NOSPACE")
+}
+
+// Lowering replicas before a learner is promoted removes the learner.
+func TestLearnerIsCancelledWhenReplicasAreLowered(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	bootstrap(t, ns, "can", 3, fake)
+	fake.LagPromotions(1 << 30)
+	patchReplicas(t, ns, "can", 4)
+	eventually(t, timeout, "a learner", func() error {
+		if len(fake.Calls()) == 0 {
+			return errors.New("no learner yet")
+		}
+		return nil
+	})
+	patchReplicas(t, ns, "can", 3)
+	waitFor(t, ns, "can", "3 members", settled(3))
+	fake.LagPromotions(0)
+	want := []string{"AddLearner https://can-3.can-peer." + ns + ".svc:2380", "Remove can-3"}
+	if got := fake.Calls(); !slices.Equal(got, want) {
+		t.Fatalf("membership changes:\n got %q\nwant %q", got, want)
+	}
+	assertEvent(t, ns, v1alpha1.EventMemberRemoved, "removing learner can-3: spec.replicas no longer needs it")
+}
+
+// Once a member has run, its pod says so, and the launcher reads it at every start: it never
+// again starts etcd on an empty volume, whatever the pod's flags allow.
+func TestMembersThatRanAreMarkedOnTheirPods(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	bootstrap(t, ns, "mark", 3, fake)
+	eventually(t, timeout, "pods marked", func() error {
+		for _, m := range []string{"mark-0", "mark-1", "mark-2"} {
+			p := &corev1.Pod{}
+			if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: m}, p); err != nil {
+				return err
+			}
+			if p.Annotations[names.AnnotationRequireData] != "true" || p.Annotations[names.AnnotationClusterID] != "c1a55" {
+				return fmt.Errorf("pod %s annotations %v", m, p.Annotations)
+			}
+			if !slices.Contains(p.Spec.Containers[0].Command, "--pod-annotations=/etc/quorate/podinfo/annotations") {
+				return fmt.Errorf("pod %s does not hand its annotations to the launcher", m)
+			}
+		}
+		return nil
+	})
+}
+
+// A pod that ended (evicted, or stopped by a node shutdown) never runs again: it is replaced.
+func TestEndedPodIsReplaced(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	bootstrap(t, ns, "end", 3, fake)
+	ctx := context.Background()
+	p := &corev1.Pod{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "end-1"}, p); err != nil {
+		t.Fatal(err)
+	}
+	old := p.UID
+	p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "Terminated", "Pod was terminated in response to imminent node shutdown."
+	if err := k8s.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, timeout, "end-1 replaced", func() error {
+		p := &corev1.Pod{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "end-1"}, p); err != nil {
+			return err
+		}
+		if p.UID == old {
+			return errors.New("still the ended pod")
+		}
+		return nil
+	})
+	assertEvent(t, ns, v1alpha1.EventPodReplaced, "the pod of end-1 ended and will not run again: replacing it; the member restarts from its volume")
+	waitFor(t, ns, "end", "settled", settled(3))
+	if calls := fake.Calls(); len(calls) != 0 {
+		t.Fatalf("membership changed: %v", calls)
+	}
+}
+
+// spec.volumeRetention: Retain (the default) keeps volumes and certificates without owner
+// references; Delete makes the EtcdCluster their owner; either can be set back.
+func TestVolumeRetentionPolicy(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	c := bootstrap(t, ns, "pol", 3, fake)
+	owned := func(want bool) {
+		t.Helper()
+		eventually(t, timeout, fmt.Sprintf("volumes and certificates owned=%v", want), func() error {
+			var objs []client.Object
+			for _, m := range []string{"pol-0", "pol-1", "pol-2"} {
+				objs = append(objs, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: m}})
+			}
+			for _, s := range []string{"pol-ca", "pol-server-tls", "pol-peer-tls", "pol-client-tls"} {
+				objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s}})
+			}
+			for _, o := range objs {
+				if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: o.GetName()}, o); err != nil {
+					return err
+				}
+				if metav1.IsControlledBy(o, c) != want {
+					return fmt.Errorf("%T %s owner references %v", o, o.GetName(), o.GetOwnerReferences())
+				}
+			}
+			return nil
+		})
+	}
+	owned(false)
+	patchCluster(t, ns, "pol", func(c *v1alpha1.EtcdCluster) { c.Spec.VolumeRetention = v1alpha1.VolumeDelete })
+	owned(true)
+	patchCluster(t, ns, "pol", func(c *v1alpha1.EtcdCluster) { c.Spec.VolumeRetention = v1alpha1.VolumeRetain })
+	owned(false)
+}
+
+// Deleting an EtcdCluster keeps its volumes; one created later under the same name stops at
+// them, and restarts the old cluster from them (its cluster ID, no bootstrap) only when asked.
+func TestRetainedVolumesAreAdoptedOnlyWhenAsked(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	ctx := context.Background()
+	old := bootstrap(t, ns, "ret", 3, fake)
+	eventually(t, timeout, "volumes that recorded the cluster ID", func() error {
+		for _, m := range []string{"ret-0", "ret-1", "ret-2"} {
+			p := &corev1.PersistentVolumeClaim{}
+			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: m}, p); err != nil {
+				return err
+			}
+			if p.Annotations[names.AnnotationClusterID] == "" {
+				return fmt.Errorf("%s has no cluster ID yet", m)
+			}
+		}
+		return nil
+	})
+	if err := k8s.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	collectGarbage(t, ns, old.UID)
+	if err := k8s.Create(ctx, newCluster(ns, "ret", 3)); err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, ns, "ret", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonRetainedVolumes,
+		"the volumes ret-0, ret-1, ret-2 were retained from an earlier EtcdCluster named ret: set spec.adoptRetainedVolumes to true to restart that cluster from them, or delete them to start an empty cluster"))
+	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
+		t.Fatalf("pods %v started before the volumes were adopted", pods)
+	}
+	patchCluster(t, ns, "ret", func(c *v1alpha1.EtcdCluster) { c.Spec.AdoptRetainedVolumes = true })
+	c := waitFor(t, ns, "ret", "the old cluster back", settled(3))
+	if c.Status.ClusterID != "c1a55" {
+		t.Errorf("cluster ID %q, want the retained c1a55", c.Status.ClusterID)
+	}
+	assertEvent(t, ns, v1alpha1.EventVolumesAdopted, "ret-0, ret-1, ret-2")
+	assertEvent(t, ns, v1alpha1.EventClusterIDRecovered, "c1a55")
+	for _, m := range []string{"ret-0", "ret-1", "ret-2"} {
+		if args := podArgs(t, ns, m); !slices.Contains(args, "--require-data=true") {
+			t.Errorf("adopted member %s does not require its data: %v", m, args)
+		}
+	}
+	if calls := fake.Calls(); len(calls) != 0 {
+		t.Fatalf("membership changed: %v", calls)
+	}
+}
+
+// collectGarbage plays the garbage collector, which envtest lacks: it deletes what the owner
+// with uid controlled.
+func collectGarbage(t *testing.T, ns string, uid types.UID) {
+	t.Helper()
+	ctx := context.Background()
+	for _, list := range []client.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}, &policyv1.PodDisruptionBudgetList{}, &corev1.PersistentVolumeClaimList{}, &corev1.SecretList{}} {
+		if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		items, _ := metaItems(list)
+		for _, o := range items {
+			for _, ref := range o.GetOwnerReferences() {
+				if ref.UID == uid {
+					if err := k8s.Delete(ctx, o, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	eventually(t, timeout, "the old pods to go", func() error {
+		if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
+			return fmt.Errorf("pods %v", pods)
+		}
+		return nil
+	})
+}
+
+// A forced recovery: a majority of the members are gone for good; nothing happens until the
+// user asks; then the member with the most data restarts alone with --force-new-cluster, its
+// pod is replaced by an ordinary one, and the cluster grows back with new members.
+func TestForcedRecovery(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	ctx := context.Background()
+	bootstrap(t, ns, "rec", 3, fake)
+	fake.SetRevision("rec-1", 1234)
+	patchCluster(t, ns, "rec", func(c *v1alpha1.EtcdCluster) { c.Spec.Paused = true })
+	waitFor(t, ns, "rec", "paused", func(c *v1alpha1.EtcdCluster) error {
+		if condition(c, v1alpha1.ConditionProgressing).Reason != v1alpha1.ReasonPaused {
+			return errors.New("not paused yet")
+		}
+		return nil
+	})
+	for _, m := range []string{"rec-0", "rec-2"} {
+		fake.SetDown(m, true)
+		for _, o := range []client.Object{&corev1.PersistentVolumeClaim{}, &corev1.Pod{}} {
+			o.SetNamespace(ns)
+			o.SetName(m)
+			if err := k8s.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	eventually(t, timeout, "the lost members' objects gone", func() error {
+		if got := objectNames(t, ns, &corev1.PersistentVolumeClaimList{}); !slices.Equal(got, []string{"rec-1"}) {
+			return fmt.Errorf("PVCs %v", got)
+		}
+		return nil
+	})
+	patchCluster(t, ns, "rec", func(c *v1alpha1.EtcdCluster) { c.Spec.Paused = false })
+	wantCondition(t, ns, "rec", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonEtcdUnreachable,
+		"no member answers with quorum: waiting for members to come back from their volumes; if a majority of volumes is lost for good, set spec.recovery.forceNewCluster to restart from the member that has the most data (writes it had not applied are lost)"))
+
+	patchCluster(t, ns, "rec", func(c *v1alpha1.EtcdCluster) {
+		c.Spec.Recovery = &v1alpha1.RecoverySpec{ForceNewCluster: "incident-1"}
+	})
+	c := waitFor(t, ns, "rec", "the recovery recorded", func(c *v1alpha1.EtcdCluster) error {
+		if r := c.Status.Recovery; r == nil || r.Phase == "" {
+			return fmt.Errorf("recovery %+v", r)
+		}
+		return nil
+	})
+	if r := c.Status.Recovery; r.Token != "incident-1" || r.Member != "rec-1" || r.Revision != 1234 {
+		t.Errorf("recovery status %+v", r)
+	}
+	assertEvent(t, ns, v1alpha1.EventRecoveryStarted, "forcing a new cluster from member rec-1, which has applied revision 1234 (the most of the members that answer): writes acknowledged after revision 1234 that it had not applied are lost")
+	eventually(t, timeout, "rec-1 restarted with --force-new-cluster", func() error {
+		if !slices.Contains(podArgs(t, ns, "rec-1"), "--force-new-cluster") {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	fake.ForceNewCluster("rec-1")
+	c = waitFor(t, ns, "rec", "3 members again", settled(3))
+	if r := c.Status.Recovery; r.Phase != v1alpha1.RecoveryCompleted {
+		t.Errorf("recovery phase %s", r.Phase)
+	}
+	if args := podArgs(t, ns, "rec-1"); slices.Contains(args, "--force-new-cluster") {
+		t.Errorf("rec-1 still runs with --force-new-cluster: %v", strings.Join(args, " "))
+	}
+	u := "https://rec-%d.rec-peer." + ns + ".svc:2380"
+	want := []string{fmt.Sprintf("AddLearner "+u, 0), "Promote rec-0", fmt.Sprintf("AddLearner "+u, 2), "Promote rec-2"}
+	if got := fake.Calls(); !slices.Equal(got, want) {
+		t.Fatalf("membership changes:\n got %q\nwant %q", got, want)
+	}
+}

@@ -1,0 +1,321 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/checker/availability"
+	"github.com/quorate-dev/quorate/e2e/checker/lostwrites"
+	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/history"
+)
+
+// Safety scenarios (suite=safety): what users do to a cluster, by accident or by design, that
+// must not lose data, split the cluster, or leave it wedged.
+
+var safety = map[string]string{"suite": "safety"}
+
+// outage: the scenario's fault stops writes for real (the operator cannot mask it); every
+// other checker must still pass.
+var outage = map[string]history.Expectation{"availability": history.ExpectFail(availability.CodeWriteGap)}
+
+// VolumesDeleted deletes the PVCs of the given members at once while they run (kubectl delete
+// pvc --wait=false): each is replaced add-first, so redundancy never drops.
+func VolumesDeleted(name string, members ...int) framework.Scenario {
+	return framework.Scenario{Name: name, Labels: safety, Replicas: 3, Budget: changeBudget,
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			var names []string
+			for _, i := range members {
+				names = append(names, fmt.Sprintf("%s-%d", r.Cluster, i))
+			}
+			return r.ReplaceVolumes(ctx, names, 3)
+		}}
+}
+
+// DataWiped empties a follower's volume under its running pod and restarts its container: the
+// launcher refuses to start etcd on it (it would rejoin with an empty log, or vote), and the
+// operator replaces the member.
+func DataWiped() framework.Scenario {
+	return framework.Scenario{Name: "data-wiped", Labels: safety, Replicas: 3, Budget: changeBudget, NeedsNode: true,
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			follower, err := r.Follower(ctx)
+			if err != nil {
+				return err
+			}
+			before, err := r.GetCluster(ctx)
+			if err != nil {
+				return err
+			}
+			if err := r.WipeData(ctx, follower); err != nil {
+				return err
+			}
+			// Replaced: the member with the old ID leaves, a new one takes its place.
+			var oldID string
+			for _, m := range before.Status.Members {
+				if m.Name == follower {
+					oldID = m.ID
+				}
+			}
+			err = r.WaitFor(ctx, "the wiped member to be replaced", 5*time.Minute, func() error {
+				ec, err := r.GetCluster(ctx)
+				if err != nil {
+					return err
+				}
+				for _, m := range ec.Status.Members {
+					if m.ID == oldID {
+						return fmt.Errorf("%s (%s) is still a member", m.Name, m.ID)
+					}
+				}
+				if ec.Status.ClusterID != before.Status.ClusterID {
+					return fmt.Errorf("cluster ID changed from %s to %s", before.Status.ClusterID, ec.Status.ClusterID)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			return r.WaitSettled(ctx, 3, 5*time.Minute)
+		}}
+}
+
+// DataWipedSingle empties the volume of a one-member cluster under its running pod and
+// restarts it. The only copy is gone: the member must refuse to start (not come back empty as
+// a new cluster with the same IDs), and status must say so. Clients see the outage, and the
+// final state cannot be read: the lost-writes verdict is inconclusive, where a cluster that
+// came back empty would fail it.
+func DataWipedSingle() framework.Scenario {
+	return framework.Scenario{Name: "data-wiped-single", Labels: safety, Replicas: 1, Budget: changeBudget, NeedsNode: true,
+		Expect: map[string]history.Expectation{
+			"availability": history.ExpectFail(availability.CodeWriteGap),
+			"lost-writes":  {Status: history.VerdictInconclusive, Code: lostwrites.CodeFinalUnread},
+		},
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			before, err := r.GetCluster(ctx)
+			if err != nil {
+				return err
+			}
+			if err := r.WipeData(ctx, r.Cluster+"-0"); err != nil {
+				return err
+			}
+			cond, err := r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonMemberDataLost, 3*time.Minute)
+			if err != nil {
+				return err
+			}
+			r.T.Logf("Degraded: %s", cond.Message)
+			if _, err := r.WaitCondition(ctx, v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonQuorumLost, time.Minute); err != nil {
+				return err
+			}
+			// It stays down: no second bootstrap, no new cluster ID, while clients keep trying.
+			r.Hold(ctx, 20*time.Second)
+			ec, err := r.GetCluster(ctx)
+			if err != nil {
+				return err
+			}
+			if ec.Status.ClusterID != before.Status.ClusterID {
+				return fmt.Errorf("the cluster ID changed from %s to %s: the member bootstrapped again", before.Status.ClusterID, ec.Status.ClusterID)
+			}
+			if a := ec.Status.Conditions; !strings.Contains(cond.Message, r.Cluster+"-0") {
+				return fmt.Errorf("Degraded does not name the member: %v", a)
+			}
+			return nil
+		}}
+}
+
+// PowerLoss kills every member's etcd at once; each restarts from its data.
+func PowerLoss() framework.Scenario {
+	return framework.Scenario{Name: "power-loss", Labels: safety, Replicas: 3, Budget: changeBudget, NeedsNode: true,
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			n, err := r.PowerLoss(ctx)
+			if err != nil {
+				return err
+			}
+			if n != 3 {
+				return fmt.Errorf("killed %d etcd containers, want 3", n)
+			}
+			return r.WaitSettled(ctx, 3, 5*time.Minute)
+		}}
+}
+
+// BadImageReverted sets an etcd image that does not exist: the first member rolled cannot
+// start, the rollout stops there with the cause, and reverting the spec brings the cluster back
+// without anyone deleting a pod. At most one member is down throughout.
+func BadImageReverted() framework.Scenario {
+	return framework.Scenario{Name: "bad-image-reverted", Labels: safety, Replicas: 3, Budget: changeBudget,
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			before, err := r.PodUIDs(ctx)
+			if err != nil {
+				return err
+			}
+			ec, err := r.GetCluster(ctx)
+			if err != nil {
+				return err
+			}
+			original := ec.Spec.Image
+			bad := "localhost:5000/quorate/etcd:does-not-exist"
+			end := r.Fault("bad-image", "spec.image = "+bad)
+			if err := r.Update(ctx, "spec.image = "+bad, func(ec *v1alpha1.EtcdCluster) { ec.Spec.Image = bad }); err != nil {
+				return err
+			}
+			cond, err := r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonRolloutStuck, 5*time.Minute)
+			if err != nil {
+				return err
+			}
+			r.T.Logf("Degraded: %s", cond.Message)
+			if !strings.Contains(cond.Message, "ImagePullBackOff") && !strings.Contains(cond.Message, "ErrImagePull") {
+				return fmt.Errorf("Degraded does not name the image pull error: %s", cond.Message)
+			}
+			// The rollout went no further: two of the three pods are the ones from before.
+			now, err := r.PodUIDs(ctx)
+			if err != nil {
+				return err
+			}
+			kept := 0
+			for m, uid := range before {
+				if now[m] == uid {
+					kept++
+				}
+			}
+			if kept != 2 {
+				return fmt.Errorf("%d of 3 member pods untouched while the rollout was stuck, want 2", kept)
+			}
+			if err := r.Update(ctx, "spec.image reverted", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Image = original }); err != nil {
+				return err
+			}
+			err = r.WaitSettled(ctx, 3, 5*time.Minute)
+			end()
+			if err != nil {
+				return err
+			}
+			_, err = r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAllMembersHealthy, time.Minute)
+			return err
+		}}
+}
+
+// NoSpace fills a 16 MiB quota under load: etcd raises NOSPACE and refuses writes (the
+// outage is real), reads go on; the quota is raised to 64 MiB, the operator rolls it out
+// despite the alarm, disarms it, and writes resume. No acknowledged write is lost.
+func NoSpace() framework.Scenario {
+	return framework.Scenario{Name: "nospace", Labels: safety, Replicas: 3, Budget: changeBudget, Expect: outage,
+		Spec: func(s *v1alpha1.EtcdClusterSpec) { s.Etcd.QuotaBackendBytes = 16 << 20 },
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			end := r.Fault("nospace", "database filled to its 16 MiB quota")
+			res, err := r.Fill(ctx, 64)
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(res.Error, "database space exceeded") {
+				return fmt.Errorf("filling stopped after %d bytes without NOSPACE: %q", res.Bytes, res.Error)
+			}
+			if _, err := r.WaitCondition(ctx, v1alpha1.ConditionAlarm, metav1.ConditionTrue, v1alpha1.ReasonNoSpace, 2*time.Minute); err != nil {
+				return err
+			}
+			r.Hold(ctx, 5*time.Second)
+			if err := r.Update(ctx, "spec.etcd.quotaBackendBytes = 64Mi", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Etcd.QuotaBackendBytes = 64 << 20 }); err != nil {
+				return err
+			}
+			_, err = r.WaitCondition(ctx, v1alpha1.ConditionAlarm, metav1.ConditionFalse, v1alpha1.ReasonNoAlarm, 10*time.Minute)
+			end()
+			if err != nil {
+				return err
+			}
+			return r.WaitSettled(ctx, 3, 5*time.Minute)
+		}}
+}
+
+// RetainedAndAdopted deletes the EtcdCluster (volumes are retained by default), creates it
+// again under the same name, which stops at the retained volumes, then adopts them: the old
+// cluster restarts with its cluster ID and every acknowledged write.
+func RetainedAndAdopted() framework.Scenario {
+	return framework.Scenario{Name: "retained-adopted", Labels: safety, Replicas: 3, Budget: changeBudget, Expect: outage,
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			ec, err := r.GetCluster(ctx)
+			if err != nil {
+				return err
+			}
+			clusterID, spec := ec.Status.ClusterID, ec.Spec
+			end := r.Fault("cluster-deleted", "EtcdCluster deleted and created again")
+			defer end()
+			if err := r.DeleteCluster(ctx); err != nil {
+				return err
+			}
+			spec.AdoptRetainedVolumes = false
+			if err := r.CreateCluster(ctx, spec); err != nil {
+				return err
+			}
+			cond, err := r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonRetainedVolumes, 2*time.Minute)
+			if err != nil {
+				return err
+			}
+			r.T.Logf("Degraded: %s", cond.Message)
+			if err := r.Update(ctx, "spec.adoptRetainedVolumes = true", func(ec *v1alpha1.EtcdCluster) { ec.Spec.AdoptRetainedVolumes = true }); err != nil {
+				return err
+			}
+			if err := r.WaitSettled(ctx, 3, 5*time.Minute); err != nil {
+				return err
+			}
+			ec, err = r.GetCluster(ctx)
+			if err != nil {
+				return err
+			}
+			if ec.Status.ClusterID != clusterID {
+				return fmt.Errorf("the adopted cluster has ID %s, not the retained %s", ec.Status.ClusterID, clusterID)
+			}
+			return nil
+		}}
+}
+
+// QuorumRecovered: two of three members lose their volumes for good while the operator is
+// paused, so the cluster has no quorum; nothing happens on its own; a forced recovery is then
+// asked for: the survivor restarts alone with --force-new-cluster, and the cluster grows back.
+// Only writes after the survivor's revision may be lost, and the lost-writes checker holds the
+// operator to the revision it declared.
+func QuorumRecovered() framework.Scenario {
+	return framework.Scenario{Name: "quorum-recovered", Labels: safety, Replicas: 3, Budget: changeBudget, Expect: outage,
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			if err := r.SetPaused(ctx, true); err != nil {
+				return err
+			}
+			leader, err := r.Leader(ctx)
+			if err != nil {
+				return err
+			}
+			follower, err := r.Follower(ctx)
+			if err != nil {
+				return err
+			}
+			end := r.Fault("majority-lost", fmt.Sprintf("volumes and pods of %s and %s deleted while the operator is paused", leader, follower))
+			defer end()
+			if err := r.DeleteMembers(ctx, []string{leader, follower}); err != nil {
+				return err
+			}
+			if err := r.SetPaused(ctx, false); err != nil {
+				return err
+			}
+			cond, err := r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonEtcdUnreachable, 2*time.Minute)
+			if err != nil {
+				return err
+			}
+			r.T.Logf("Degraded (nothing happens without a request): %s", cond.Message)
+			r.Hold(ctx, 10*time.Second)
+			rec, err := r.Recover(ctx, "conformance-1", 3)
+			if err != nil {
+				return err
+			}
+			r.T.Logf("recovered from %s at revision %d", rec.Member, rec.Revision)
+			return nil
+		}}
+}
+
+// SafetyScenarios in the order the suite runs them.
+func SafetyScenarios() []framework.Scenario {
+	return []framework.Scenario{
+		VolumesDeleted("volumes-deleted-all", 0, 1, 2),
+		VolumesDeleted("volumes-deleted-majority", 0, 1),
+		DataWiped(), DataWipedSingle(), PowerLoss(), BadImageReverted(), NoSpace(), RetainedAndAdopted(), QuorumRecovered(),
+	}
+}

@@ -1,0 +1,286 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/e2e/workload"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/resources"
+)
+
+// Update changes the EtcdCluster's spec with a merge patch, and records what changed.
+func (r *Run) Update(ctx context.Context, what string, change func(*v1alpha1.EtcdCluster)) error {
+	ec, err := r.GetCluster(ctx)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(ec.DeepCopy())
+	change(ec)
+	r.Event("action", "spec", what)
+	return r.Suite.Client.Patch(ctx, ec, patch)
+}
+
+// WaitCondition waits until the EtcdCluster's condition t has the status and reason, and
+// returns it.
+func (r *Run) WaitCondition(ctx context.Context, t string, status metav1.ConditionStatus, reason string, timeout time.Duration) (metav1.Condition, error) {
+	var got metav1.Condition
+	err := r.WaitFor(ctx, fmt.Sprintf("%s=%s/%s", t, status, reason), timeout, func() error {
+		ec, err := r.GetCluster(ctx)
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(ec.Status.Conditions, t)
+		if c == nil || c.Status != status || c.Reason != reason {
+			return fmt.Errorf("%s is %v", t, c)
+		}
+		got = *c
+		return nil
+	})
+	return got, err
+}
+
+// memberIDs are the etcd member IDs of the cluster's members, by name, as status lists them.
+func (r *Run) memberIDs(ctx context.Context) (map[string]string, string, error) {
+	ec, err := r.GetCluster(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	ids := map[string]string{}
+	for _, m := range ec.Status.Members {
+		ids[m.Name] = m.ID
+	}
+	return ids, ec.Status.ClusterID, nil
+}
+
+// ReplaceVolumes deletes the PVCs of members at once, without waiting (kubectl delete pvc
+// --wait=false), while their members still run, and waits until each of them has been
+// replaced by a new member on a new volume: n healthy voters, none of the old member IDs, the
+// same cluster ID.
+func (r *Run) ReplaceVolumes(ctx context.Context, members []string, n int32) error {
+	before, clusterID, err := r.memberIDs(ctx)
+	if err != nil {
+		return err
+	}
+	r.Phase("deleting the volumes of " + strings.Join(members, ", "))
+	end := r.Fault("volumes-deleted", "deleted the PVCs of "+strings.Join(members, ", ")+" at once; their pods keep them until they stop")
+	defer end()
+	start := time.Now()
+	for _, m := range members {
+		if err := r.Suite.Client.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: m}}); err != nil {
+			return err
+		}
+	}
+	err = r.WaitFor(ctx, "every member on a deleted volume to be replaced", 10*time.Minute, func() error {
+		ids, cid, err := r.memberIDs(ctx)
+		if err != nil {
+			return err
+		}
+		if cid != clusterID {
+			return fmt.Errorf("the cluster ID changed from %s to %s", clusterID, cid)
+		}
+		for _, m := range members {
+			for _, id := range ids {
+				if id == before[m] {
+					return fmt.Errorf("%s (%s) is still a member", m, id)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.WaitSettled(ctx, n, 5*time.Minute); err != nil {
+		return err
+	}
+	// Every member of a deleted volume came back on a new one.
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := r.Suite.Client.List(ctx, &pvcs, client.InNamespace(r.Namespace), client.MatchingLabels(names.MemberSelector(r.Cluster))); err != nil {
+		return err
+	}
+	ids, _, err := r.memberIDs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range pvcs.Items {
+		if _, member := ids[p.Name]; member && slices.Contains(members, p.Name) && p.CreationTimestamp.Time.Before(start.Add(-time.Second)) {
+			return fmt.Errorf("member %s runs on a volume created before its old one was deleted", p.Name)
+		}
+	}
+	r.T.Logf("replaced %v on new volumes; cluster ID %s unchanged", members, clusterID)
+	return nil
+}
+
+func (r *Run) requireNode() error {
+	if r.Suite.Node == nil {
+		return fmt.Errorf("%s acts on the node, which only --provider=local can reach", r.Scenario.Name)
+	}
+	return nil
+}
+
+// WipeData empties a member's volume on the node (a node reboot that wiped a local disk, an
+// empty restore), then kills its etcd container, which the kubelet restarts on the empty
+// volume.
+func (r *Run) WipeData(ctx context.Context, member string) error {
+	if err := r.requireNode(); err != nil {
+		return err
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: member}, pvc); err != nil {
+		return err
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		return err
+	}
+	dir, err := r.Suite.Node.VolumeDir(pv)
+	if err != nil {
+		return err
+	}
+	r.Phase("wiping the volume of " + member)
+	r.Event("fault", "data-wiped", fmt.Sprintf("emptied %s (the volume of %s) and killed its etcd container", dir, member))
+	if err := r.Suite.Node.EmptyDir(dir); err != nil {
+		return err
+	}
+	n, err := r.Suite.Node.KillContainers(ctx, r.Namespace, []string{member}, resources.EtcdContainer)
+	if err == nil && n != 1 {
+		err = fmt.Errorf("killed %d etcd containers of %s, want 1", n, member)
+	}
+	return err
+}
+
+// PowerLoss kills the etcd containers of every member at once; the kubelet restarts them.
+func (r *Run) PowerLoss(ctx context.Context) (int, error) {
+	if err := r.requireNode(); err != nil {
+		return 0, err
+	}
+	ec, err := r.GetCluster(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var pods []string
+	for _, m := range ec.Status.Members {
+		pods = append(pods, m.Name)
+	}
+	r.Phase("power loss: every member's etcd stopped at once")
+	end := r.Fault("power-loss", "killed the etcd containers of "+strings.Join(pods, ", ")+" at once")
+	defer end()
+	return r.Suite.Node.KillContainers(ctx, r.Namespace, pods, resources.EtcdContainer)
+}
+
+// PodUIDs are the UIDs of the member pods.
+func (r *Run) PodUIDs(ctx context.Context) (map[string]types.UID, error) {
+	var pods corev1.PodList
+	if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels(names.MemberSelector(r.Cluster))); err != nil {
+		return nil, err
+	}
+	out := map[string]types.UID{}
+	for _, p := range pods.Items {
+		out[p.Name] = p.UID
+	}
+	return out, nil
+}
+
+// DeleteCluster deletes the EtcdCluster and waits until it and its member pods are gone.
+func (r *Run) DeleteCluster(ctx context.Context) error {
+	r.Phase("deleting the EtcdCluster")
+	r.Event("action", "delete", "deleted EtcdCluster "+r.Cluster)
+	ec := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Cluster}}
+	if err := r.DeleteAndWait(ctx, ec); err != nil {
+		return err
+	}
+	return r.WaitFor(ctx, "the member pods to be deleted", 5*time.Minute, func() error {
+		uids, err := r.PodUIDs(ctx)
+		if err != nil {
+			return err
+		}
+		if len(uids) > 0 {
+			return fmt.Errorf("%d member pods left", len(uids))
+		}
+		return nil
+	})
+}
+
+// CreateCluster creates the run's EtcdCluster again from spec.
+func (r *Run) CreateCluster(ctx context.Context, spec v1alpha1.EtcdClusterSpec) error {
+	r.Event("action", "create", "created EtcdCluster "+r.Cluster+" again")
+	ec := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: r.Cluster, Namespace: r.Namespace}, Spec: spec}
+	return r.Suite.Client.Create(ctx, ec)
+}
+
+// DeleteMembers deletes the PVCs and pods of members (their disks are gone for good), and
+// waits until the pods are gone. With the operator paused, nothing replaces them.
+func (r *Run) DeleteMembers(ctx context.Context, members []string) error {
+	for _, m := range members {
+		if err := r.Suite.Client.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: m}}); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if err := r.StopMember(ctx, m); err != nil {
+			return err
+		}
+	}
+	return r.WaitFor(ctx, "the volumes to be deleted", 2*time.Minute, func() error {
+		for _, m := range members {
+			err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: m}, &corev1.PersistentVolumeClaim{})
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("PVC %s still there (%v)", m, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Recover asks for a forced recovery and waits until it has completed and the cluster has n
+// healthy members again. The revision it restarted from goes on the timeline as a recovery
+// event, which the lost-writes checker reads.
+func (r *Run) Recover(ctx context.Context, token string, n int32) (*v1alpha1.RecoveryStatus, error) {
+	r.Phase("forced recovery " + token)
+	if err := r.Update(ctx, "spec.recovery.forceNewCluster = "+token, func(ec *v1alpha1.EtcdCluster) {
+		ec.Spec.Recovery = &v1alpha1.RecoverySpec{ForceNewCluster: token}
+	}); err != nil {
+		return nil, err
+	}
+	var rec *v1alpha1.RecoveryStatus
+	err := r.WaitFor(ctx, "the recovery to complete", 10*time.Minute, func() error {
+		ec, err := r.GetCluster(ctx)
+		if err != nil {
+			return err
+		}
+		rec = ec.Status.Recovery
+		if rec == nil || rec.Token != token || rec.Phase != v1alpha1.RecoveryCompleted {
+			return fmt.Errorf("recovery status %+v", rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return rec, err
+	}
+	r.mu.Lock()
+	r.events = append(r.events, history.Event{Time: rec.StartTime.UnixNano(), Kind: history.EventRecovery, Name: "forced-recovery",
+		Text: fmt.Sprintf("restarted from %s at revision %d", rec.Member, rec.Revision), Revision: rec.Revision})
+	r.mu.Unlock()
+	return rec, r.WaitSettled(ctx, n, 10*time.Minute)
+}
+
+// Fill has the workload write large values outside its keys until the cluster refuses a write
+// (NOSPACE once the database reaches its quota), at most mib MiB.
+func (r *Run) Fill(ctx context.Context, mib int) (workload.FillResult, error) {
+	var res workload.FillResult
+	r.Phase(fmt.Sprintf("filling the database (at most %d MiB)", mib))
+	err := r.call(ctx, "POST", fmt.Sprintf("fill?mib=%d", mib), &res)
+	r.Event("action", "fill", fmt.Sprintf("wrote %d bytes in %d writes; stopped by: %s", res.Bytes, res.Writes, res.Error))
+	return res, err
+}

@@ -1,0 +1,92 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Node gives scenarios what only the node can do: stop a container the way a crash or a power
+// loss does (the kubelet restarts it), and reach the directory behind a volume. The local
+// cluster's node is this machine.
+type Node struct{ cfg Config }
+
+// NewNode returns the node of the local cluster cfg describes.
+func NewNode(cfg Config) *Node { return &Node{cfg: cfg} }
+
+// KillContainers stops, with no grace period, the running containers of the pods in namespace
+// whose names are in pods (every pod of the namespace when pods is empty), and only the
+// container named container when it is not empty. It returns how many it stopped.
+func (n *Node) KillContainers(ctx context.Context, namespace string, pods []string, container string) (int, error) {
+	conn, err := grpc.NewClient("unix://"+n.cfg.ContainerdSocket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = conn.Close() }()
+	rt := runtimeapi.NewRuntimeServiceClient(conn)
+	filter := &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{"io.kubernetes.pod.namespace": namespace},
+	}
+	if container != "" {
+		filter.LabelSelector["io.kubernetes.container.name"] = container
+	}
+	resp, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: filter})
+	if err != nil {
+		return 0, fmt.Errorf("listing containers: %w", err)
+	}
+	want := map[string]bool{}
+	for _, p := range pods {
+		want[p] = true
+	}
+	// Stop them all at once, as a power loss does.
+	errs := make(chan error, len(resp.Containers))
+	stopped := 0
+	for _, c := range resp.Containers {
+		if len(want) > 0 && !want[c.Labels["io.kubernetes.pod.name"]] {
+			continue
+		}
+		stopped++
+		go func() {
+			_, err := rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c.Id, Timeout: 0})
+			errs <- err
+		}()
+	}
+	for i := 0; i < stopped; i++ {
+		if err := <-errs; err != nil {
+			return stopped, fmt.Errorf("stopping a container: %w", err)
+		}
+	}
+	return stopped, nil
+}
+
+// VolumeDir is the directory on the node that holds a PersistentVolume's data.
+func (n *Node) VolumeDir(pv *corev1.PersistentVolume) (string, error) {
+	switch {
+	case pv.Spec.HostPath != nil:
+		return pv.Spec.HostPath.Path, nil
+	case pv.Spec.Local != nil:
+		return pv.Spec.Local.Path, nil
+	}
+	return "", fmt.Errorf("PersistentVolume %s is neither a hostPath nor a local volume: its data is not on this node", pv.Name)
+}
+
+// EmptyDir removes everything inside dir (not dir itself), as a wiped disk would.
+func (n *Node) EmptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
