@@ -120,7 +120,7 @@ func DataWipedSingle() framework.Scenario {
 				return fmt.Errorf("the cluster ID changed from %s to %s: the member bootstrapped again", before.Status.ClusterID, ec.Status.ClusterID)
 			}
 			if a := ec.Status.Conditions; !strings.Contains(cond.Message, r.Cluster+"-0") {
-				return fmt.Errorf("Degraded does not name the member: %v", a)
+				return fmt.Errorf("the Degraded condition does not name the member: %v", a)
 			}
 			return nil
 		}}
@@ -167,7 +167,7 @@ func BadImageReverted() framework.Scenario {
 			}
 			r.T.Logf("Degraded: %s", cond.Message)
 			if !strings.Contains(cond.Message, "ImagePullBackOff") && !strings.Contains(cond.Message, "ErrImagePull") {
-				return fmt.Errorf("Degraded does not name the image pull error: %s", cond.Message)
+				return fmt.Errorf("the Degraded condition does not name the image pull error: %s", cond.Message)
 			}
 			// The rollout went no further: two of the three pods are the ones from before.
 			now, err := r.PodUIDs(ctx)
