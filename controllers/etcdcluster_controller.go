@@ -73,6 +73,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	original := c.DeepCopy()
 	c.Default()
 
+	if err := validateSpec(c); err != nil {
+		return r.fail(ctx, original, c, v1alpha1.ReasonInvalidSpec, err)
+	}
 	// Prepare: certificates and Services exist before any member needs them.
 	if !c.Spec.Paused {
 		if err := r.ensureTLS(ctx, c); err != nil {

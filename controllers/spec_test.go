@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -85,5 +86,23 @@ func TestSchemaDefaultsMatchDefault(t *testing.T) {
 	defaulted.Default()
 	if !equality.Semantic.DeepEqual(defaulted.Spec, got.Spec) {
 		t.Errorf("Default() changes a spec the API server defaulted:\n %+v\n %+v", got.Spec, defaulted.Spec)
+	}
+}
+
+// What the schema cannot check within its cost budget (label keys) stops the operator before
+// any member is built from the spec, with the condition InvalidSpec.
+func TestInvalidLabelKeyIsRefused(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns, etcd.NewFake("3.6.16"))
+	c := newCluster(ns, "keys", 3)
+	c.Spec.PodTemplate = &v1alpha1.PodTemplate{Labels: map[string]v1alpha1.LabelValue{"team name": "storage"}}
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("spec.podTemplate.labels key %q: %s; correct the spec: no member is created or changed until then",
+		"team name", strings.Join(validation.IsQualifiedName("team name"), "; "))
+	wantCondition(t, ns, "keys", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec, want))
+	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
+		t.Fatalf("pods %v were built from an invalid spec", pods)
 	}
 }

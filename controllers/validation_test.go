@@ -64,9 +64,21 @@ const (
 	// The API server adds this when schema errors stop CEL rules from running.
 	msgNotChecked = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
 	msgTLSChange  = "tls cannot be changed after creation; create a new EtcdCluster with the TLS settings you want and move your data to it"
+	msgImageTag   = "the tag of spec.image names another etcd release than spec.version; set both to the same release"
+	msgToken      = "recovery.forceNewCluster must be a token of letters, digits, '-', '_' and '.', such as incident-2026-11-23"
+	msgLabelValue = "label values must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+	msgRequests   = "podTemplate.resources: the cpu and memory requests must be at most their limits"
 )
 
 const base = "version: 3.6.16\nstorage: {size: 1Gi}\n"
+
+func manyLabels(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = "l" + strconv.Itoa(i) + ": v"
+	}
+	return strings.Join(parts, ", ")
+}
 
 // TestValidationRejectsBadInput creates EtcdClusters with bad specs and asserts the exact
 // field errors the API server returns: every rejection says what to do.
@@ -125,6 +137,44 @@ func TestValidationRejectsBadInput(t *testing.T) {
 			want: []string{`<nil>: Invalid value: ` + msgNameLen}},
 		{name: "name starts with a digit", objName: "1etcd", spec: base,
 			want: []string{`<nil>: Invalid value: ` + msgNameChars}},
+		{name: "negative replicas", spec: "replicas: -1\n" + base,
+			want: []string{".spec.replicas: Invalid value: -1: should be a non-negative integer", "spec.replicas: Invalid value: -1: " + msgReplicas}},
+		{name: "image tag of another release", spec: base + "image: registry.example.com/etcd:v3.6.15",
+			want: []string{"spec: Invalid value: " + msgImageTag}},
+		{name: "image tag of another release without v", spec: base + "image: registry.example.com/etcd:3.5.35",
+			want: []string{"spec: Invalid value: " + msgImageTag}},
+		{name: "unknown volume retention", spec: base + "volumeRetention: Keep",
+			want: []string{`spec.volumeRetention: Unsupported value: "Keep": supported values: "Retain", "Delete"`, msgNotChecked}},
+		{name: "recovery token with spaces", spec: base + "recovery: {forceNewCluster: \"the incident\"}",
+			want: []string{`spec.recovery.forceNewCluster: Invalid value: "the incident": ` + msgToken}},
+		{name: "recovery token too long", spec: base + "recovery: {forceNewCluster: " + strings.Repeat("a", 64) + "}",
+			want: []string{"spec.recovery.forceNewCluster: Too long: may not be more than 63 bytes", msgNotChecked}},
+		{name: "pod label value with a space", spec: base + "podTemplate: {labels: {team: \"storage team\"}}",
+			want: []string{`spec.podTemplate.labels[team]: Invalid value: "storage team": ` + msgLabelValue}},
+		{name: "pod label value too long", spec: base + "podTemplate: {labels: {team: " + strings.Repeat("a", 64) + "}}",
+			want: []string{"spec.podTemplate.labels.team: Too long: may not be more than 63 bytes", msgNotChecked}},
+		{name: "node selector value not a label value", spec: base + "podTemplate: {nodeSelector: {zone: \"-a\"}}",
+			want: []string{`spec.podTemplate.nodeSelector[zone]: Invalid value: "-a": ` + msgLabelValue}},
+		{name: "cpu request over its limit", spec: base + "podTemplate: {resources: {requests: {cpu: \"2\"}, limits: {cpu: 500m}}}",
+			want: []string{"spec.podTemplate.resources: Invalid value: " + msgRequests}},
+		{name: "memory request over its limit", spec: base + "podTemplate: {resources: {requests: {memory: 2Gi}, limits: {memory: 1Gi}}}",
+			want: []string{"spec.podTemplate.resources: Invalid value: " + msgRequests}},
+		{name: "priority class not a name", spec: base + "podTemplate: {priorityClassName: High_Priority}",
+			want: []string{`spec.podTemplate.priorityClassName: Invalid value: "High_Priority": podTemplate.priorityClassName must be a PriorityClass name: lowercase letters, digits, '-' and '.'`}},
+		{name: "storage class not a name", spec: "version: 3.6.16\nstorage: {size: 1Gi, storageClassName: Fast_SSD}",
+			want: []string{`spec.storage.storageClassName: Invalid value: "Fast_SSD": storage.storageClassName must be a StorageClass name: lowercase letters, digits, '-' and '.'`}},
+		{name: "TLS secret not a name", spec: base + "tls: {serverSecretName: My_Secret, peerSecretName: p, clientSecretName: c}",
+			want: []string{`spec.tls.serverSecretName: Invalid value: "My_Secret": tls secret names must be Secret names: lowercase letters, digits, '-' and '.'`}},
+		{name: "compaction retention too long", spec: base + "etcd: {autoCompactionRetention: \"" + strings.Repeat("1", 33) + "\"}",
+			want: []string{"spec.etcd.autoCompactionRetention: Too long: may not be more than 32 bytes", msgNotChecked}},
+		{name: "heartbeat and election at the limit but too close", spec: base + "etcd: {heartbeatIntervalMillis: 5000, electionTimeoutMillis: 20000}",
+			want: []string{`spec.etcd: Invalid value: ` + msgRatio}},
+		{name: "recovery token starting with a dash", spec: base + "recovery: {forceNewCluster: -x}",
+			want: []string{`spec.recovery.forceNewCluster: Invalid value: "-x": ` + msgToken}},
+		{name: "too many pod labels", spec: base + "podTemplate: {labels: {" + manyLabels(65) + "}}",
+			want: []string{"spec.podTemplate.labels: Too many: 65: must have at most 64 items", msgNotChecked}},
+		{name: "uppercase name", objName: "Etcd", spec: base,
+			want: []string{`metadata.name: Invalid value: "Etcd": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`, `<nil>: Invalid value: ` + msgNameChars}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := tc.objName
@@ -159,6 +209,8 @@ func TestValidationKeepsImmutableFields(t *testing.T) {
 		{name: "change storage class", spec: base + "storage: {size: 1Gi, storageClassName: a}", update: "version: 3.6.16\nstorage: {size: 1Gi, storageClassName: b}",
 			want: []string{`spec.storage: Invalid value: ` + msgStorage}},
 		{name: "turn TLS off", spec: base, update: base + "tls: {enabled: false}",
+			want: []string{`spec.tls: Invalid value: ` + msgTLSChange}},
+		{name: "bring own certificates later", spec: base, update: base + "tls: {serverSecretName: s, peerSecretName: p, clientSecretName: c}",
 			want: []string{`spec.tls: Invalid value: ` + msgTLSChange}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -99,6 +99,7 @@ type StorageSpec struct {
 
 	// StorageClassName of the member volumes; the cluster's default class when empty.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="storage.storageClassName must be a StorageClass name: lowercase letters, digits, '-' and '.'"
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }
@@ -116,17 +117,20 @@ type TLSSpec struct {
 	// ServerSecretName is a kubernetes.io/tls Secret (with ca.crt) for the client listener.
 	// Its certificate must cover *.<cluster>-peer.<namespace>.svc and <cluster>-client.<namespace>.svc.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="tls secret names must be Secret names: lowercase letters, digits, '-' and '.'"
 	// +optional
 	ServerSecretName string `json:"serverSecretName,omitempty"`
 
 	// PeerSecretName is a kubernetes.io/tls Secret (with ca.crt) for member-to-member traffic.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="tls secret names must be Secret names: lowercase letters, digits, '-' and '.'"
 	// +optional
 	PeerSecretName string `json:"peerSecretName,omitempty"`
 
 	// ClientSecretName is a kubernetes.io/tls Secret (with ca.crt) holding the client
 	// certificate the operator uses to manage membership.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="tls secret names must be Secret names: lowercase letters, digits, '-' and '.'"
 	// +optional
 	ClientSecretName string `json:"clientSecretName,omitempty"`
 }
@@ -140,16 +144,20 @@ func (t TLSSpec) UserProvided() bool { return t.ServerSecretName != "" }
 // PodTemplate holds the member pod settings a user may override.
 type PodTemplate struct {
 	// Labels added to member pods.
+	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd.quorate.dev/'))",message="podTemplate.labels cannot use the etcd.quorate.dev/ prefix, which the operator reserves for its own labels"
 	// +optional
-	Labels map[string]string `json:"labels,omitempty"`
+	Labels map[string]LabelValue `json:"labels,omitempty"`
 
 	// Annotations added to member pods.
+	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd.quorate.dev/'))",message="podTemplate.annotations cannot use the etcd.quorate.dev/ prefix, which the operator reserves for its own annotations"
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 
-	// Resources of the etcd container.
+	// Resources of the etcd container. Members without requests would be the first evicted
+	// under memory pressure; set requests, and limits no lower than them.
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || ['cpu', 'memory'].all(r, !(r in self.requests) || !(r in self.limits) || quantity(self.requests[r]).compareTo(quantity(self.limits[r])) <= 0)",message="podTemplate.resources: the cpu and memory requests must be at most their limits"
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 
@@ -162,8 +170,9 @@ type PodTemplate struct {
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// NodeSelector of member pods.
+	// +kubebuilder:validation:MaxProperties=64
 	// +optional
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 
 	// TopologySpreadConstraints replace the default soft spread of members across nodes.
 	// +optional
@@ -171,8 +180,26 @@ type PodTemplate struct {
 
 	// PriorityClassName of member pods.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="podTemplate.priorityClassName must be a PriorityClass name: lowercase letters, digits, '-' and '.'"
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// LabelValue is the value of a label or node selector.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:XValidation:rule="self.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')",message="label values must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+type LabelValue string
+
+// LabelMap turns labels of the API into a plain map.
+func LabelMap(m map[string]LabelValue) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
 }
 
 // EtcdOptions are etcd server settings.

@@ -93,6 +93,8 @@ const (
 	ReasonUnknown = "Unknown"
 
 	// Degraded reasons of a pass that stopped before it could plan.
+	// ReasonInvalidSpec: the spec holds what the schema cannot check (label and annotation keys).
+	ReasonInvalidSpec           = "InvalidSpec"
 	ReasonTLSNotReady           = "TLSNotReady"
 	ReasonServicesNotReady      = "ServicesNotReady"
 	ReasonObserveFailed         = "ObserveFailed"

@@ -95,7 +95,7 @@ func Pod(c *v1alpha1.EtcdCluster, p MemberPod, im Images) (*corev1.Pod, error) {
 func podMeta(c *v1alpha1.EtcdCluster, member string, tmpl *v1alpha1.PodTemplate, im Images) metav1.ObjectMeta {
 	labels := map[string]string{}
 	for k, val := range tmpl.Labels {
-		labels[k] = val
+		labels[k] = string(val)
 	}
 	for k, val := range names.MemberLabels(c.Name, member) {
 		labels[k] = val
@@ -232,7 +232,7 @@ func podVolumes(c *v1alpha1.EtcdCluster, member string) ([]corev1.Volume, []core
 func schedule(spec *corev1.PodSpec, cluster string, tmpl *v1alpha1.PodTemplate) {
 	spec.Affinity = tmpl.Affinity
 	spec.Tolerations = tmpl.Tolerations
-	spec.NodeSelector = tmpl.NodeSelector
+	spec.NodeSelector = v1alpha1.LabelMap(tmpl.NodeSelector)
 	spec.TopologySpreadConstraints = tmpl.TopologySpreadConstraints
 	spec.PriorityClassName = tmpl.PriorityClassName
 	members := &metav1.LabelSelector{MatchLabels: names.MemberSelector(cluster)}

@@ -39,7 +39,7 @@ func TestMemberSpecHash(t *testing.T) {
 		{"a new image rolls members", func(c *v1alpha1.EtcdCluster, _ *Images) { c.Spec.Image = "mine/etcd:v3.6.16" }, true},
 		{"etcd options roll members", func(c *v1alpha1.EtcdCluster, _ *Images) { c.Spec.Etcd.HeartbeatIntervalMillis = 200 }, true},
 		{"pod template labels roll members", func(c *v1alpha1.EtcdCluster, _ *Images) {
-			c.Spec.PodTemplate = &v1alpha1.PodTemplate{Labels: map[string]string{"team": "a"}}
+			c.Spec.PodTemplate = &v1alpha1.PodTemplate{Labels: map[string]v1alpha1.LabelValue{"team": "a"}}
 		}, true},
 	} {
 		c, im := cluster(), images
@@ -123,7 +123,7 @@ func TestPodFlags(t *testing.T) {
 
 func TestPodShape(t *testing.T) {
 	c := cluster()
-	c.Spec.PodTemplate = &v1alpha1.PodTemplate{Labels: map[string]string{"team": "a", names.LabelMember: "spoof"}}
+	c.Spec.PodTemplate = &v1alpha1.PodTemplate{Labels: map[string]v1alpha1.LabelValue{"team": "a", names.LabelMember: "spoof"}}
 	pod, err := Pod(c, MemberPod{Member: "demo-2"}, images)
 	if err != nil {
 		t.Fatal(err)

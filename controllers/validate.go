@@ -1,0 +1,46 @@
+package controllers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+)
+
+// validateSpec checks what the CRD schema cannot within its cost budget: the keys of the pod
+// template's labels, annotations and node selector (their values are checked by the schema).
+// A spec that fails stops the pass with the InvalidSpec condition, before any member is built
+// from it.
+func validateSpec(c *v1alpha1.EtcdCluster) error {
+	t := c.Spec.PodTemplate
+	if t == nil {
+		return nil
+	}
+	var problems []string
+	check := func(field string, keys []string) {
+		sort.Strings(keys)
+		for _, k := range keys {
+			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+				problems = append(problems, fmt.Sprintf("spec.podTemplate.%s key %q: %s", field, k, strings.Join(errs, "; ")))
+			}
+		}
+	}
+	check("labels", keysOf(t.Labels))
+	check("annotations", keysOf(t.Annotations))
+	check("nodeSelector", keysOf(t.NodeSelector))
+	if len(problems) > 0 {
+		return fmt.Errorf("%s; correct the spec: no member is created or changed until then", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func keysOf[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}
