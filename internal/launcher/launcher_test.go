@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -175,5 +176,32 @@ func TestLaunchRefusesAnEmptiedVolumeOfAMemberThatRan(t *testing.T) {
 	msg, _ := os.ReadFile(term)
 	if r := ParseTermination(string(msg)); r == nil || r.Kind != RefusalDataLost || !strings.Contains(r.Message, "refusing to rejoin with an empty log") {
 		t.Fatalf("termination message = %q, want a DataLost refusal", msg)
+	}
+}
+
+func TestHandOver(t *testing.T) {
+	f := etcd.NewFake("3.6.16")
+	f.Bootstrap(0xc1, []string{"demo-0", "demo-1", "demo-2"}, []string{"https://demo-0.p:2380", "https://demo-1.p:2380", "https://demo-2.p:2380"})
+	var logs bytes.Buffer
+	logger := log.New(&logs, "", 0)
+	// A follower has nothing to hand over.
+	HandOver(context.Background(), f.Factory(), "demo-2", nil, logger)
+	if calls := f.Calls(); len(calls) != 0 {
+		t.Fatalf("a follower moved leadership: %v", calls)
+	}
+	// The leader hands over to another voter before it stops.
+	HandOver(context.Background(), f.Factory(), "demo-0", nil, logger)
+	if calls := f.Calls(); !reflect.DeepEqual(calls, []string{"MoveLeader demo-1"}) {
+		t.Fatalf("calls %v, want the leadership moved to demo-1 (logs: %s)", calls, logs.String())
+	}
+	if !strings.Contains(logs.String(), "handed leadership to demo-1") {
+		t.Errorf("logs: %s", logs.String())
+	}
+	// A single member has nobody to hand over to.
+	single := etcd.NewFake("3.6.16")
+	single.Bootstrap(0xc2, []string{"one-0"}, []string{"https://one-0.p:2380"})
+	HandOver(context.Background(), single.Factory(), "one-0", nil, logger)
+	if calls := single.Calls(); len(calls) != 0 {
+		t.Fatalf("a single member moved leadership: %v", calls)
 	}
 }

@@ -115,7 +115,17 @@ func Launch(ctx context.Context, o Options, logw io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
+		first := true
 		for s := range sigs {
+			if first && (tlsCfg != nil || o.TLSDir == "") {
+				// Whoever stops the pod (kubectl delete, a drain, an eviction, the operator),
+				// leadership leaves before etcd stops, while etcd still serves: its own
+				// hand-over at shutdown can drop the proposal in flight.
+				hctx, cancel := context.WithTimeout(ctx, handOverTimeout)
+				HandOver(hctx, etcd.NewClient, o.Member, tlsCfg, logger)
+				cancel()
+			}
+			first = false
 			_ = cmd.Process.Signal(s)
 		}
 	}()
@@ -144,6 +154,53 @@ func Launch(ctx context.Context, o Options, logw io.Writer) int {
 		return refuse(err)
 	}
 	return 0
+}
+
+// handOverTimeout bounds the leadership hand-over before etcd is stopped; the pod's grace
+// period (30s) leaves etcd the rest.
+const handOverTimeout = 10 * time.Second
+
+// HandOver moves leadership from the local member, if it leads, to another voter that has
+// started, and returns once the local member no longer leads (or it gave up). A member that
+// does not lead has nothing to hand over.
+func HandOver(ctx context.Context, factory etcd.Factory, member string, tlsCfg *tls.Config, logger *log.Logger) {
+	self := etcd.Endpoint{Member: member, Address: net.JoinHostPort("127.0.0.1", fmt.Sprint(names.ClientPort))}
+	c, err := factory(ctx, etcd.Config{Endpoints: []etcd.Endpoint{self}, TLS: tlsCfg, Timeout: 2 * time.Second})
+	if err != nil {
+		logger.Printf("hand-over: %v", err)
+		return
+	}
+	defer c.Close()
+	st, err := c.Status(ctx, self)
+	if err != nil || st.Leader != st.MemberID {
+		return
+	}
+	_, members, err := c.MemberList(ctx)
+	if err != nil {
+		logger.Printf("hand-over: listing members: %v", err)
+		return
+	}
+	for _, m := range members {
+		if m.ID == st.MemberID || m.IsLearner || !m.Started() {
+			continue
+		}
+		start := time.Now()
+		if err := c.MoveLeader(ctx, self, m.ID); err != nil {
+			logger.Printf("hand-over to %s (%x) failed: %v", m.Name, m.ID, err)
+			continue
+		}
+		// Wait until the local member knows it no longer leads: requests it was serving as the
+		// leader have been handed on.
+		for ctx.Err() == nil {
+			if now, err := c.Status(ctx, self); err == nil && now.Leader != st.MemberID {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		logger.Printf("stopping: handed leadership to %s (%x) in %s", m.Name, m.ID, time.Since(start).Round(time.Millisecond))
+		return
+	}
+	logger.Printf("stopping as the leader: no other voter took leadership")
 }
 
 func waitForDNS(ctx context.Context, host string, limit time.Duration, logger *log.Logger) {
