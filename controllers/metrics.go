@@ -1,11 +1,14 @@
 package controllers
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/metrics"
+	"github.com/quorate-dev/quorate/internal/planner"
 )
 
 // recordMetrics publishes the cluster's status as gauges, and counts a change into a
@@ -27,6 +30,9 @@ func recordMetrics(c *v1alpha1.EtcdCluster, before, after v1alpha1.EtcdClusterSt
 		if findMember(after.Members, old.Name) == nil {
 			metrics.MemberHealthy.DeleteLabelValues(ns, name, old.Name)
 		}
+	}
+	for _, a := range []string{planner.AlarmNoSpace, planner.AlarmCorrupt} {
+		metrics.ClusterAlarms.WithLabelValues(ns, name, a).Set(boolFloat(slices.Contains(after.Alarms, a)))
 	}
 	metrics.ClusterMembers.WithLabelValues(ns, name, "voter").Set(float64(voters))
 	metrics.ClusterMembers.WithLabelValues(ns, name, "learner").Set(float64(learners))

@@ -39,6 +39,12 @@ var (
 		Help: "1 while the cluster has a leader and a healthy quorum of voting members.",
 	}, []string{"namespace", "cluster"})
 
+	// ClusterAlarms is 1 for each alarm etcd has raised in the cluster.
+	ClusterAlarms = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "quorate_cluster_alarm",
+		Help: "1 while etcd has raised the alarm (NOSPACE, CORRUPT) in the cluster, 0 once it is cleared.",
+	}, []string{"namespace", "cluster", "alarm"})
+
 	// ClusterMembers is the number of members by role.
 	ClusterMembers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "quorate_cluster_members",
@@ -47,13 +53,13 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(ReconcileOutcomes, MembershipChanges, MemberHealthy, ClusterIDMismatches, ClusterAvailable, ClusterMembers)
+	crmetrics.Registry.MustRegister(ReconcileOutcomes, MembershipChanges, MemberHealthy, ClusterIDMismatches, ClusterAvailable, ClusterMembers, ClusterAlarms)
 }
 
 // ForgetCluster drops the series of a deleted cluster.
 func ForgetCluster(namespace, cluster string) {
 	labels := prometheus.Labels{"namespace": namespace, "cluster": cluster}
-	for _, v := range []*prometheus.GaugeVec{MemberHealthy, ClusterAvailable, ClusterMembers} {
+	for _, v := range []*prometheus.GaugeVec{MemberHealthy, ClusterAvailable, ClusterMembers, ClusterAlarms} {
 		v.DeletePartialMatch(labels)
 	}
 	for _, v := range []*prometheus.CounterVec{ReconcileOutcomes, MembershipChanges, ClusterIDMismatches} {
