@@ -31,9 +31,9 @@ import (
 func main() {
 	var (
 		endpoints, tlsDir, serverName, peerService, mix, prefix, listen string
-		clients, keys, port                                             int
+		clients, keys, port, watchers                                   int
 		rate                                                            float64
-		opTimeout, pollInterval                                         time.Duration
+		opTimeout, pollInterval, watchRestart                           time.Duration
 	)
 	flag.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs, e.g. https://demo-client.ns.svc:2379")
 	flag.StringVar(&tlsDir, "tls-dir", "", "directory with tls.crt, tls.key and ca.crt of a client certificate (empty: plaintext)")
@@ -48,9 +48,12 @@ func main() {
 	flag.DurationVar(&opTimeout, "op-timeout", 2*time.Second, "timeout of one operation")
 	flag.DurationVar(&pollInterval, "poll-interval", 250*time.Millisecond, "split-brain poller interval (4 Hz or faster)")
 	flag.StringVar(&listen, "listen", ":8080", "HTTP address")
+	flag.IntVar(&watchers, "watchers", 2, "watchers that keep a watch open on the workload's keys and record every event")
+	flag.DurationVar(&watchRestart, "watch-restart", 10*time.Second, "restart each watch this often, from the revision after its last event, as a client whose connection drops would")
 	flag.Parse()
 
-	cfg := workload.Config{Endpoints: strings.Split(endpoints, ","), Clients: clients, Rate: rate, Keys: keys, Prefix: prefix, OpTimeout: opTimeout, Seed: time.Now().UnixNano()}
+	cfg := workload.Config{Endpoints: strings.Split(endpoints, ","), Clients: clients, Rate: rate, Keys: keys, Prefix: prefix, OpTimeout: opTimeout, Seed: time.Now().UnixNano(),
+		Watchers: watchers, WatchRestart: watchRestart}
 	if _, err := fmt.Sscanf(strings.NewReplacer("put=", "", "get=", "", "cas=", "").Replace(mix), "%d,%d,%d", &cfg.PutWeight, &cfg.GetWeight, &cfg.CASWeight); err != nil {
 		log.Fatalf("--mix %q: want put=N,get=N,cas=N", mix)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/checker/lostwrites"
+	"github.com/quorate-dev/quorate/e2e/checker/watch"
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/history"
 )
@@ -93,6 +94,7 @@ func DataWipedSingle() framework.Scenario {
 		Expect: map[string]history.Expectation{
 			"availability": history.ExpectFail(availability.CodeWriteGap),
 			"lost-writes":  {Status: history.VerdictInconclusive, Code: lostwrites.CodeFinalUnread},
+			"watch":        {Status: history.VerdictInconclusive, Code: watch.CodeFinalUnread},
 		},
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			before, err := r.GetCluster(ctx)

@@ -14,6 +14,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/checker/linearizability"
 	"github.com/quorate-dev/quorate/e2e/checker/lostwrites"
 	"github.com/quorate-dev/quorate/e2e/checker/splitbrain"
+	"github.com/quorate-dev/quorate/e2e/checker/watch"
 	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/e2e/report"
 	corev1 "k8s.io/api/core/v1"
@@ -76,7 +77,7 @@ func (r *Run) execute(ctx context.Context) {
 	}
 	lin := linearizability.Check(&h, 3*time.Minute, dir)
 	av, stats := availability.Check(&h, sc.Budget)
-	res.Verdicts = []history.Verdict{lin, lostwrites.Check(&h), av, splitbrain.Check(&h, splitbrain.DefaultBounds)}
+	res.Verdicts = []history.Verdict{lin, lostwrites.Check(&h), av, splitbrain.Check(&h, splitbrain.DefaultBounds), watch.Check(&h)}
 	res.Stats = stats
 	res.AddLatencies(&h, 4000)
 	for i, v := range res.Verdicts {

@@ -116,6 +116,38 @@ type Event struct {
 // EventRecovery is the kind of the event that records a forced recovery from quorum loss.
 const EventRecovery = "recovery"
 
+// WatchEvent is one event a watcher received, in the order it received them.
+type WatchEvent struct {
+	Watcher  int    `json:"watcher"`
+	Time     int64  `json:"time"`
+	Revision int64  `json:"revision"` // the event's ModRevision
+	Key      string `json:"key"`
+	Value    string `json:"value,omitempty"`
+	Delete   bool   `json:"delete,omitempty"`
+}
+
+// Kinds of WatchMark.
+const (
+	// WatchStart: the watcher (re)started its watch from Revision (the first revision it
+	// asks for).
+	WatchStart = "start"
+	// WatchCompacted: etcd answered that the revisions up to Revision were compacted: the
+	// watcher cannot see them, and says so.
+	WatchCompacted = "compacted"
+	// WatchBroken: the watch ended with an error (Error); the watcher resumes with a
+	// WatchStart from the revision after the last event it received.
+	WatchBroken = "broken"
+)
+
+// WatchMark is a point in a watcher's life.
+type WatchMark struct {
+	Watcher  int    `json:"watcher"`
+	Time     int64  `json:"time"`
+	Kind     string `json:"kind"`
+	Revision int64  `json:"revision,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
 // History is one run.
 type History struct {
 	Scenario string   `json:"scenario"`
@@ -125,6 +157,10 @@ type History struct {
 	Final    *Final   `json:"final,omitempty"`
 	Samples  []Sample `json:"samples,omitempty"`
 	Events   []Event  `json:"events,omitempty"`
+	// WatchPrefix is the key range the watchers watch (the workload's keys).
+	WatchPrefix string       `json:"watchPrefix,omitempty"`
+	WatchEvents []WatchEvent `json:"watchEvents,omitempty"`
+	WatchMarks  []WatchMark  `json:"watchMarks,omitempty"`
 }
 
 // Slug turns a scenario name into a lowercase name of letters, digits and '-', fit for a file

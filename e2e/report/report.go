@@ -148,7 +148,7 @@ func verdictCell(s Scenario, checker string) string {
 }
 
 // Checkers in report order.
-var Checkers = []string{"linearizability", "lost-writes", "availability", "split-brain"}
+var Checkers = []string{"linearizability", "lost-writes", "availability", "split-brain", "watch"}
 
 // Markdown is the summary.
 func (r *Report) Markdown() string {

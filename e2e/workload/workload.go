@@ -39,6 +39,11 @@ type Config struct {
 	// WarmUpTimeout bounds how long Start waits for every client's first read (default 60s).
 	WarmUpTimeout time.Duration
 	Seed          int64
+	// Watchers keep watches open on the workload's keys (0: none).
+	Watchers int
+	// WatchRestart restarts each watch this often, from the revision after its last event (0:
+	// only when it breaks).
+	WatchRestart time.Duration
 }
 
 // Runner runs the clients and records the history.
@@ -53,6 +58,8 @@ type Runner struct {
 	done    sync.WaitGroup
 	running bool
 	counts  [3]atomic.Int64 // ok, fail, unknown
+	watch   *watchers
+	wcancel context.CancelFunc
 }
 
 // New returns a runner; it does nothing until Start.
@@ -128,6 +135,20 @@ func (r *Runner) Start() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.running = cancel, true
+	if r.cfg.Watchers > 0 {
+		// From the revision after the current one, so that the watchers' window starts with
+		// the history.
+		rev, err := r.currentRevision(clients[0])
+		if err != nil {
+			cancel()
+			closeAll()
+			r.running = false
+			return err
+		}
+		wctx, wcancel := context.WithCancel(context.Background())
+		r.watch, r.wcancel = &watchers{r: r}, wcancel
+		r.watch.run(wctx, r.cfg.Watchers, rev+1)
+	}
 	r.start, r.end = time.Now().UnixNano(), 0
 	interval := time.Duration(float64(time.Second) * float64(r.cfg.Clients) / r.cfg.Rate)
 	for i, c := range clients {
@@ -175,7 +196,18 @@ func (r *Runner) warmUp(clients []*clientv3.Client) error {
 	return nil
 }
 
-// Stop ends the load and waits for every client's last operation to finish.
+func (r *Runner) currentRevision(c *clientv3.Client) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.OpTimeout)
+	defer cancel()
+	resp, err := c.Get(ctx, r.cfg.Prefix+"warm-up")
+	if err != nil {
+		return 0, fmt.Errorf("reading the current revision for the watchers: %w", err)
+	}
+	return resp.Header.Revision, nil
+}
+
+// Stop ends the load and waits for every client's last operation to finish, then for the
+// watchers to receive the last acknowledged write (at most WatchCatchUp, 20s by default).
 func (r *Runner) Stop() {
 	r.mu.Lock()
 	if !r.running {
@@ -187,7 +219,21 @@ func (r *Runner) Stop() {
 	r.done.Wait()
 	r.mu.Lock()
 	r.running, r.end = false, time.Now().UnixNano()
+	var lastAck int64
+	for _, o := range r.ops {
+		if o.Acknowledged() && o.Revision > lastAck {
+			lastAck = o.Revision
+		}
+	}
+	w, wcancel := r.watch, r.wcancel
 	r.mu.Unlock()
+	if w != nil {
+		for deadline := time.Now().Add(20 * time.Second); !w.caughtUp(lastAck, r.cfg.Watchers) && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		wcancel()
+		w.done.Wait()
+	}
 }
 
 // Counts returns how many operations succeeded, failed and ended unknown so far.
@@ -205,7 +251,12 @@ func (r *Runner) History() history.History {
 	}
 	ops := append([]history.Op(nil), r.ops...)
 	sort.Slice(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
-	return history.History{Start: r.start, End: end, Ops: ops}
+	h := history.History{Start: r.start, End: end, Ops: ops}
+	if r.watch != nil {
+		h.WatchPrefix = r.watchPrefix()
+		h.WatchEvents, h.WatchMarks = r.watch.record()
+	}
+	return h
 }
 
 func (r *Runner) record(o history.Op) {

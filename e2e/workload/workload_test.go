@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/quorate-dev/quorate/e2e/checker/watch"
 	"github.com/quorate-dev/quorate/e2e/history"
 )
 
@@ -125,4 +126,31 @@ func TestStartFailsWhenNothingAnswers(t *testing.T) {
 		t.Errorf("history has %d operations after a failed start", len(h.Ops))
 	}
 	r.Stop() // a no-op on a runner that never started
+}
+
+// The watchers see every write of the load, in order, across restarts of their watches.
+func TestWatchersSeeEveryWrite(t *testing.T) {
+	r := New(Config{Endpoints: []string{realEtcd(t)}, Clients: 3, Rate: 100, Prefix: "wl/", Seed: 2, Watchers: 2, WatchRestart: 300 * time.Millisecond})
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // a measurement window: the load runs
+	r.Stop()
+	h := r.History()
+	h.Final = r.Final(context.Background())
+	starts := 0
+	for _, m := range h.WatchMarks {
+		if m.Kind == history.WatchStart {
+			starts++
+		}
+	}
+	if starts < 6 {
+		t.Errorf("%d watch starts: the watches were not restarted", starts)
+	}
+	if len(h.WatchEvents) == 0 {
+		t.Fatal("no watch event recorded")
+	}
+	if v := watch.Check(&h); !v.Passed() {
+		t.Fatalf("watch verdict on a healthy etcd: %v %v", v, v.Details)
+	}
 }
