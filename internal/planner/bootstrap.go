@@ -47,6 +47,12 @@ func planUnreachable(s State) Action {
 				Message: fmt.Sprintf("etcd is unreachable; replacing the pod of %s, which ended, so that the member restarts from its volume", m.Name)}
 		}
 	}
+	for _, m := range s.sorted() {
+		if m.DataDirLost {
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonMemberDataLost, Attention: true,
+				Message: fmt.Sprintf("no member answers with quorum, and member %s refused to start: it has run before but its volume lost its data, and it will neither rejoin with an empty log nor start a new cluster; bring the other members back, or recover from the one with the most data (spec.recovery.forceNewCluster); if %s held the only copy, restore a backup into a new EtcdCluster", m.Name, m.Name)}
+		}
+	}
 	return Action{Kind: Wait, Reason: v1alpha1.ReasonEtcdUnreachable, Attention: true,
 		Message: "no member answers with quorum: waiting for members to come back from their volumes; if a majority of volumes is lost for good, set spec.recovery.forceNewCluster to restart from the member that has the most data (writes it had not applied are lost)"}
 }
