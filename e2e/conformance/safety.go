@@ -128,9 +128,13 @@ func DataWipedSingle() framework.Scenario {
 		}}
 }
 
+// powerLossBudget: every member stops at once, so clients wait for the kubelet to restart the
+// containers and for an election; the cluster must be back within a minute, with nothing lost.
+var powerLossBudget = availability.Budget{MaxWriteGap: time.Minute, MaxFirstWrite: 5 * time.Second, MinSuccessRatio: 0.5}
+
 // PowerLoss kills every member's etcd at once; each restarts from its data.
 func PowerLoss() framework.Scenario {
-	return framework.Scenario{Name: "power-loss", Labels: safety, Replicas: 3, Budget: changeBudget, NeedsNode: true,
+	return framework.Scenario{Name: "power-loss", Labels: safety, Replicas: 3, Budget: powerLossBudget, NeedsNode: true,
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			n, err := r.PowerLoss(ctx)
 			if err != nil {
