@@ -437,7 +437,15 @@ func (r *Runner) Final(ctx context.Context) *history.Final {
 	var errs []error
 	for i := 0; i < r.cfg.Keys; i++ {
 		key := r.key(i)
-		resp, err := c.Get(ctx, key)
+		// A key's read gets a bounded share of the time: a cluster that cannot answer is
+		// reported after one timeout, not after every key's.
+		kctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		resp, err := c.Get(kctx, key)
+		cancel()
+		if err != nil && len(errs) > 0 {
+			errs = append(errs, fmt.Errorf("reading %s: %w", key, err))
+			break
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("reading %s: %w", key, err))
 			continue
