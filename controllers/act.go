@@ -40,7 +40,7 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 			return stepResult{requeueAfter: r.ResyncPeriod}, nil
 		}
 		return stepResult{requeueAfter: 5 * time.Second}, nil
-	case planner.Bootstrap, planner.CreatePVC, planner.CreatePod, planner.DeletePod, planner.DeletePVC:
+	case planner.Bootstrap, planner.CreatePVC, planner.CreatePod, planner.DeletePod, planner.DeletePVC, planner.ExpandVolume:
 		return stepResult{requeueAfter: r.StepDelay}, r.actOnObjects(ctx, c, o, a)
 	case planner.AddLearner, planner.Promote, planner.Remove, planner.MoveLeader:
 		return r.actOnMembership(ctx, c, o, s, a)
@@ -97,6 +97,14 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 		case v1alpha1.ReasonRecovery:
 			r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventRecoveryProgress, "%s", a.Message)
 		}
+	case planner.ExpandVolume:
+		p := o.pvcs[a.Member]
+		updated := p.DeepCopy()
+		updated.Spec.Resources.Requests[corev1.ResourceStorage] = c.Spec.Storage.Size
+		if err := r.Patch(ctx, updated, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("expanding PVC %s: %w", a.Member, err)
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventVolumeExpanded, "expanded the volume of %s to %s", a.Member, c.Spec.Storage.Size.String())
 	case planner.DeletePVC:
 		p := o.pvcs[a.Member]
 		if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -9,8 +10,11 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
@@ -33,6 +37,9 @@ type observation struct {
 	pvcs      map[string]*corev1.PersistentVolumeClaim
 	// retained are member PVCs of an earlier EtcdCluster of the same name.
 	retained map[string]*corev1.PersistentVolumeClaim
+	// expandable says, for the StorageClass of each PVC smaller than spec.storage.size,
+	// whether it expands volumes in place.
+	expandable map[string]bool
 
 	endpoints map[string]etcd.Endpoint
 	client    etcd.Client // nil when no member could be dialled
@@ -126,8 +133,39 @@ func (r *Reconciler) observe(ctx context.Context, c *v1alpha1.EtcdCluster) (*obs
 			o.retained[p.Name] = p
 		}
 	}
+	if err := r.observeStorageClasses(ctx, c, o); err != nil {
+		return nil, err
+	}
 	r.observeEtcd(ctx, c, o)
 	return o, nil
+}
+
+// observeStorageClasses reads, only while some volume is smaller than spec.storage.size,
+// whether its StorageClass can expand it.
+func (r *Reconciler) observeStorageClasses(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation) error {
+	o.expandable = map[string]bool{}
+	for _, p := range o.pvcs {
+		class := ptr.Deref(p.Spec.StorageClassName, "")
+		if _, seen := o.expandable[class]; seen || !volumeTooSmall(c, p) {
+			continue
+		}
+		sc := &storagev1.StorageClass{}
+		switch err := r.APIReader.Get(ctx, types.NamespacedName{Name: class}, sc); {
+		case apierrors.IsNotFound(err):
+			o.expandable[class] = false
+		case err != nil:
+			return fmt.Errorf("reading StorageClass %q of PVC %s: %w", class, p.Name, err)
+		default:
+			o.expandable[class] = ptr.Deref(sc.AllowVolumeExpansion, false)
+		}
+	}
+	return nil
+}
+
+// volumeTooSmall: the PVC asks for less than spec.storage.size.
+func volumeTooSmall(c *v1alpha1.EtcdCluster, p *corev1.PersistentVolumeClaim) bool {
+	req := p.Spec.Resources.Requests[corev1.ResourceStorage]
+	return req.Cmp(c.Spec.Storage.Size) < 0
 }
 
 func joinHostPort(host string, port int) string {

@@ -10,9 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
@@ -200,9 +202,9 @@ func TestLearnerIsCancelledWhenReplicasAreLowered(t *testing.T) {
 	bootstrap(t, ns, "can", 3, fake)
 	fake.LagPromotions(1 << 30)
 	patchReplicas(t, ns, "can", 4)
-	eventually(t, timeout, "a learner", func() error {
-		if len(fake.Calls()) == 0 {
-			return errors.New("no learner yet")
+	eventually(t, timeout, "a learner that has started", func() error {
+		if memberID(t, fake, "can-3") == 0 {
+			return errors.New("no started learner yet")
 		}
 		return nil
 	})
@@ -458,5 +460,131 @@ func TestForcedRecovery(t *testing.T) {
 	want := []string{fmt.Sprintf("AddLearner "+u, 0), "Promote rec-0", fmt.Sprintf("AddLearner "+u, 2), "Promote rec-2"}
 	if got := fake.Calls(); !slices.Equal(got, want) {
 		t.Fatalf("membership changes:\n got %q\nwant %q", got, want)
+	}
+}
+
+// Storage changes: a volume grows in place where its StorageClass allows it (the file system
+// grows at the pod's next start); a change of class (or growth in a class that cannot expand)
+// moves each member to a new volume, add-first, the leader last.
+func TestStorageChanges(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	ctx := context.Background()
+	for name, expands := range map[string]bool{"expands-" + ns: true, "fixed-" + ns: false} {
+		sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "example.com/test", AllowVolumeExpansion: ptr.To(expands)}
+		if err := k8s.Create(ctx, sc); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(ctx, sc) })
+	}
+	c := newCluster(ns, "sto", 3)
+	c.Spec.Storage.StorageClassName = ptr.To("expands-" + ns)
+	bootstrapCluster(t, c, fake)
+
+	// Growth in place: only a bound claim can be expanded; envtest has no volume controller,
+	// so the claims are bound here by hand, each to a volume of its own.
+	for _, m := range []string{"sto-0", "sto-1", "sto-2"} {
+		bindVolume(t, ns, m)
+	}
+	before := podUIDs(t, ns)
+	patchCluster(t, ns, "sto", func(c *v1alpha1.EtcdCluster) { c.Spec.Storage.Size = resource.MustParse("2Gi") })
+	eventually(t, timeout, "every PVC asking for 2Gi", func() error {
+		for _, m := range []string{"sto-0", "sto-1", "sto-2"} {
+			p := &corev1.PersistentVolumeClaim{}
+			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: m}, p); err != nil {
+				return err
+			}
+			if got := p.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(resource.MustParse("2Gi")) != 0 {
+				return fmt.Errorf("%s asks for %s", m, got.String())
+			}
+		}
+		return nil
+	})
+	assertEvent(t, ns, v1alpha1.EventVolumeExpanded, "sto-1")
+	// The resizer says sto-1's file system grows when its pod restarts.
+	p := &corev1.PersistentVolumeClaim{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sto-1"}, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimFileSystemResizePending, Status: corev1.ConditionTrue}}
+	if err := k8s.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, timeout, "sto-1's pod restarted", func() error {
+		if now := podUIDs(t, ns); now["sto-1"] == before["sto-1"] {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	p.Status.Conditions = nil
+	if err := k8s.Status().Update(ctx, p); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ns, "sto", "grown", settled(3))
+	if calls := fake.Calls(); len(calls) != 0 {
+		t.Fatalf("growing volumes in place changed membership: %v", calls)
+	}
+
+	// Another class: every member moves.
+	patchCluster(t, ns, "sto", func(c *v1alpha1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("fixed-" + ns) })
+	waitFor(t, ns, "sto", "moved", func(c *v1alpha1.EtcdCluster) error {
+		if c.Status.Storage != nil {
+			return fmt.Errorf("storage %+v", *c.Status.Storage)
+		}
+		return settled(3)(c)
+	})
+	u := "https://sto-%d.sto-peer." + ns + ".svc:2380"
+	want := []string{fmt.Sprintf("AddLearner "+u, 3), "Promote sto-3", "Remove sto-1", fmt.Sprintf("AddLearner "+u, 1), "Promote sto-1",
+		"Remove sto-2", fmt.Sprintf("AddLearner "+u, 2), "Promote sto-2", "MoveLeader sto-1", "Remove sto-0"}
+	if got := fake.Calls(); !slices.Equal(got, want) {
+		t.Fatalf("membership changes:\n got %q\nwant %q", got, want)
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := k8s.List(ctx, &pvcs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pvcs.Items {
+		if p.DeletionTimestamp.IsZero() && ptr.Deref(p.Spec.StorageClassName, "") != "fixed-"+ns {
+			t.Errorf("PVC %s is of class %v", p.Name, p.Spec.StorageClassName)
+		}
+	}
+}
+
+// bindVolume plays the volume controller: it binds a claim to a new PersistentVolume of its
+// class and size, provisioned by the class's provisioner.
+func bindVolume(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-" + ns + "-" + name, Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "example.com/test"}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			StorageClassName:              ptr.Deref(pvc.Spec.StorageClassName, ""),
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: name, UID: pvc.UID},
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + name}},
+		},
+	}
+	if err := k8s.Create(ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(ctx, pv) })
+	pvc.Spec.VolumeName = pv.Name
+	if err := k8s.Update(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	pvc.Status.Phase = corev1.ClaimBound
+	pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: size}
+	pvc.Status.AccessModes = pvc.Spec.AccessModes
+	if err := k8s.Status().Update(ctx, pvc); err != nil {
+		t.Fatal(err)
 	}
 }

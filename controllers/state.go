@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/etcd"
@@ -132,6 +133,7 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 		m.HasPVC = true
 		m.PVCTerminating = !p.DeletionTimestamp.IsZero()
 		m.PVCHasData = p.Annotations[names.AnnotationClusterID] != ""
+		o.judgeVolume(c, p, m)
 		m.Age = max(m.Age, now.Sub(p.CreationTimestamp.Time))
 		if n, err := strconv.Atoi(p.Annotations[resources.AnnotationBootstrapSize]); err == nil && n > s.BootstrapSize {
 			s.BootstrapSize = n
@@ -142,6 +144,32 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 	}
 	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].Index < s.Members[j].Index })
 	return s
+}
+
+// judgeVolume compares a member's PVC with spec.storage.
+func (o *observation) judgeVolume(c *v1alpha1.EtcdCluster, p *corev1.PersistentVolumeClaim, m *planner.Member) {
+	want := c.Spec.Storage
+	class := ptr.Deref(p.Spec.StorageClassName, "")
+	if want.StorageClassName != nil && *want.StorageClassName != class {
+		m.VolumeOutdated = true
+		return
+	}
+	if volumeTooSmall(c, p) {
+		if p.Status.Phase != corev1.ClaimBound {
+			return // an unbound claim holds nothing yet, and cannot be expanded
+		}
+		if o.expandable[class] {
+			m.VolumeExpand = true
+		} else {
+			m.VolumeOutdated = true
+		}
+		return
+	}
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PersistentVolumeClaimFileSystemResizePending && cond.Status == corev1.ConditionTrue {
+			m.VolumeResizePending = true
+		}
+	}
 }
 
 // waitingReasons are the container states in which a pod will not start etcd by itself.

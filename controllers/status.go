@@ -46,6 +46,7 @@ func computeStatus(c *v1alpha1.EtcdCluster, o *observation, s planner.State, a p
 	if s.EtcdReachable {
 		st.Alarms = s.Alarms
 	}
+	st.Storage = storageStatus(s)
 	gen := c.Generation
 	for _, cond := range []metav1.Condition{
 		availableCondition(s, sum, gen),
@@ -180,6 +181,26 @@ func degradedCondition(s planner.State, a planner.Action, sum summary, gen int64
 			fmt.Sprintf("unhealthy members: %s; see their pod logs and events", strings.Join(sum.unhealthy, ", ")), gen)
 	}
 	return newCondition(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonAllMembersHealthy, "every member is healthy", gen)
+}
+
+// storageStatus counts the members whose volume matches spec.storage, while some do not.
+func storageStatus(s planner.State) *v1alpha1.StorageStatus {
+	var st v1alpha1.StorageStatus
+	for _, m := range s.Members {
+		switch {
+		case !m.InEtcd || !m.HasPVC:
+		case m.VolumeOutdated:
+			st.ToMove++
+		case m.VolumeExpand || m.VolumeResizePending:
+			st.ToExpand++
+		default:
+			st.OnSpec++
+		}
+	}
+	if st.ToMove == 0 && st.ToExpand == 0 {
+		return nil
+	}
+	return &st
 }
 
 // alarmCondition: True while etcd has raised an alarm.

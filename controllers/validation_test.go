@@ -60,7 +60,7 @@ const (
 	msgAnnots    = "podTemplate.annotations cannot use the etcd.quorate.dev/ prefix, which the operator reserves for its own annotations"
 	msgNameLen   = "metadata.name must be at most 40 characters: it prefixes the names of the member pods, services and secrets"
 	msgNameChars = "metadata.name must start with a letter and contain only lowercase letters, digits and '-': it names Services, which need a DNS-1035 label"
-	msgStorage   = "storage cannot be changed in place; create a new EtcdCluster with the storage you want and move your data to it"
+	msgShrink    = "storage.size cannot shrink: etcd's files may already fill the volume, and volumes do not shrink; to use smaller volumes, restore a backup into a new EtcdCluster"
 	// The API server adds this when schema errors stop CEL rules from running.
 	msgNotChecked = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
 	msgTLSChange  = "tls cannot be changed after creation; create a new EtcdCluster with the TLS settings you want and move your data to it"
@@ -204,10 +204,8 @@ func TestValidationKeepsImmutableFields(t *testing.T) {
 		name, spec, update string
 		want               []string
 	}{
-		{name: "resize storage", spec: base, update: "version: 3.6.16\nstorage: {size: 2Gi}",
-			want: []string{`spec.storage: Invalid value: ` + msgStorage}},
-		{name: "change storage class", spec: base + "storage: {size: 1Gi, storageClassName: a}", update: "version: 3.6.16\nstorage: {size: 1Gi, storageClassName: b}",
-			want: []string{`spec.storage: Invalid value: ` + msgStorage}},
+		{name: "shrink storage", spec: base, update: "version: 3.6.16\nstorage: {size: 512Mi}",
+			want: []string{`spec.storage.size: Invalid value: "512Mi": ` + msgShrink}},
 		{name: "turn TLS off", spec: base, update: base + "tls: {enabled: false}",
 			want: []string{`spec.tls: Invalid value: ` + msgTLSChange}},
 		{name: "bring own certificates later", spec: base, update: base + "tls: {serverSecretName: s, peerSecretName: p, clientSecretName: c}",
@@ -248,6 +246,8 @@ func TestValidationAcceptsGoodInput(t *testing.T) {
 		base + "tls: {serverSecretName: s, peerSecretName: p, clientSecretName: c}",
 		base + "tls: {enabled: false}",
 		base + "podTemplate: {labels: {team: storage}, annotations: {note: x}}",
+		base + "image: registry.example.com/etcd:v3.6.16",
+		base + "volumeRetention: Delete",
 	} {
 		if err := k8s.Create(context.Background(), clusterObject(t, ns, "good-"+strconv.Itoa(i), spec)); err != nil {
 			t.Errorf("valid spec %d rejected: %v\n%s", i, err, spec)

@@ -32,8 +32,10 @@ type EtcdClusterSpec struct {
 	// +optional
 	Image string `json:"image,omitempty"`
 
-	// Storage is the persistent volume of each member. It cannot be changed after creation.
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage cannot be changed in place; create a new EtcdCluster with the storage you want and move your data to it"
+	// Storage is the persistent volume of each member. It may grow, and move to another
+	// StorageClass: volumes are expanded in place when their StorageClass allows it, and
+	// otherwise each member moves to a new volume, add-first, one at a time, the leader last.
+	// It cannot shrink.
 	Storage StorageSpec `json:"storage"`
 
 	// TLS configures the certificates of client and peer traffic. TLS is on by default with
@@ -95,6 +97,7 @@ type RecoverySpec struct {
 type StorageSpec struct {
 	// Size of each member's volume, such as 1Gi.
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('64Mi')) >= 0",message="storage.size must be at least 64Mi; etcd needs room for its write-ahead log and snapshots"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="storage.size cannot shrink: etcd's files may already fill the volume, and volumes do not shrink; to use smaller volumes, restore a backup into a new EtcdCluster"
 	Size resource.Quantity `json:"size"`
 
 	// StorageClassName of the member volumes; the cluster's default class when empty.
@@ -316,6 +319,22 @@ type EtcdClusterStatus struct {
 	// Recovery is the last forced recovery (spec.recovery).
 	// +optional
 	Recovery *RecoveryStatus `json:"recovery,omitempty"`
+
+	// Storage says how many members' volumes match spec.storage, while a change of it rolls out.
+	// +optional
+	Storage *StorageStatus `json:"storage,omitempty"`
+}
+
+// StorageStatus is the progress of a change of spec.storage.
+type StorageStatus struct {
+	// OnSpec is the number of members whose volume matches spec.storage.
+	OnSpec int32 `json:"onSpec"`
+	// ToExpand is the number of members whose volume is being expanded in place.
+	// +optional
+	ToExpand int32 `json:"toExpand,omitempty"`
+	// ToMove is the number of members still to move to a new volume.
+	// +optional
+	ToMove int32 `json:"toMove,omitempty"`
 }
 
 // RecoveryStatus records a forced recovery.

@@ -53,6 +53,9 @@ const (
 	ReasonSettled           = "Settled"
 	// ReasonReplacingMember: a member losing its volume is replaced add-first.
 	ReasonReplacingMember = "ReplacingMember"
+	// ReasonMigratingStorage: spec.storage changed; volumes are expanded, or members move to
+	// new volumes add-first.
+	ReasonMigratingStorage = "MigratingStorage"
 	// ReasonPodEnded: a member's pod ended (Failed or Succeeded) and is replaced.
 	ReasonPodEnded = "PodEnded"
 	// ReasonLearnerStuck: a learner did not start or catch up in time and is removed.
@@ -113,6 +116,7 @@ const (
 	EventLeaderMoved         = "LeaderMoved"
 	EventMemberRestarting    = "MemberRestarting"
 	EventVolumeDeleted       = "VolumeDeleted"
+	EventVolumeExpanded      = "VolumeExpanded"
 	EventPodReplaced         = "PodReplaced"
 	EventAlarmDisarmed       = "AlarmDisarmed"
 	EventDefragmented        = "Defragmented"

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
@@ -49,6 +50,9 @@ func TestMain(m *testing.M) {
 // their catalogs are given (--olm-catalogs or --install-olm).
 func TestConformance(t *testing.T) {
 	scenarios := append(append(All(opts), SafetyScenarios()...), ChaosScenarios(opts.OperatorNS)...)
+	if from, to, ok := strings.Cut(opts.StorageClasses, ","); ok {
+		scenarios = append(scenarios, StorageMigration(from, to))
+	}
 	if opts.OLMCatalogs != "" || opts.InstallOLM {
 		scenarios = append(scenarios, OLMScenarios(opts)...)
 	} else if slices.Contains(suite.Labels["suite"], "olm") {

@@ -317,6 +317,17 @@ func QuorumRecovered() framework.Scenario {
 		}}
 }
 
+// StorageMigration moves a 3-member cluster under load from one StorageClass to another
+// (local-path to local-path-b on the local cluster; --storage-classes names them elsewhere):
+// members move one at a time, add-first, the leader last.
+func StorageMigration(from, to string) framework.Scenario {
+	return framework.Scenario{Name: "storage-migration", Labels: map[string]string{"suite": "migration"}, Replicas: 3, Budget: changeBudget,
+		Spec: func(s *v1alpha1.EtcdClusterSpec) { s.Storage.StorageClassName = &from },
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			return r.MigrateStorage(ctx, to, 3)
+		}}
+}
+
 // SafetyScenarios in the order the suite runs them.
 func SafetyScenarios() []framework.Scenario {
 	return []framework.Scenario{

@@ -39,6 +39,8 @@ type Options struct {
 	KeepFailed    bool
 	Scorecard     bool
 	Quiet         bool
+	// StorageClasses: FROM,TO for the storage-migration scenario.
+	StorageClasses string
 }
 
 // RegisterFlags adds the suite's flags to the global flag set.
@@ -67,5 +69,6 @@ func RegisterFlags() *Options {
 	flag.BoolVar(&o.Scorecard, "scorecard", false, "print the result as operator-sdk scorecard v1alpha3 TestStatus JSON on stdout (for a scorecard custom test)")
 	flag.BoolVar(&o.KeepFailed, "keep-failed", false, "keep the namespaces of failed scenarios for inspection")
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
+	flag.StringVar(&o.StorageClasses, "storage-classes", "local-path,local-path-b", "FROM,TO: the StorageClasses the storage-migration scenario moves a cluster between (the local cluster has both); empty leaves it out")
 	return o
 }

@@ -284,3 +284,59 @@ func (r *Run) Fill(ctx context.Context, mib int) (workload.FillResult, error) {
 	r.Event("action", "fill", fmt.Sprintf("wrote %d bytes in %d writes; stopped by: %s", res.Bytes, res.Writes, res.Error))
 	return res, err
 }
+
+// MigrateStorage moves the cluster to another StorageClass and waits until every member runs
+// on a volume of it, the cluster ID unchanged, with n healthy voters.
+func (r *Run) MigrateStorage(ctx context.Context, class string, n int32) error {
+	before, clusterID, err := r.memberIDs(ctx)
+	if err != nil {
+		return err
+	}
+	r.Phase("moving every member to StorageClass " + class)
+	end := r.Fault("storage-migration", "spec.storage.storageClassName = "+class)
+	defer end()
+	if err := r.Update(ctx, "spec.storage.storageClassName = "+class, func(ec *v1alpha1.EtcdCluster) { ec.Spec.Storage.StorageClassName = &class }); err != nil {
+		return err
+	}
+	err = r.WaitFor(ctx, "every member on StorageClass "+class, 15*time.Minute, func() error {
+		ec, err := r.GetCluster(ctx)
+		if err != nil {
+			return err
+		}
+		if ec.Status.ClusterID != clusterID {
+			return fmt.Errorf("the cluster ID changed from %s to %s", clusterID, ec.Status.ClusterID)
+		}
+		if ec.Status.Storage != nil {
+			return fmt.Errorf("storage: %d members on spec, %d to move", ec.Status.Storage.OnSpec, ec.Status.Storage.ToMove)
+		}
+		var pvcs corev1.PersistentVolumeClaimList
+		if err := r.Suite.Client.List(ctx, &pvcs, client.InNamespace(r.Namespace), client.MatchingLabels(names.MemberSelector(r.Cluster))); err != nil {
+			return err
+		}
+		for _, p := range pvcs.Items {
+			if p.DeletionTimestamp.IsZero() && (p.Spec.StorageClassName == nil || *p.Spec.StorageClassName != class) {
+				return fmt.Errorf("PVC %s is of class %v", p.Name, p.Spec.StorageClassName)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.WaitSettled(ctx, n, 5*time.Minute); err != nil {
+		return err
+	}
+	after, _, err := r.memberIDs(ctx)
+	if err != nil {
+		return err
+	}
+	for name, id := range before {
+		for _, now := range after {
+			if now == id {
+				return fmt.Errorf("member %s (%s) did not move", name, id)
+			}
+		}
+	}
+	r.T.Logf("every member moved to %s; cluster ID %s unchanged", class, clusterID)
+	return nil
+}

@@ -18,7 +18,7 @@ var addonFS embed.FS
 func (c *Cluster) applyAddons(ctx context.Context) error {
 	data := map[string]string{
 		"CoreDNSImage": CoreDNSImage, "LocalPathImage": LocalPathImage, "HelperImage": HelperImage,
-		"DNSIP": c.cfg.DNSIP, "VolumeDir": c.cfg.path("volumes"),
+		"DNSIP": c.cfg.DNSIP, "VolumeDir": c.cfg.path("volumes"), "VolumeDirB": c.cfg.path("volumes-b"),
 	}
 	for _, f := range []string{"addons/coredns.yaml", "addons/local-path.yaml"} {
 		t, err := template.ParseFS(addonFS, f)

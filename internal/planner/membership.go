@@ -19,8 +19,9 @@ func changeMembership(s State) (Action, bool) {
 	voters, retiring := s.voters(), s.retiring()
 	switch {
 	case len(retiring) > 0 && len(voters) <= s.Replicas:
-		return Action{Kind: AddLearner, Reason: v1alpha1.ReasonReplacingMember, Attention: true,
-			Message: fmt.Sprintf("adding a member to replace %s, whose volume is being deleted; it keeps serving until its replacement votes", retiring[0].Name)}, true
+		reason, what := retiring[0].why()
+		return Action{Kind: AddLearner, Reason: reason, Attention: reason == v1alpha1.ReasonReplacingMember,
+			Message: fmt.Sprintf("adding a member to replace %s, %s; it keeps serving until its replacement votes", retiring[0].Name, what)}, true
 	case len(voters) < s.Replicas:
 		return Action{Kind: AddLearner, Reason: v1alpha1.ReasonScaling,
 			Message: fmt.Sprintf("scaling up from %d to %d voting members", len(voters), s.Replicas)}, true
@@ -43,8 +44,9 @@ func removeVoter(s State, voters, retiring []Member) (Action, bool) {
 				break
 			}
 		}
-		reason = v1alpha1.ReasonReplacingMember
-		msg = fmt.Sprintf("removing %s, whose volume is being deleted, now that its replacement votes", victim.Name)
+		var what string
+		reason, what = victim.why()
+		msg = fmt.Sprintf("removing %s, %s, now that its replacement votes", victim.Name, what)
 	}
 	if victim.ID == s.LeaderID {
 		if a, ok := moveLeaderAway(s, victim, "before removing it"); ok {

@@ -54,6 +54,15 @@ type Member struct {
 	HasPVC         bool
 	PVCTerminating bool
 	PVCHasData     bool // the PVC is annotated with the cluster ID: it has held member data
+	// VolumeOutdated: the PVC does not match spec.storage and cannot be made to (another
+	// StorageClass, or too small in a class that cannot expand): the member moves to a new
+	// volume, add-first.
+	VolumeOutdated bool
+	// VolumeExpand: the PVC is smaller than spec.storage.size in a class that expands volumes.
+	VolumeExpand bool
+	// VolumeResizePending: the volume was expanded, and its file system grows when the pod
+	// restarts.
+	VolumeResizePending bool
 	// Age is how long ago the member's first object (PVC or Pod) was created.
 	Age time.Duration
 }
@@ -162,6 +171,8 @@ const (
 	MoveLeader Kind = "MoveLeader" // hand leadership to Target
 	// AdoptVolumes takes over the retained volumes (State.RetainedVolumes).
 	AdoptVolumes Kind = "AdoptVolumes"
+	// ExpandVolume asks for a larger volume for Member (spec.storage.size).
+	ExpandVolume Kind = "ExpandVolume"
 	// Disarm clears the cluster's alarms.
 	Disarm Kind = "Disarm"
 	// Defragment returns a member's free pages to the file system.
@@ -233,16 +244,29 @@ func (s State) voters() []Member {
 	return v
 }
 
-// retiring are the voters that are losing their volume but still serve from it: they are
-// replaced add-first, and removed only once their replacement is a voter.
+// retiring are the voters to replace while they still serve: those losing their volume
+// first, then those whose volume does not match spec.storage. They are replaced add-first,
+// and removed only once their replacement is a voter.
 func (s State) retiring() []Member {
-	var r []Member
+	var losing, moving []Member
 	for _, m := range s.voters() {
-		if m.dataLost() != "" && m.Healthy(s.ClusterID) {
-			r = append(r, m)
+		switch {
+		case !m.Healthy(s.ClusterID):
+		case m.dataLost() != "":
+			losing = append(losing, m)
+		case m.VolumeOutdated:
+			moving = append(moving, m)
 		}
 	}
-	return r
+	return append(losing, moving...)
+}
+
+// why says why a retiring member is replaced.
+func (m Member) why() (reason, what string) {
+	if m.dataLost() != "" {
+		return v1alpha1.ReasonReplacingMember, "whose volume is being deleted"
+	}
+	return v1alpha1.ReasonMigratingStorage, "whose volume does not match spec.storage"
 }
 
 // FreeName is the member name with the lowest index no etcd member, Pod or PVC uses.
@@ -280,7 +304,7 @@ func Plan(s State, name func(int) string) Action {
 	if !s.EtcdReachable {
 		return planUnreachable(s)
 	}
-	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateHealth, changeMembership, rollPods, clearAlarms} {
+	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateHealth, changeMembership, expandVolumes, rollPods, clearAlarms} {
 		if a, ok := r(s); ok {
 			return a
 		}

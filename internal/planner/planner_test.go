@@ -266,6 +266,16 @@ func TestPlan(t *testing.T) {
 		{name: "unreachable etcd: a pod that ended is replaced", state: running(3, func(s *State) { s.EtcdReachable = false },
 			member(0, func(m *Member) { m.PodFailed = true })),
 			want: Action{Kind: DeletePod, Member: "c-0", Reason: v1alpha1.ReasonEtcdUnreachable}},
+		// Storage changes.
+		{name: "a volume in another class moves to a new one, add-first", state: running(3, member(1, func(m *Member) { m.VolumeOutdated = true })),
+			want: Action{Kind: AddLearner, Reason: v1alpha1.ReasonMigratingStorage}, msg: "replace c-1, whose volume does not match spec.storage"},
+		{name: "a member losing its volume goes before one changing class", state: running(3,
+			member(1, func(m *Member) { m.VolumeOutdated = true }), member(2, func(m *Member) { m.PVCTerminating = true })),
+			want: Action{Kind: AddLearner, Reason: v1alpha1.ReasonReplacingMember, Attention: true}, msg: "replace c-2"},
+		{name: "a volume that can grow in place is expanded", state: running(3, member(2, func(m *Member) { m.VolumeExpand = true })),
+			want: Action{Kind: ExpandVolume, Member: "c-2", Reason: v1alpha1.ReasonMigratingStorage}},
+		{name: "an expanded volume's file system grows with a pod restart", state: running(3, member(2, func(m *Member) { m.VolumeResizePending = true })),
+			want: Action{Kind: DeletePod, Member: "c-2", Reason: v1alpha1.ReasonRollingUpdate}, msg: "grow its file system"},
 		{name: "steady state does nothing", state: running(3),
 			want: Action{Kind: None, Reason: v1alpha1.ReasonSettled}, msg: "3 healthy voting members"},
 	} {
@@ -542,5 +552,37 @@ func TestRecoveryIsNotNeededWithQuorum(t *testing.T) {
 	a.Message = ""
 	if want := (Action{Kind: RecoveryPhase, Phase: v1alpha1.RecoveryNotNeeded, Reason: v1alpha1.ReasonRecovery}); !reflect.DeepEqual(a, want) {
 		t.Fatalf("Plan = %+v, want %+v", a, want)
+	}
+}
+
+// Moving every member to another StorageClass: one at a time, add-first, the leader last; at
+// least spec.replicas healthy voters at every step.
+func TestStorageMigrationJourney(t *testing.T) {
+	x := &sim{s: running(3), nextID: 200}
+	for i := range x.s.Members {
+		x.s.Members[i].VolumeOutdated = true // new members get spec.storage (CreatePVC)
+	}
+	for steps := 0; ; steps++ {
+		if steps > 100 {
+			t.Fatalf("does not converge: %v", x.changes)
+		}
+		a := Plan(x.s, name)
+		if a.Kind == None {
+			break
+		}
+		x.apply(t, a)
+		x.check(t)
+		if n := x.healthyVoters(); n < 3 {
+			t.Fatalf("after %v, %d healthy voters (changes %v)", a, n, x.changes)
+		}
+	}
+	want := []string{"add c-3", "promote c-3", "remove c-1", "add c-1", "promote c-1", "remove c-2", "add c-2", "promote c-2", "move-leader c-1", "remove c-0"}
+	if !reflect.DeepEqual(x.changes, want) {
+		t.Fatalf("changes %v\nwant %v (the leader, c-0, last)", x.changes, want)
+	}
+	for _, m := range x.s.Members {
+		if m.VolumeOutdated {
+			t.Errorf("%s is still on the old storage", m.Name)
+		}
 	}
 }

@@ -15,7 +15,7 @@ func rollPods(s State) (Action, bool) {
 	ms := s.sorted()
 	outdated := false
 	for _, m := range ms {
-		outdated = outdated || m.InEtcd && m.HasPod && !m.PodCurrent
+		outdated = outdated || m.InEtcd && m.HasPod && m.needsRoll()
 	}
 	if !outdated {
 		return Action{}, false
@@ -31,15 +31,19 @@ func rollPods(s State) (Action, bool) {
 	}
 	for i := len(ms) - 1; i >= 0; i-- {
 		m := ms[i]
-		if !m.InEtcd || !m.HasPod || m.PodCurrent {
+		if !m.InEtcd || !m.HasPod || !m.needsRoll() {
 			continue
 		}
 		if m.ID == s.LeaderID && len(s.voters()) > 1 {
 			leader = &ms[i]
 			continue
 		}
+		why := "to apply the new spec"
+		if m.PodCurrent {
+			why = "to grow its file system to the expanded volume"
+		}
 		return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonRollingUpdate,
-			Message: "replacing the pod of " + m.Name + " to apply the new spec"}, true
+			Message: "replacing the pod of " + m.Name + " " + why}, true
 	}
 	if leader != nil {
 		if a, ok := moveLeaderAway(s, *leader, "before replacing its pod"); ok {
@@ -49,6 +53,10 @@ func rollPods(s State) (Action, bool) {
 	}
 	return Action{}, false
 }
+
+// needsRoll: the member's pod must be replaced: it was built from an older spec, or its volume
+// was expanded and its file system grows at the next start.
+func (m Member) needsRoll() bool { return !m.PodCurrent || m.VolumeResizePending }
 
 // versionProblem says why spec.version cannot be rolled out, or "": the version must be a
 // release the operator knows, a change must follow etcd's upgrade rules from the lowest
