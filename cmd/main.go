@@ -35,6 +35,17 @@ func init() {
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 }
 
+// identity names this install in the claims it holds: its namespace (leader election keeps
+// one active instance per install, so a restarted or new pod of the same install carries on
+// without waiting for the claim to expire). Outside a pod, the host name.
+func identity() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns + "/quorate-operator"
+	}
+	host, _ := os.Hostname()
+	return "local/" + host
+}
+
 func main() {
 	var (
 		metricsAddr, probeAddr, leaderNS, pullPolicy string
@@ -42,6 +53,7 @@ func main() {
 		concurrency                                  int
 		resync, rollSettle                           time.Duration
 		deadlines                                    = planner.DefaultDeadlines
+		ownershipTerm                                time.Duration
 		images                                       resources.Images
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (0 disables it)")
@@ -55,6 +67,7 @@ func main() {
 	flag.DurationVar(&deadlines.MemberStart, "member-start-deadline", deadlines.MemberStart, "how long a member's new pod may take to become healthy before a rollout is reported stuck (sooner when the pod shows why, such as an image pull error)")
 	flag.DurationVar(&deadlines.Learner, "learner-deadline", deadlines.Learner, "how long a learner may take to start and catch up before it is removed and added again")
 	flag.DurationVar(&deadlines.Terminating, "terminating-deadline", deadlines.Terminating, "how long a member's pod may stay terminating (its node does not answer) before it is reported and no longer holds up other members' steps")
+	flag.DurationVar(&ownershipTerm, "ownership-term", time.Minute, "how long this instance's claim on a cluster lasts without renewal; another Quorate install that sees the cluster takes it over only after it expires (0 turns claims off: only for a single install)")
 	flag.StringVar(&images.EtcdRepository, "etcd-image-repository", envflag.Or("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
 	flag.StringVar(&images.Launcher, "launcher-image", envflag.Or("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
 	flag.StringVar(&pullPolicy, "image-pull-policy", envflag.Or("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
@@ -108,6 +121,7 @@ func main() {
 		Expectations: expectations.New(2 * time.Minute),
 		ResyncPeriod: resync,
 		Settings:     controllers.Settings{RollSettle: rollSettle, Deadlines: deadlines},
+		Ownership:    &controllers.Ownership{Identity: identity(), Term: ownershipTerm},
 	}
 	if err := r.SetupWithManager(mgr, concurrency); err != nil {
 		log.Error(err, "setting up the controller")

@@ -42,6 +42,8 @@ type Reconciler struct {
 	StepDelay time.Duration
 	// Settings feed the planner: the roll settle time and the deadlines.
 	Settings Settings
+	// Ownership is this instance's claim on the clusters it manages (nil: no claims).
+	Ownership *Ownership
 }
 
 // The verbs the code uses, and no more (the controllers' tests count every write by verb):
@@ -53,6 +55,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 
 // Reconcile is one pass over one EtcdCluster: prepare what members need, observe everything
 // once, settle the cluster's identity, plan one step, take it, and report.
@@ -73,6 +76,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	original := c.DeepCopy()
 	c.Default()
+
+	// Ownership: only the operator instance that holds the cluster's claim acts on it.
+	owned, holder, err := r.claim(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !owned {
+		log.V(1).Info("another operator instance holds the cluster's claim", "holder", holder)
+		return ctrl.Result{RequeueAfter: r.Ownership.Term / 4}, nil
+	}
+	c.Status.Operator = holder
 
 	if err := validateSpec(c); err != nil {
 		return r.fail(ctx, original, c, v1alpha1.ReasonInvalidSpec, err)
@@ -122,7 +136,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	metrics.ReconcileOutcomes.WithLabelValues(c.Namespace, c.Name, outcome).Inc()
 
 	// Report: status once, Events on changes, metrics.
-	if err := r.writeStatus(ctx, original, computeStatus(c, obs, state, action, execErr)); err != nil {
+	st := computeStatus(c, obs, state, action, execErr)
+	if err := r.writeStatus(ctx, original, st); err != nil {
 		return ctrl.Result{}, err
 	}
 	if execErr != nil {
@@ -134,7 +149,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // fail records an error that stopped the pass before planning, then returns it for backoff.
 func (r *Reconciler) fail(ctx context.Context, original, c *v1alpha1.EtcdCluster, reason string, err error) (ctrl.Result, error) {
 	metrics.ReconcileOutcomes.WithLabelValues(c.Namespace, c.Name, "Error").Inc()
-	if serr := r.writeStatus(ctx, original, errorStatus(original, c.Generation, reason, err)); serr != nil {
+	if serr := r.writeStatus(ctx, original, errorStatus(original, c.Status.Operator, c.Generation, reason, err)); serr != nil {
 		return ctrl.Result{}, errors.Join(err, serr)
 	}
 	return ctrl.Result{}, fmt.Errorf("%s: %w", reason, err)

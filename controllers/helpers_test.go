@@ -269,7 +269,9 @@ func assertNoWrites(t *testing.T, op *operator) {
 		}
 		return nil
 	})
-	if w := op.writes.reset(); len(w) != 0 {
+	// The only write of a settled cluster is the renewal of its claim, once per half term.
+	w := slices.DeleteFunc(op.writes.reset(), func(s string) bool { return strings.HasPrefix(s, "update *v1.Lease ") })
+	if len(w) != 0 {
 		t.Fatalf("steady state wrote to the API server: %v", w)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -586,5 +587,59 @@ func bindVolume(t *testing.T, ns, name string) {
 	pvc.Status.AccessModes = pvc.Spec.AccessModes
 	if err := k8s.Status().Update(ctx, pvc); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Two installs that both see a cluster (a move from a cluster-wide to a namespaced install)
+// never both act: the holder of the cluster's claim does everything, and the other takes over
+// only once the claim has expired.
+func TestTwoInstallsNeverBothAct(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	kubelet(t, ns)
+	ops := map[string]*operator{
+		"cluster-wide": startInstall(t, ns, fake, "cluster-wide"),
+		"namespaced":   startInstall(t, ns, fake, "namespaced"),
+	}
+	c := bootstrap(t, ns, "two", 3, fake)
+	holder := c.Status.Operator
+	if ops[holder] == nil {
+		t.Fatalf("status.operator = %q, want one of the installs", holder)
+	}
+	other := "namespaced"
+	if holder == other {
+		other = "cluster-wide"
+	}
+	assertEvent(t, ns, v1alpha1.EventOwnedElsewhere, "operator "+other+" sees this cluster but leaves it to "+holder)
+	patchReplicas(t, ns, "two", 5)
+	waitFor(t, ns, "two", "5 members", settled(5))
+	u := "https://two-%d.two-peer." + ns + ".svc:2380"
+	want := []string{fmt.Sprintf("AddLearner "+u, 3), "Promote two-3", fmt.Sprintf("AddLearner "+u, 4), "Promote two-4"}
+	if got := fake.Calls(); !slices.Equal(got, want) {
+		t.Fatalf("membership changes with two installs:\n got %q\nwant %q", got, want)
+	}
+
+	// The holder goes away (its install is removed): the other takes over once the claim
+	// expires, and carries on.
+	ops[holder].stop()
+	waitFor(t, ns, "two", "the other install to take over", func(c *v1alpha1.EtcdCluster) error {
+		if c.Status.Operator != other {
+			return fmt.Errorf("status.operator %q", c.Status.Operator)
+		}
+		return nil
+	})
+	assertEvent(t, ns, v1alpha1.EventOwnershipTakenOver, "operator "+other+" took over this cluster from "+holder+", whose claim expired")
+	patchReplicas(t, ns, "two", 3)
+	waitFor(t, ns, "two", "3 members", settled(3))
+	want = append(want, "Remove two-4", "Remove two-3")
+	if got := fake.Calls(); !slices.Equal(got, want) {
+		t.Fatalf("membership changes after the takeover:\n got %q\nwant %q", got, want)
+	}
+	lease := &coordinationv1.Lease{}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "two-operator"}, lease); err != nil {
+		t.Fatal(err)
+	}
+	if got := ptr.Deref(lease.Spec.LeaseTransitions, 0); got != 1 || ptr.Deref(lease.Spec.HolderIdentity, "") != other {
+		t.Errorf("claim: holder %v, %d transitions; want %s after one transition", lease.Spec.HolderIdentity, got, other)
 	}
 }

@@ -219,8 +219,9 @@ func alarmCondition(alarms []string, gen int64) metav1.Condition {
 }
 
 // errorStatus is the status of a pass that stopped before it could plan: Degraded names why.
-func errorStatus(original *v1alpha1.EtcdCluster, gen int64, reason string, err error) v1alpha1.EtcdClusterStatus {
+func errorStatus(original *v1alpha1.EtcdCluster, operator string, gen int64, reason string, err error) v1alpha1.EtcdClusterStatus {
 	st := *original.Status.DeepCopy()
+	st.Operator = operator
 	meta.SetStatusCondition(&st.Conditions, newCondition(v1alpha1.ConditionDegraded, true, reason, err.Error(), gen))
 	return st
 }

@@ -82,6 +82,9 @@ func zapLevel() zapcore.Level {
 	return zapcore.ErrorLevel
 }
 
+// ownershipTerm is the claims' term in the tests: short, so that a takeover is quick.
+var ownershipTerm = 6 * time.Second
+
 var images = resources.Images{Launcher: "quorate/operator:test", EtcdRepository: "registry.local/etcd"}
 
 // writeCounter counts the writes the operator makes to the API server.
@@ -141,6 +144,12 @@ type operator struct {
 // startOperator starts a manager watching namespace ns whose members are played by fake.
 func startOperator(t *testing.T, ns string, fake *etcd.Fake) *operator {
 	t.Helper()
+	return startInstall(t, ns, fake, "test/"+ns)
+}
+
+// startInstall starts an operator install with its own identity.
+func startInstall(t *testing.T, ns string, fake *etcd.Fake, identity string) *operator {
+	t.Helper()
 	op := &operator{done: make(chan struct{}), writes: &writeCounter{}, fake: fake}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -190,6 +199,7 @@ func startOperator(t *testing.T, ns string, fake *etcd.Fake) *operator {
 		ResyncPeriod: 500 * time.Millisecond,
 		StepDelay:    50 * time.Millisecond,
 		Settings:     Settings{Deadlines: planner.DefaultDeadlines},
+		Ownership:    &Ownership{Identity: identity, Term: ownershipTerm},
 	}
 	counting := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		op.passes.Add(1)

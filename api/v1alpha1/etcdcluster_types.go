@@ -323,6 +323,11 @@ type EtcdClusterStatus struct {
 	// Storage says how many members' volumes match spec.storage, while a change of it rolls out.
 	// +optional
 	Storage *StorageStatus `json:"storage,omitempty"`
+
+	// Operator is the operator instance (namespace/pod) that holds the cluster's claim and
+	// manages it: where two Quorate installs see the cluster, only this one acts.
+	// +optional
+	Operator string `json:"operator,omitempty"`
 }
 
 // StorageStatus is the progress of a change of spec.storage.

@@ -123,6 +123,9 @@ const (
 	EventVolumesAdopted      = "VolumesAdopted"
 	EventRecoveryStarted     = "RecoveryStarted"
 	EventRecoveryProgress    = "RecoveryProgress"
+	EventOwnershipAcquired   = "OwnershipAcquired"
+	EventOwnershipTakenOver  = "OwnershipTakenOver"
+	EventOwnedElsewhere      = "OwnedElsewhere"
 )
 
 // MembershipEvents are the Event reasons that mark a change of the cluster's membership or of

@@ -73,6 +73,9 @@ func PeerService(cluster string) string { return cluster + "-peer" }
 // ClientService is the Service clients connect to.
 func ClientService(cluster string) string { return cluster + "-client" }
 
+// OwnerLease is the Lease through which one operator instance claims the cluster.
+func OwnerLease(cluster string) string { return cluster + "-operator" }
+
 // PDB is the PodDisruptionBudget of the members.
 func PDB(cluster string) string { return cluster }
 

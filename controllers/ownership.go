@@ -1,0 +1,134 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/names"
+)
+
+// Ownership is the claim one operator instance holds on each EtcdCluster it manages: a Lease
+// in the cluster's namespace. Two Quorate installs whose watch scopes overlap (a cluster-wide
+// and a namespaced install, during a move from one to the other) both see the cluster; only
+// the holder of an unexpired claim changes anything, the status included. A claim is taken
+// over only after it expired, and a pass acts only while at least half of its claim's term is
+// left, so no two instances act in overlapping windows.
+type Ownership struct {
+	// Identity names this operator install (its namespace): the pods of one install are one
+	// instance at a time already (leader election).
+	Identity string
+	// Term is how long a claim lasts without renewal; 0 turns claims off.
+	Term time.Duration
+
+	mu       sync.Mutex
+	reported map[types.NamespacedName]string // the last holder this instance reported per cluster
+}
+
+// claim makes sure this instance holds the cluster's claim, creating, renewing or taking it
+// over as needed. It returns whether this instance may act, and the holder.
+func (r *Reconciler) claim(ctx context.Context, c *v1alpha1.EtcdCluster) (bool, string, error) {
+	o := r.Ownership
+	if o == nil || o.Term <= 0 {
+		return true, "", nil
+	}
+	now := time.Now()
+	key := types.NamespacedName{Namespace: c.Namespace, Name: names.OwnerLease(c.Name)}
+	lease := &coordinationv1.Lease{}
+	err := r.APIReader.Get(ctx, key, lease)
+	if apierrors.IsNotFound(err) {
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: names.ClusterLabels(c.Name)},
+			Spec:       o.spec(now, 0),
+		}
+		if err := r.Create(ctx, lease); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return false, "", nil // another instance created it first: look again next pass
+			}
+			return false, "", fmt.Errorf("claiming the cluster (Lease %s): %w", key.Name, err)
+		}
+		r.reportOwner(c, o.Identity, "", v1alpha1.EventOwnershipAcquired)
+		return true, o.Identity, nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("reading the cluster's claim (Lease %s): %w", key.Name, err)
+	}
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	expires := renewed(lease).Add(time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second)
+	switch {
+	case holder == o.Identity && expires.Sub(now) > o.Term/2:
+		return true, holder, nil
+	case holder == o.Identity:
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
+		lease.Spec.LeaseDurationSeconds = ptr.To(int32(o.Term.Seconds()))
+		if err := r.Update(ctx, lease); err != nil {
+			if apierrors.IsConflict(err) {
+				return false, holder, nil
+			}
+			return false, holder, fmt.Errorf("renewing the cluster's claim: %w", err)
+		}
+		return true, holder, nil
+	case holder != "" && now.Before(expires):
+		r.reportOwner(c, holder, "", v1alpha1.EventOwnedElsewhere)
+		return false, holder, nil
+	}
+	// The claim expired (or was released): take it over.
+	lease.Spec = o.spec(now, ptr.Deref(lease.Spec.LeaseTransitions, 0)+1)
+	if err := r.Update(ctx, lease); err != nil {
+		if apierrors.IsConflict(err) {
+			return false, holder, nil
+		}
+		return false, holder, fmt.Errorf("taking over the cluster's claim from %s: %w", holder, err)
+	}
+	r.reportOwner(c, o.Identity, holder, v1alpha1.EventOwnershipTakenOver)
+	return true, o.Identity, nil
+}
+
+func (o *Ownership) spec(now time.Time, transitions int32) coordinationv1.LeaseSpec {
+	t := metav1.MicroTime{Time: now}
+	return coordinationv1.LeaseSpec{HolderIdentity: ptr.To(o.Identity), LeaseDurationSeconds: ptr.To(int32(o.Term.Seconds())),
+		AcquireTime: &t, RenewTime: &t, LeaseTransitions: ptr.To(transitions)}
+}
+
+func renewed(l *coordinationv1.Lease) time.Time {
+	switch {
+	case l.Spec.RenewTime != nil:
+		return l.Spec.RenewTime.Time
+	case l.Spec.AcquireTime != nil:
+		return l.Spec.AcquireTime.Time
+	}
+	return time.Time{}
+}
+
+// reportOwner records an Event when this instance sees a new holder of a cluster's claim.
+func (r *Reconciler) reportOwner(c *v1alpha1.EtcdCluster, holder, previous, reason string) {
+	o := r.Ownership
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	o.mu.Lock()
+	if o.reported == nil {
+		o.reported = map[types.NamespacedName]string{}
+	}
+	seen := o.reported[key] == holder
+	o.reported[key] = holder
+	o.mu.Unlock()
+	if seen {
+		return
+	}
+	switch reason {
+	case v1alpha1.EventOwnershipAcquired:
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, reason, "operator %s manages this cluster", holder)
+	case v1alpha1.EventOwnershipTakenOver:
+		r.Recorder.Eventf(c, corev1.EventTypeWarning, reason, "operator %s took over this cluster from %s, whose claim expired", holder, previous)
+	case v1alpha1.EventOwnedElsewhere:
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, reason, "operator %s sees this cluster but leaves it to %s, which holds its claim", o.Identity, holder)
+	}
+}
