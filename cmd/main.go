@@ -67,7 +67,11 @@ func main() {
 	flag.DurationVar(&deadlines.MemberStart, "member-start-deadline", deadlines.MemberStart, "how long a member's new pod may take to become healthy before a rollout is reported stuck (sooner when the pod shows why, such as an image pull error)")
 	flag.DurationVar(&deadlines.Learner, "learner-deadline", deadlines.Learner, "how long a learner may take to start and catch up before it is removed and added again")
 	flag.DurationVar(&deadlines.Terminating, "terminating-deadline", deadlines.Terminating, "how long a member's pod may stay terminating (its node does not answer) before it is reported and no longer holds up other members' steps")
-	flag.DurationVar(&ownershipTerm, "ownership-term", time.Minute, "how long this instance's claim on a cluster lasts without renewal; another Quorate install that sees the cluster takes it over only after it expires (0 turns claims off: only for a single install)")
+	defaultTerm, err := time.ParseDuration(envflag.Or("OWNERSHIP_TERM", "1m"))
+	if err != nil {
+		defaultTerm = time.Minute
+	}
+	flag.DurationVar(&ownershipTerm, "ownership-term", defaultTerm, "how long this instance's claim on a cluster lasts without renewal; another Quorate install that sees the cluster takes it over only after it expires (0 turns claims off: only for a single install)")
 	flag.StringVar(&images.EtcdRepository, "etcd-image-repository", envflag.Or("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
 	flag.StringVar(&images.Launcher, "launcher-image", envflag.Or("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
 	flag.StringVar(&pullPolicy, "image-pull-policy", envflag.Or("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
@@ -111,17 +115,18 @@ func main() {
 		log.Error(err, "creating the manager")
 		os.Exit(1)
 	}
+	id := identity()
 	r := &controllers.Reconciler{
 		Client:       mgr.GetClient(),
 		APIReader:    mgr.GetAPIReader(),
 		Scheme:       mgr.GetScheme(),
-		Recorder:     mgr.GetEventRecorderFor("quorate"), //nolint:staticcheck // core/v1 events show in kubectl describe
+		Recorder:     mgr.GetEventRecorderFor(id), //nolint:staticcheck // core/v1 events show in kubectl describe; the source names the install
 		Images:       images,
 		EtcdFactory:  etcd.NewClient,
 		Expectations: expectations.New(2 * time.Minute),
 		ResyncPeriod: resync,
 		Settings:     controllers.Settings{RollSettle: rollSettle, Deadlines: deadlines},
-		Ownership:    &controllers.Ownership{Identity: identity(), Term: ownershipTerm},
+		Ownership:    &controllers.Ownership{Identity: id, Term: ownershipTerm},
 	}
 	if err := r.SetupWithManager(mgr, concurrency); err != nil {
 		log.Error(err, "setting up the controller")

@@ -151,7 +151,8 @@ func (r *Reconciler) observeStorageClasses(ctx context.Context, c *v1alpha1.Etcd
 		}
 		sc := &storagev1.StorageClass{}
 		switch err := r.APIReader.Get(ctx, types.NamespacedName{Name: class}, sc); {
-		case apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+			// A namespaced install may not read StorageClasses: such a volume moves instead.
 			o.expandable[class] = false
 		case err != nil:
 			return fmt.Errorf("reading StorageClass %q of PVC %s: %w", class, p.Name, err)

@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
-# Deploys the operator from config/default with the given images.
-# Usage: hack/deploy.sh KUSTOMIZE KUBECTL IMAGE ETCD_IMAGE_REPOSITORY
+# Deploys the operator with the given images: from config/default (cluster-wide, into
+# quorate-system), or, given a NAMESPACE, from config/namespaced into that namespace, managing
+# it alone (the CRD and the manager's ClusterRole must exist: a cluster-wide install has them).
+# OWNERSHIP_TERM, when set, is the operator's --ownership-term (the conformance suite shortens it).
+# Usage: hack/deploy.sh KUSTOMIZE KUBECTL IMAGE ETCD_IMAGE_REPOSITORY [NAMESPACE]
 set -euo pipefail
-kustomize=$1 kubectl=$2 img=$3 etcd_repo=$4
+kustomize=$1 kubectl=$2 img=$3 etcd_repo=$4 ns=${5:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
-overlay=$root/bin/deploy
+base=config/default target=quorate-system overlay=$root/bin/deploy
+if [ -n "$ns" ]; then
+  base=config/namespaced target=$ns overlay=$root/bin/deploy-$ns
+fi
 mkdir -p "$overlay"
+extra=""
+if [ -n "${OWNERSHIP_TERM:-}" ]; then
+  extra="
+    - op: add
+      path: /spec/template/spec/containers/0/env/-
+      value: {name: OWNERSHIP_TERM, value: \"$OWNERSHIP_TERM\"}"
+fi
 cat >"$overlay/kustomization.yaml" <<YAML
 resources:
-- ../../config/default
+- ../../$base
+namespace: $target
 images:
 - name: localhost:5000/quorate/operator
   newName: ${img%:*}
@@ -21,7 +35,7 @@ patches:
       value: {name: OPERATOR_IMAGE, value: "$img"}
     - op: replace
       path: /spec/template/spec/containers/0/env/1
-      value: {name: ETCD_IMAGE_REPOSITORY, value: "$etcd_repo"}
+      value: {name: ETCD_IMAGE_REPOSITORY, value: "$etcd_repo"}$extra
 YAML
 "$kustomize" build "$overlay" | "$kubectl" apply --server-side --force-conflicts -f -
-"$kubectl" -n quorate-system rollout status deployment/quorate-controller-manager --timeout=180s
+"$kubectl" -n "$target" rollout status deployment/quorate-controller-manager --timeout=180s

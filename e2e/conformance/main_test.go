@@ -50,6 +50,9 @@ func TestMain(m *testing.M) {
 // their catalogs are given (--olm-catalogs or --install-olm).
 func TestConformance(t *testing.T) {
 	scenarios := append(append(All(opts), SafetyScenarios()...), ChaosScenarios(opts.OperatorNS)...)
+	if opts.Install {
+		scenarios = append(scenarios, ScopeMigration(opts.OperatorNS))
+	}
 	if from, to, ok := strings.Cut(opts.StorageClasses, ","); ok {
 		scenarios = append(scenarios, StorageMigration(from, to))
 	}

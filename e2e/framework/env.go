@@ -12,6 +12,8 @@ import (
 
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -53,6 +55,8 @@ type Suite struct {
 	Node    *localcluster.Node
 	mu      sync.Mutex
 	kubectl string
+	// kubeconfig of the cluster the suite runs on.
+	kubeconfig string
 	// scorecardOut is the process's stdout: with --scorecard, everything else goes to stderr so
 	// that stdout holds only the TestStatus JSON.
 	scorecardOut *os.File
@@ -91,6 +95,7 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 	}
 	testenv.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		rc := cfg.Client().RESTConfig()
+		s.kubeconfig = cfg.KubeconfigFile()
 		var err error
 		if s.Client, err = client.New(rc, client.Options{Scheme: Scheme}); err != nil {
 			return ctx, err
@@ -155,12 +160,53 @@ func (s *Suite) install(ctx context.Context, kubeconfig string) error {
 		etcdRepo = "localhost:5000/quorate/etcd"
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "deploy.sh"), kustomize, s.kubectl, s.Opts.OperatorImage, etcdRepo)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "OWNERSHIP_TERM="+s.Opts.OwnershipTerm.String())
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("installing Quorate: %w", err)
 	}
 	return nil
+}
+
+// InstallNamespaced deploys a second Quorate install into namespace ns, managing that
+// namespace alone (config/namespaced), from this repository, with the suite's operator image.
+// Deleting it is registered with the run's cleanups.
+func (r *Run) InstallNamespaced(ctx context.Context, ns string) error {
+	s := r.Suite
+	root, err := localcluster.FindRepoRoot()
+	if err != nil {
+		return fmt.Errorf("a namespaced install needs the Quorate repository: %w", err)
+	}
+	if s.Opts.OperatorImage == "" {
+		return fmt.Errorf("a namespaced install needs --operator-image")
+	}
+	kustomize, err := kustomizeBinary(root)
+	if err != nil {
+		return err
+	}
+	etcdRepo := os.Getenv("ETCD_IMAGE_REPOSITORY")
+	if etcdRepo == "" {
+		etcdRepo = "localhost:5000/quorate/etcd"
+	}
+	r.Event("action", "install", "Quorate installed for namespace "+ns+" alone")
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "deploy.sh"), kustomize, s.kubectl, s.Opts.OperatorImage, etcdRepo, ns)
+	cmd.Env = append(os.Environ(), "OWNERSHIP_TERM="+s.Opts.OwnershipTerm.String())
+	if s.kubeconfig != "" {
+		cmd.Env = append(cmd.Env, "KUBECONFIG="+s.kubeconfig)
+	}
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("installing Quorate for namespace %s: %w", ns, err)
+	}
+	r.OnCleanup(func(ctx context.Context) error { return r.RemoveNamespacedInstall(ctx, ns) })
+	return nil
+}
+
+// RemoveNamespacedInstall deletes the operator Deployment of a namespaced install and waits
+// until its pods are gone (its ServiceAccount and bindings go with the namespace).
+func (r *Run) RemoveNamespacedInstall(ctx context.Context, ns string) error {
+	r.Event("action", "uninstall", "Quorate install for namespace "+ns+" removed")
+	return r.DeleteAndWait(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quorate-controller-manager"}})
 }
 
 // kustomizeBinary is $KUSTOMIZE or the newest kustomize the Makefile built into bin/.

@@ -41,6 +41,8 @@ type Options struct {
 	Quiet         bool
 	// StorageClasses: FROM,TO for the storage-migration scenario.
 	StorageClasses string
+	// OwnershipTerm is the --ownership-term of the operators the suite installs.
+	OwnershipTerm time.Duration
 }
 
 // RegisterFlags adds the suite's flags to the global flag set.
@@ -69,6 +71,7 @@ func RegisterFlags() *Options {
 	flag.BoolVar(&o.Scorecard, "scorecard", false, "print the result as operator-sdk scorecard v1alpha3 TestStatus JSON on stdout (for a scorecard custom test)")
 	flag.BoolVar(&o.KeepFailed, "keep-failed", false, "keep the namespaces of failed scenarios for inspection")
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
+	flag.DurationVar(&o.OwnershipTerm, "ownership-term", 20*time.Second, "--ownership-term of the operators the suite installs (shorter than the operator's default, so that the scope-migration scenario's takeovers are quick)")
 	flag.StringVar(&o.StorageClasses, "storage-classes", "local-path,local-path-b", "FROM,TO: the StorageClasses the storage-migration scenario moves a cluster between (the local cluster has both); empty leaves it out")
 	return o
 }

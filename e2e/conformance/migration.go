@@ -1,0 +1,66 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/quorate-dev/quorate/e2e/framework"
+)
+
+// ScopeMigration moves the management of a cluster from a cluster-wide install to a namespaced
+// one and back, under load, as a team does when it changes an operator's install scope, with
+// scaling on each side of each move. Both installs see the cluster while they overlap; the
+// cluster's claim decides which acts. The Events each install wrote prove that no two changed
+// the cluster in overlapping windows.
+func ScopeMigration(operatorNS string) framework.Scenario {
+	return framework.Scenario{Name: "scope-migration", Labels: map[string]string{"suite": "migration"}, Replicas: 3, Budget: changeBudget,
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			wide, narrow := framework.Identity(operatorNS), framework.Identity(r.Namespace)
+			if err := r.WaitOwner(ctx, wide); err != nil {
+				return err
+			}
+			// A namespaced install joins: both see the cluster; the cluster-wide one keeps it.
+			if err := r.InstallNamespaced(ctx, r.Namespace); err != nil {
+				return err
+			}
+			r.OnCleanup(func(ctx context.Context) error { return r.ScaleInstall(ctx, operatorNS, 1) })
+			if err := r.Scale(ctx, 5); err != nil {
+				return err
+			}
+			// The cluster-wide install goes: the namespaced one takes over once the claim expires.
+			if err := r.ScaleInstall(ctx, operatorNS, 0); err != nil {
+				return err
+			}
+			if err := r.WaitOwner(ctx, narrow); err != nil {
+				return err
+			}
+			if err := r.Scale(ctx, 3); err != nil {
+				return err
+			}
+			// And back: the cluster-wide install returns, the namespaced one goes.
+			if err := r.ScaleInstall(ctx, operatorNS, 1); err != nil {
+				return err
+			}
+			if err := r.Scale(ctx, 5); err != nil {
+				return err
+			}
+			if err := r.RemoveNamespacedInstall(ctx, r.Namespace); err != nil {
+				return err
+			}
+			if err := r.WaitOwner(ctx, wide); err != nil {
+				return err
+			}
+			if err := r.Scale(ctx, 3); err != nil {
+				return err
+			}
+			counts, err := r.CheckOwnership(ctx)
+			if err != nil {
+				return err
+			}
+			if counts[wide] == 0 || counts[narrow] == 0 {
+				return fmt.Errorf("changes by install: %v; want both installs to have managed the cluster", counts)
+			}
+			r.T.Logf("changes by install: %v, each while it held the cluster's claim", counts)
+			return nil
+		}}
+}

@@ -1,0 +1,131 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+)
+
+// Identity of an install that runs in namespace ns (what it writes in the claims it holds).
+func Identity(ns string) string { return ns + "/quorate-operator" }
+
+// ScaleInstall sets the replicas of the operator Deployment of the install in ns (0 stops the
+// install without removing it) and waits until they run.
+func (r *Run) ScaleInstall(ctx context.Context, ns string, replicas int32) error {
+	c := r.Suite.Client
+	d := &appsv1.Deployment{}
+	key := types.NamespacedName{Namespace: ns, Name: "quorate-controller-manager"}
+	if err := c.Get(ctx, key, d); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = ptr.To(replicas)
+	r.Event("action", "operator", fmt.Sprintf("operator install in %s scaled to %d", ns, replicas))
+	if err := c.Patch(ctx, d, patch); err != nil {
+		return err
+	}
+	return r.WaitFor(ctx, fmt.Sprintf("the install in %s to run %d replicas", ns, replicas), 3*time.Minute, func() error {
+		if err := c.Get(ctx, key, d); err != nil {
+			return err
+		}
+		if d.Status.ObservedGeneration != d.Generation || d.Status.Replicas != replicas || d.Status.AvailableReplicas != replicas {
+			return fmt.Errorf("%d replicas, %d available", d.Status.Replicas, d.Status.AvailableReplicas)
+		}
+		return nil
+	})
+}
+
+// WaitOwner waits until the cluster's status names identity as the install that manages it.
+func (r *Run) WaitOwner(ctx context.Context, identity string) error {
+	return r.WaitFor(ctx, identity+" to hold the cluster's claim", 5*time.Minute, func() error {
+		ec, err := r.GetCluster(ctx)
+		if err != nil {
+			return err
+		}
+		if ec.Status.Operator != identity {
+			return fmt.Errorf("status.operator is %q", ec.Status.Operator)
+		}
+		return nil
+	})
+}
+
+// CheckOwnership reads the operators' Events about the cluster and checks that every change
+// an install made (membership, pods, volumes) falls in a time it held the cluster's claim, as
+// its own ownership Events bound it: no two installs acted in overlapping windows. It returns
+// how many changes each install made.
+func (r *Run) CheckOwnership(ctx context.Context) (map[string]int, error) {
+	var list corev1.EventList
+	if err := r.Suite.Client.List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
+		return nil, err
+	}
+	type change struct {
+		at      time.Time
+		source  string
+		reason  string
+		message string
+	}
+	var claims, acts []change
+	changes := []string{v1alpha1.EventMemberAdded, v1alpha1.EventMemberPromoted, v1alpha1.EventMemberRemoved, v1alpha1.EventLeaderMoved,
+		v1alpha1.EventMemberRestarting, v1alpha1.EventVolumeDeleted, v1alpha1.EventPodReplaced}
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind != "EtcdCluster" || e.InvolvedObject.Name != r.Cluster {
+			continue
+		}
+		at := e.FirstTimestamp.Time
+		if at.IsZero() {
+			at = e.EventTime.Time
+		}
+		c := change{at: at, source: e.Source.Component, reason: e.Reason, message: e.Message}
+		switch {
+		case e.Reason == v1alpha1.EventOwnershipAcquired || e.Reason == v1alpha1.EventOwnershipTakenOver:
+			claims = append(claims, c)
+		case slices.Contains(changes, e.Reason):
+			if e.Count > 1 {
+				c.at = e.LastTimestamp.Time // the same change reported again: judge its last report too
+			}
+			acts = append(acts, c)
+		}
+	}
+	if len(claims) == 0 {
+		return nil, fmt.Errorf("no ownership Event about %s", r.Cluster)
+	}
+	sort.Slice(claims, func(i, j int) bool { return claims[i].at.Before(claims[j].at) })
+	owner := func(at time.Time) (string, time.Time) {
+		holder, since := "", time.Time{}
+		for _, c := range claims {
+			if !c.at.After(at) {
+				holder, since = c.source, c.at
+			}
+		}
+		return holder, since
+	}
+	counts := map[string]int{}
+	var problems []string
+	for _, a := range acts {
+		counts[a.source]++
+		holder, since := owner(a.at)
+		// Event times have a resolution of a second: a change in the second a claim moved
+		// to the install that made it is in its window.
+		if holder != a.source && !slices.ContainsFunc(claims, func(c change) bool { return c.source == a.source && c.at.Sub(a.at).Abs() <= time.Second }) {
+			problems = append(problems, fmt.Sprintf("%s at %s by %s (%s) while %s held the claim (since %s)", a.reason, a.at.Format(time.RFC3339), a.source, a.message, holder, since.Format(time.RFC3339)))
+		}
+	}
+	for _, c := range claims {
+		r.Event("ownership", c.reason, c.message)
+	}
+	if len(problems) > 0 {
+		return counts, fmt.Errorf("changes made by an install that did not hold the claim: %s", strings.Join(problems, "; "))
+	}
+	return counts, nil
+}
