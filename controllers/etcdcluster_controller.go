@@ -143,7 +143,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if execErr != nil {
 		return ctrl.Result{}, execErr
 	}
-	return ctrl.Result{RequeueAfter: res.requeueAfter}, nil
+	return ctrl.Result{RequeueAfter: r.Ownership.renewWithin(res.requeueAfter)}, nil
 }
 
 // fail records an error that stopped the pass before planning, then returns it for backoff.

@@ -93,6 +93,16 @@ func (r *Reconciler) claim(ctx context.Context, c *v1alpha1.EtcdCluster) (bool, 
 	return true, o.Identity, nil
 }
 
+// renewWithin shortens a requeue so that the next pass comes while the claim has more than
+// half its term left: a settled cluster's claim is renewed in time, and never lapses while its
+// holder runs.
+func (o *Ownership) renewWithin(after time.Duration) time.Duration {
+	if o == nil || o.Term <= 0 {
+		return after
+	}
+	return min(after, o.Term/3)
+}
+
 func (o *Ownership) spec(now time.Time, transitions int32) coordinationv1.LeaseSpec {
 	t := metav1.MicroTime{Time: now}
 	return coordinationv1.LeaseSpec{HolderIdentity: ptr.To(o.Identity), LeaseDurationSeconds: ptr.To(int32(o.Term.Seconds())),

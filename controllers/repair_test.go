@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -642,4 +643,59 @@ func TestTwoInstallsNeverBothAct(t *testing.T) {
 	if got := ptr.Deref(lease.Spec.LeaseTransitions, 0); got != 1 || ptr.Deref(lease.Spec.HolderIdentity, "") != other {
 		t.Errorf("claim: holder %v, %d transitions; want %s after one transition", lease.Spec.HolderIdentity, got, other)
 	}
+}
+
+// A pod stuck terminating (its node does not answer, so the kubelet never finishes it) is
+// reported with its node, and holds up only its own member: another member's missing pod is
+// still created.
+func TestPodStuckTerminatingIsReported(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	deadlines := planner.DefaultDeadlines
+	deadlines.Terminating = 2 * time.Second
+	startWith(t, ns, fake, "test/"+ns, deadlines)
+	kubelet(t, ns)
+	ctx := context.Background()
+	bootstrap(t, ns, "stk", 3, fake)
+	// stk-1's pod keeps a finalizer, as if its kubelet never confirmed it stopped.
+	p := &corev1.Pod{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "stk-1"}, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Finalizers = append(p.Finalizers, "test.quorate.dev/unreachable-node")
+	if err := k8s.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p := &corev1.Pod{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "stk-1"}, p); err == nil {
+			p.Finalizers = nil
+			_ = k8s.Update(ctx, p)
+		}
+	})
+	fake.SetDown("stk-1", true)
+	if err := k8s.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	// Meanwhile stk-2's pod is lost too: it is recreated although stk-1's is stuck.
+	fake.SetDown("stk-2", true)
+	old := podUIDs(t, ns)["stk-2"]
+	if err := k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stk-2"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, timeout, "stk-2's pod recreated while stk-1's is stuck", func() error {
+		if uid, ok := podUIDs(t, ns)["stk-2"]; !ok || uid == old {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	fake.SetDown("stk-2", false)
+	waitFor(t, ns, "stk", "stk-1 reported as stuck", func(c *v1alpha1.EtcdCluster) error {
+		d := condition(c, v1alpha1.ConditionDegraded)
+		if d.Reason != v1alpha1.ReasonMemberUnhealthy || !strings.Contains(d.Message, "member stk-1 does not answer (its pod has been terminating for") ||
+			!strings.Contains(d.Message, `on node "", which does not finish it; once the node is gone for good, delete the pod with --force)`) {
+			return fmt.Errorf("Degraded=%s/%s: %s", d.Status, d.Reason, d.Message)
+		}
+		return nil
+	})
 }

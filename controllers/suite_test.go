@@ -150,6 +150,12 @@ func startOperator(t *testing.T, ns string, fake *etcd.Fake) *operator {
 // startInstall starts an operator install with its own identity.
 func startInstall(t *testing.T, ns string, fake *etcd.Fake, identity string) *operator {
 	t.Helper()
+	return startWith(t, ns, fake, identity, planner.DefaultDeadlines)
+}
+
+// startWith starts an operator install with its own identity and deadlines.
+func startWith(t *testing.T, ns string, fake *etcd.Fake, identity string, deadlines planner.Deadlines) *operator {
+	t.Helper()
 	op := &operator{done: make(chan struct{}), writes: &writeCounter{}, fake: fake}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -198,7 +204,7 @@ func startInstall(t *testing.T, ns string, fake *etcd.Fake, identity string) *op
 		Expectations: expectations.New(time.Minute),
 		ResyncPeriod: 500 * time.Millisecond,
 		StepDelay:    50 * time.Millisecond,
-		Settings:     Settings{Deadlines: planner.DefaultDeadlines},
+		Settings:     Settings{Deadlines: deadlines},
 		Ownership:    &Ownership{Identity: identity, Term: ownershipTerm},
 	}
 	counting := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

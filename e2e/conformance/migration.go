@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/quorate-dev/quorate/e2e/framework"
 )
@@ -28,6 +29,7 @@ func ScopeMigration(operatorNS string) framework.Scenario {
 				return err
 			}
 			// The cluster-wide install goes: the namespaced one takes over once the claim expires.
+			wideGone := time.Now()
 			if err := r.ScaleInstall(ctx, operatorNS, 0); err != nil {
 				return err
 			}
@@ -44,6 +46,7 @@ func ScopeMigration(operatorNS string) framework.Scenario {
 			if err := r.Scale(ctx, 5); err != nil {
 				return err
 			}
+			narrowGone := time.Now()
 			if err := r.RemoveNamespacedInstall(ctx, r.Namespace); err != nil {
 				return err
 			}
@@ -53,9 +56,19 @@ func ScopeMigration(operatorNS string) framework.Scenario {
 			if err := r.Scale(ctx, 3); err != nil {
 				return err
 			}
-			counts, err := r.CheckOwnership(ctx)
+			counts, claims, err := r.CheckOwnership(ctx)
 			if err != nil {
 				return err
+			}
+			// A claim moves only when its holder has gone: never while it runs.
+			want := []framework.Claim{{Holder: wide}, {At: wideGone, Holder: narrow}, {At: narrowGone, Holder: wide}}
+			if len(claims) != len(want) {
+				return fmt.Errorf("claims %v, want the cluster-wide install, then the namespaced one, then the cluster-wide one", claims)
+			}
+			for i, c := range claims {
+				if c.Holder != want[i].Holder || c.At.Before(want[i].At.Truncate(time.Second)) {
+					return fmt.Errorf("claim %d: %s at %s, want %s after %s", i, c.Holder, c.At.Format(time.RFC3339), want[i].Holder, want[i].At.Format(time.RFC3339))
+				}
 			}
 			if counts[wide] == 0 || counts[narrow] == 0 {
 				return fmt.Errorf("changes by install: %v; want both installs to have managed the cluster", counts)

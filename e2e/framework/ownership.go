@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/history"
 )
 
 // Identity of an install that runs in namespace ns (what it writes in the claims it holds).
@@ -60,14 +61,20 @@ func (r *Run) WaitOwner(ctx context.Context, identity string) error {
 	})
 }
 
+// Claim is an install taking a cluster's claim, as its ownership Event says.
+type Claim struct {
+	At     time.Time
+	Holder string
+}
+
 // CheckOwnership reads the operators' Events about the cluster and checks that every change
 // an install made (membership, pods, volumes) falls in a time it held the cluster's claim, as
 // its own ownership Events bound it: no two installs acted in overlapping windows. It returns
-// how many changes each install made.
-func (r *Run) CheckOwnership(ctx context.Context) (map[string]int, error) {
+// how many changes each install made, and the claims in time order.
+func (r *Run) CheckOwnership(ctx context.Context) (map[string]int, []Claim, error) {
 	var list corev1.EventList
 	if err := r.Suite.Client.List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	type change struct {
 		at      time.Time
@@ -98,7 +105,7 @@ func (r *Run) CheckOwnership(ctx context.Context) (map[string]int, error) {
 		}
 	}
 	if len(claims) == 0 {
-		return nil, fmt.Errorf("no ownership Event about %s", r.Cluster)
+		return nil, nil, fmt.Errorf("no ownership Event about %s", r.Cluster)
 	}
 	sort.Slice(claims, func(i, j int) bool { return claims[i].at.Before(claims[j].at) })
 	owner := func(at time.Time) (string, time.Time) {
@@ -121,11 +128,15 @@ func (r *Run) CheckOwnership(ctx context.Context) (map[string]int, error) {
 			problems = append(problems, fmt.Sprintf("%s at %s by %s (%s) while %s held the claim (since %s)", a.reason, a.at.Format(time.RFC3339), a.source, a.message, holder, since.Format(time.RFC3339)))
 		}
 	}
+	var out []Claim
+	r.mu.Lock()
 	for _, c := range claims {
-		r.Event("ownership", c.reason, c.message)
+		r.events = append(r.events, history.Event{Time: c.at.UnixNano(), Kind: "ownership", Name: c.reason, Text: c.message})
+		out = append(out, Claim{At: c.at, Holder: c.source})
 	}
+	r.mu.Unlock()
 	if len(problems) > 0 {
-		return counts, fmt.Errorf("changes made by an install that did not hold the claim: %s", strings.Join(problems, "; "))
+		return counts, out, fmt.Errorf("changes made by an install that did not hold the claim: %s", strings.Join(problems, "; "))
 	}
-	return counts, nil
+	return counts, out, nil
 }
