@@ -207,6 +207,10 @@ e2e: conformance image images $(KUSTOMIZE) ## Run the whole suite on a local clu
 e2e-safety: ## Run the safety scenarios (volumes deleted, data wiped, power loss, bad image, NOSPACE, retention, forced recovery) on a local cluster.
 	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=safety REPORT_DIR=$(REPORT_DIR)/safety
 
+.PHONY: e2e-migration
+e2e-migration: ## Run the migration scenarios (storage class change, install-scope change) on a local cluster.
+	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=migration REPORT_DIR=$(REPORT_DIR)/migration
+
 .PHONY: e2e-chaos
 e2e-chaos: conformance image images $(KUSTOMIZE) ## Run steady state and scale 3->5->3 under every Chaos Mesh fault (FAULTS narrows: FAULTS=pod-kill-leader,delay).
 	KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator --install-chaos-mesh \

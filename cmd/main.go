@@ -2,8 +2,11 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -54,6 +57,7 @@ func main() {
 		resync, rollSettle                           time.Duration
 		deadlines                                    = planner.DefaultDeadlines
 		ownershipTerm                                time.Duration
+		allowPlaintext                               bool
 		images                                       resources.Images
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (0 disables it)")
@@ -72,6 +76,7 @@ func main() {
 		defaultTerm = time.Minute
 	}
 	flag.DurationVar(&ownershipTerm, "ownership-term", defaultTerm, "how long this instance's claim on a cluster lasts without renewal; another Quorate install that sees the cluster takes it over only after it expires (0 turns claims off: only for a single install)")
+	flag.BoolVar(&allowPlaintext, "allow-plaintext", false, "manage EtcdClusters with tls.enabled false (anyone who reaches their members can read and write them); off: such clusters are refused with the condition InvalidSpec")
 	flag.StringVar(&images.EtcdRepository, "etcd-image-repository", envflag.Or("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
 	flag.StringVar(&images.Launcher, "launcher-image", envflag.Or("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
 	flag.StringVar(&pullPolicy, "image-pull-policy", envflag.Or("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
@@ -117,16 +122,17 @@ func main() {
 	}
 	id := identity()
 	r := &controllers.Reconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Scheme:       mgr.GetScheme(),
-		Recorder:     mgr.GetEventRecorderFor(id), //nolint:staticcheck // core/v1 events show in kubectl describe; the source names the install
-		Images:       images,
-		EtcdFactory:  etcd.NewClient,
-		Expectations: expectations.New(2 * time.Minute),
-		ResyncPeriod: resync,
-		Settings:     controllers.Settings{RollSettle: rollSettle, Deadlines: deadlines},
-		Ownership:    &controllers.Ownership{Identity: id, Term: ownershipTerm},
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		Scheme:         mgr.GetScheme(),
+		Recorder:       mgr.GetEventRecorderFor(id), //nolint:staticcheck // core/v1 events show in kubectl describe; the source names the install
+		Images:         images,
+		EtcdFactory:    etcd.NewClient,
+		Expectations:   expectations.New(2 * time.Minute),
+		ResyncPeriod:   resync,
+		Settings:       controllers.Settings{RollSettle: rollSettle, Deadlines: deadlines},
+		Ownership:      &controllers.Ownership{Identity: id, Term: ownershipTerm},
+		AllowPlaintext: allowPlaintext,
 	}
 	if err := r.SetupWithManager(mgr, concurrency); err != nil {
 		log.Error(err, "setting up the controller")
@@ -136,7 +142,16 @@ func main() {
 		log.Error(err, "adding health check")
 		os.Exit(1)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// Ready once the cache has synced: before that, every pass would act on an empty view.
+	cacheSynced := func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("the cache has not synced yet")
+		}
+		return nil
+	}
+	if err := mgr.AddReadyzCheck("cache-synced", cacheSynced); err != nil {
 		log.Error(err, "adding ready check")
 		os.Exit(1)
 	}

@@ -44,6 +44,8 @@ type Reconciler struct {
 	Settings Settings
 	// Ownership is this instance's claim on the clusters it manages (nil: no claims).
 	Ownership *Ownership
+	// AllowPlaintext lets the operator manage clusters with TLS off.
+	AllowPlaintext bool
 }
 
 // The verbs the code uses, and no more (the controllers' tests count every write by verb):
@@ -88,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	c.Status.Operator = holder
 
-	if err := validateSpec(c); err != nil {
+	if err := validateSpec(c, r.AllowPlaintext); err != nil {
 		return r.fail(ctx, original, c, v1alpha1.ReasonInvalidSpec, err)
 	}
 	// Prepare: certificates and Services exist before any member needs them.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -104,5 +105,21 @@ func TestInvalidLabelKeyIsRefused(t *testing.T) {
 	wantCondition(t, ns, "keys", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec, want))
 	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
 		t.Fatalf("pods %v were built from an invalid spec", pods)
+	}
+}
+
+// A plaintext cluster is refused unless the operator was started to allow it.
+func TestPlaintextNeedsTheOperatorsConsent(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns, etcd.NewFake("3.6.16"))
+	c := newCluster(ns, "plain", 3)
+	c.Spec.TLS.Enabled = ptr.To(false)
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, ns, "plain", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec,
+		"spec.tls.enabled is false, but this operator does not run plaintext clusters: anyone who reaches the members could read and write them; remove tls.enabled, or start the operator with --allow-plaintext"))
+	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
+		t.Fatalf("a plaintext cluster got pods %v", pods)
 	}
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -14,7 +15,10 @@ import (
 // template's labels, annotations and node selector (their values are checked by the schema).
 // A spec that fails stops the pass with the InvalidSpec condition, before any member is built
 // from it.
-func validateSpec(c *v1alpha1.EtcdCluster) error {
+func validateSpec(c *v1alpha1.EtcdCluster, allowPlaintext bool) error {
+	if !c.Spec.TLS.IsEnabled() && !allowPlaintext {
+		return errors.New("spec.tls.enabled is false, but this operator does not run plaintext clusters: anyone who reaches the members could read and write them; remove tls.enabled, or start the operator with --allow-plaintext")
+	}
 	t := c.Spec.PodTemplate
 	if t == nil {
 		return nil

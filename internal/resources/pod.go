@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -40,6 +41,12 @@ type MemberPod struct {
 	// ForceNewCluster starts etcd with --force-new-cluster: the member becomes the single
 	// member of the cluster, keeping its data and the cluster ID (a forced recovery).
 	ForceNewCluster bool
+}
+
+// DefaultRequests are a member's requests when the pod template sets none: enough for a small
+// cluster's steady load.
+func DefaultRequests() corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}
 }
 
 // ForcesNewCluster reports whether a member pod starts etcd with --force-new-cluster.
@@ -160,9 +167,14 @@ func LaunchArgs(c *v1alpha1.EtcdCluster, p MemberPod, v version.Version) []strin
 
 // etcdContainer runs etcd behind the launcher, with probes on the metrics listener.
 func etcdContainer(c *v1alpha1.EtcdCluster, p MemberPod, v version.Version, tmpl *v1alpha1.PodTemplate, im Images, mounts []corev1.VolumeMount) corev1.Container {
-	resources := corev1.ResourceRequirements{Requests: corev1.ResourceList{}}
+	// Without requests a member would be BestEffort: the first evicted under memory
+	// pressure, and starved of CPU. The template's requests replace these.
+	resources := corev1.ResourceRequirements{Requests: DefaultRequests()}
 	if tmpl.Resources != nil {
 		resources = *tmpl.Resources.DeepCopy()
+		if len(resources.Requests) == 0 && len(resources.Limits) == 0 {
+			resources.Requests = DefaultRequests()
+		}
 	}
 	probe := func(path string, period, failures int32) *corev1.Probe {
 		return &corev1.Probe{

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -200,5 +202,31 @@ func TestServicesPublishMembers(t *testing.T) {
 	}
 	if peer.Annotations[names.AnnotationObjectHash] == "" || peer.Annotations[names.AnnotationObjectHash] == client.Annotations[names.AnnotationObjectHash] {
 		t.Error("services must carry distinct content hashes")
+	}
+}
+
+// A member is never BestEffort: without requests in the template it gets the defaults; a
+// template's own requests or limits are kept as they are.
+func TestMemberResources(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tmpl *v1alpha1.PodTemplate
+		want corev1.ResourceRequirements
+	}{
+		{"no template", nil, corev1.ResourceRequirements{Requests: DefaultRequests()}},
+		{"requests of its own", &v1alpha1.PodTemplate{Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}},
+			corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}},
+		{"limits only (Kubernetes takes them as requests)", &v1alpha1.PodTemplate{Resources: &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")}}},
+			corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")}}},
+	} {
+		c := cluster()
+		c.Spec.PodTemplate = tc.tmpl
+		pod, err := Pod(c, MemberPod{Member: "demo-0"}, images)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pod.Spec.Containers[0].Resources; !equality.Semantic.DeepEqual(got, tc.want) {
+			t.Errorf("%s: resources %+v, want %+v", tc.name, got, tc.want)
+		}
 	}
 }
