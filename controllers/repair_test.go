@@ -445,7 +445,11 @@ func TestForcedRecovery(t *testing.T) {
 	}
 	assertEvent(t, ns, v1alpha1.EventRecoveryStarted, "forcing a new cluster from member rec-1, which has applied revision 1234 (the most of the members that answer): writes acknowledged after revision 1234 that it had not applied are lost")
 	eventually(t, timeout, "rec-1 restarted with --force-new-cluster", func() error {
-		if !slices.Contains(podArgs(t, ns, "rec-1"), "--force-new-cluster") {
+		p := &corev1.Pod{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "rec-1"}, p); err != nil {
+			return err
+		}
+		if !slices.Contains(p.Spec.Containers[0].Command, "--force-new-cluster") {
 			return errors.New("not yet")
 		}
 		return nil
