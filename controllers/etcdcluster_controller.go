@@ -76,6 +76,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Owner references let the garbage collector delete members, volumes and secrets.
 		return ctrl.Result{}, nil
 	}
+	if !r.Expectations.OwnerCurrent(req.NamespacedName, c.ResourceVersion) {
+		// The cached cluster predates the operator's last status write: its status is not the
+		// one recorded, and a pass from it would announce and write old news again.
+		log.V(1).Info("cache is behind the operator's last status write", "resourceVersion", c.ResourceVersion)
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 	original := c.DeepCopy()
 	c.Default()
 

@@ -226,10 +226,9 @@ func errorStatus(original *v1alpha1.EtcdCluster, operator string, gen int64, rea
 	return st
 }
 
-// writeStatus emits Events for condition changes, records metrics, and writes status once,
-// only if it changed.
+// writeStatus records metrics, writes status once, only if it changed, and then emits Events
+// for condition changes.
 func (r *Reconciler) writeStatus(ctx context.Context, original *v1alpha1.EtcdCluster, st v1alpha1.EtcdClusterStatus) error {
-	r.eventOnTransitions(original, original.Status, st)
 	recordMetrics(original, original.Status, st)
 	if equality.Semantic.DeepEqual(original.Status, st) {
 		return nil
@@ -239,6 +238,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, original *v1alpha1.EtcdClu
 	if err := r.Status().Patch(ctx, updated, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("writing status: %w", err)
 	}
+	// Until the cache shows this write, a pass would start from the status it replaced.
+	r.Expectations.ExpectOwnerNewerThan(client.ObjectKeyFromObject(original), original.ResourceVersion)
+	// Transitions are announced once they are recorded: a refused write announces nothing.
+	r.eventOnTransitions(original, original.Status, st)
 	return nil
 }
 

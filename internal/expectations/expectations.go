@@ -24,6 +24,14 @@ type pending struct {
 	deletes map[Key]deleteExp
 }
 
+// superseded is a resourceVersion of the owner itself that the operator has replaced by
+// writing the owner (its status): a cached copy still at that version is older than what the
+// operator knows.
+type superseded struct {
+	resourceVersion string
+	at              time.Time
+}
+
 type deleteExp struct {
 	uid types.UID
 	at  time.Time
@@ -35,12 +43,13 @@ type Expectations struct {
 	ttl     time.Duration
 	now     func() time.Time
 	byOwner map[types.NamespacedName]*pending
+	owners  map[types.NamespacedName]superseded
 }
 
 // New returns an empty store. An expectation older than ttl is dropped, so a create that
 // somebody else undid at once cannot block a cluster forever.
 func New(ttl time.Duration) *Expectations {
-	return &Expectations{ttl: ttl, now: time.Now, byOwner: map[types.NamespacedName]*pending{}}
+	return &Expectations{ttl: ttl, now: time.Now, byOwner: map[types.NamespacedName]*pending{}, owners: map[types.NamespacedName]superseded{}}
 }
 
 func (e *Expectations) get(owner types.NamespacedName) *pending {
@@ -102,9 +111,35 @@ func (e *Expectations) Satisfied(owner types.NamespacedName, observed Observed) 
 	return false, fmt.Sprintf("waiting for the cache to see the %v", waiting)
 }
 
+// ExpectOwnerNewerThan records that the operator wrote the owner, replacing its
+// resourceVersion rv: until the cache holds another version, a cached copy is stale (its status
+// lacks what the operator just wrote, and a pass planned from it would undo or repeat that).
+func (e *Expectations) ExpectOwnerNewerThan(owner types.NamespacedName, rv string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.owners[owner] = superseded{resourceVersion: rv, at: e.now()}
+}
+
+// OwnerCurrent reports whether a cached copy of the owner at resourceVersion rv is at least as
+// new as the operator's last write of it, clearing the record once it is.
+func (e *Expectations) OwnerCurrent(owner types.NamespacedName, rv string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, ok := e.owners[owner]
+	if !ok {
+		return true
+	}
+	if s.resourceVersion == rv && e.now().Sub(s.at) <= e.ttl {
+		return false
+	}
+	delete(e.owners, owner)
+	return true
+}
+
 // Forget drops everything recorded for an owner (when it is deleted).
 func (e *Expectations) Forget(owner types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.byOwner, owner)
+	delete(e.owners, owner)
 }

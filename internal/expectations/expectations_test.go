@@ -50,3 +50,38 @@ func TestExpectations(t *testing.T) {
 		t.Fatal("Forget did not drop expectations")
 	}
 }
+
+func TestOwnerVersion(t *testing.T) {
+	owner := types.NamespacedName{Namespace: "ns", Name: "demo"}
+	clock := time.Unix(1000, 0)
+	e := New(time.Minute)
+	e.now = func() time.Time { return clock }
+
+	if !e.OwnerCurrent(owner, "5") {
+		t.Fatal("nothing recorded must be current")
+	}
+	e.ExpectOwnerNewerThan(owner, "5")
+	if e.OwnerCurrent(owner, "5") {
+		t.Fatal("the version the operator replaced counted as current")
+	}
+	if !e.OwnerCurrent(owner, "7") {
+		t.Fatal("a newer version did not count as current")
+	}
+	// Once caught up, the record is gone: the same version is not refused again.
+	if !e.OwnerCurrent(owner, "5") {
+		t.Fatal("record kept after the cache caught up")
+	}
+
+	// A write whose result the cache never shows (the object was replaced) expires.
+	e.ExpectOwnerNewerThan(owner, "9")
+	clock = clock.Add(2 * time.Minute)
+	if !e.OwnerCurrent(owner, "9") {
+		t.Fatal("expired record still blocks")
+	}
+
+	e.ExpectOwnerNewerThan(owner, "11")
+	e.Forget(owner)
+	if !e.OwnerCurrent(owner, "11") {
+		t.Fatal("Forget did not drop the owner's version")
+	}
+}
