@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,13 +89,18 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 		return nil
 	}
 
-	want := []string{names.ServerSecret(c.Name), names.PeerSecret(c.Name), names.ClientSecret(c.Name)}
+	// Two CAs: the cluster CA signs the server certificate and the client certificates (the
+	// applications' and the operator's own); the peer CA signs the peer certificate alone, and
+	// members trust only it on the peer port: a client certificate is no peer. Clusters made
+	// before the peer CA existed keep the peer certificate they have (Secrets are never
+	// rewritten).
+	leaves := []string{names.ServerSecret(c.Name), names.PeerSecret(c.Name), names.ClientSecret(c.Name), names.OperatorSecret(c.Name)}
 	missing := false
-	for _, n := range append([]string{names.CASecret(c.Name)}, want...) {
+	for _, n := range append([]string{names.CASecret(c.Name), names.PeerCASecret(c.Name)}, leaves...) {
 		s, err := r.secret(ctx, c.Namespace, n)
 		switch {
 		case apierrors.IsNotFound(err):
-			missing = missing || n != names.CASecret(c.Name)
+			missing = missing || slices.Contains(leaves, n)
 		case err != nil:
 			return err
 		default:
@@ -106,38 +112,40 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 	if !missing {
 		return nil
 	}
-	ca, err := r.ensureCA(ctx, c)
-	if err != nil {
-		return err
-	}
 	now := time.Now()
 	serverDNS, peerDNS := serverNames(c)
-	for _, n := range want {
+	for _, n := range leaves {
 		if _, err := r.secret(ctx, c.Namespace, n); err == nil {
 			continue
 		}
-		var pair pki.Pair
+		caName, cn, dns, ips, usage := names.CASecret(c.Name), "", []string(nil), []net.IP(nil), pki.ClientOnly
 		switch n {
 		case names.ServerSecret(c.Name):
-			pair, err = ca.Issue(c.Name+"-server", serverDNS, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, pki.ServerAndClient, now)
+			cn, dns, ips, usage = c.Name+"-server", serverDNS, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, pki.ServerAndClient
 		case names.PeerSecret(c.Name):
-			pair, err = ca.Issue(c.Name+"-peer", peerDNS, nil, pki.ServerAndClient, now)
+			caName, cn, dns, usage = names.PeerCASecret(c.Name), c.Name+"-peer", peerDNS, pki.ServerAndClient
+		case names.OperatorSecret(c.Name):
+			cn = "quorate-operator"
 		default:
-			pair, err = ca.Issue("quorate-client", nil, nil, pki.ClientOnly, now)
+			cn = "quorate-client"
 		}
+		ca, err := r.ensureCA(ctx, c, caName)
+		if err != nil {
+			return err
+		}
+		pair, err := ca.Issue(cn, dns, ips, usage, now)
 		if err != nil {
 			return err
 		}
 		if err := r.Create(ctx, tlsSecret(c, n, ca, pair)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating secret %s: %w", n, err)
 		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, "CertificateIssued", "issued %s from the cluster CA", n)
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateIssued, "issued %s from %s", n, caName)
 	}
 	return nil
 }
 
-func (r *Reconciler) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster) (*pki.CA, error) {
-	name := names.CASecret(c.Name)
+func (r *Reconciler) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster, name string) (*pki.CA, error) {
 	s, err := r.secret(ctx, c.Namespace, name)
 	if err == nil {
 		return pki.LoadCA(s.Data[pki.KeyCACert], s.Data[pki.KeyCAKey])
@@ -145,7 +153,7 @@ func (r *Reconciler) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster) (*pk
 	if !apierrors.IsNotFound(err) {
 		return nil, err
 	}
-	ca, err := pki.NewCA(c.Name+"-ca", time.Now())
+	ca, err := pki.NewCA(name, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +166,7 @@ func (r *Reconciler) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster) (*pk
 	if err := r.Create(ctx, s); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// Another pass won; use its CA so every certificate chains to the same root.
-			return r.ensureCA(ctx, c)
+			return r.ensureCA(ctx, c, name)
 		}
 		return nil, fmt.Errorf("creating CA secret %s: %w", name, err)
 	}
@@ -170,7 +178,12 @@ func (r *Reconciler) clientTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (*t
 	if !c.Spec.TLS.IsEnabled() {
 		return nil, nil
 	}
-	name := names.ClientSecret(c.Name)
+	// The operator's own client certificate; clusters made before it existed use the
+	// applications' one.
+	name := names.OperatorSecret(c.Name)
+	if _, err := r.secret(ctx, c.Namespace, name); apierrors.IsNotFound(err) {
+		name = names.ClientSecret(c.Name)
+	}
 	if c.Spec.TLS.UserProvided() {
 		name = c.Spec.TLS.ClientSecretName
 	}

@@ -81,6 +81,10 @@ func PDB(cluster string) string { return cluster }
 
 // Secret names of the operator-generated certificates.
 func CASecret(cluster string) string     { return cluster + "-ca" }
+func PeerCASecret(cluster string) string { return cluster + "-peer-ca" }
+func OperatorSecret(cluster string) string {
+	return cluster + "-operator-tls"
+}
 func ServerSecret(cluster string) string { return cluster + "-server-tls" }
 func PeerSecret(cluster string) string   { return cluster + "-peer-tls" }
 func ClientSecret(cluster string) string { return cluster + "-client-tls" }
