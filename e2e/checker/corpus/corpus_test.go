@@ -118,7 +118,7 @@ type Entry struct {
 	Why     string `json:"why"`
 	History string `json:"history"`
 	// Inject names a bug of bugs applied to the history before judging it.
-	Inject string             `json:"inject,omitempty"`
+	Inject string              `json:"inject,omitempty"`
 	Budget availability.Budget `json:"budget"`
 	// Expect is what the run expected of a checker (pass unless named), as a scenario does.
 	Expect   map[string]history.Expectation `json:"expect,omitempty"`
