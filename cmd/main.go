@@ -6,12 +6,14 @@ import (
 	"crypto/tls"
 	"errors"
 	"flag"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -58,6 +60,7 @@ func main() {
 		deadlines                                    = planner.DefaultDeadlines
 		ownershipTerm                                time.Duration
 		allowPlaintext                               bool
+		operator                                     = resources.Operator{Labels: map[string]string{"control-plane": "controller-manager"}}
 		images                                       resources.Images
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (0 disables it)")
@@ -81,6 +84,8 @@ func main() {
 	flag.StringVar(&images.Launcher, "launcher-image", envflag.Or("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
 	flag.StringVar(&pullPolicy, "image-pull-policy", envflag.Or("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
 	opts := zap.Options{Development: false}
+	flag.StringVar(&operator.Namespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, which the clusters' NetworkPolicies admit to the client port (env POD_NAMESPACE; empty: pods with the operator's labels in any namespace)")
+	flag.Var(labelsFlag(operator.Labels), "operator-pod-labels", "labels (k=v,...) of the operator's pods, which the clusters' NetworkPolicies admit to the client port")
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
@@ -133,6 +138,7 @@ func main() {
 		Settings:       controllers.Settings{RollSettle: rollSettle, Deadlines: deadlines},
 		Ownership:      &controllers.Ownership{Identity: id, Term: ownershipTerm},
 		AllowPlaintext: allowPlaintext,
+		Operator:       operator,
 	}
 	if err := r.SetupWithManager(mgr, concurrency); err != nil {
 		log.Error(err, "setting up the controller")
@@ -160,4 +166,26 @@ func main() {
 		log.Error(err, "running the manager")
 		os.Exit(1)
 	}
+}
+
+// labelsFlag parses k=v,... into the map it wraps, replacing its defaults.
+type labelsFlag map[string]string
+
+func (l labelsFlag) String() string {
+	return labels.FormatLabels(l)
+}
+
+func (l labelsFlag) Set(v string) error {
+	m, err := labels.ConvertSelectorToLabelsMap(v)
+	if err != nil {
+		return fmt.Errorf("labels must be k=v,...: %w", err)
+	}
+	if len(m) == 0 {
+		return fmt.Errorf("at least one label is needed to select the operator's pods")
+	}
+	clear(l)
+	for k, val := range m {
+		l[k] = val
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,6 +47,8 @@ type Reconciler struct {
 	Ownership *Ownership
 	// AllowPlaintext lets the operator manage clusters with TLS off.
 	AllowPlaintext bool
+	// Operator selects the operator's own pods in the clusters' NetworkPolicies.
+	Operator resources.Operator
 }
 
 // The verbs the code uses, and no more (the controllers' tests count every write by verb):
@@ -56,6 +59,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 
@@ -106,6 +110,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		if err := r.ensureServices(ctx, c); err != nil {
 			return r.fail(ctx, original, c, v1alpha1.ReasonServicesNotReady, err)
+		}
+		if err := r.ensureNetworkPolicy(ctx, c); err != nil {
+			return r.fail(ctx, original, c, v1alpha1.ReasonNetworkPolicyNotReady, err)
 		}
 	}
 
@@ -183,6 +190,7 @@ func (r *Reconciler) setup(mgr ctrl.Manager, concurrency int, rec reconcile.Reco
 		Owns(&corev1.Service{}).
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Named("etcdcluster").
 		Complete(rec)

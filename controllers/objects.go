@@ -5,9 +5,11 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
@@ -29,6 +31,38 @@ func (r *Reconciler) ensureServices(ctx context.Context, c *v1alpha1.EtcdCluster
 		}
 	}
 	return nil
+}
+
+// ensureNetworkPolicy creates or updates the cluster's NetworkPolicy, or deletes it when
+// spec.networkPolicy.enabled is false.
+func (r *Reconciler) ensureNetworkPolicy(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+	np := resources.NetworkPolicy(c, r.Operator)
+	if !ptr.Deref(c.Spec.NetworkPolicy.Enabled, true) {
+		existing := &networkingv1.NetworkPolicy{}
+		err := r.Get(ctx, client.ObjectKeyFromObject(np), existing)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !metav1.IsControlledBy(existing, c) {
+			return nil // somebody else's: left alone
+		}
+		pre := client.Preconditions{UID: &existing.UID, ResourceVersion: &existing.ResourceVersion}
+		if err := r.Delete(ctx, existing, pre); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting NetworkPolicy %s (spec.networkPolicy.enabled is false): %w", existing.Name, err)
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventNetworkPolicyDeleted, "deleted NetworkPolicy %s: spec.networkPolicy.enabled is false", existing.Name)
+		return nil
+	}
+	err := r.apply(ctx, c, np, &networkingv1.NetworkPolicy{}, func(existing client.Object) {
+		existing.(*networkingv1.NetworkPolicy).Spec = np.Spec
+	})
+	if apierrors.IsInvalid(err) {
+		return fmt.Errorf("%w; correct spec.networkPolicy (the NetworkPolicy in force is unchanged)", err)
+	}
+	return err
 }
 
 // upkeep keeps the objects that follow the membership in line after a step: the PDB counts

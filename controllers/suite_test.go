@@ -206,6 +206,7 @@ func startWith(t *testing.T, ns string, fake *etcd.Fake, identity string, deadli
 		StepDelay:    50 * time.Millisecond,
 		Settings:     Settings{Deadlines: deadlines},
 		Ownership:    &Ownership{Identity: identity, Term: ownershipTerm},
+		Operator:     resources.Operator{Namespace: "quorate-system", Labels: map[string]string{"control-plane": "controller-manager"}},
 	}
 	counting := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		op.passes.Add(1)

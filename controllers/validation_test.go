@@ -173,6 +173,8 @@ func TestValidationRejectsBadInput(t *testing.T) {
 			want: []string{`spec.recovery.forceNewCluster: Invalid value: "-x": ` + msgToken}},
 		{name: "too many pod labels", spec: base + "podTemplate: {labels: {" + manyLabels(65) + "}}",
 			want: []string{"spec.podTemplate.labels: Too many: 65: must have at most 64 items", msgNotChecked}},
+		{name: "too many network policy clients", spec: base + "networkPolicy: {clients: [" + strings.TrimSuffix(strings.Repeat("{podSelector: {}}, ", 33), ", ") + "]}",
+			want: []string{"spec.networkPolicy.clients: Too many: 33: must have at most 32 items", msgNotChecked}},
 		{name: "uppercase name", objName: "Etcd", spec: base,
 			want: []string{`metadata.name: Invalid value: "Etcd": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`, `<nil>: Invalid value: ` + msgNameChars}},
 	} {

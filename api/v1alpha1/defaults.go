@@ -29,6 +29,9 @@ func (c *EtcdCluster) Default() {
 	if s.TLS.Enabled == nil {
 		s.TLS.Enabled = ptr.To(true)
 	}
+	if s.NetworkPolicy.Enabled == nil {
+		s.NetworkPolicy.Enabled = ptr.To(true)
+	}
 	o := &s.Etcd
 	if o.HeartbeatIntervalMillis == 0 {
 		o.HeartbeatIntervalMillis = DefaultHeartbeatIntervalMillis

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -77,6 +78,36 @@ type EtcdClusterSpec struct {
 	// Recovery asks for a recovery from permanent quorum loss.
 	// +optional
 	Recovery *RecoverySpec `json:"recovery,omitempty"`
+
+	// NetworkPolicy restricts who reaches the members, with one NetworkPolicy per cluster:
+	// the peer port only from the cluster's members, the client port from the operator and
+	// the clients named here, the metrics port from the monitoring named here. It takes effect
+	// where the cluster's network plugin enforces NetworkPolicies.
+	// +kubebuilder:default={}
+	// +optional
+	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
+}
+
+// NetworkPolicySpec configures the cluster's NetworkPolicy.
+type NetworkPolicySpec struct {
+	// Enabled creates the NetworkPolicy (default true); false deletes it.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// Clients may reach the client port (2379), besides the operator. Empty: every pod and
+	// address may (the policy then guards the peer port only).
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Clients []networkingv1.NetworkPolicyPeer `json:"clients,omitempty"`
+
+	// Monitoring may reach the metrics and health port (2381). Empty: every pod and address
+	// may.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Monitoring []networkingv1.NetworkPolicyPeer `json:"monitoring,omitempty"`
 }
 
 // RecoverySpec asks the operator to recover a cluster that lost a majority of its members

@@ -97,9 +97,12 @@ const (
 
 	// Degraded reasons of a pass that stopped before it could plan.
 	// ReasonInvalidSpec: the spec holds what the schema cannot check (label and annotation keys).
-	ReasonInvalidSpec           = "InvalidSpec"
-	ReasonTLSNotReady           = "TLSNotReady"
-	ReasonServicesNotReady      = "ServicesNotReady"
+	ReasonInvalidSpec      = "InvalidSpec"
+	ReasonTLSNotReady      = "TLSNotReady"
+	ReasonServicesNotReady = "ServicesNotReady"
+	// ReasonNetworkPolicyNotReady: the cluster's NetworkPolicy could not be written (the API
+	// server's message names what in spec.networkPolicy it refused).
+	ReasonNetworkPolicyNotReady = "NetworkPolicyNotReady"
 	ReasonObserveFailed         = "ObserveFailed"
 	ReasonRecordClusterIDFailed = "RecordClusterIDFailed"
 )
@@ -110,22 +113,24 @@ const (
 	EventClusterBootstrapped = "ClusterBootstrapped"
 	EventClusterIDRecovered  = "ClusterIDRecovered"
 	EventCertificateIssued   = "CertificateIssued"
-	EventMemberAdded         = "MemberAdded"
-	EventMemberPromoted      = "MemberPromoted"
-	EventMemberRemoved       = "MemberRemoved"
-	EventLeaderMoved         = "LeaderMoved"
-	EventMemberRestarting    = "MemberRestarting"
-	EventVolumeDeleted       = "VolumeDeleted"
-	EventVolumeExpanded      = "VolumeExpanded"
-	EventPodReplaced         = "PodReplaced"
-	EventAlarmDisarmed       = "AlarmDisarmed"
-	EventDefragmented        = "Defragmented"
-	EventVolumesAdopted      = "VolumesAdopted"
-	EventRecoveryStarted     = "RecoveryStarted"
-	EventRecoveryProgress    = "RecoveryProgress"
-	EventOwnershipAcquired   = "OwnershipAcquired"
-	EventOwnershipTakenOver  = "OwnershipTakenOver"
-	EventOwnedElsewhere      = "OwnedElsewhere"
+	// EventNetworkPolicyDeleted: spec.networkPolicy.enabled was turned off.
+	EventNetworkPolicyDeleted = "NetworkPolicyDeleted"
+	EventMemberAdded          = "MemberAdded"
+	EventMemberPromoted       = "MemberPromoted"
+	EventMemberRemoved        = "MemberRemoved"
+	EventLeaderMoved          = "LeaderMoved"
+	EventMemberRestarting     = "MemberRestarting"
+	EventVolumeDeleted        = "VolumeDeleted"
+	EventVolumeExpanded       = "VolumeExpanded"
+	EventPodReplaced          = "PodReplaced"
+	EventAlarmDisarmed        = "AlarmDisarmed"
+	EventDefragmented         = "Defragmented"
+	EventVolumesAdopted       = "VolumesAdopted"
+	EventRecoveryStarted      = "RecoveryStarted"
+	EventRecoveryProgress     = "RecoveryProgress"
+	EventOwnershipAcquired    = "OwnershipAcquired"
+	EventOwnershipTakenOver   = "OwnershipTakenOver"
+	EventOwnedElsewhere       = "OwnedElsewhere"
 )
 
 // MembershipEvents are the Event reasons that mark a change of the cluster's membership or of

@@ -139,6 +139,9 @@ func ClusterLabels(cluster string) map[string]string {
 	return map[string]string{LabelCluster: cluster, LabelManagedBy: ManagedBy}
 }
 
+// NetworkPolicy is the name of the cluster's NetworkPolicy.
+func NetworkPolicy(cluster string) string { return cluster }
+
 // MemberSelector selects the member pods of a cluster.
 func MemberSelector(cluster string) map[string]string {
 	return map[string]string{LabelCluster: cluster, LabelComponent: ComponentMember}

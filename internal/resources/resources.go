@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -213,4 +214,51 @@ func MemberSpecHash(c *v1alpha1.EtcdCluster, im Images) string {
 		PodTemplate *v1alpha1.PodTemplate
 		PullPolicy  corev1.PullPolicy
 	}{PodFormat, im.EtcdImage(c), c.Spec.Version, c.Spec.Etcd, c.Spec.TLS, c.Spec.PodTemplate, im.PullPolicy})
+}
+
+// Operator says how the operator's pods are selected, for the NetworkPolicy's client rule.
+type Operator struct {
+	// Namespace of the operator's pods; empty: any namespace.
+	Namespace string
+	// Labels of the operator's pods.
+	Labels map[string]string
+}
+
+func (o Operator) peer() networkingv1.NetworkPolicyPeer {
+	ns := &metav1.LabelSelector{}
+	if o.Namespace != "" {
+		ns.MatchLabels = map[string]string{corev1.LabelMetadataName: o.Namespace}
+	}
+	return networkingv1.NetworkPolicyPeer{NamespaceSelector: ns, PodSelector: &metav1.LabelSelector{MatchLabels: o.Labels}}
+}
+
+// NetworkPolicy admits, to the cluster's members, peer traffic from its members only, client
+// traffic from the operator and spec.networkPolicy.clients (anyone when none are named), and
+// metrics and health traffic from spec.networkPolicy.monitoring (anyone when none are named).
+// It restricts ingress only: members reach each other and DNS as before.
+func NetworkPolicy(c *v1alpha1.EtcdCluster, op Operator) *networkingv1.NetworkPolicy {
+	tcp := corev1.ProtocolTCP
+	port := func(p int32) []networkingv1.NetworkPolicyPort {
+		return []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: ptr.To(intstr.FromInt32(p))}}
+	}
+	members := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: names.MemberSelector(c.Name)}}
+	spec := c.Spec.NetworkPolicy
+	var clients []networkingv1.NetworkPolicyPeer
+	if len(spec.Clients) > 0 {
+		clients = append([]networkingv1.NetworkPolicyPeer{op.peer()}, spec.Clients...)
+	}
+	np := &networkingv1.NetworkPolicy{
+		ObjectMeta: meta(c, names.NetworkPolicy(c.Name), names.ClusterLabels(c.Name)),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: names.MemberSelector(c.Name)},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{
+				{Ports: port(names.PeerPort), From: []networkingv1.NetworkPolicyPeer{members}},
+				{Ports: port(names.ClientPort), From: clients},
+				{Ports: port(names.MetricsPort), From: append([]networkingv1.NetworkPolicyPeer(nil), spec.Monitoring...)},
+			},
+		},
+	}
+	withHash(&np.ObjectMeta, np.Spec)
+	return np
 }
