@@ -62,18 +62,21 @@ vet: ## go vet, with the e2e build tag too.
 	go vet -tags e2e ./e2e/...
 
 GOLANGCI_LINT_VERSION ?= v2.15.0
+PROMTOOL_VERSION ?= v0.316.0
 
 .PHONY: lint
 lint: ## golangci-lint (.golangci.yml), built from the module proxy and cached in QUORATE_CACHE.
 	"$$(hack/build-tool.sh github.com/golangci/golangci-lint/v2/cmd/golangci-lint $(GOLANGCI_LINT_VERSION))" run ./...
 
 .PHONY: test
-test: manifests generate fmt vet lint ## Unit and integration tests (envtest with kube-apiserver and etcd built from source), after the linter.
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh $(ENVTEST_K8S_VERSION) $(ENVTEST_ETCD_VERSION))" go test ./... -count=1 -coverprofile cover.out
+test: manifests generate fmt vet lint ## Unit and integration tests (envtest with kube-apiserver and etcd built from source; promtool for the alerts), after the linter.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh $(ENVTEST_K8S_VERSION) $(ENVTEST_ETCD_VERSION))" \
+	PROMTOOL="$$(hack/build-tool.sh github.com/prometheus/prometheus/cmd/promtool $(PROMTOOL_VERSION))" \
+	  go test ./... -count=1 -coverprofile cover.out
 
 .PHONY: unit
 unit: ## Unit tests only (no API server).
-	go test $$(go list ./... | grep -v /controllers) -count=1
+	go test $$(go list ./... | grep -v -e /controllers -e /hack/alerts) -count=1
 
 ##@ Build
 

@@ -17,11 +17,15 @@ func recordMetrics(c *v1alpha1.EtcdCluster, before, after v1alpha1.EtcdClusterSt
 	ns, name := c.Namespace, c.Name
 	available := meta.IsStatusConditionTrue(after.Conditions, v1alpha1.ConditionAvailable)
 	metrics.ClusterAvailable.WithLabelValues(ns, name).Set(boolFloat(available))
-	voters, learners := 0, 0
+	voters, learners, healthyVoters := 0, 0, 0
 	for _, m := range after.Members {
-		if m.Learner {
+		switch {
+		case m.Learner:
 			learners++
-		} else {
+		case m.Healthy:
+			voters++
+			healthyVoters++
+		default:
 			voters++
 		}
 		metrics.MemberHealthy.WithLabelValues(ns, name, m.Name).Set(boolFloat(m.Healthy))
@@ -36,6 +40,7 @@ func recordMetrics(c *v1alpha1.EtcdCluster, before, after v1alpha1.EtcdClusterSt
 	}
 	metrics.ClusterMembers.WithLabelValues(ns, name, "voter").Set(float64(voters))
 	metrics.ClusterMembers.WithLabelValues(ns, name, "learner").Set(float64(learners))
+	metrics.HealthyVoters.WithLabelValues(ns, name).Set(float64(healthyVoters))
 	was, now := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionDegraded), meta.FindStatusCondition(after.Conditions, v1alpha1.ConditionDegraded)
 	if now != nil && now.Status == metav1.ConditionTrue && now.Reason == v1alpha1.ReasonClusterIDMismatch &&
 		(was == nil || was.Status != metav1.ConditionTrue || was.Reason != v1alpha1.ReasonClusterIDMismatch) {

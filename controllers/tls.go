@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
 	"github.com/quorate-dev/quorate/internal/resources"
@@ -67,6 +68,13 @@ func (r *Reconciler) keepSecret(ctx context.Context, c *v1alpha1.EtcdCluster, s 
 	return nil
 }
 
+// recordExpiry exports when the certificate under key of a TLS Secret expires.
+func recordExpiry(c *v1alpha1.EtcdCluster, s *corev1.Secret, key string) {
+	if t, err := pki.NotAfter(s.Data[key]); err == nil {
+		metrics.CertificateExpiry.WithLabelValues(c.Namespace, c.Name, s.Name).Set(float64(t.Unix()))
+	}
+}
+
 // ensureTLS makes sure the certificate Secrets exist: it checks user-provided ones, and
 // generates the CA and the server, peer and client certificates otherwise. Existing Secrets
 // are never rewritten.
@@ -85,6 +93,7 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 					return fmt.Errorf("TLS secret %s has no %s: add it (a kubernetes.io/tls Secret plus the CA as ca.crt)", n, k)
 				}
 			}
+			recordExpiry(c, s, pki.KeyCert)
 		}
 		return nil
 	}
@@ -107,6 +116,11 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 			if err := r.keepSecret(ctx, c, s); err != nil {
 				return err
 			}
+			key := pki.KeyCert
+			if !slices.Contains(leaves, n) {
+				key = pki.KeyCACert
+			}
+			recordExpiry(c, s, key)
 		}
 	}
 	if !missing {

@@ -50,16 +50,33 @@ var (
 		Name: "quorate_cluster_members",
 		Help: "etcd members of the cluster by role (voter, learner).",
 	}, []string{"namespace", "cluster", "role"})
+
+	// HealthyVoters is the number of voting members that are healthy.
+	HealthyVoters = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "quorate_cluster_healthy_voters",
+		Help: "Voting members that answer, follow a leader and belong to the recorded cluster; quorum is lost below floor(voters/2)+1.",
+	}, []string{"namespace", "cluster"})
+
+	// CertificateExpiry is when the first certificate of each TLS Secret of a cluster expires.
+	CertificateExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "quorate_certificate_expiry_timestamp_seconds",
+		Help: "When the certificate of a cluster's TLS Secret expires (Unix seconds): tls.crt for server, peer and client certificates, ca.crt for CAs.",
+	}, []string{"namespace", "cluster", "secret"})
 )
 
+// Collectors are every metric of this package.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{ReconcileOutcomes, MembershipChanges, MemberHealthy, ClusterIDMismatches, ClusterAvailable, ClusterMembers, ClusterAlarms, CertificateExpiry, HealthyVoters}
+}
+
 func init() {
-	crmetrics.Registry.MustRegister(ReconcileOutcomes, MembershipChanges, MemberHealthy, ClusterIDMismatches, ClusterAvailable, ClusterMembers, ClusterAlarms)
+	crmetrics.Registry.MustRegister(Collectors()...)
 }
 
 // ForgetCluster drops the series of a deleted cluster.
 func ForgetCluster(namespace, cluster string) {
 	labels := prometheus.Labels{"namespace": namespace, "cluster": cluster}
-	for _, v := range []*prometheus.GaugeVec{MemberHealthy, ClusterAvailable, ClusterMembers, ClusterAlarms} {
+	for _, v := range []*prometheus.GaugeVec{MemberHealthy, ClusterAvailable, ClusterMembers, ClusterAlarms, CertificateExpiry, HealthyVoters} {
 		v.DeletePartialMatch(labels)
 	}
 	for _, v := range []*prometheus.CounterVec{ReconcileOutcomes, MembershipChanges, ClusterIDMismatches} {
