@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
+	"github.com/operator-framework/operator-lib/conditions"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +21,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -31,6 +34,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/expectations"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
+	"github.com/quorate-dev/quorate/internal/upgradegate"
 )
 
 var scheme = runtime.NewScheme()
@@ -144,6 +148,10 @@ func main() {
 		log.Error(err, "setting up the controller")
 		os.Exit(1)
 	}
+	if err := addUpgradeGate(mgr, id); err != nil {
+		log.Error(err, "setting up the OperatorCondition")
+		os.Exit(1)
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "adding health check")
 		os.Exit(1)
@@ -166,6 +174,31 @@ func main() {
 		log.Error(err, "running the manager")
 		os.Exit(1)
 	}
+}
+
+// addUpgradeGate makes the operator hold OLM upgrades while its clusters change, through the
+// OperatorCondition OLM names in OPERATOR_CONDITION_NAME. Outside OLM there is none.
+func addUpgradeGate(mgr ctrl.Manager, id string) error {
+	log := ctrl.Log.WithName("setup")
+	if os.Getenv("OPERATOR_CONDITION_NAME") == "" {
+		log.Info("not installed by OLM (OPERATOR_CONDITION_NAME is unset): no Upgradeable condition to keep")
+		return nil
+	}
+	s := runtime.NewScheme()
+	if err := operatorsv2.AddToScheme(s); err != nil {
+		return err
+	}
+	// Uncached: the OperatorCondition lives in the operator's namespace, which the cache may
+	// not watch.
+	cl, err := client.New(mgr.GetConfig(), client.Options{Scheme: s})
+	if err != nil {
+		return err
+	}
+	cond, err := conditions.InClusterFactory{Client: cl}.NewCondition(operatorsv2.ConditionType(operatorsv2.Upgradeable))
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&upgradegate.Gate{Reader: mgr.GetClient(), Condition: cond, Identity: id, Interval: 5 * time.Second})
 }
 
 // labelsFlag parses k=v,... into the map it wraps, replacing its defaults.

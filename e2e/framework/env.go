@@ -12,6 +12,7 @@ import (
 
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,6 +41,7 @@ func init() {
 	utilruntime.Must(chaos.AddToScheme(Scheme))
 	utilruntime.Must(operatorsv1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(operatorsv1.AddToScheme(Scheme))
+	utilruntime.Must(operatorsv2.AddToScheme(Scheme))
 }
 
 // Suite is the state shared by every scenario of a run.

@@ -8,10 +8,13 @@ import (
 
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	olm "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/internal/upgradegate"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -104,6 +107,10 @@ func PublishV0(ctx context.Context, run *framework.Run, in *V0, catalogImage str
 	if err != nil {
 		return err
 	}
+	// The installed operator tells OLM it may be upgraded: its clusters are settled.
+	if err := r.waitUpgradeable(ctx, in); err != nil {
+		return err
+	}
 	cs := &olm.CatalogSource{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: olmName}, cs); err != nil {
 		return err
@@ -148,9 +155,34 @@ func PublishV0(ctx context.Context, run *framework.Run, in *V0, catalogImage str
 	if in.Image == old.Image {
 		return fmt.Errorf("%s and %s run the same operator image %s: the upgrade replaced nothing", old.CSV, in.CSV, in.Image)
 	}
+	if err := r.waitUpgradeable(ctx, in); err != nil {
+		return err
+	}
 	r.Event("olm", "upgraded", fmt.Sprintf("%s -> %s, operator image %s", old.CSV, in.CSV, in.Image))
 	r.T.Logf("OLM upgraded %s -> %s; operator image %s -> %s", old.CSV, in.CSV, old.Image, in.Image)
 	return r.SettledUntouched(ctx, before)
+}
+
+// waitUpgradeable waits until the operator of in's CSV has set Upgradeable on the
+// OperatorCondition OLM made for it (named like the CSV), to the whole condition of settled
+// clusters.
+func (r installer) waitUpgradeable(ctx context.Context, in *V0) error {
+	want := metav1.Condition{Type: operatorsv2.Upgradeable, Status: metav1.ConditionTrue, Reason: upgradegate.ReasonSettled, Message: upgradegate.SettledMessage}
+	return r.WaitFor(ctx, "OperatorCondition "+in.CSV+" to say Upgradeable", 2*time.Minute, func() error {
+		oc := &operatorsv2.OperatorCondition{}
+		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: in.CSV}, oc); err != nil {
+			return err
+		}
+		got := meta.FindStatusCondition(oc.Spec.Conditions, operatorsv2.Upgradeable)
+		if got == nil {
+			return fmt.Errorf("spec.conditions has no Upgradeable: %+v", oc.Spec.Conditions)
+		}
+		if got.Status != want.Status || got.Reason != want.Reason || got.Message != want.Message {
+			return fmt.Errorf("condition Upgradeable is %s/%s %q, want %s/%s %q", got.Status, got.Reason, got.Message, want.Status, want.Reason, want.Message)
+		}
+		r.Event("olm", "upgradeable", fmt.Sprintf("OperatorCondition %s: Upgradeable=%s (%s)", in.CSV, got.Status, got.Reason))
+		return nil
+	})
 }
 
 // refuseOtherOperator fails when a Quorate operator already runs: the OLM scenarios install
