@@ -131,6 +131,7 @@ BUNDLE_VERSION ?= $(VERSION)
 BUNDLE_REPLACES ?= 0.1.0
 # Images the published bundle names (make bundle-local points them at the local registry).
 BUNDLE_IMG_OPERATOR ?= ghcr.io/quorate-dev/quorate-operator:v$(BUNDLE_VERSION)
+BUNDLE_IMG_CONFORMANCE ?= ghcr.io/quorate-dev/quorate-conformance:v$(BUNDLE_VERSION)
 BUNDLE_ETCD_REPOSITORY ?= gcr.io/etcd-development/etcd
 
 BUNDLE_DIR ?= bundle
@@ -139,7 +140,7 @@ BUNDLE_IMG_REPOSITORY ?= ghcr.io/quorate-dev/quorate-bundle
 .PHONY: bundle
 bundle: manifests $(KUSTOMIZE) ## Generate bundle/ (CSV, CRDs, metadata, scorecard config) from config/; make test validates it.
 	$(KUSTOMIZE) build config/manifests | go run ./hack/bundle --version $(BUNDLE_VERSION) --replaces "$(BUNDLE_REPLACES)" \
-	  --image $(BUNDLE_IMG_OPERATOR) --etcd-repository $(BUNDLE_ETCD_REPOSITORY) --etcd-versions "$(subst $(space),$(COMMA),$(ETCD_VERSIONS))" --out $(BUNDLE_DIR)
+	  --image $(BUNDLE_IMG_OPERATOR) --conformance-image $(BUNDLE_IMG_CONFORMANCE) --etcd-repository $(BUNDLE_ETCD_REPOSITORY) --etcd-versions "$(subst $(space),$(COMMA),$(ETCD_VERSIONS))" --out $(BUNDLE_DIR)
 
 .PHONY: catalog
 catalog: bundle ## Generate the file-based catalog (catalog/quorate) with the previous and the current bundle.

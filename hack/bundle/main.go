@@ -42,7 +42,7 @@ const (
 )
 
 type options struct {
-	version, replaces, image, etcdRepo, etcdVersions, out, channels, createdAt string
+	version, replaces, image, conformanceImage, etcdRepo, etcdVersions, out, channels, createdAt string
 }
 
 func main() {
@@ -50,6 +50,7 @@ func main() {
 	flag.StringVar(&o.version, "version", "", "bundle (operator) version, e.g. 0.2.0")
 	flag.StringVar(&o.replaces, "replaces", "", "version this bundle upgrades from (empty for the first)")
 	flag.StringVar(&o.image, "image", "", "operator image")
+	flag.StringVar(&o.conformanceImage, "conformance-image", "", "image of quorate-conformance, the suite customers run (listed as a related image)")
 	flag.StringVar(&o.etcdRepo, "etcd-repository", "", "etcd image repository the operator uses")
 	flag.StringVar(&o.etcdVersions, "etcd-versions", "3.5.35,3.6.16", "etcd versions whose images the bundle lists as related images")
 	flag.StringVar(&o.channels, "channels", defaultChannel, "channels of the bundle")
@@ -226,6 +227,9 @@ func complete(o options, csv *operatorsv1alpha1.ClusterServiceVersion, d *appsv1
 	for _, ev := range strings.Split(o.etcdVersions, ",") {
 		ev = strings.TrimPrefix(strings.TrimSpace(ev), "v")
 		related = append(related, operatorsv1alpha1.RelatedImage{Name: "etcd-" + strings.ReplaceAll(ev, ".", "-"), Image: o.etcdRepo + ":v" + ev})
+	}
+	if o.conformanceImage != "" {
+		related = append(related, operatorsv1alpha1.RelatedImage{Name: "quorate-conformance", Image: o.conformanceImage})
 	}
 	csv.Spec.RelatedImages = related
 	return nil
