@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
+	"github.com/quorate-dev/quorate/internal/testsupport"
 )
 
 // The certificates the operator generates keep peers apart from clients: a real etcd started
@@ -53,7 +53,7 @@ func TestPeerPortRefusesClientCertificates(t *testing.T) {
 		return path
 	}
 	server, peer := names.ServerSecret("peer"), names.PeerSecret("peer")
-	clientURL, peerURL := fmt.Sprintf("https://127.0.0.1:%d", freeTCPPort(t)), fmt.Sprintf("https://127.0.0.1:%d", freeTCPPort(t))
+	clientURL, peerURL := fmt.Sprintf("https://127.0.0.1:%d", testsupport.FreePort(t)), fmt.Sprintf("https://127.0.0.1:%d", testsupport.FreePort(t))
 	etcdCtx, stop := context.WithCancel(ctx)
 	cmd := exec.CommandContext(etcdCtx, filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "etcd"),
 		"--name=peer-0", "--data-dir="+filepath.Join(dir, "data"), "--log-level=error",
@@ -98,14 +98,4 @@ func TestPeerPortRefusesClientCertificates(t *testing.T) {
 			t.Errorf("the peer port accepted %s: %v", s, err)
 		}
 	}
-}
-
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -3,7 +3,6 @@ package workload
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,18 +15,8 @@ import (
 
 	"github.com/quorate-dev/quorate/e2e/checker/watch"
 	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/internal/testsupport"
 )
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // realEtcd starts the etcd that `make test` builds from source (KUBEBUILDER_ASSETS) on loopback
 // and returns its client URL once it serves a read.
@@ -37,8 +26,8 @@ func realEtcd(t *testing.T) string {
 	if assets == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run these tests with `make test`, which builds etcd from source")
 	}
-	client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	client := fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t))
+	peer := fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, filepath.Join(assets, "etcd"),
 		"--data-dir", t.TempDir(), "--name", "test",
@@ -112,7 +101,7 @@ func TestStartWarmsUpClients(t *testing.T) {
 // A cluster that cannot serve a read makes Start fail with an error that says what to check,
 // and leaves the runner stopped with an empty history.
 func TestStartFailsWhenNothingAnswers(t *testing.T) {
-	r := New(Config{Endpoints: []string{fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}, Clients: 2,
+	r := New(Config{Endpoints: []string{fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t))}, Clients: 2,
 		OpTimeout: 300 * time.Millisecond, WarmUpTimeout: 2 * time.Second})
 	err := r.Start()
 	if err == nil {

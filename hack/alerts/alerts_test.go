@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/quorate-dev/quorate/internal/metrics"
+	"github.com/quorate-dev/quorate/internal/testsupport"
 )
 
 const (
@@ -343,14 +343,7 @@ func scrapeEtcd(t *testing.T, want []string) map[string]bool {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test`, which builds etcd and sets it")
 	}
 	dir := t.TempDir()
-	port := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = l.Close() }()
-		return fmt.Sprintf("http://127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)
-	}
+	port := func() string { return fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t)) }
 	type member struct{ name, client, peer, metrics string }
 	members := []member{{"a", port(), port(), port()}, {"b", port(), port(), port()}}
 	initial := "a=" + members[0].peer + ",b=" + members[1].peer

@@ -28,14 +28,7 @@ const manifest = "testdata/corpus.json"
 // TestCorpus judges every history of the corpus with every checker, as the suite does, and
 // compares the whole verdicts (artifact paths aside) with the recorded ones.
 func TestCorpus(t *testing.T) {
-	var entries []Entry
-	b, err := os.ReadFile(manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &entries); err != nil {
-		t.Fatalf("%s: %v", manifest, err)
-	}
+	entries := readManifest(t)
 	if len(entries) == 0 {
 		t.Fatal("the corpus is empty")
 	}
@@ -84,16 +77,8 @@ func TestCorpus(t *testing.T) {
 // TestCorpusCoversEveryVerdictKind keeps the corpus honest: it holds passes, and failures of
 // every checker that can fail.
 func TestCorpusCoversEveryVerdictKind(t *testing.T) {
-	var entries []Entry
-	b, err := os.ReadFile(manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &entries); err != nil {
-		t.Fatal(err)
-	}
 	seen := map[string]bool{}
-	for _, e := range entries {
+	for _, e := range readManifest(t) {
 		for _, v := range e.Verdicts {
 			seen[v.Checker+" "+string(v.Status)] = true
 		}
@@ -109,6 +94,19 @@ func TestCorpusCoversEveryVerdictKind(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("no history in the corpus is judged %v", missing)
 	}
+}
+
+func readManifest(t *testing.T) []Entry {
+	t.Helper()
+	var entries []Entry
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &entries); err != nil {
+		t.Fatalf("%s: %v", manifest, err)
+	}
+	return entries
 }
 
 // Entry is one judged history: a recorded run, possibly with a bug's effect injected.
