@@ -100,16 +100,6 @@ func main() {
 		os.Exit(2)
 	}
 
-	cacheOpts := cache.Options{}
-	// WATCH_NAMESPACE (comma-separated, as OLM sets it) restricts the operator to namespaces.
-	if ns := strings.TrimSpace(os.Getenv("WATCH_NAMESPACE")); ns != "" {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, n := range strings.Split(ns, ",") {
-			cacheOpts.DefaultNamespaces[strings.TrimSpace(n)] = cache.Config{}
-		}
-		log.Info("watching namespaces", "namespaces", ns)
-	}
-
 	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}}
 	if secureMetrics {
@@ -123,7 +113,7 @@ func main() {
 		LeaderElectionID:              "quorate.etcd.quorate.dev",
 		LeaderElectionNamespace:       leaderNS,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cacheOpts,
+		Cache:                         cacheOptions(),
 	})
 	if err != nil {
 		log.Error(err, "creating the manager")
@@ -152,21 +142,8 @@ func main() {
 		log.Error(err, "setting up the OperatorCondition")
 		os.Exit(1)
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "adding health check")
-		os.Exit(1)
-	}
-	// Ready once the cache has synced: before that, every pass would act on an empty view.
-	cacheSynced := func(req *http.Request) error {
-		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
-		defer cancel()
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
-			return errors.New("the cache has not synced yet")
-		}
-		return nil
-	}
-	if err := mgr.AddReadyzCheck("cache-synced", cacheSynced); err != nil {
-		log.Error(err, "adding ready check")
+	if err := addChecks(mgr); err != nil {
+		log.Error(err, "adding health and ready checks")
 		os.Exit(1)
 	}
 	log.Info("starting quorate-operator", "etcdImageRepository", images.EtcdRepository, "launcherImage", images.Launcher)
@@ -174,6 +151,36 @@ func main() {
 		log.Error(err, "running the manager")
 		os.Exit(1)
 	}
+}
+
+// cacheOptions restricts the cache to WATCH_NAMESPACE (comma-separated, as OLM sets it), or
+// watches every namespace.
+func cacheOptions() cache.Options {
+	opts := cache.Options{}
+	if ns := strings.TrimSpace(os.Getenv("WATCH_NAMESPACE")); ns != "" {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, n := range strings.Split(ns, ",") {
+			opts.DefaultNamespaces[strings.TrimSpace(n)] = cache.Config{}
+		}
+		ctrl.Log.WithName("setup").Info("watching namespaces", "namespaces", ns)
+	}
+	return opts
+}
+
+// addChecks: healthy while the process runs; ready once the cache has synced (before that,
+// every pass would act on an empty view).
+func addChecks(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("cache-synced", func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("the cache has not synced yet")
+		}
+		return nil
+	})
 }
 
 // addUpgradeGate makes the operator hold OLM upgrades while its clusters change, through the
