@@ -3,6 +3,7 @@ package olm
 import (
 	"context"
 	"fmt"
+	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"strings"
 	"time"
 
@@ -137,6 +138,7 @@ func UpgradeV1(ctx context.Context, run *framework.Run, in *V1, version string) 
 	if err != nil {
 		return err
 	}
+	r.recordUpgradeGate(ctx, in.Namespace)
 	ext := newUnstructured(clusterExtensionGVK, in.Extension)
 	if err := c.Get(ctx, types.NamespacedName{Name: in.Extension}, ext); err != nil {
 		return err
@@ -163,6 +165,32 @@ func UpgradeV1(ctx context.Context, run *framework.Run, in *V1, version string) 
 	r.Event("olm", "upgraded", fmt.Sprintf("%s -> %s, operator image %s", old.Bundle, in.Bundle, in.Image))
 	r.T.Logf("OLM v1 upgraded %s -> %s; operator image %s -> %s", old.Bundle, in.Bundle, old.Image, in.Image)
 	return r.SettledUntouched(ctx, before)
+}
+
+// recordUpgradeGate records whether OLM v1 gives the operator an OperatorCondition to hold
+// upgrades with (OLM v0 does): the OPERATOR_CONDITION_NAME variable in its Deployment, and
+// OperatorConditions in its namespace.
+func (r installer) recordUpgradeGate(ctx context.Context, ns string) {
+	d := &appsv1.Deployment{}
+	env := "unknown"
+	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: operatorDeployment}, d); err == nil {
+		env = "unset"
+		for _, c := range d.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == "OPERATOR_CONDITION_NAME" {
+					env = e.Value
+				}
+			}
+		}
+	}
+	n := "unknown (no OperatorCondition API)"
+	var list operatorsv2.OperatorConditionList
+	if err := r.Suite.Client.List(ctx, &list, client.InNamespace(ns)); err == nil {
+		n = fmt.Sprint(len(list.Items))
+	}
+	msg := fmt.Sprintf("OLM v1 upgrade gate: OPERATOR_CONDITION_NAME %s, OperatorConditions in %s: %s", env, ns, n)
+	r.Event("olm", "upgrade-gate", msg)
+	r.T.Log(msg)
 }
 
 // waitCatalogServing waits until catalogd has unpacked image and serves it.
