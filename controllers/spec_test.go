@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/pki"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -122,4 +124,55 @@ func TestPlaintextNeedsTheOperatorsConsent(t *testing.T) {
 	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
 		t.Fatalf("a plaintext cluster got pods %v", pods)
 	}
+}
+
+// Certificates a user supplies are checked before any member uses them: one that does not
+// cover the members' names stops the cluster with a message naming the Secret, the field and
+// the names it holds; replacing it lets the members start.
+func TestUserCertificatesAreChecked(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	startOperator(t, ns, etcd.NewFake("3.6.16"))
+	now := time.Now()
+	ca, err := pki.NewCA("users-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := func(name string, usage pki.Usage, dns ...string) *corev1.Secret {
+		p, err := ca.Sign(pki.Request{CommonName: name, DNSNames: dns, Usage: usage}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{pki.KeyCert: p.CertPEM, pki.KeyKey: p.KeyPEM, pki.KeyCACert: ca.CertPEM}}
+	}
+	peerNames := "*.usr2-peer." + ns + ".svc"
+	wrong := secret("mine-server", pki.ServerAndClient, "*.wrong-peer."+ns+".svc")
+	for _, s := range []*corev1.Secret{wrong, secret("mine-peer", pki.ServerAndClient, peerNames), secret("mine-client", pki.ClientOnly)} {
+		if err := k8s.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newCluster(ns, "usr2", 3)
+	c.Spec.TLS = v1alpha1.TLSSpec{ServerSecretName: "mine-server", PeerSecretName: "mine-peer", ClientSecretName: "mine-client"}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`TLS secret mine-server (spec.tls.serverSecretName): the certificate "mine-server" does not cover usr2-0.usr2-peer.%s.svc (its DNS names: [*.wrong-peer.%s.svc]); replace its certificate`, ns, ns)
+	wantCondition(t, ns, "usr2", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonTLSNotReady, want))
+	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
+		t.Fatalf("members started with a certificate that does not cover them: %v", pods)
+	}
+
+	good := secret("mine-server", pki.ServerAndClient, peerNames, "usr2-client."+ns+".svc")
+	wrong.Data = good.Data
+	if err := k8s.Update(ctx, wrong); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, timeout, "member pods once the certificate is replaced", func() error {
+		if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) == 0 {
+			return fmt.Errorf("no pods; Degraded: %+v", condition(getCluster(t, ns, "usr2"), v1alpha1.ConditionDegraded))
+		}
+		return nil
+	})
 }

@@ -75,6 +75,39 @@ func recordExpiry(c *v1alpha1.EtcdCluster, s *corev1.Secret, key string) {
 	}
 }
 
+// checkUserTLS checks the Secrets spec.tls names: each holds a certificate, its key and the
+// CA; the certificate chains to that CA, is valid now, allows what it is used for, and the
+// server and peer certificates cover the names members and clients dial. A failed check names
+// the Secret, the field and what to fix; no member starts until the Secrets pass.
+func (r *Reconciler) checkUserTLS(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+	member := names.Member(c.Name, 0) + "." + names.PeerService(c.Name) + "." + c.Namespace + ".svc"
+	client := names.ClientHost(c.Name, c.Namespace)
+	for _, u := range []struct {
+		field, name string
+		check       pki.Check
+	}{
+		{"spec.tls.serverSecretName", c.Spec.TLS.ServerSecretName, pki.Check{Usage: pki.ServerAndClient, Hosts: []string{member, client}}},
+		{"spec.tls.peerSecretName", c.Spec.TLS.PeerSecretName, pki.Check{Usage: pki.ServerAndClient, Hosts: []string{member}}},
+		{"spec.tls.clientSecretName", c.Spec.TLS.ClientSecretName, pki.Check{Usage: pki.ClientOnly}},
+	} {
+		s, err := r.secret(ctx, c.Namespace, u.name)
+		if err != nil {
+			return fmt.Errorf("reading TLS secret %s (named in spec.tls): %w", u.name, err)
+		}
+		for _, k := range []string{pki.KeyCert, pki.KeyKey, pki.KeyCACert} {
+			if len(s.Data[k]) == 0 {
+				return fmt.Errorf("TLS secret %s has no %s: add it (a kubernetes.io/tls Secret plus the CA as ca.crt)", u.name, k)
+			}
+		}
+		u.check.Now = time.Now()
+		if err := pki.CheckLeaf(s.Data[pki.KeyCert], s.Data[pki.KeyKey], s.Data[pki.KeyCACert], u.check); err != nil {
+			return fmt.Errorf("TLS secret %s (%s): %w; replace its certificate", u.name, u.field, err)
+		}
+		recordExpiry(c, s, pki.KeyCert)
+	}
+	return nil
+}
+
 // ensureTLS makes sure the certificate Secrets exist: it checks user-provided ones, and
 // generates the CA and the server, peer and client certificates otherwise. Existing Secrets
 // are never rewritten.
@@ -83,19 +116,7 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 		return nil
 	}
 	if c.Spec.TLS.UserProvided() {
-		for _, n := range []string{c.Spec.TLS.ServerSecretName, c.Spec.TLS.PeerSecretName, c.Spec.TLS.ClientSecretName} {
-			s, err := r.secret(ctx, c.Namespace, n)
-			if err != nil {
-				return fmt.Errorf("reading TLS secret %s (named in spec.tls): %w", n, err)
-			}
-			for _, k := range []string{pki.KeyCert, pki.KeyKey, pki.KeyCACert} {
-				if len(s.Data[k]) == 0 {
-					return fmt.Errorf("TLS secret %s has no %s: add it (a kubernetes.io/tls Secret plus the CA as ca.crt)", n, k)
-				}
-			}
-			recordExpiry(c, s, pki.KeyCert)
-		}
-		return nil
+		return r.checkUserTLS(ctx, c)
 	}
 
 	// Two CAs: the cluster CA signs the server certificate and the client certificates (the

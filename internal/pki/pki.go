@@ -243,3 +243,64 @@ func VerifyServer(cs tls.ConnectionState, roots *x509.CertPool, serverName strin
 	}
 	return nil
 }
+
+// Check is what a certificate supplied by a user must satisfy.
+type Check struct {
+	// Usage the certificate must allow (server and client, or client only).
+	Usage Usage
+	// Hosts the certificate must cover (none for client certificates).
+	Hosts []string
+	// Now is the time at which it must be valid.
+	Now time.Time
+}
+
+// CheckLeaf checks a user-supplied certificate (certPEM may hold intermediates after the
+// leaf) against its key and CA: both parse, the key is the certificate's, the certificate
+// chains to the CA, is valid now, allows the usage and covers the hosts. The error says which
+// check failed and what the certificate holds.
+func CheckLeaf(certPEM, keyPEM, caPEM []byte, chk Check) error {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return fmt.Errorf("tls.crt and tls.key are not a certificate and its key: %w", err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return fmt.Errorf("tls.crt does not parse: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return errors.New("ca.crt holds no PEM certificate")
+	}
+	inter := x509.NewCertPool()
+	for _, der := range pair.Certificate[1:] {
+		if c, err := x509.ParseCertificate(der); err == nil {
+			inter.AddCert(c)
+		}
+	}
+	if chk.Now.Before(leaf.NotBefore) || chk.Now.After(leaf.NotAfter) {
+		return fmt.Errorf("the certificate %q is valid from %s to %s, not now (%s)", leaf.Subject.CommonName,
+			leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339), chk.Now.UTC().Format(time.RFC3339))
+	}
+	usages := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	if chk.Usage == ServerAndClient {
+		usages = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	}
+	for _, u := range usages {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: chk.Now, KeyUsages: []x509.ExtKeyUsage{u}}); err != nil {
+			return fmt.Errorf("the certificate %q does not chain to ca.crt for %s: %w", leaf.Subject.CommonName, usageName(u), err)
+		}
+	}
+	for _, h := range chk.Hosts {
+		if err := leaf.VerifyHostname(h); err != nil {
+			return fmt.Errorf("the certificate %q does not cover %s (its DNS names: %v)", leaf.Subject.CommonName, h, leaf.DNSNames)
+		}
+	}
+	return nil
+}
+
+func usageName(u x509.ExtKeyUsage) string {
+	if u == x509.ExtKeyUsageServerAuth {
+		return "server authentication"
+	}
+	return "client authentication"
+}
