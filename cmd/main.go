@@ -32,6 +32,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/envflag"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/expectations"
+	"github.com/quorate-dev/quorate/internal/pki"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
 	"github.com/quorate-dev/quorate/internal/upgradegate"
@@ -62,7 +63,7 @@ func main() {
 		concurrency                                  int
 		resync, rollSettle                           time.Duration
 		deadlines                                    = planner.DefaultDeadlines
-		ownershipTerm                                time.Duration
+		ownershipTerm, certLifetime                  time.Duration
 		allowPlaintext                               bool
 		operator                                     = resources.Operator{Labels: map[string]string{"control-plane": "controller-manager"}}
 		images                                       resources.Images
@@ -88,6 +89,7 @@ func main() {
 	flag.StringVar(&images.Launcher, "launcher-image", envflag.Or("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
 	flag.StringVar(&pullPolicy, "image-pull-policy", envflag.Or("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
 	opts := zap.Options{Development: false}
+	flag.DurationVar(&certLifetime, "certificate-lifetime", pki.LeafValidity, "lifetime of the certificates the operator generates; each is renewed in its Secret with a third of it left")
 	flag.StringVar(&operator.Namespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, which the clusters' NetworkPolicies admit to the client port (env POD_NAMESPACE; empty: pods with the operator's labels in any namespace)")
 	flag.Var(labelsFlag(operator.Labels), "operator-pod-labels", "labels (k=v,...) of the operator's pods, which the clusters' NetworkPolicies admit to the client port")
 	opts.BindFlags(flag.CommandLine)
@@ -133,6 +135,7 @@ func main() {
 		Ownership:      &controllers.Ownership{Identity: id, Term: ownershipTerm},
 		AllowPlaintext: allowPlaintext,
 		Operator:       operator,
+		CertLifetime:   certLifetime,
 	}
 	if err := r.SetupWithManager(mgr, concurrency); err != nil {
 		log.Error(err, "setting up the controller")

@@ -47,6 +47,9 @@ type Reconciler struct {
 	Ownership *Ownership
 	// AllowPlaintext lets the operator manage clusters with TLS off.
 	AllowPlaintext bool
+	// CertLifetime is the lifetime of the certificates the operator generates (default
+	// pki.LeafValidity); they are renewed with a third of it left.
+	CertLifetime time.Duration
 	// Operator selects the operator's own pods in the clusters' NetworkPolicies.
 	Operator resources.Operator
 }

@@ -11,6 +11,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -370,7 +371,7 @@ func TestRetainedVolumesAreAdoptedOnlyWhenAsked(t *testing.T) {
 func collectGarbage(t *testing.T, ns string, uid types.UID) {
 	t.Helper()
 	ctx := context.Background()
-	for _, list := range []client.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}, &policyv1.PodDisruptionBudgetList{}, &corev1.PersistentVolumeClaimList{}, &corev1.SecretList{}} {
+	for _, list := range []client.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}, &policyv1.PodDisruptionBudgetList{}, &networkingv1.NetworkPolicyList{}, &corev1.PersistentVolumeClaimList{}, &corev1.SecretList{}} {
 		if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
 		}

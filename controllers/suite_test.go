@@ -154,7 +154,7 @@ func startInstall(t *testing.T, ns string, fake *etcd.Fake, identity string) *op
 }
 
 // startWith starts an operator install with its own identity and deadlines.
-func startWith(t *testing.T, ns string, fake *etcd.Fake, identity string, deadlines planner.Deadlines) *operator {
+func startWith(t *testing.T, ns string, fake *etcd.Fake, identity string, deadlines planner.Deadlines, configure ...func(*Reconciler)) *operator {
 	t.Helper()
 	op := &operator{done: make(chan struct{}), writes: &writeCounter{}, fake: fake}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -207,6 +207,9 @@ func startWith(t *testing.T, ns string, fake *etcd.Fake, identity string, deadli
 		Settings:     Settings{Deadlines: deadlines},
 		Ownership:    &Ownership{Identity: identity, Term: ownershipTerm},
 		Operator:     resources.Operator{Namespace: "quorate-system", Labels: map[string]string{"control-plane": "controller-manager"}},
+	}
+	for _, f := range configure {
+		f(op.rec)
 	}
 	counting := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		op.passes.Add(1)

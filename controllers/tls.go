@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/metrics"
@@ -125,12 +127,15 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 	// before the peer CA existed keep the peer certificate they have (Secrets are never
 	// rewritten).
 	leaves := []string{names.ServerSecret(c.Name), names.PeerSecret(c.Name), names.ClientSecret(c.Name), names.OperatorSecret(c.Name)}
-	missing := false
+	now := time.Now()
+	issue := map[string]*corev1.Secret{} // leaf -> the Secret to renew, nil when missing
 	for _, n := range append([]string{names.CASecret(c.Name), names.PeerCASecret(c.Name)}, leaves...) {
 		s, err := r.secret(ctx, c.Namespace, n)
 		switch {
 		case apierrors.IsNotFound(err):
-			missing = missing || slices.Contains(leaves, n)
+			if slices.Contains(leaves, n) {
+				issue[n] = nil
+			}
 		case err != nil:
 			return err
 		default:
@@ -140,17 +145,19 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 			key := pki.KeyCert
 			if !slices.Contains(leaves, n) {
 				key = pki.KeyCACert
+			} else if r.renewalDue(s, now) && resources.Retained(c, s) {
+				issue[n] = s
 			}
 			recordExpiry(c, s, key)
 		}
 	}
-	if !missing {
+	if len(issue) == 0 {
 		return nil
 	}
-	now := time.Now()
 	serverDNS, peerDNS := serverNames(c)
 	for _, n := range leaves {
-		if _, err := r.secret(ctx, c.Namespace, n); err == nil {
+		old, ok := issue[n]
+		if !ok {
 			continue
 		}
 		caName, cn, dns, ips, usage := names.CASecret(c.Name), "", []string(nil), []net.IP(nil), pki.ClientOnly
@@ -164,19 +171,74 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 		default:
 			cn = "quorate-client"
 		}
+		if old != nil {
+			// Renewed from the CA that signed it, whatever the current layout: members that
+			// have not seen the new certificate yet must still trust it.
+			caName = r.signerOf(ctx, c, old)
+			if caName == "" {
+				continue
+			}
+		}
 		ca, err := r.ensureCA(ctx, c, caName)
 		if err != nil {
 			return err
 		}
-		pair, err := ca.Issue(cn, dns, ips, usage, now)
+		pair, err := ca.Sign(pki.Request{CommonName: cn, DNSNames: dns, IPs: ips, Usage: usage, Validity: r.certLifetime()}, now)
 		if err != nil {
 			return err
+		}
+		if old != nil {
+			if err := r.renew(ctx, c, old, ca, pair); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := r.Create(ctx, tlsSecret(c, n, ca, pair)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating secret %s: %w", n, err)
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateIssued, "issued %s from %s", n, caName)
 	}
+	return nil
+}
+
+// signerOf names the CA Secret whose certificate is the one s trusts (its ca.crt), or "" when
+// none is (a Secret edited by hand is not renewed).
+func (r *Reconciler) signerOf(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret) string {
+	for _, n := range []string{names.CASecret(c.Name), names.PeerCASecret(c.Name)} {
+		if ca, err := r.secret(ctx, c.Namespace, n); err == nil && bytes.Equal(ca.Data[pki.KeyCACert], s.Data[pki.KeyCACert]) {
+			return n
+		}
+	}
+	logf.FromContext(ctx).Info("not renewing a certificate whose CA is none of the cluster's", "secret", s.Name)
+	return ""
+}
+
+func (r *Reconciler) certLifetime() time.Duration {
+	if r.CertLifetime > 0 {
+		return r.CertLifetime
+	}
+	return pki.LeafValidity
+}
+
+// renewalDue: a generated leaf certificate is renewed once less than a third of the configured
+// lifetime is left (one that does not parse is renewed too).
+func (r *Reconciler) renewalDue(s *corev1.Secret, now time.Time) bool {
+	end, err := pki.NotAfter(s.Data[pki.KeyCert])
+	return err != nil || now.After(end.Add(-r.certLifetime()/3))
+}
+
+// renew replaces the certificate and key of a generated Secret in place. Members read their
+// certificates from the mounted Secret on every new TLS handshake, so the new one reaches them
+// when the kubelet updates the volume, without a restart; the old one stays valid meanwhile.
+func (r *Reconciler) renew(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret, ca *pki.CA, pair pki.Pair) error {
+	updated := s.DeepCopy()
+	updated.Data[pki.KeyCert], updated.Data[pki.KeyKey], updated.Data[pki.KeyCACert] = pair.CertPEM, pair.KeyPEM, ca.CertPEM
+	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(s, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("renewing the certificate in secret %s: %w", s.Name, err)
+	}
+	end, _ := pki.NotAfter(pair.CertPEM)
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateRenewed, "renewed %s from %s, valid until %s", s.Name, ca.Cert.Subject.CommonName, end.UTC().Format(time.RFC3339))
+	recordExpiry(c, updated, pki.KeyCert)
 	return nil
 }
 

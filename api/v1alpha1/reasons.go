@@ -113,6 +113,9 @@ const (
 	EventClusterBootstrapped = "ClusterBootstrapped"
 	EventClusterIDRecovered  = "ClusterIDRecovered"
 	EventCertificateIssued   = "CertificateIssued"
+	// EventCertificateRenewed: a generated certificate had a third of its lifetime left and
+	// was replaced in its Secret.
+	EventCertificateRenewed = "CertificateRenewed"
 	// EventNetworkPolicyDeleted: spec.networkPolicy.enabled was turned off.
 	EventNetworkPolicyDeleted = "NetworkPolicyDeleted"
 	EventMemberAdded          = "MemberAdded"

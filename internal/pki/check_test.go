@@ -24,7 +24,7 @@ func TestCheckLeaf(t *testing.T) {
 	}
 	host := "db-0.db-peer.ns.svc"
 	server := sign(ca, ServerAndClient, now, "*.db-peer.ns.svc", "db-client.ns.svc")
-	expired := sign(ca, ServerAndClient, now.Add(-6*365*24*time.Hour), "*.db-peer.ns.svc")
+	expired := sign(ca, ServerAndClient, now.Add(-100*24*time.Hour), "*.db-peer.ns.svc")
 	early := sign(ca, ServerAndClient, now.Add(2*time.Hour), "*.db-peer.ns.svc")
 	client := sign(ca, ClientOnly, now)
 	for _, tc := range []struct {
@@ -41,9 +41,9 @@ func TestCheckLeaf(t *testing.T) {
 		{"another CA", server.CertPEM, server.KeyPEM, other.CertPEM, Check{ServerAndClient, nil, now},
 			`the certificate "leaf" does not chain to ca.crt for server authentication: x509: certificate signed by unknown authority`},
 		{"expired", expired.CertPEM, expired.KeyPEM, ca.CertPEM, Check{ServerAndClient, nil, now},
-			`the certificate "leaf" is valid from 2020-11-24T11:00:00Z to 2025-11-23T12:00:00Z, not now (2026-11-23T12:00:00Z)`},
+			`the certificate "leaf" is valid from 2026-08-15T11:00:00Z to 2026-11-13T12:00:00Z, not now (2026-11-23T12:00:00Z)`},
 		{"not yet valid", early.CertPEM, early.KeyPEM, ca.CertPEM, Check{ServerAndClient, nil, now},
-			`the certificate "leaf" is valid from 2026-11-23T13:00:00Z to 2031-11-22T14:00:00Z, not now (2026-11-23T12:00:00Z)`},
+			`the certificate "leaf" is valid from 2026-11-23T13:00:00Z to 2027-02-21T14:00:00Z, not now (2026-11-23T12:00:00Z)`},
 		{"client certificate as server", client.CertPEM, client.KeyPEM, ca.CertPEM, Check{ServerAndClient, nil, now},
 			`the certificate "leaf" does not chain to ca.crt for server authentication: x509: certificate specifies an incompatible key usage`},
 		{"missing SAN", server.CertPEM, server.KeyPEM, ca.CertPEM, Check{ServerAndClient, []string{"db-client.other.svc"}, now},

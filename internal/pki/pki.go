@@ -19,10 +19,11 @@ import (
 	"time"
 )
 
-// Validity of generated certificates. Rotation is not automatic yet (docs/operations.md).
+// Validity of generated certificates. Leaf certificates are renewed by the operator with a
+// third of their lifetime left; CAs are not rotated yet.
 const (
 	CAValidity   = 10 * 365 * 24 * time.Hour
-	CertValidity = 5 * 365 * 24 * time.Hour
+	LeafValidity = 90 * 24 * time.Hour
 )
 
 // Secret data keys, the kubernetes.io/tls layout plus ca.crt.
@@ -138,6 +139,8 @@ type Request struct {
 	DNSNames     []string
 	IPs          []net.IP
 	Usage        Usage
+	// Validity of the certificate from now (LeafValidity when zero).
+	Validity time.Duration
 }
 
 // Issue signs a certificate for commonName with the given DNS names and IPs.
@@ -159,6 +162,10 @@ func (ca *CA) Sign(req Request, now time.Time) (Pair, error) {
 	if req.Usage == ClientOnly {
 		ext = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	}
+	validity := req.Validity
+	if validity == 0 {
+		validity = LeafValidity
+	}
 	org := req.Organization
 	if org == nil {
 		org = []string{"quorate"}
@@ -167,7 +174,7 @@ func (ca *CA) Sign(req Request, now time.Time) (Pair, error) {
 		SerialNumber: sn,
 		Subject:      pkix.Name{CommonName: req.CommonName, Organization: org},
 		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(CertValidity),
+		NotAfter:     now.Add(validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  ext,
 		DNSNames:     req.DNSNames,
