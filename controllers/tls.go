@@ -111,8 +111,8 @@ func (r *Reconciler) checkUserTLS(ctx context.Context, c *v1alpha1.EtcdCluster) 
 }
 
 // ensureTLS makes sure the certificate Secrets exist: it checks user-provided ones, and
-// generates the CA and the server, peer and client certificates otherwise. Existing Secrets
-// are never rewritten.
+// generates the CAs and the server, peer and client certificates otherwise. A generated leaf
+// certificate is rewritten only to renew it; CAs and user-supplied Secrets never are.
 func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) error {
 	if !c.Spec.TLS.IsEnabled() {
 		return nil
@@ -124,8 +124,8 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 	// Two CAs: the cluster CA signs the server certificate and the client certificates (the
 	// applications' and the operator's own); the peer CA signs the peer certificate alone, and
 	// members trust only it on the peer port: a client certificate is no peer. Clusters made
-	// before the peer CA existed keep the peer certificate they have (Secrets are never
-	// rewritten).
+	// before the peer CA existed keep a peer certificate from the cluster CA (renewals keep the
+	// signer).
 	leaves := []string{names.ServerSecret(c.Name), names.PeerSecret(c.Name), names.ClientSecret(c.Name), names.OperatorSecret(c.Name)}
 	now := time.Now()
 	issue := map[string]*corev1.Secret{} // leaf -> the Secret to renew, nil when missing

@@ -215,7 +215,8 @@ func issue(ca *pki.CA, dir string, c obj, now time.Time) (obj, error) {
 		if cn == "" && len(dns) > 0 {
 			cn = dns[0]
 		}
-		p, err := ca.Issue(cn, dns, nil, pki.ServerAndClient, now)
+		// Kept across runs on this machine: long-lived, unlike the operator's own.
+		p, err := ca.Sign(pki.Request{CommonName: cn, DNSNames: dns, Usage: pki.ServerAndClient, Validity: 5 * 365 * 24 * time.Hour}, now)
 		if err != nil {
 			return nil, err
 		}
