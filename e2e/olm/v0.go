@@ -12,6 +12,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/internal/upgradegate"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,6 +30,8 @@ const (
 	olmName = "quorate"
 	// operatorDeployment is the Deployment of the CSV's install strategy.
 	operatorDeployment = "quorate-controller-manager"
+	// operatorServiceAccount is the service account of the CSV's install strategy.
+	operatorServiceAccount = "quorate-controller-manager"
 )
 
 // operatorSelector selects the operator's Deployment, however it was installed.
@@ -92,7 +95,56 @@ func InstallV0(ctx context.Context, run *framework.Run, ns, catalogImage string,
 		return nil, err
 	}
 	r.T.Logf("OLM installed %s (%s, target namespaces %q), operator image %s", in.CSV, mode, want, in.Image)
+	if err := r.checkScope(ctx, ns, targets); err != nil {
+		return nil, err
+	}
 	return in, nil
+}
+
+// checkScope asks the API server what the operator's service account may do, as
+// `kubectl auth can-i --as` does: read Secrets and create Pods in a target namespace, and
+// outside the targets only when the install is AllNamespaces.
+func (r installer) checkScope(ctx context.Context, ns string, targets []string) error {
+	sa := "system:serviceaccount:" + ns + ":" + operatorServiceAccount
+	var results []string
+	// OLM grants an AllNamespaces install its rules cluster-wide shortly after the CSV succeeds.
+	err := r.WaitFor(ctx, "the operator's permissions to match its install mode", time.Minute, func() error {
+		var err error
+		results, err = r.canI(ctx, sa, ns, targets)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	msg := "can-i as " + sa + ": " + strings.Join(results, "; ")
+	r.Event("olm", "rbac", msg)
+	r.T.Log(msg)
+	return nil
+}
+
+func (r installer) canI(ctx context.Context, sa, ns string, targets []string) ([]string, error) {
+	outside := "default"
+	var results []string
+	for _, q := range []struct {
+		verb, resource, namespace string
+		want                      bool
+	}{
+		{"get", "secrets", ns, true},
+		{"create", "pods", ns, true},
+		{"get", "secrets", outside, len(targets) == 0},
+		{"create", "pods", outside, len(targets) == 0},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: sa,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: q.namespace, Verb: q.verb, Resource: q.resource}}}
+		if err := r.Suite.Client.Create(ctx, sar); err != nil {
+			return nil, fmt.Errorf("asking whether %s may %s %s in %s: %w", sa, q.verb, q.resource, q.namespace, err)
+		}
+		results = append(results, fmt.Sprintf("%s %s in %s: %v", q.verb, q.resource, q.namespace, sar.Status.Allowed))
+		if sar.Status.Allowed != q.want {
+			return nil, fmt.Errorf("the operator's service account may %s %s in %s: %v, want %v (%s)", q.verb, q.resource, q.namespace, sar.Status.Allowed, q.want, sar.Status.Reason)
+		}
+	}
+	return results, nil
 }
 
 // PublishV0 publishes a new release: the CatalogSource is pointed at catalogImage, which

@@ -30,6 +30,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -145,6 +146,7 @@ func run(o options, in io.Reader) error {
 	if csv == nil || deployment == nil {
 		return errors.New("the input must hold the base ClusterServiceVersion and the operator Deployment")
 	}
+	namespacedScope(clusterRoles, clusterBound, roles, bound)
 	if err := complete(o, csv, deployment, samples, roles, clusterRoles, bound, clusterBound); err != nil {
 		return err
 	}
@@ -235,16 +237,52 @@ func complete(o options, csv *operatorsv1alpha1.ClusterServiceVersion, d *appsv1
 	return nil
 }
 
+// clusterScopedResources are the cluster-scoped resources an operator's rules may name.
+var clusterScopedResources = []string{"storageclasses", "tokenreviews", "subjectaccessreviews", "selfsubjectaccessreviews",
+	"namespaces", "nodes", "persistentvolumes", "customresourcedefinitions", "clusterroles", "clusterrolebindings"}
+
+// namespacedScope moves the rules of the bound ClusterRoles that name only namespaced
+// resources into permissions. OLM grants permissions as Roles in the target namespaces
+// (OwnNamespace, SingleNamespace, MultiNamespace) and cluster-wide only for AllNamespaces, so a
+// namespaced install cannot read Secrets or create Pods anywhere else; only the rules on
+// cluster-scoped resources stay in clusterPermissions.
+func namespacedScope(clusterRoles map[string][]rbacv1.PolicyRule, clusterBound map[string]string, roles map[string][]rbacv1.PolicyRule, bound map[string]string) {
+	for _, role := range slices.Sorted(maps.Keys(clusterBound)) {
+		var keep, move []rbacv1.PolicyRule
+		for _, r := range clusterRoles[role] {
+			clusterWide := len(r.NonResourceURLs) > 0 || slices.ContainsFunc(r.Resources, func(res string) bool {
+				return slices.Contains(clusterScopedResources, strings.Split(res, "/")[0])
+			})
+			if clusterWide {
+				keep = append(keep, r)
+			} else {
+				move = append(move, r)
+			}
+		}
+		clusterRoles[role] = keep
+		if len(move) > 0 {
+			roles[role+"-namespaced"] = move
+			bound[role+"-namespaced"] = clusterBound[role]
+		}
+	}
+}
+
 func permissions(rules map[string][]rbacv1.PolicyRule, bound map[string]string) []operatorsv1alpha1.StrategyDeploymentPermissions {
 	// Roles in name order, so that the same input always gives the same CSV.
 	bySA := map[string][]rbacv1.PolicyRule{}
 	for _, role := range slices.Sorted(maps.Keys(bound)) {
 		sa := bound[role]
-		bySA[sa] = append(bySA[sa], rules[role]...)
+		for _, r := range rules[role] {
+			if !slices.ContainsFunc(bySA[sa], func(have rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(have, r) }) {
+				bySA[sa] = append(bySA[sa], r)
+			}
+		}
 	}
 	var out []operatorsv1alpha1.StrategyDeploymentPermissions
 	for sa, r := range bySA {
-		out = append(out, operatorsv1alpha1.StrategyDeploymentPermissions{ServiceAccountName: sa, Rules: r})
+		if len(r) > 0 {
+			out = append(out, operatorsv1alpha1.StrategyDeploymentPermissions{ServiceAccountName: sa, Rules: r})
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ServiceAccountName < out[j].ServiceAccountName })
 	return out
