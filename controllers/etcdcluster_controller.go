@@ -59,7 +59,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
@@ -146,6 +146,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	res, execErr := r.execute(ctx, c, obs, state, action)
 	if execErr == nil {
 		execErr = r.upkeep(ctx, c, obs, state)
+	}
+	if execErr == nil {
+		execErr = r.syncUsers(ctx, c, obs, action)
 	}
 	outcome := string(action.Kind)
 	if execErr != nil {

@@ -64,6 +64,7 @@ const (
 	// The API server adds this when schema errors stop CEL rules from running.
 	msgNotChecked = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
 	msgTLSChange  = "tls cannot be changed after creation; create a new EtcdCluster with the TLS settings you want and move your data to it"
+	msgUsersTLS   = `spec.users needs TLS with operator-generated certificates: users authenticate with client certificates the operator issues from the cluster CA`
 	msgImageTag   = "the tag of spec.image names another etcd release than spec.version; set both to the same release"
 	msgToken      = "recovery.forceNewCluster must be a token of letters, digits, '-', '_' and '.', such as incident-2026-11-23"
 	msgLabelValue = "label values must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
@@ -175,6 +176,14 @@ func TestValidationRejectsBadInput(t *testing.T) {
 			want: []string{"spec.podTemplate.labels: Too many: 65: must have at most 64 items", msgNotChecked}},
 		{name: "too many network policy clients", spec: base + "networkPolicy: {clients: [" + strings.TrimSuffix(strings.Repeat("{podSelector: {}}, ", 33), ", ") + "]}",
 			want: []string{"spec.networkPolicy.clients: Too many: 33: must have at most 32 items", msgNotChecked}},
+		{name: "user named root", spec: base + "users: [{name: root, readWrite: [/]}]",
+			want: []string{`spec.users[0].name: Invalid value: "root": root, quorate-operator and quorate-client are the operator's own identities; choose another user name`}},
+		{name: "users without TLS", spec: base + "tls: {enabled: false}\nusers: [{name: app, readWrite: [/app/]}]",
+			want: []string{"spec: Invalid value: " + msgUsersTLS}},
+		{name: "users with supplied certificates", spec: base + "tls: {serverSecretName: s, peerSecretName: p, clientSecretName: c}\nusers: [{name: app}]",
+			want: []string{"spec: Invalid value: " + msgUsersTLS}},
+		{name: "user with an empty prefix", spec: base + "users: [{name: app, readOnly: [\"\"]}]",
+			want: []string{`spec.users[0].readOnly[0]: Invalid value: "": spec.users[0].readOnly[0] in body should be at least 1 chars long`}},
 		{name: "uppercase name", objName: "Etcd", spec: base,
 			want: []string{`metadata.name: Invalid value: "Etcd": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`, `<nil>: Invalid value: ` + msgNameChars}},
 	} {

@@ -8,6 +8,7 @@ import (
 )
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.users) || size(self.users) == 0 || ((!has(self.tls.enabled) || self.tls.enabled) && !has(self.tls.clientSecretName))",message="spec.users needs TLS with operator-generated certificates: users authenticate with client certificates the operator issues from the cluster CA"
 // +kubebuilder:validation:XValidation:rule="!has(self.image) || !self.image.matches(':v?[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || self.image.endsWith(':' + self.version) || self.image.endsWith(':v' + self.version)",message="the tag of spec.image names another etcd release than spec.version; set both to the same release"
 type EtcdClusterSpec struct {
 	// Replicas is the number of voting members. Use an odd number: 3 tolerates the loss of one
@@ -79,6 +80,17 @@ type EtcdClusterSpec struct {
 	// +optional
 	Recovery *RecoverySpec `json:"recovery,omitempty"`
 
+	// Users are etcd users for applications, each limited to key prefixes. Declaring any turns
+	// etcd authentication on: from then on only these users (and the operator) can use the
+	// cluster, and the shared client certificate (<cluster>-client-tls) no longer grants
+	// access. Each user's client certificate, CA and endpoints are in the Secret
+	// <cluster>-user-<name>, in the servicebinding.io layout. Root is never handed out.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Users []UserSpec `json:"users,omitempty"`
+
 	// NetworkPolicy restricts who reaches the members, with one NetworkPolicy per cluster:
 	// the peer port only from the cluster's members, the client port from the operator and
 	// the clients named here, the metrics port from the monitoring named here. It takes effect
@@ -86,6 +98,33 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
+}
+
+// UserSpec is an application's etcd user.
+type UserSpec struct {
+	// Name of the etcd user: the common name of its client certificate, and the end of its
+	// Secret's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="!(self in ['root', 'quorate-operator', 'quorate-client'])",message="root, quorate-operator and quorate-client are the operator's own identities; choose another user name"
+	Name string `json:"name"`
+
+	// ReadWrite are key prefixes the user may read and write.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	// +optional
+	ReadWrite []string `json:"readWrite,omitempty"`
+
+	// ReadOnly are key prefixes the user may only read.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	// +optional
+	ReadOnly []string `json:"readOnly,omitempty"`
 }
 
 // NetworkPolicySpec configures the cluster's NetworkPolicy.
@@ -354,6 +393,15 @@ type EtcdClusterStatus struct {
 	// Storage says how many members' volumes match spec.storage, while a change of it rolls out.
 	// +optional
 	Storage *StorageStatus `json:"storage,omitempty"`
+
+	// AuthEnabled is true while etcd authentication is on (spec.users declares users).
+	// +optional
+	AuthEnabled bool `json:"authEnabled,omitempty"`
+
+	// Users are the application users etcd has, as spec.users declared them.
+	// +listType=set
+	// +optional
+	Users []string `json:"users,omitempty"`
 
 	// Operator is the operator instance (namespace/pod) that holds the cluster's claim and
 	// manages it: where two Quorate installs see the cluster, only this one acts.

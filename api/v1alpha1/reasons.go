@@ -116,6 +116,9 @@ const (
 	// EventCertificateRenewed: a generated certificate had a third of its lifetime left and
 	// was replaced in its Secret.
 	EventCertificateRenewed = "CertificateRenewed"
+	// EventUsersChanged: etcd's users, roles or authentication were changed to follow
+	// spec.users, or a removed user's Secret was deleted.
+	EventUsersChanged = "UsersChanged"
 	// EventNetworkPolicyDeleted: spec.networkPolicy.enabled was turned off.
 	EventNetworkPolicyDeleted = "NetworkPolicyDeleted"
 	EventMemberAdded          = "MemberAdded"

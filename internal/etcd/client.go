@@ -86,6 +86,9 @@ type Client interface {
 	// Defragment returns a member's free pages to the file system; the member blocks
 	// meanwhile.
 	Defragment(ctx context.Context, ep Endpoint) error
+	// SyncAuth makes authentication, users and roles match spec (ApplyAuth) and says what
+	// changed.
+	SyncAuth(ctx context.Context, spec AuthSpec) ([]string, error)
 	Close() error
 }
 
@@ -265,6 +268,10 @@ func (r *realClient) Defragment(ctx context.Context, ep Endpoint) error {
 		return fmt.Errorf("defragmenting %s: %w", ep.Member, err)
 	}
 	return nil
+}
+
+func (r *realClient) SyncAuth(ctx context.Context, spec AuthSpec) ([]string, error) {
+	return ApplyAuth(ctx, r.c, spec)
 }
 
 func (r *realClient) Close() error { return r.c.Close() }

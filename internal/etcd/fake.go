@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ type Fake struct {
 	version   string
 	calls     []string
 	clients   int
+	auth      AuthSpec
 }
 
 // NewFake returns an empty, not yet bootstrapped cluster running the given etcd version.
@@ -479,6 +481,32 @@ func (c *fakeClient) Defragment(_ context.Context, ep Endpoint) error {
 	}
 	f.calls = append(f.calls, "Defragment "+ep.Member)
 	return nil
+}
+
+// SyncAuth records the spec; Auth returns it. The changes it reports name what differs.
+func (c *fakeClient) SyncAuth(_ context.Context, spec AuthSpec) ([]string, error) {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errLocked("SyncAuth"); err != nil {
+		return nil, err
+	}
+	var changes []string
+	if spec.Enabled != f.auth.Enabled {
+		changes = append(changes, fmt.Sprintf("authentication enabled: %v", spec.Enabled))
+	}
+	if !reflect.DeepEqual(spec.Users, f.auth.Users) {
+		changes = append(changes, fmt.Sprintf("users: %d", len(spec.Users)))
+	}
+	f.auth = spec
+	return changes, nil
+}
+
+// Auth is the authentication spec last applied.
+func (f *Fake) Auth() AuthSpec {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.auth
 }
 
 func (c *fakeClient) Close() error { return nil }

@@ -15,6 +15,8 @@ const (
 
 	// LabelCluster marks every object of a cluster with the cluster's name.
 	LabelCluster = Prefix + "cluster"
+	// LabelUser marks the Secret of an application user (spec.users) with the user's name.
+	LabelUser = Prefix + "user"
 	// LabelMember marks a member's Pod and PVC with the member name.
 	LabelMember = Prefix + "member"
 	// LabelComponent tells member objects from the cluster's shared objects.
@@ -86,8 +88,11 @@ func OperatorSecret(cluster string) string {
 	return cluster + "-operator-tls"
 }
 func ServerSecret(cluster string) string { return cluster + "-server-tls" }
-func PeerSecret(cluster string) string   { return cluster + "-peer-tls" }
-func ClientSecret(cluster string) string { return cluster + "-client-tls" }
+
+// UserSecret holds the client certificate of an application user (spec.users).
+func UserSecret(cluster, user string) string { return cluster + "-user-" + user }
+func PeerSecret(cluster string) string       { return cluster + "-peer-tls" }
+func ClientSecret(cluster string) string     { return cluster + "-client-tls" }
 
 // MemberHost is the DNS name of a member inside the cluster, through the peer Service.
 // The short ".svc" form resolves with every cluster domain through the pod's search path.
