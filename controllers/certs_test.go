@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"testing"
 	"time"
@@ -20,11 +19,7 @@ import (
 
 func parseCert(t *testing.T, b []byte) *x509.Certificate {
 	t.Helper()
-	blk, _ := pem.Decode(b)
-	if blk == nil {
-		t.Fatal("no PEM certificate")
-	}
-	c, err := x509.ParseCertificate(blk.Bytes)
+	c, err := pki.ParseCert(b)
 	if err != nil {
 		t.Fatal(err)
 	}

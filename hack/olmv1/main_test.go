@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/pem"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quorate-dev/quorate/internal/pki"
 )
 
 // upstream is the shape of operator-controller's overlays/cert-manager, cut down.
@@ -156,11 +157,7 @@ func decode(t *testing.T, v any) *x509.Certificate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, _ := pem.Decode(b)
-	if block == nil {
-		t.Fatal("not PEM")
-	}
-	c, err := x509.ParseCertificate(block.Bytes)
+	c, err := pki.ParseCert(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,15 +110,20 @@ func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
 
 // NotAfter is when the first certificate in certPEM expires.
 func NotAfter(certPEM []byte) (time.Time, error) {
-	b, _ := pem.Decode(certPEM)
-	if b == nil || b.Type != "CERTIFICATE" {
-		return time.Time{}, errors.New("no PEM certificate")
-	}
-	cert, err := x509.ParseCertificate(b.Bytes)
+	cert, err := ParseCert(certPEM)
 	if err != nil {
 		return time.Time{}, err
 	}
 	return cert.NotAfter, nil
+}
+
+// ParseCert parses the first certificate in certPEM.
+func ParseCert(certPEM []byte) (*x509.Certificate, error) {
+	b, _ := pem.Decode(certPEM)
+	if b == nil || b.Type != "CERTIFICATE" {
+		return nil, errors.New("no PEM certificate")
+	}
+	return x509.ParseCertificate(b.Bytes)
 }
 
 // Usage says what a certificate is for.
