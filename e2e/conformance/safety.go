@@ -205,8 +205,14 @@ func BadImageReverted() framework.Scenario {
 // NoSpace fills a 16 MiB quota under load: etcd raises NOSPACE and refuses writes (the
 // outage is real), reads go on; the quota is raised to 64 MiB, the operator rolls it out
 // despite the alarm, disarms it, and writes resume. No acknowledged write is lost.
+// noSpaceBudget bounds the outage NOSPACE causes either way it ends: in seconds when
+// defragmentation frees enough room for the operator to disarm the alarm, or after the quota is
+// raised and rolled out to every member (about 45 s measured). Which one happens depends on how
+// fragmented the fill left the database, so the scenario asks for the bound, not an outage.
+var noSpaceBudget = availability.Budget{MaxWriteGap: 2 * time.Minute, MaxFirstWrite: 5 * time.Second, MinSuccessRatio: 0.4}
+
 func NoSpace() framework.Scenario {
-	return framework.Scenario{Name: "nospace", Labels: safety, Replicas: 3, Budget: changeBudget, Expect: outage,
+	return framework.Scenario{Name: "nospace", Labels: safety, Replicas: 3, Budget: noSpaceBudget,
 		Spec: func(s *v1alpha1.EtcdClusterSpec) { s.Etcd.QuotaBackendBytes = 16 << 20 },
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			end := r.Fault("nospace", "database filled to its 16 MiB quota")
