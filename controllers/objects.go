@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/names"
@@ -49,12 +50,7 @@ func (r *Reconciler) ensureNetworkPolicy(ctx context.Context, c *v1alpha1.EtcdCl
 		if !metav1.IsControlledBy(existing, c) {
 			return nil // somebody else's: left alone
 		}
-		pre := client.Preconditions{UID: &existing.UID, ResourceVersion: &existing.ResourceVersion}
-		if err := r.Delete(ctx, existing, pre); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting NetworkPolicy %s (spec.networkPolicy.enabled is false): %w", existing.Name, err)
-		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventNetworkPolicyDeleted, "deleted NetworkPolicy %s: spec.networkPolicy.enabled is false", existing.Name)
-		return nil
+		return r.deleteOwned(ctx, c, existing, v1alpha1.EventNetworkPolicyDeleted, "spec.networkPolicy.enabled is false")
 	}
 	err := r.apply(ctx, c, np, &networkingv1.NetworkPolicy{}, func(existing client.Object) {
 		existing.(*networkingv1.NetworkPolicy).Spec = np.Spec
@@ -63,6 +59,22 @@ func (r *Reconciler) ensureNetworkPolicy(ctx context.Context, c *v1alpha1.EtcdCl
 		return fmt.Errorf("%w; correct spec.networkPolicy (the NetworkPolicy in force is unchanged)", err)
 	}
 	return err
+}
+
+// deleteOwned deletes an object of the cluster exactly as it was read (UID and
+// resourceVersion preconditions: a changed or recreated object is left for the next pass)
+// and records an Event of the given reason saying why.
+func (r *Reconciler) deleteOwned(ctx context.Context, c *v1alpha1.EtcdCluster, obj client.Object, reason, why string) error {
+	uid, rv := obj.GetUID(), obj.GetResourceVersion()
+	kind := "object"
+	if gvk, err := apiutil.GVKForObject(obj, r.Scheme); err == nil {
+		kind = gvk.Kind
+	}
+	if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting %s %s (%s): %w", kind, obj.GetName(), why, err)
+	}
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, reason, "deleted %s %s: %s", kind, obj.GetName(), why)
+	return nil
 }
 
 // upkeep keeps the objects that follow the membership in line after a step: the PDB counts

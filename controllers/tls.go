@@ -163,13 +163,13 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 		caName, cn, dns, ips, usage := names.CASecret(c.Name), "", []string(nil), []net.IP(nil), pki.ClientOnly
 		switch n {
 		case names.ServerSecret(c.Name):
-			cn, dns, ips, usage = c.Name+"-server", serverDNS, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, pki.ServerAndClient
+			cn, dns, ips, usage = names.ServerCN(c.Name), serverDNS, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, pki.ServerAndClient
 		case names.PeerSecret(c.Name):
-			caName, cn, dns, usage = names.PeerCASecret(c.Name), c.Name+"-peer", peerDNS, pki.ServerAndClient
+			caName, cn, dns, usage = names.PeerCASecret(c.Name), names.PeerCN(c.Name), peerDNS, pki.ServerAndClient
 		case names.OperatorSecret(c.Name):
-			cn = "quorate-operator"
+			cn = names.OperatorCN
 		default:
-			cn = "quorate-client"
+			cn = names.ClientCN
 		}
 		if old != nil {
 			// Renewed from the CA that signed it, whatever the current layout: members that
@@ -278,13 +278,14 @@ func (r *Reconciler) clientTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (*t
 	// The operator's own client certificate; clusters made before it existed use the
 	// applications' one.
 	name := names.OperatorSecret(c.Name)
-	if _, err := r.secret(ctx, c.Namespace, name); apierrors.IsNotFound(err) {
-		name = names.ClientSecret(c.Name)
-	}
 	if c.Spec.TLS.UserProvided() {
 		name = c.Spec.TLS.ClientSecretName
 	}
 	s, err := r.secret(ctx, c.Namespace, name)
+	if apierrors.IsNotFound(err) && !c.Spec.TLS.UserProvided() {
+		name = names.ClientSecret(c.Name)
+		s, err = r.secret(ctx, c.Namespace, name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading client certificate secret %s: %w", name, err)
 	}

@@ -40,7 +40,7 @@ func (r *Reconciler) syncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, o *
 	if a.Kind != planner.None || o.client == nil {
 		return nil // one change at a time: membership first
 	}
-	spec := etcd.AuthSpec{Enabled: len(c.Spec.Users) > 0, Admins: []string{"quorate-operator", c.Name + "-server"}}
+	spec := etcd.AuthSpec{Enabled: len(c.Spec.Users) > 0, Admins: []string{names.OperatorCN, names.ServerCN(c.Name)}}
 	var declared []string
 	for _, u := range c.Spec.Users {
 		spec.Users = append(spec.Users, etcd.User{Name: u.Name, ReadWrite: u.ReadWrite, ReadOnly: u.ReadOnly})
@@ -106,10 +106,9 @@ func (r *Reconciler) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdClus
 		if slices.ContainsFunc(c.Spec.Users, func(u v1alpha1.UserSpec) bool { return u.Name == user }) || !resources.Retained(c, s) {
 			continue
 		}
-		if err := r.Delete(ctx, s, client.Preconditions{UID: &s.UID, ResourceVersion: &s.ResourceVersion}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting secret %s of user %s, no longer in spec.users: %w", s.Name, user, err)
+		if err := r.deleteOwned(ctx, c, s, v1alpha1.EventUsersChanged, fmt.Sprintf("user %s is no longer in spec.users", user)); err != nil {
+			return err
 		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventUsersChanged, "deleted secret %s: user %s is no longer in spec.users", s.Name, user)
 	}
 	return nil
 }

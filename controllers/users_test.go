@@ -76,7 +76,7 @@ func TestUsers(t *testing.T) {
 		}
 		return fmt.Errorf("still there (%v)", err)
 	})
-	assertEvent(t, ns, v1alpha1.EventUsersChanged, "deleted secret app-user-reporting: user reporting is no longer in spec.users")
+	assertEvent(t, ns, v1alpha1.EventUsersChanged, "deleted Secret app-user-reporting: user reporting is no longer in spec.users")
 
 	// No users: authentication off.
 	patchCluster(t, ns, "app", func(c *v1alpha1.EtcdCluster) { c.Spec.Users = nil })

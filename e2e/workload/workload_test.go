@@ -3,60 +3,17 @@ package workload
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/quorate-dev/quorate/e2e/checker/watch"
 	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/internal/testsupport"
 )
 
-// realEtcd starts the etcd that `make test` builds from source (KUBEBUILDER_ASSETS) on loopback
-// and returns its client URL once it serves a read.
-func realEtcd(t *testing.T) string {
-	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run these tests with `make test`, which builds etcd from source")
-	}
-	client := fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t))
-	peer := fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(assets, "etcd"),
-		"--data-dir", t.TempDir(), "--name", "test",
-		"--listen-client-urls", client, "--advertise-client-urls", client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "test="+peer, "--log-level", "error")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for deadline := time.Now().Add(time.Minute); ; {
-		octx, ocancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := c.Get(octx, "probe")
-		ocancel()
-		if err == nil {
-			return client
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("etcd did not serve a read within a minute: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
+// realEtcd starts the etcd that `make test` builds from source and returns its client URL.
+func realEtcd(t *testing.T) string { return testsupport.StartEtcd(t, "test", false).ClientURL }
 
 // Start returns only when every client has completed a read; the warm-up read stays out of the
 // history, and what the history holds is a ready client's load.

@@ -3,11 +3,9 @@ package etcd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -25,10 +23,6 @@ import (
 // its metrics and health port.
 func authEtcd(t *testing.T) (func(cn string) *clientv3.Client, string) {
 	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test`, which builds etcd from source")
-	}
 	now := time.Now()
 	ca, err := pki.NewCA("auth-test-ca", now)
 	if err != nil {
@@ -46,20 +40,9 @@ func authEtcd(t *testing.T) (func(cn string) *clientv3.Client, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clientURL := fmt.Sprintf("https://127.0.0.1:%d", testsupport.FreePort(t))
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t))
-	metricsURL := fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(assets, "etcd"), "--name=auth", "--data-dir="+filepath.Join(dir, "data"), "--log-level=error",
-		"--listen-client-urls="+clientURL, "--advertise-client-urls="+clientURL, "--listen-metrics-urls="+metricsURL,
-		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL, "--initial-cluster=auth="+peerURL,
-		"--client-cert-auth=true", "--trusted-ca-file="+write("ca.crt", ca.CertPEM),
+	e := testsupport.StartEtcd(t, "auth", true, "--client-cert-auth=true", "--trusted-ca-file="+write("ca.crt", ca.CertPEM),
 		"--cert-file="+write("server.crt", server.CertPEM), "--key-file="+write("server.key", server.KeyPEM))
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	clientURL, metricsURL := e.ClientURL, e.MetricsURL
 	var clients []*clientv3.Client
 	t.Cleanup(func() {
 		for _, c := range clients {

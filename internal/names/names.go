@@ -46,10 +46,13 @@ const (
 	// ManagedBy is the value of the managed-by label.
 	ManagedBy = "quorate"
 
-	// ClientPort, PeerPort and MetricsPort are the ports every member listens on.
-	ClientPort  = 2379
-	PeerPort    = 2380
-	MetricsPort = 2381
+	// ClientPort, PeerPort and MetricsPort are the ports every member listens on;
+	// ClientHTTPPort serves the client HTTP endpoints (JSON gateway, /health, /version) on
+	// releases that split them from gRPC (version.SplitsClientHTTP).
+	ClientPort     = 2379
+	PeerPort       = 2380
+	MetricsPort    = 2381
+	ClientHTTPPort = 2382
 )
 
 // Member returns the name of the member with the given index: "<cluster>-<index>".
@@ -88,6 +91,23 @@ func OperatorSecret(cluster string) string {
 	return cluster + "-operator-tls"
 }
 func ServerSecret(cluster string) string { return cluster + "-server-tls" }
+
+// Common names of the certificates the operator issues. The operator's own and the members'
+// server certificate are etcd's admins when authentication is on (spec.users); the CRD's CEL
+// rule on spec.users[].name refuses OperatorCN and ClientCN (covered by the validation test).
+const (
+	// OperatorCN is the operator's own client identity.
+	OperatorCN = "quorate-operator"
+	// ClientCN is the identity of the shared application client certificate.
+	ClientCN = "quorate-client"
+)
+
+// ServerCN is the common name of a cluster's server certificate (members use it as clients
+// too, to hand leadership over).
+func ServerCN(cluster string) string { return cluster + "-server" }
+
+// PeerCN is the common name of a cluster's peer certificate.
+func PeerCN(cluster string) string { return cluster + "-peer" }
 
 // UserSecret holds the client certificate of an application user (spec.users).
 func UserSecret(cluster, user string) string { return cluster + "-user-" + user }
