@@ -239,6 +239,15 @@ e2e-matrix: conformance image images ## Run the suite on every Kubernetes versio
 	done
 	go run ./cmd/quorate-report combine $(REPORT_DIR)/matrix
 
+BENCH_RUNS ?= 20
+
+.PHONY: bench
+bench: conformance image images $(KUSTOMIZE) ## Benchmarks (not a CI gate): a rolling etcd upgrade and the leader's pod deleted, BENCH_RUNS times each under the open-loop load, and the rate the machine sustains; bench.md has the distributions.
+	KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator \
+	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
+	  --duration=5s --bench-runs=$(BENCH_RUNS) --report-dir=$(REPORT_DIR)/bench/$(K8S_VERSION) -test.v -test.timeout=180m --labels=suite=bench,suite=bench-rate $(CONFORMANCE_FLAGS) || true
+	go run ./cmd/quorate-report bench $(REPORT_DIR)/bench/$(K8S_VERSION)
+
 .PHONY: demo
 demo: conformance image images ## Local cluster, operator, etcd clusters under faults, and a report in reports/demo.
 	go run ./cmd/quorate-localcluster up --name $(CLUSTER) --k8s-version $(K8S_VERSION)

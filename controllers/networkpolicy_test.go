@@ -37,8 +37,12 @@ func TestNetworkPolicy(t *testing.T) {
 	c = getCluster(t, ns, "np")
 
 	tcp := corev1.ProtocolTCP
-	port := func(p int) []networkingv1.NetworkPolicyPort {
-		return []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: ptr.To(intstr.FromInt(p))}}
+	port := func(ps ...int) []networkingv1.NetworkPolicyPort {
+		var out []networkingv1.NetworkPolicyPort
+		for _, p := range ps {
+			out = append(out, networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: ptr.To(intstr.FromInt(p))})
+		}
+		return out
 	}
 	members := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
 		"etcd.quorate.dev/cluster": "np", "etcd.quorate.dev/component": "member"}}}
@@ -52,7 +56,7 @@ func TestNetworkPolicy(t *testing.T) {
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{
 				{Ports: port(2380), From: []networkingv1.NetworkPolicyPeer{members}},
-				{Ports: port(2379), From: clients},
+				{Ports: port(2379, 2382), From: clients},
 				{Ports: port(2381), From: monitoring},
 			},
 		}

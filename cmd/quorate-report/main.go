@@ -1,25 +1,47 @@
 // Command quorate-report combines the reports of several conformance runs (one per Kubernetes
-// version, each in its own subdirectory) into one matrix page, JUnit file and Markdown table.
+// version, each in its own subdirectory) into one matrix page, JUnit file and Markdown table,
+// and summarises the repeated runs of the benchmark scenarios.
 //
 //	quorate-report combine reports/matrix
+//	quorate-report bench reports/bench/v1.35.4
 package main
 
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/quorate-dev/quorate/e2e/report"
 )
 
 func main() {
-	if len(os.Args) != 3 || os.Args[1] != "combine" {
-		fmt.Fprintln(os.Stderr, "usage: quorate-report combine DIR")
-		os.Exit(64)
+	if len(os.Args) != 3 {
+		usage()
 	}
-	reports, err := report.Combine(os.Args[2])
+	switch os.Args[1] {
+	case "combine":
+		combine(os.Args[2])
+	case "bench":
+		bench(os.Args[2])
+	default:
+		usage()
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: quorate-report combine DIR | quorate-report bench DIR")
+	os.Exit(64)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "error:", err)
+	os.Exit(1)
+}
+
+func combine(dir string) {
+	reports, err := report.Combine(dir)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+		fail(err)
 	}
 	fmt.Print(report.Matrix(reports))
 	failed := 0
@@ -30,8 +52,28 @@ func main() {
 			}
 		}
 	}
-	fmt.Printf("\n%d reports combined into %s/index.html; %d scenario runs failed\n", len(reports), os.Args[2], failed)
+	fmt.Printf("\n%d reports combined into %s/index.html; %d scenario runs failed\n", len(reports), dir, failed)
 	if failed > 0 {
 		os.Exit(1)
 	}
+}
+
+// bench writes DIR/bench.md (and prints it) from DIR/report.json.
+func bench(dir string) {
+	r, err := report.Load(filepath.Join(dir, "report.json"))
+	if err != nil {
+		fail(err)
+	}
+	sums, rates := report.Bench(r), report.Rates(r)
+	if len(sums) == 0 && len(rates) == 0 {
+		fail(fmt.Errorf("%s/report.json holds no benchmark scenario (suite=bench or bench-rate)", dir))
+	}
+	md := report.BenchMarkdown(r, sums)
+	if len(rates) > 0 {
+		md += report.RatesMarkdown(rates)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bench.md"), []byte(md), 0o644); err != nil { //nolint:gosec // a report for people
+		fail(err)
+	}
+	fmt.Print(md)
 }

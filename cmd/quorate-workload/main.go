@@ -33,6 +33,7 @@ func main() {
 		endpoints, tlsDir, serverName, peerService, mix, prefix, listen string
 		clients, keys, port, watchers                                   int
 		rate                                                            float64
+		openLoop                                                        bool
 		opTimeout, pollInterval, watchRestart                           time.Duration
 	)
 	flag.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs, e.g. https://demo-client.ns.svc:2379")
@@ -40,8 +41,9 @@ func main() {
 	flag.StringVar(&serverName, "server-name", "", "name the members' server certificate must carry (default: the endpoint host)")
 	flag.StringVar(&peerService, "peer-service", "", "DNS name of the cluster's headless peer Service, for the split-brain poller")
 	flag.IntVar(&port, "client-port", 2379, "members' client port")
-	flag.IntVar(&clients, "clients", 4, "concurrent clients, each with its own connection and one operation at a time")
-	flag.Float64Var(&rate, "rate", 40, "operations per second over all clients")
+	flag.IntVar(&clients, "clients", workload.DefaultClients, "concurrent clients, each with its own connection and (closed loop) one operation at a time")
+	flag.Float64Var(&rate, "rate", workload.DefaultRate, "operations per second over all clients")
+	flag.BoolVar(&openLoop, "open-loop", false, "issue operations on schedule whether or not earlier ones returned (each client connection then carries several at a time)")
 	flag.IntVar(&keys, "keys", 8, "number of keys")
 	flag.StringVar(&mix, "mix", "put=4,get=4,cas=2", "operation weights")
 	flag.StringVar(&prefix, "prefix", "/quorate-conformance/", "key prefix")
@@ -53,7 +55,7 @@ func main() {
 	flag.Parse()
 
 	cfg := workload.Config{Endpoints: strings.Split(endpoints, ","), Clients: clients, Rate: rate, Keys: keys, Prefix: prefix, OpTimeout: opTimeout, Seed: time.Now().UnixNano(),
-		Watchers: watchers, WatchRestart: watchRestart}
+		Watchers: watchers, WatchRestart: watchRestart, OpenLoop: openLoop}
 	if _, err := fmt.Sscanf(strings.NewReplacer("put=", "", "get=", "", "cas=", "").Replace(mix), "%d,%d,%d", &cfg.PutWeight, &cfg.GetWeight, &cfg.CASWeight); err != nil {
 		log.Fatalf("--mix %q: want put=N,get=N,cas=N", mix)
 	}

@@ -11,10 +11,6 @@ import (
 	"github.com/quorate-dev/quorate/e2e/history"
 )
 
-// faultBudget: a fault that keeps a quorum costs at most an election and the requests that
-// were sent to the member it hit.
-var faultBudget = availability.Budget{MaxWriteGap: 10 * time.Second, MaxFirstWrite: 5 * time.Second, MinSuccessRatio: 0.80}
-
 // faultWindow is how long a fault is held (pod-kill and container-kill happen once; the window
 // is then the time the cluster has to show their effect while the fault object exists).
 const faultWindow = 20 * time.Second
@@ -32,6 +28,9 @@ type Fault struct {
 	QuorumLost bool
 	// Operator: the fault hits the operator, not etcd.
 	Operator bool
+	// Partition: the fault cuts members off the network (the partition budget); the others
+	// are single faults (the fault budget).
+	Partition bool
 	// Needs names a kernel feature the fault needs on the nodes (label needs=<it>), so that
 	// clusters without it can leave the fault out with --skip-labels.
 	Needs string
@@ -46,15 +45,15 @@ func Faults(operatorNS string) []Fault {
 		{Name: "pod-failure", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
 			return t.PodFailure(ctx, faultWindow)
 		}},
-		{Name: "partition-leader", Build: windowed(chaos.Target.PartitionLeader)},
-		{Name: "partition-minority", Build: windowed(chaos.Target.PartitionMinority)},
-		{Name: "partition-majority", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
+		{Name: "partition-leader", Partition: true, Build: windowed(chaos.Target.PartitionLeader)},
+		{Name: "partition-minority", Partition: true, Build: windowed(chaos.Target.PartitionMinority)},
+		{Name: "partition-majority", Partition: true, Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
 			return t.PartitionMajority(ctx, outageWindow)
 		}, QuorumLost: true},
-		{Name: "delay", Needs: "netem", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
+		{Name: "delay", Partition: true, Needs: "netem", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
 			return t.Delay(ctx, 100*time.Millisecond, faultWindow)
 		}},
-		{Name: "loss", Needs: "netem", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
+		{Name: "loss", Partition: true, Needs: "netem", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
 			return t.Loss(ctx, 20, faultWindow)
 		}},
 		{Name: "clock-skew", Build: func(t chaos.Target, ctx context.Context) (chaos.Fault, error) {
@@ -73,8 +72,11 @@ func windowed(b func(chaos.Target, context.Context, time.Duration) (chaos.Fault,
 }
 
 func chaosScenario(name string, f Fault, replicas int32, steps func(context.Context, *framework.Run) error) framework.Scenario {
-	sc := framework.Scenario{Name: name + "-" + f.Name, Replicas: replicas, Budget: faultBudget, Steps: steps,
+	sc := framework.Scenario{Name: name + "-" + f.Name, Replicas: replicas, Class: framework.Fault, Steps: steps,
 		Labels: map[string]string{"suite": "chaos", "fault": f.Name, "base": name}}
+	if f.Partition {
+		sc.Class = framework.Partition
+	}
 	if f.Needs != "" {
 		sc.Labels["needs"] = f.Needs
 	}

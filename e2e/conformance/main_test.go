@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,13 +46,27 @@ func TestMain(m *testing.M) {
 }
 
 // TestConformance runs every scenario; --labels (scenario=NAME, suite=core|negative|safety|chaos|
-// chaos-negative|olm, fault=NAME, base=steady|scale, install-mode=NAME) and --feature pick
+// chaos-negative|olm|migration|bench|bench-rate, fault=NAME, base=steady|scale, install-mode=NAME) and --feature pick
 // some. The OLM scenarios install Quorate themselves, so they are part of the run only when
 // their catalogs are given (--olm-catalogs or --install-olm).
 func TestConformance(t *testing.T) {
 	scenarios := append(append(All(opts), SafetyScenarios()...), ChaosScenarios(opts.OperatorNS)...)
 	if opts.Install {
 		scenarios = append(scenarios, ScopeMigration(opts.OperatorNS))
+	}
+	if opts.BenchRuns > 0 {
+		scenarios = append(scenarios, BenchScenarios(opts, opts.BenchRuns)...)
+	}
+	if slices.Contains(suite.Labels["suite"], "bench-rate") {
+		var rates []float64
+		for _, f := range strings.Split(opts.BenchRates, ",") {
+			rate, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || rate <= 0 {
+				t.Fatalf("--bench-rates: %q is not a rate", f)
+			}
+			rates = append(rates, rate)
+		}
+		scenarios = append(scenarios, RateScenarios(rates)...)
 	}
 	if from, to, ok := strings.Cut(opts.StorageClasses, ","); ok {
 		scenarios = append(scenarios, StorageMigration(from, to))

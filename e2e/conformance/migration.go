@@ -14,7 +14,7 @@ import (
 // cluster's claim decides which acts. The Events each install wrote prove that no two changed
 // the cluster in overlapping windows.
 func ScopeMigration(operatorNS string) framework.Scenario {
-	return framework.Scenario{Name: "scope-migration", Labels: map[string]string{"suite": "migration"}, Replicas: 3, Budget: changeBudget,
+	return framework.Scenario{Name: "scope-migration", Labels: map[string]string{"suite": "migration"}, Replicas: 3, Class: framework.Planned,
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			wide, narrow := framework.Identity(operatorNS), framework.Identity(r.Namespace)
 			if err := r.WaitOwner(ctx, wide); err != nil {

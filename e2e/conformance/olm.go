@@ -24,7 +24,7 @@ func OLMScenarios(opts *framework.Options) []framework.Scenario {
 	scenarios := []framework.Scenario{
 		// A Subscription in a namespace of its own with a global OperatorGroup: the operator
 		// watches every namespace, including the one of the EtcdCluster.
-		{Name: "olm-install-all-namespaces", Labels: labels("AllNamespaces"), Replicas: 3, Budget: steadyBudget,
+		{Name: "olm-install-all-namespaces", Labels: labels("AllNamespaces"), Replicas: 3, Class: framework.Planned,
 			Install: func(ctx context.Context, r *framework.Run) error {
 				_, current, err := catalogs()
 				if err != nil {
@@ -63,7 +63,7 @@ func olmv1Upgrade(opts *framework.Options, catalogs func() (string, string, erro
 		}
 		return p[0], p[1], nil
 	}
-	return framework.Scenario{Name: "olmv1-upgrade", Labels: map[string]string{"suite": "olm", "olm": "v1", "install-mode": "AllNamespaces"}, Replicas: 3, Budget: steadyBudget,
+	return framework.Scenario{Name: "olmv1-upgrade", Labels: map[string]string{"suite": "olm", "olm": "v1", "install-mode": "AllNamespaces"}, Replicas: 3, Class: framework.Planned,
 		Install: func(ctx context.Context, r *framework.Run) error {
 			_, current, err := catalogs()
 			if err != nil {
@@ -92,7 +92,7 @@ func olmv1Upgrade(opts *framework.Options, catalogs func() (string, string, erro
 
 func olmUpgrade(catalogs func() (string, string, error)) framework.Scenario {
 	var in *olm.V0
-	return framework.Scenario{Name: "olm-upgrade", Labels: map[string]string{"suite": "olm", "install-mode": "OwnNamespace"}, Replicas: 3, Budget: steadyBudget,
+	return framework.Scenario{Name: "olm-upgrade", Labels: map[string]string{"suite": "olm", "install-mode": "OwnNamespace"}, Replicas: 3, Class: framework.Planned,
 		Install: func(ctx context.Context, r *framework.Run) error {
 			previous, _, err := catalogs()
 			if err != nil {

@@ -28,7 +28,7 @@ var outage = map[string]history.Expectation{"availability": history.ExpectFail(a
 // VolumesDeleted deletes the PVCs of the given members at once while they run (kubectl delete
 // pvc --wait=false): each is replaced add-first, so redundancy never drops.
 func VolumesDeleted(name string, members ...int) framework.Scenario {
-	return framework.Scenario{Name: name, Labels: safety, Replicas: 3, Budget: changeBudget,
+	return framework.Scenario{Name: name, Labels: safety, Replicas: 3, Class: framework.Planned,
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			var names []string
 			for _, i := range members {
@@ -42,7 +42,7 @@ func VolumesDeleted(name string, members ...int) framework.Scenario {
 // launcher refuses to start etcd on it (it would rejoin with an empty log, or vote), and the
 // operator replaces the member.
 func DataWiped() framework.Scenario {
-	return framework.Scenario{Name: "data-wiped", Labels: safety, Replicas: 3, Budget: changeBudget, NeedsNode: true,
+	return framework.Scenario{Name: "data-wiped", Labels: safety, Replicas: 3, Class: framework.Fault, NeedsNode: true,
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			follower, err := r.Follower(ctx)
 			if err != nil {
@@ -90,7 +90,7 @@ func DataWiped() framework.Scenario {
 // final state cannot be read: the lost-writes verdict is inconclusive, where a cluster that
 // came back empty would fail it.
 func DataWipedSingle() framework.Scenario {
-	return framework.Scenario{Name: "data-wiped-single", Labels: safety, Replicas: 1, Budget: changeBudget, NeedsNode: true,
+	return framework.Scenario{Name: "data-wiped-single", Labels: safety, Replicas: 1, Class: framework.Planned, NeedsNode: true,
 		Expect: map[string]history.Expectation{
 			"availability": history.ExpectFail(availability.CodeWriteGap),
 			"lost-writes":  {Status: history.VerdictInconclusive, Code: lostwrites.CodeFinalUnread},
@@ -151,7 +151,7 @@ func PowerLoss() framework.Scenario {
 // start, the rollout stops there with the cause, and reverting the spec brings the cluster back
 // without anyone deleting a pod. At most one member is down throughout.
 func BadImageReverted() framework.Scenario {
-	return framework.Scenario{Name: "bad-image-reverted", Labels: safety, Replicas: 3, Budget: changeBudget,
+	return framework.Scenario{Name: "bad-image-reverted", Labels: safety, Replicas: 3, Class: framework.Planned,
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			before, err := r.PodUIDs(ctx)
 			if err != nil {
@@ -243,7 +243,7 @@ func NoSpace() framework.Scenario {
 // again under the same name, which stops at the retained volumes, then adopts them: the old
 // cluster restarts with its cluster ID and every acknowledged write.
 func RetainedAndAdopted() framework.Scenario {
-	return framework.Scenario{Name: "retained-adopted", Labels: safety, Replicas: 3, Budget: changeBudget, Expect: outage,
+	return framework.Scenario{Name: "retained-adopted", Labels: safety, Replicas: 3, Class: framework.Planned, Expect: outage,
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			ec, err := r.GetCluster(ctx)
 			if err != nil {
@@ -287,7 +287,7 @@ func RetainedAndAdopted() framework.Scenario {
 // Only writes after the survivor's revision may be lost, and the lost-writes checker holds the
 // operator to the revision it declared.
 func QuorumRecovered() framework.Scenario {
-	return framework.Scenario{Name: "quorum-recovered", Labels: safety, Replicas: 3, Budget: changeBudget, Expect: outage,
+	return framework.Scenario{Name: "quorum-recovered", Labels: safety, Replicas: 3, Class: framework.Planned, Expect: outage,
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			if err := r.SetPaused(ctx, true); err != nil {
 				return err
@@ -327,7 +327,7 @@ func QuorumRecovered() framework.Scenario {
 // (local-path to local-path-b on the local cluster; --storage-classes names them elsewhere):
 // members move one at a time, add-first, the leader last.
 func StorageMigration(from, to string) framework.Scenario {
-	return framework.Scenario{Name: "storage-migration", Labels: map[string]string{"suite": "migration"}, Replicas: 3, Budget: changeBudget,
+	return framework.Scenario{Name: "storage-migration", Labels: map[string]string{"suite": "migration"}, Replicas: 3, Class: framework.Planned,
 		Spec: func(s *v1alpha1.EtcdClusterSpec) { s.Storage.StorageClassName = &from },
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			return r.MigrateStorage(ctx, to, 3)

@@ -10,22 +10,14 @@ import (
 	"github.com/quorate-dev/quorate/e2e/history"
 )
 
-// Budgets of what clients may see.
-var (
-	// steadyBudget: nothing happens, so nothing may be noticed.
-	steadyBudget = availability.Budget{MaxWriteGap: 2 * time.Second, MaxFirstWrite: 5 * time.Second, MinSuccessRatio: 0.99}
-	// changeBudget: membership changes and member restarts cost at most a leader election.
-	changeBudget = availability.Budget{MaxWriteGap: 5 * time.Second, MaxFirstWrite: 5 * time.Second, MinSuccessRatio: 0.95}
-)
-
 // Steady: a 3-member cluster under load, nothing else.
 func Steady() framework.Scenario {
-	return framework.Scenario{Name: "steady", Labels: map[string]string{"suite": "core"}, Replicas: 3, Budget: steadyBudget}
+	return framework.Scenario{Name: "steady", Labels: map[string]string{"suite": "core"}, Replicas: 3, Class: framework.Planned}
 }
 
 // Scale: 1 -> 3 -> 5 -> 3 -> 1 members under load.
 func Scale() framework.Scenario {
-	return framework.Scenario{Name: "scale", Labels: map[string]string{"suite": "core"}, Replicas: 1, Budget: changeBudget,
+	return framework.Scenario{Name: "scale", Labels: map[string]string{"suite": "core"}, Replicas: 1, Class: framework.Planned,
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			for _, n := range []int32{3, 5, 3, 1} {
 				if err := r.Scale(ctx, n); err != nil {
@@ -38,7 +30,7 @@ func Scale() framework.Scenario {
 
 // PodDeletion: the leader's pod is deleted, then a follower's.
 func PodDeletion() framework.Scenario {
-	return framework.Scenario{Name: "pod-deletion", Labels: map[string]string{"suite": "core"}, Replicas: 3, Budget: changeBudget,
+	return framework.Scenario{Name: "pod-deletion", Labels: map[string]string{"suite": "core"}, Replicas: 3, Class: framework.Planned,
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			leader, err := r.Leader(ctx)
 			if err != nil {
@@ -60,7 +52,7 @@ func PodDeletion() framework.Scenario {
 
 // VolumeLoss: a member's PVC is deleted; the operator replaces the member with a new one.
 func VolumeLoss() framework.Scenario {
-	return framework.Scenario{Name: "pvc-loss", Labels: map[string]string{"suite": "core"}, Replicas: 3, Budget: changeBudget,
+	return framework.Scenario{Name: "pvc-loss", Labels: map[string]string{"suite": "core"}, Replicas: 3, Class: framework.Planned,
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			follower, err := r.Follower(ctx)
 			if err != nil {
@@ -74,7 +66,7 @@ func VolumeLoss() framework.Scenario {
 // fault: clients must see the outage (the availability verdict fails, for the right reason)
 // while no acknowledged write is lost and the history stays linearizable.
 func QuorumLoss() framework.Scenario {
-	return framework.Scenario{Name: "quorum-loss", Labels: map[string]string{"suite": "negative"}, Replicas: 3, Budget: changeBudget,
+	return framework.Scenario{Name: "quorum-loss", Labels: map[string]string{"suite": "negative"}, Replicas: 3, Class: framework.Planned,
 		Expect: map[string]history.Expectation{"availability": history.ExpectFail(availability.CodeWriteGap)},
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			if err := r.SetPaused(ctx, true); err != nil {
@@ -109,7 +101,7 @@ func QuorumLoss() framework.Scenario {
 // version under load (3.5 -> 3.6 by default: etcd's rolling minor upgrade). The operator
 // replaces one member at a time, the leader last after moving leadership away.
 func EtcdUpgrade(opts *framework.Options) framework.Scenario {
-	return framework.Scenario{Name: "etcd-upgrade", Labels: map[string]string{"suite": "core"}, Replicas: 3, Budget: changeBudget,
+	return framework.Scenario{Name: "etcd-upgrade", Labels: map[string]string{"suite": "core"}, Replicas: 3, Class: framework.Planned,
 		Version: opts.UpgradeFrom,
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			return r.UpgradeEtcd(ctx, opts.EtcdVersion)

@@ -23,7 +23,8 @@ import (
 
 func (r *Run) execute(ctx context.Context) {
 	t, sc := r.T, r.Scenario
-	res := report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Budget: sc.Budget, Expected: map[string]history.Expectation{}}
+	budget := r.budget()
+	res := report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Budget: budget, Class: string(sc.Class), Expected: map[string]history.Expectation{}}
 	for _, c := range report.Checkers {
 		res.Expected[c] = history.ExpectPass
 	}
@@ -76,7 +77,7 @@ func (r *Run) execute(ctx context.Context) {
 		t.Logf("saving the history: %v", err)
 	}
 	lin := linearizability.Check(&h, 3*time.Minute, dir)
-	av, stats := availability.Check(&h, sc.Budget)
+	av, stats := availability.Check(&h, budget)
 	res.Verdicts = []history.Verdict{lin, lostwrites.Check(&h), av, splitbrain.Check(&h, splitbrain.DefaultBounds), watch.Check(&h)}
 	res.Stats = stats
 	res.AddLatencies(&h, 4000)

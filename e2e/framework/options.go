@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/quorate-dev/quorate/e2e/workload"
 	"github.com/quorate-dev/quorate/internal/buildinfo"
 	"github.com/quorate-dev/quorate/internal/envflag"
 )
@@ -23,6 +24,9 @@ type Options struct {
 	Duration      time.Duration
 	Rate          float64
 	Clients       int
+	OpenLoop      bool
+	// Budgets are the availability budgets of the scenario classes (--budget-*).
+	Budgets Budgets
 	EtcdVersion   string
 	EtcdImage     string
 	UpgradeFrom   string
@@ -43,6 +47,10 @@ type Options struct {
 	StorageClasses string
 	// OwnershipTerm is the --ownership-term of the operators the suite installs.
 	OwnershipTerm time.Duration
+	// BenchRuns is how many times each benchmark scenario runs (0: none).
+	BenchRuns int
+	// BenchRates are the rates of the rate benchmark (suite=bench-rate).
+	BenchRates string
 }
 
 // RegisterFlags adds the suite's flags to the global flag set.
@@ -53,8 +61,10 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.ClusterName, "cluster-name", "quorate-e2e", "name of a cluster the suite starts")
 	flag.StringVar(&o.ReportDir, "report-dir", "quorate-report", "directory for the report (JUnit, Markdown, HTML, histories)")
 	flag.DurationVar(&o.Duration, "duration", 30*time.Second, "load time of steady phases (before, between and after a scenario's actions)")
-	flag.Float64Var(&o.Rate, "rate", 40, "operations per second the workload issues")
-	flag.IntVar(&o.Clients, "clients", 4, "concurrent workload clients")
+	flag.Float64Var(&o.Rate, "rate", workload.DefaultRate, "operations per second the workload issues")
+	flag.IntVar(&o.Clients, "clients", workload.DefaultClients, "concurrent workload clients (connections)")
+	flag.BoolVar(&o.OpenLoop, "open-loop", false, "the workload issues operations on schedule whether or not earlier ones returned, instead of one at a time per client")
+	o.Budgets.register()
 	flag.StringVar(&o.EtcdVersion, "etcd-version", "3.6.16", "etcd version of the clusters the scenarios create")
 	flag.StringVar(&o.UpgradeFrom, "etcd-upgrade-from", "3.5.35", "etcd version the etcd-upgrade scenario starts at, before it upgrades to --etcd-version")
 	flag.StringVar(&o.EtcdImage, "etcd-image", "", "etcd image override for the clusters (default: the operator's image for the version)")
@@ -72,6 +82,8 @@ func RegisterFlags() *Options {
 	flag.BoolVar(&o.KeepFailed, "keep-failed", false, "keep the namespaces of failed scenarios for inspection")
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
 	flag.DurationVar(&o.OwnershipTerm, "ownership-term", 20*time.Second, "--ownership-term of the operators the suite installs (shorter than the operator's default, so that the scope-migration scenario's takeovers are quick)")
+	flag.IntVar(&o.BenchRuns, "bench-runs", 0, "run each benchmark scenario (suite=bench: a rolling etcd upgrade, the leader's pod deleted) this many times; quorate-report bench summarises them")
+	flag.StringVar(&o.BenchRates, "bench-rates", "250,500,1000,2000,4000", "operations per second of the rate benchmark's runs (suite=bench-rate: a steady 3-member cluster under the open-loop load at each rate)")
 	flag.StringVar(&o.StorageClasses, "storage-classes", "local-path,local-path-b", "FROM,TO: the StorageClasses the storage-migration scenario moves a cluster between (the local cluster has both); empty leaves it out")
 	return o
 }

@@ -26,7 +26,10 @@ type Scenario struct {
 	Name     string
 	Labels   map[string]string
 	Replicas int32
-	Budget   availability.Budget
+	// Class decides the availability budget (--budget-<class>); Budget is used only for a
+	// scenario without a class, whose outage is of its own kind (power loss, NOSPACE).
+	Class  Class
+	Budget availability.Budget
 	// Expect overrides the expected verdict of a checker (all are expected to pass): an
 	// expected failure names the code the checker must fail with.
 	Expect map[string]history.Expectation
@@ -35,6 +38,8 @@ type Scenario struct {
 	Steps func(ctx context.Context, r *Run) error
 	// Rate overrides the suite's operation rate.
 	Rate float64
+	// OpenLoop runs the workload open loop whatever --open-loop says.
+	OpenLoop bool
 	// Version overrides the etcd version the cluster starts at (--etcd-version otherwise).
 	Version string
 	// Spec, when set, adjusts the EtcdCluster's spec before it is created.
@@ -54,6 +59,9 @@ type Run struct {
 	Namespace string
 	Cluster   string
 	T         *testing.T
+
+	// electionTimeout of the EtcdCluster, as the API server defaulted it.
+	electionTimeout time.Duration
 
 	mu       sync.Mutex
 	events   []history.Event
@@ -112,7 +120,7 @@ func (s *Suite) Feature(sc Scenario) features.Feature {
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r := &Run{Suite: s, Scenario: sc, T: t, Cluster: "etcd", Namespace: fmt.Sprintf("qc-%s-%04d", history.Slug(sc.Name), rand.Intn(10000))}
 			if err := r.setup(ctx); err != nil {
-				s.add(report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Error: err.Error(), Budget: sc.Budget})
+				s.add(report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Error: err.Error(), Budget: r.budget()})
 				t.Errorf("setting up %s: %v", sc.Name, err)
 				// A failed setup ends the feature before its teardown: clean up here, so that
 				// what it installed does not disturb the next scenario.
@@ -133,6 +141,20 @@ func (s *Suite) Feature(sc Scenario) features.Feature {
 			}
 			return ctx
 		}).Feature()
+}
+
+// budget is the scenario's availability budget: its class's rule for the cluster's election
+// timeout, or its own Budget.
+func (r *Run) budget() availability.Budget {
+	rule, ok := r.Suite.Opts.Budgets.Rule(r.Scenario.Class)
+	if !ok {
+		return r.Scenario.Budget
+	}
+	et := r.electionTimeout
+	if et == 0 {
+		et = time.Second // etcd's default, before the cluster exists
+	}
+	return rule.Budget(et)
 }
 
 // teardown runs the registered cleanups and deletes the run's namespace, unless the run failed
@@ -188,6 +210,7 @@ func (r *Run) setup(ctx context.Context) error {
 	if err := c.Create(ctx, ec); err != nil {
 		return fmt.Errorf("creating the EtcdCluster: %w", err)
 	}
+	r.electionTimeout = time.Duration(ec.Spec.Etcd.ElectionTimeoutMillis) * time.Millisecond
 	if err := r.WaitSettled(ctx, r.Scenario.Replicas, 5*time.Minute); err != nil {
 		return err
 	}

@@ -21,6 +21,10 @@ func (r *Run) workloadPod() *corev1.Pod {
 	if r.Scenario.Rate > 0 {
 		rate = r.Scenario.Rate
 	}
+	args := []string{}
+	if r.Suite.Opts.OpenLoop || r.Scenario.OpenLoop {
+		args = append(args, "--open-loop")
+	}
 	clientHost := names.ClientHost(r.Cluster, r.Namespace)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "workload", Namespace: r.Namespace, Labels: map[string]string{"app": "quorate-workload"}},
@@ -28,14 +32,14 @@ func (r *Run) workloadPod() *corev1.Pod {
 			Containers: []corev1.Container{{
 				Name:  "workload",
 				Image: r.Suite.Opts.WorkloadImage,
-				Args: []string{
+				Args: append([]string{
 					"--endpoints=https://" + clientHost + ":2379",
 					"--tls-dir=/tls",
 					"--server-name=" + clientHost,
 					"--peer-service=" + names.PeerService(r.Cluster) + "." + r.Namespace + ".svc",
 					fmt.Sprintf("--clients=%d", r.Suite.Opts.Clients),
 					fmt.Sprintf("--rate=%g", rate),
-				},
+				}, args...),
 				Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 2},
 				VolumeMounts:   []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}},

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"html"
 	"math"
 	"sort"
@@ -118,6 +119,15 @@ func writeScenario(b *strings.Builder, r *Report, s Scenario) {
 	b.WriteString(Timeline(s))
 	b.WriteString("<br>")
 	b.WriteString(Latency(s))
+	b.WriteString("<br>")
+	b.WriteString(GapChart(s))
+	if len(s.Stats.Gaps.Longest) > 0 {
+		b.WriteString("<table><tr><th>longest times without an acknowledged write</th><th>from</th><th>to</th></tr>")
+		for _, g := range s.Stats.Gaps.Longest {
+			fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%s</td></tr>", g.Length().Round(10*time.Microsecond), offsetMs(s, g.From), offsetMs(s, g.To))
+		}
+		b.WriteString("</table>")
+	}
 	if len(s.Events) > 0 {
 		b.WriteString("<table><tr><th>time</th><th>kind</th><th>what</th><th>detail</th></tr>")
 		for _, e := range s.Events {
@@ -251,4 +261,43 @@ func Latency(s Scenario) string {
 	axis(&b, s)
 	b.WriteString("</svg>")
 	return b.String()
+}
+
+// GapChart draws how many intervals between acknowledged writes exceeded each threshold, on a
+// log scale, with the 50th, 99th and 99.9th percentiles.
+func GapChart(s Scenario) string {
+	g := s.Stats.Gaps
+	var b strings.Builder
+	const rowH, labelW, chartW = 18, 90, 500
+	h := padT + rowH*(len(availability.GapThresholds)+1) + 8
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img"><title>write gaps of %s</title>`, labelW+chartW+80, h, html.EscapeString(s.Name))
+	fmt.Fprintf(&b, `<text x="4" y="%d" font-size="11">time between acknowledged writes (%d intervals): p50 %s, p99 %s, p99.9 %s</text>`,
+		padT-2, g.Count, g.P50.Round(10*time.Microsecond), g.P99.Round(10*time.Microsecond), g.P999.Round(10*time.Microsecond))
+	top := math.Log10(float64(max(g.Count, 10)) + 1)
+	for i, t := range availability.GapThresholds {
+		n := 0
+		if i < len(g.Over) {
+			n = g.Over[i]
+		}
+		y := padT + 6 + rowH*i
+		w := float64(chartW) * math.Log10(float64(n)+1) / top
+		color := colorOK
+		if t >= 100*time.Millisecond && n > 0 {
+			color = colorUnknown
+		}
+		if s.Budget.MaxWriteGap > 0 && t >= s.Budget.MaxWriteGap && n > 0 {
+			color = colorFail
+		}
+		fmt.Fprintf(&b, `<text x="4" y="%d" font-size="11">over %s</text><rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/><text x="%.1f" y="%d" font-size="11">%d</text>`,
+			y+12, t, labelW, y+2, math.Max(w, 1), rowH-4, color, float64(labelW)+math.Max(w, 1)+4, y+12, n)
+	}
+	b.WriteString("</svg>")
+	return b.String()
+}
+
+func offsetMs(s Scenario, t int64) string {
+	if s.HistoryStart == 0 {
+		return ""
+	}
+	return fmt.Sprintf("+%.3fs", time.Duration(t-s.HistoryStart).Seconds())
 }

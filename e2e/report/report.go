@@ -29,6 +29,9 @@ type Scenario struct {
 	// code of the broken budget.
 	Expected map[string]history.Expectation `json:"expected,omitempty"`
 	Budget   availability.Budget            `json:"budget"`
+	// Class of the scenario's disruption (planned, fault, partition), which chose the budget;
+	// empty for a scenario with a budget of its own.
+	Class string `json:"class,omitempty"`
 	Stats    availability.Stats             `json:"stats"`
 	Events   []history.Event                `json:"events,omitempty"`
 	History  string                         `json:"history,omitempty"` // file name of the saved history
@@ -174,6 +177,13 @@ func (r *Report) Markdown() string {
 			for _, d := range v.Details {
 				fmt.Fprintf(&b, "  - %s\n", d)
 			}
+		}
+		if len(s.Stats.Gaps.Longest) > 0 {
+			b.WriteString("\nLongest times without an acknowledged write:")
+			for _, g := range s.Stats.Gaps.Longest {
+				fmt.Fprintf(&b, " %s (%s)", g.Length().Round(10*time.Microsecond), offsetMs(s, g.From))
+			}
+			b.WriteString("\n")
 		}
 		if len(s.Events) > 0 {
 			b.WriteString("\nEvents:\n\n")

@@ -44,7 +44,19 @@ type Config struct {
 	// WatchRestart restarts each watch this often, from the revision after its last event (0:
 	// only when it breaks).
 	WatchRestart time.Duration
+	// OpenLoop issues operations on a fixed schedule, Rate per second, whether or not earlier
+	// ones returned (each on its own goroutine, over the clients' connections in turn), so
+	// that a stall shows as the many operations it delays, not as the few a closed loop would
+	// have sent. Closed loop (the default): each client has one operation at a time.
+	OpenLoop bool
 }
+
+// Defaults of Config: 500 operations per second from 16 clients, so that a write gap of a
+// few milliseconds is visible (about 300 writes per second with the default mix).
+const (
+	DefaultRate    = 500
+	DefaultClients = 16
+)
 
 // Runner runs the clients and records the history.
 type Runner struct {
@@ -65,10 +77,10 @@ type Runner struct {
 // New returns a runner; it does nothing until Start.
 func New(cfg Config) *Runner {
 	if cfg.Clients <= 0 {
-		cfg.Clients = 4
+		cfg.Clients = DefaultClients
 	}
 	if cfg.Rate <= 0 {
-		cfg.Rate = 40
+		cfg.Rate = DefaultRate
 	}
 	if cfg.Keys <= 0 {
 		cfg.Keys = 8
@@ -150,13 +162,21 @@ func (r *Runner) Start() error {
 		r.watch.run(wctx, r.cfg.Watchers, rev+1)
 	}
 	r.start, r.end = time.Now().UnixNano(), 0
+	if r.cfg.OpenLoop {
+		r.done.Add(1)
+		go func() {
+			defer r.done.Done()
+			r.openLoop(ctx, clients)
+		}()
+		return nil
+	}
 	interval := time.Duration(float64(time.Second) * float64(r.cfg.Clients) / r.cfg.Rate)
 	for i, c := range clients {
 		r.done.Add(1)
 		go func() {
 			defer r.done.Done()
 			defer c.Close()
-			r.client(ctx, i, c, interval, rand.New(rand.NewSource(r.cfg.Seed+int64(i))))
+			r.client(ctx, i, c, interval)
 		}()
 	}
 	return nil
@@ -273,12 +293,68 @@ func (r *Runner) record(o history.Op) {
 	r.mu.Unlock()
 }
 
-// client issues one operation at a time, as a linearizability test requires, pacing itself to
-// its share of the rate.
-func (r *Runner) client(ctx context.Context, id int, c *clientv3.Client, interval time.Duration, rnd *rand.Rand) {
-	seen := map[string]*string{} // last value this client saw per key; nil = absent
-	seq := 0
-	total := r.cfg.PutWeight + r.cfg.GetWeight + r.cfg.CASWeight
+// opSource draws the operations of one client (closed loop) or of the whole load (open
+// loop): the mix of types, keys, unique values, and for compare-and-set the value last seen
+// of the key, so that some swaps succeed.
+type opSource struct {
+	r    *Runner
+	rnd  *rand.Rand
+	name string
+	seq  int
+	mu   sync.Mutex
+	seen map[string]*string // last value seen per key; nil = absent
+}
+
+func (r *Runner) newSource(name string, seed int64) *opSource {
+	return &opSource{r: r, rnd: rand.New(rand.NewSource(seed)), name: name, seen: map[string]*string{}}
+}
+
+// next draws the next operation for client.
+func (s *opSource) next(client int) history.Op {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cfg := s.r.cfg
+	key := s.r.key(s.rnd.Intn(cfg.Keys))
+	s.seq++
+	o := history.Op{ID: s.r.nextID.Add(1), Client: client, Key: key}
+	switch n := s.rnd.Intn(cfg.PutWeight + cfg.GetWeight + cfg.CASWeight); {
+	case n < cfg.PutWeight:
+		o.Type, o.Value = history.Put, fmt.Sprintf("%s-%d", s.name, s.seq)
+	case n < cfg.PutWeight+cfg.GetWeight:
+		o.Type = history.Get
+	default:
+		o.Type, o.Value = history.CAS, fmt.Sprintf("%s-%d", s.name, s.seq)
+		if v, ok := s.seen[key]; ok && v != nil {
+			o.Expect = *v
+		} else {
+			o.ExpectAbsent = true
+		}
+	}
+	return o
+}
+
+// learn records what a completed operation showed of its key.
+func (s *opSource) learn(o history.Op) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case o.Status == history.OK && (o.Type == history.Put || o.Succeeded):
+		v := o.Value
+		s.seen[o.Key] = &v
+	case o.Status == history.OK && o.Found:
+		v := o.Output
+		s.seen[o.Key] = &v
+	case o.Status == history.OK:
+		s.seen[o.Key] = nil
+	case o.Status == history.Unknown:
+		delete(s.seen, o.Key)
+	}
+}
+
+// client issues one operation at a time, as a closed-loop client does, pacing itself to its
+// share of the rate.
+func (r *Runner) client(ctx context.Context, id int, c *clientv3.Client, interval time.Duration) {
+	src := r.newSource(fmt.Sprintf("c%d", id), r.cfg.Seed+int64(id))
 	next := time.Now()
 	for {
 		if wait := time.Until(next); wait > 0 {
@@ -294,36 +370,47 @@ func (r *Runner) client(ctx context.Context, id int, c *clientv3.Client, interva
 		if time.Until(next) < -interval {
 			next = time.Now().Add(interval) // do not burst to catch up after an outage
 		}
-		key := r.key(rnd.Intn(r.cfg.Keys))
-		seq++
-		o := history.Op{ID: r.nextID.Add(1), Client: id, Key: key}
-		switch n := rnd.Intn(total); {
-		case n < r.cfg.PutWeight:
-			o.Type, o.Value = history.Put, fmt.Sprintf("c%d-%d", id, seq)
-		case n < r.cfg.PutWeight+r.cfg.GetWeight:
-			o.Type = history.Get
-		default:
-			o.Type, o.Value = history.CAS, fmt.Sprintf("c%d-%d", id, seq)
-			if v, ok := seen[key]; ok && v != nil {
-				o.Expect = *v
-			} else {
-				o.ExpectAbsent = true
-			}
-		}
+		o := src.next(id)
 		r.do(c, &o)
 		r.record(o)
-		switch {
-		case o.Status == history.OK && (o.Type == history.Put || o.Succeeded):
-			v := o.Value
-			seen[key] = &v
-		case o.Status == history.OK && o.Found:
-			v := o.Output
-			seen[key] = &v
-		case o.Status == history.OK:
-			seen[key] = nil
-		case o.Status == history.Unknown:
-			delete(seen, key)
+		src.learn(o)
+	}
+}
+
+// openLoop issues an operation every 1/Rate seconds on its own goroutine, whatever the
+// operations before it are doing, over the connections in turn. If the machine falls behind
+// the schedule (a starved CPU), the missed operations are issued at once: the schedule, not
+// the cluster's answers, decides what is sent.
+func (r *Runner) openLoop(ctx context.Context, clients []*clientv3.Client) {
+	var inflight sync.WaitGroup
+	defer func() {
+		inflight.Wait()
+		for _, c := range clients {
+			c.Close()
 		}
+	}()
+	src := r.newSource("o", r.cfg.Seed)
+	interval := time.Duration(float64(time.Second) / r.cfg.Rate)
+	start := time.Now()
+	for n := int64(0); ; n++ {
+		if wait := time.Until(start.Add(time.Duration(n) * interval)); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		} else if ctx.Err() != nil {
+			return
+		}
+		id := int(n % int64(len(clients)))
+		o := src.next(id)
+		inflight.Add(1)
+		go func() {
+			defer inflight.Done()
+			r.do(clients[id], &o)
+			r.record(o)
+			src.learn(o)
+		}()
 	}
 }
 

@@ -46,6 +46,9 @@ func EtcdFlags(c *v1alpha1.EtcdCluster, v version.Version, member, state, initia
 		"--log-outputs=stderr",
 		version.InitialCorruptCheckFlag(v),
 	}
+	if version.SplitsClientHTTP(v) {
+		flags = append(flags, fmt.Sprintf("--listen-client-http-urls=%s://0.0.0.0:%d", scheme, names.ClientHTTPPort))
+	}
 	if tls {
 		flags = append(flags,
 			"--client-cert-auth=true",

@@ -193,6 +193,7 @@ func etcdContainer(c *v1alpha1.EtcdCluster, p MemberPod, v version.Version, tmpl
 			{Name: "client", ContainerPort: names.ClientPort},
 			{Name: "peer", ContainerPort: names.PeerPort},
 			{Name: "metrics", ContainerPort: names.MetricsPort},
+			{Name: "client-http", ContainerPort: names.ClientHTTPPort},
 		},
 		Resources:                resources,
 		VolumeMounts:             mounts,

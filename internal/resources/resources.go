@@ -19,7 +19,9 @@ import (
 
 // PodFormat is bumped when the operator changes member pods in a way that must be rolled out
 // to running members. Any other operator upgrade leaves running members untouched.
-const PodFormat = "2"
+// 3: etcd serves its client HTTP endpoints on a port of their own (version.SplitsClientHTTP),
+// so that it stops gRPC gracefully and the requests in flight at a member's stop complete.
+const PodFormat = "3"
 
 // Paths inside member pods.
 const (
@@ -105,6 +107,9 @@ func ClientService(c *v1alpha1.EtcdCluster) *corev1.Service {
 			Selector: names.MemberSelector(c.Name),
 			Ports: []corev1.ServicePort{
 				{Name: "client", Port: names.ClientPort, TargetPort: intstr.FromInt32(names.ClientPort)},
+				// The JSON gateway, /health and /version, on releases that serve them apart
+				// from gRPC (on the client port otherwise).
+				{Name: "http", Port: names.ClientHTTPPort, TargetPort: intstr.FromInt32(names.ClientHTTPPort)},
 			},
 		},
 	}
@@ -238,8 +243,12 @@ func (o Operator) peer() networkingv1.NetworkPolicyPeer {
 // It restricts ingress only: members reach each other and DNS as before.
 func NetworkPolicy(c *v1alpha1.EtcdCluster, op Operator) *networkingv1.NetworkPolicy {
 	tcp := corev1.ProtocolTCP
-	port := func(p int32) []networkingv1.NetworkPolicyPort {
-		return []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: ptr.To(intstr.FromInt32(p))}}
+	port := func(ps ...int32) []networkingv1.NetworkPolicyPort {
+		var out []networkingv1.NetworkPolicyPort
+		for _, p := range ps {
+			out = append(out, networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: ptr.To(intstr.FromInt32(p))})
+		}
+		return out
 	}
 	members := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: names.MemberSelector(c.Name)}}
 	spec := c.Spec.NetworkPolicy
@@ -254,7 +263,7 @@ func NetworkPolicy(c *v1alpha1.EtcdCluster, op Operator) *networkingv1.NetworkPo
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{
 				{Ports: port(names.PeerPort), From: []networkingv1.NetworkPolicyPeer{members}},
-				{Ports: port(names.ClientPort), From: clients},
+				{Ports: port(names.ClientPort, names.ClientHTTPPort), From: clients},
 				{Ports: port(names.MetricsPort), From: append([]networkingv1.NetworkPolicyPeer(nil), spec.Monitoring...)},
 			},
 		},

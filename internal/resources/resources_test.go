@@ -72,20 +72,23 @@ func TestPodFlags(t *testing.T) {
 			"--member=" + member, "--host=" + member + ".demo-peer.ns.svc", "--expected-cluster-id=" + clusterID, "--require-data=" + requireData,
 			"--pod-annotations=/etc/quorate/podinfo/annotations"}
 	}
-	etcd := func(member, state string, minor6 bool) []string {
+	etcd := func(member, state string, minor6, splitHTTP bool) []string {
 		skipSAN, corrupt := "--peer-skip-client-san-verification=true", "--feature-gates=InitialCorruptCheck=true"
 		if !minor6 {
 			skipSAN, corrupt = "--experimental-peer-skip-client-san-verification=true", "--experimental-initial-corrupt-check=true"
 		}
-		return []string{"/usr/local/bin/etcd", "--name=" + member, "--data-dir=/var/lib/etcd/data",
+		out := []string{"/usr/local/bin/etcd", "--name=" + member, "--data-dir=/var/lib/etcd/data",
 			"--listen-client-urls=https://0.0.0.0:2379", "--listen-peer-urls=https://0.0.0.0:2380", "--listen-metrics-urls=http://0.0.0.0:2381",
 			"--advertise-client-urls=https://" + member + ".demo-peer.ns.svc:2379", "--initial-advertise-peer-urls=https://" + member + ".demo-peer.ns.svc:2380",
 			"--initial-cluster=" + ic, "--initial-cluster-state=" + state, "--initial-cluster-token=uid-1",
 			"--heartbeat-interval=100", "--election-timeout=1000", "--quota-backend-bytes=2147483648",
-			"--auto-compaction-mode=periodic", "--auto-compaction-retention=1h", "--logger=zap", "--log-outputs=stderr", corrupt,
-			"--client-cert-auth=true", "--trusted-ca-file=/etc/etcd/tls/server/ca.crt", "--cert-file=/etc/etcd/tls/server/tls.crt", "--key-file=/etc/etcd/tls/server/tls.key",
+			"--auto-compaction-mode=periodic", "--auto-compaction-retention=1h", "--logger=zap", "--log-outputs=stderr", corrupt}
+		if splitHTTP {
+			out = append(out, "--listen-client-http-urls=https://0.0.0.0:2382")
+		}
+		return append(out, "--client-cert-auth=true", "--trusted-ca-file=/etc/etcd/tls/server/ca.crt", "--cert-file=/etc/etcd/tls/server/tls.crt", "--key-file=/etc/etcd/tls/server/tls.key",
 			"--peer-client-cert-auth=true", "--peer-trusted-ca-file=/etc/etcd/tls/peer/ca.crt", "--peer-cert-file=/etc/etcd/tls/peer/tls.crt", "--peer-key-file=/etc/etcd/tls/peer/tls.key",
-			skipSAN}
+			skipSAN)
 	}
 	withTLS := func(args ...[]string) []string {
 		out := append([]string{}, args[0]...)
@@ -99,13 +102,15 @@ func TestPodFlags(t *testing.T) {
 		want    []string
 	}{
 		{"a bootstrap member", "3.6.16", MemberPod{Member: "demo-0", Bootstrap: true, InitialCluster: ic},
-			withTLS(launcher("demo-0", "", "false"), etcd("demo-0", "new", true))},
+			withTLS(launcher("demo-0", "", "false"), etcd("demo-0", "new", true, true))},
 		{"a member joining a formed cluster", "3.6.16", MemberPod{Member: "demo-1", InitialCluster: ic, RequireData: true, ClusterID: "abc"},
-			withTLS(launcher("demo-1", "abc", "true"), etcd("demo-1", "existing", true))},
+			withTLS(launcher("demo-1", "abc", "true"), etcd("demo-1", "existing", true, true))},
 		{"a 3.5 member gets the experimental flag names", "3.5.35", MemberPod{Member: "demo-1", InitialCluster: ic, ClusterID: "abc"},
-			withTLS(launcher("demo-1", "abc", "false"), etcd("demo-1", "existing", false))},
+			withTLS(launcher("demo-1", "abc", "false"), etcd("demo-1", "existing", false, true))},
+		{"a 3.5 member before 3.5.8 serves HTTP on the client port", "3.5.7", MemberPod{Member: "demo-1", InitialCluster: ic, ClusterID: "abc"},
+			withTLS(launcher("demo-1", "abc", "false"), etcd("demo-1", "existing", false, false))},
 		{"a forced recovery", "3.6.16", MemberPod{Member: "demo-1", InitialCluster: ic, RequireData: true, ClusterID: "abc", ForceNewCluster: true},
-			append(withTLS(launcher("demo-1", "abc", "true"), etcd("demo-1", "existing", true)), "--force-new-cluster")},
+			append(withTLS(launcher("demo-1", "abc", "true"), etcd("demo-1", "existing", true, true)), "--force-new-cluster")},
 	} {
 		c := cluster()
 		c.Spec.Version = tc.version

@@ -111,6 +111,15 @@ func PeerSkipClientSANFlag(v Version) string {
 	return "--experimental-peer-skip-client-san-verification=true"
 }
 
+// SplitsClientHTTP reports whether the release serves its HTTP endpoints (the JSON gateway,
+// /health, /version) on a listener of their own (--listen-client-http-urls, from 3.5.8). The
+// client port then serves gRPC alone, and etcd stops it gracefully on SIGTERM, letting the
+// requests in flight finish; a client port that also serves HTTP over TLS is closed at once,
+// failing them (etcd's stopServers).
+func SplitsClientHTTP(v Version) bool {
+	return !v.Less(Version{3, 5, 8})
+}
+
 // InitialCorruptCheckFlag makes a member compare its data with its peers' before it serves.
 func InitialCorruptCheckFlag(v Version) string {
 	if v.Minor >= 6 {

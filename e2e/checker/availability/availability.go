@@ -47,6 +47,61 @@ type Stats struct {
 	// (the whole run when no write was acknowledged).
 	FirstWrite         time.Duration `json:"firstWrite"`
 	P50, P90, P99, Max time.Duration
+	// Gaps is the distribution of the times between consecutive acknowledged writes.
+	Gaps Gaps `json:"gaps"`
+}
+
+// GapThresholds are the bounds the distribution counts gaps over: at 300 writes a second the
+// time between writes is a few milliseconds, so a gap over 10 ms is already a stall.
+var GapThresholds = []time.Duration{10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
+	250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second}
+
+// Gaps describes the times between consecutive acknowledged writes (from the first to the end
+// of the run), at nanosecond resolution.
+type Gaps struct {
+	// Count of intervals.
+	Count int `json:"count"`
+	// P50, P99 and P999 of the intervals.
+	P50  time.Duration `json:"p50"`
+	P99  time.Duration `json:"p99"`
+	P999 time.Duration `json:"p999"`
+	// Over[i] is how many intervals exceeded GapThresholds[i].
+	Over []int `json:"over"`
+	// Longest are the longest intervals, longest first (at most 10).
+	Longest []Gap `json:"longest,omitempty"`
+}
+
+// Gap is one interval without an acknowledged write, in Unix nanoseconds.
+type Gap struct {
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+}
+
+// Length of the gap.
+func (g Gap) Length() time.Duration { return time.Duration(g.To - g.From) }
+
+// gapsOf computes the distribution of the intervals between the sorted times ts.
+func gapsOf(ts []int64) Gaps {
+	g := Gaps{Over: make([]int, len(GapThresholds))}
+	if len(ts) < 2 {
+		return g
+	}
+	all := make([]Gap, 0, len(ts)-1)
+	for i := 1; i < len(ts); i++ {
+		gap := Gap{From: ts[i-1], To: ts[i]}
+		all = append(all, gap)
+		for j, t := range GapThresholds {
+			if gap.Length() > t {
+				g.Over[j]++
+			}
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Length() > all[j].Length() })
+	g.Count = len(all)
+	at := func(p float64) time.Duration { return all[min(len(all)-1, int((1-p)*float64(len(all))))].Length() }
+	g.P50, g.P99, g.P999 = at(0.50), at(0.99), at(0.999)
+	g.Longest = all[:min(10, len(all))]
+	return g
 }
 
 // Analyze computes the statistics of h with windows of the given width.
@@ -98,6 +153,11 @@ func Analyze(h *history.History, width time.Duration) Stats {
 		s.FirstWrite = time.Duration(h.End - h.Start)
 	}
 	s.GapStart, s.GapEnd = prev, prev
+	if len(acks) > 0 {
+		s.Gaps = gapsOf(append(acks[:len(acks):len(acks)], max(h.End, acks[len(acks)-1])))
+	} else {
+		s.Gaps = gapsOf(nil)
+	}
 	for _, t := range append(acks, h.End) {
 		if gap := time.Duration(t - prev); gap > s.MaxWriteGap {
 			s.MaxWriteGap, s.GapStart, s.GapEnd = gap, prev, t
@@ -147,6 +207,7 @@ func Check(h *history.History, b Budget) (history.Verdict, Stats) {
 		fmt.Sprintf("first acknowledged write after %s", s.FirstWrite.Round(time.Millisecond)),
 		fmt.Sprintf("longest time without an acknowledged write: %s (from %s to %s)", s.MaxWriteGap.Round(time.Millisecond), rel(s.GapStart), rel(s.GapEnd)),
 		fmt.Sprintf("latency of successful operations: p50 %s, p90 %s, p99 %s, max %s", s.P50.Round(time.Microsecond*100), s.P90.Round(time.Microsecond*100), s.P99.Round(time.Microsecond*100), s.Max.Round(time.Millisecond)),
+		s.Gaps.Summary(),
 	}
 	var broken, codes []string
 	if s.Total == 0 {
@@ -172,4 +233,22 @@ func Check(h *history.History, b Budget) (history.Verdict, Stats) {
 	v.Status, v.Code = history.VerdictFail, codes[0]
 	v.Reason = strings.Join(broken, "; ")
 	return v, s
+}
+
+// Summary describes the distribution in one line.
+func (g Gaps) Summary() string {
+	if g.Count == 0 {
+		return "time between acknowledged writes: fewer than two writes"
+	}
+	var over []string
+	for i, t := range GapThresholds {
+		if g.Over[i] > 0 {
+			over = append(over, fmt.Sprintf("%d over %s", g.Over[i], t))
+		}
+	}
+	if len(over) == 0 {
+		over = []string{"none over " + GapThresholds[0].String()}
+	}
+	return fmt.Sprintf("time between acknowledged writes (%d intervals): p50 %s, p99 %s, p99.9 %s; %s",
+		g.Count, g.P50.Round(10*time.Microsecond), g.P99.Round(10*time.Microsecond), g.P999.Round(10*time.Microsecond), strings.Join(over, ", "))
 }

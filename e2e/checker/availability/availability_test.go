@@ -1,6 +1,7 @@
 package availability
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +101,48 @@ func TestFirstWrite(t *testing.T) {
 	v, s = Check(steady(10, 0, 10), budget)
 	if v.Passed() || s.MaxWriteGap != 10*time.Second || s.FirstWrite != 10*time.Second {
 		t.Fatalf("a run without an acknowledged write: %v %+v", v, s)
+	}
+}
+
+// The distribution counts every interval between acknowledged writes, at nanosecond
+// resolution, and keeps the longest with their times.
+func TestGaps(t *testing.T) {
+	ms := int64(time.Millisecond)
+	h := &history.History{Start: 0, End: 1000 * ms}
+	// Writes acknowledged every 5 ms, except a 30 ms and a 120 ms stall, and a failed write.
+	var acks []int64
+	for t := int64(0); t <= 1000*ms; t += 5 * ms {
+		if (t > 100*ms && t < 130*ms) || (t > 500*ms && t < 620*ms) {
+			continue
+		}
+		acks = append(acks, t)
+	}
+	for _, a := range acks {
+		h.Ops = append(h.Ops, history.Op{Type: history.Put, Call: a - ms, Return: a, Status: history.OK, Value: "v"})
+	}
+	h.Ops = append(h.Ops, history.Op{Type: history.Put, Call: 510 * ms, Return: 600 * ms, Status: history.Unknown, Value: "u"})
+	_, s := Check(h, Budget{MaxWriteGap: time.Second})
+	want := Gaps{
+		Count: len(acks), // the intervals between acks, and the last ack to the end of the run
+		// 173 intervals: the 99th percentile is the second longest, the 99.9th the longest.
+		P50: 5 * time.Millisecond, P99: 30 * time.Millisecond, P999: 120 * time.Millisecond,
+		Over:    []int{2, 2, 1, 1, 0, 0, 0, 0, 0},
+		Longest: []Gap{{From: 500 * ms, To: 620 * ms}, {From: 100 * ms, To: 130 * ms}},
+	}
+	for len(want.Longest) < 10 {
+		// The rest are 5 ms intervals; which ones is the sort's business.
+		want.Longest = append(want.Longest, s.Gaps.Longest[len(want.Longest)])
+	}
+	// acks ends at 1000 ms = End: the last interval is empty.
+	if !reflect.DeepEqual(s.Gaps, want) {
+		t.Fatalf("gaps:\n got %+v\nwant %+v", s.Gaps, want)
+	}
+	for _, g := range s.Gaps.Longest[2:] {
+		if g.Length() != 5*time.Millisecond {
+			t.Errorf("a 5 ms interval expected after the two stalls, got %+v", g)
+		}
+	}
+	if got := s.Gaps.Summary(); got != "time between acknowledged writes (173 intervals): p50 5ms, p99 30ms, p99.9 120ms; 2 over 10ms, 2 over 25ms, 1 over 50ms, 1 over 100ms" {
+		t.Errorf("summary: %s", got)
 	}
 }

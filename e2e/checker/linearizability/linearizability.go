@@ -112,15 +112,31 @@ var Model = porcupine.NondeterministicModel{
 }
 
 // Operations turns a history into porcupine operations: failed operations had no effect and
-// are left out; unknown ones stay open until after the end of the history.
+// are left out; unknown ones stay open until after the end of the history. An unknown write
+// whose unique value no operation ever read is left out too: open until after the end, it can
+// always be ordered last, where nothing sees it, so it cannot change the verdict; but each one
+// doubles the states the search may visit, and an outage under an open-loop load leaves
+// hundreds.
 func Operations(h *history.History) []porcupine.Operation {
 	horizon := h.End + int64(time.Hour)
+	observed := map[string]bool{}
+	for _, o := range h.Ops {
+		switch {
+		case o.Status != history.OK:
+		case o.Found:
+			observed[o.Output] = true
+		case o.Type == history.CAS && o.Succeeded && !o.ExpectAbsent:
+			observed[o.Expect] = true
+		}
+	}
 	var ops []porcupine.Operation
 	for _, o := range h.Ops {
 		switch {
 		case o.Status == history.Fail:
 			continue
 		case o.Status == history.Unknown && !o.IsWrite():
+			continue
+		case o.Status == history.Unknown && !observed[o.Value]:
 			continue
 		}
 		ret := o.Return

@@ -118,3 +118,31 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// Unknown writes nobody read are left out of the search (they could always be ordered last);
+// one whose value was read, or expected by a swap that succeeded, stays; failed operations and
+// unknown reads are left out as before.
+func TestOperationsLeaveOutUnseenUnknownWrites(t *testing.T) {
+	h := &history.History{End: 100, Ops: []history.Op{
+		op(0, history.Put, "k", 1, 2, history.OK, put("a")),
+		op(1, history.Put, "k", 3, 0, history.Unknown, put("seen-by-get")),
+		op(2, history.Put, "k", 3, 0, history.Unknown, put("never-seen")),
+		op(3, history.CAS, "k", 3, 0, history.Unknown, cas("seen-by-get", "seen-by-cas", false, "")),
+		op(4, history.CAS, "k", 3, 0, history.Unknown, cas("a", "cas-never-seen", false, "")),
+		op(5, history.Get, "k", 10, 11, history.OK, read("seen-by-get")),
+		op(6, history.CAS, "k", 12, 13, history.OK, cas("seen-by-cas", "b", true, "")),
+		op(7, history.Get, "k", 14, 15, history.Unknown, nil),
+		op(8, history.Put, "k", 14, 15, history.Fail, put("failed")),
+	}}
+	var got []string
+	for _, o := range Operations(h) {
+		got = append(got, o.Input.(history.Op).Value+"/"+string(o.Input.(history.Op).Status))
+	}
+	want := []string{"a/ok", "seen-by-get/unknown", "seen-by-cas/unknown", "/ok", "b/ok"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("operations searched: %v, want %v", got, want)
+	}
+	if v := Check(h, 10*time.Second, ""); !v.Passed() {
+		t.Fatalf("verdict %v", v)
+	}
+}

@@ -1,0 +1,60 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/quorate-dev/quorate/e2e/framework"
+)
+
+// Benchmark scenarios (suite=bench, make bench): one disruption repeated runs times, each on a
+// cluster of its own, under the open-loop load, so that the report holds a distribution
+// (quorate-report bench) rather than one sample. They are measurements, never a CI gate: their
+// budget is the planned one, and the distribution is what counts.
+
+// BenchScenarios are runs repetitions of each benchmark:
+//   - bench-etcd-upgrade: a rolling etcd upgrade of 3 members (--etcd-upgrade-from to
+//     --etcd-version);
+//   - bench-pod-deletion: the leader's pod deleted, as kubectl delete pod does.
+func BenchScenarios(opts *framework.Options, runs int) []framework.Scenario {
+	var out []framework.Scenario
+	for i := 1; i <= runs; i++ {
+		labels := func(base string) map[string]string {
+			return map[string]string{"suite": "bench", "base": base, "run": fmt.Sprintf("%02d", i)}
+		}
+		out = append(out,
+			framework.Scenario{Name: fmt.Sprintf("bench-etcd-upgrade-%02d", i), Labels: labels("etcd-upgrade"), Replicas: 3,
+				Class: framework.Planned, OpenLoop: true, Version: opts.UpgradeFrom,
+				Steps: func(ctx context.Context, r *framework.Run) error { return r.UpgradeEtcd(ctx, opts.EtcdVersion) }},
+			framework.Scenario{Name: fmt.Sprintf("bench-pod-deletion-%02d", i), Labels: labels("pod-deletion"), Replicas: 3,
+				Class: framework.Planned, OpenLoop: true,
+				Steps: func(ctx context.Context, r *framework.Run) error {
+					leader, err := r.Leader(ctx)
+					if err != nil {
+						return err
+					}
+					return r.DeletePod(ctx, leader, 3)
+				}},
+		)
+	}
+	return out
+}
+
+// RateScenarios are steady 3-member clusters under the open-loop load at each rate
+// (suite=bench-rate), to measure what the machine sustains beside the cluster: quorate-report
+// bench tabulates the rate achieved, the share of successful operations and the latency.
+func RateScenarios(rates []float64) []framework.Scenario {
+	var out []framework.Scenario
+	for _, rate := range rates {
+		r := strconv.FormatFloat(rate, 'f', -1, 64)
+		out = append(out, framework.Scenario{Name: "bench-rate-" + r, Labels: map[string]string{"suite": "bench-rate", "rate": r},
+			Replicas: 3, Class: framework.Planned, OpenLoop: true, Rate: rate,
+			Steps: func(ctx context.Context, r *framework.Run) error {
+				r.Hold(ctx, 20*time.Second) // a measurement window
+				return nil
+			}})
+	}
+	return out
+}
