@@ -1,7 +1,9 @@
-# The operator image: the manager and the member launcher, both static. `make image` builds the
-# binaries first (this machine has no Go builder image to pull).
+# The operator image: the manager, the member launcher and the backup tool (backup Jobs,
+# restores, restore drills), all static. `make image` builds the binaries first (this machine
+# has no Go builder image to pull).
 FROM scratch
 COPY bin/linux_amd64/quorate-operator /quorate-operator
 COPY bin/linux_amd64/quorate-launcher /quorate-launcher
+COPY bin/linux_amd64/quorate-backup /quorate-backup
 USER 65532:65532
 ENTRYPOINT ["/quorate-operator"]

@@ -84,12 +84,14 @@ unit: ## Unit tests only (no API server).
 build: generate fmt vet ## Build the manager, launcher and tools for this machine.
 	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/quorate-operator ./cmd
 	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/quorate-launcher ./cmd/quorate-launcher
+	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/quorate-backup ./cmd/quorate-backup
 	go build -o $(LOCALBIN)/quorate-localcluster ./cmd/quorate-localcluster
 
 .PHONY: build-linux
 build-linux: ## Build the static linux/amd64 binaries the images hold.
 	$(GOFLAGS_STATIC) go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-operator ./cmd
 	$(GOFLAGS_STATIC) go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-launcher ./cmd/quorate-launcher
+	$(GOFLAGS_STATIC) go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-backup ./cmd/quorate-backup
 	$(GOFLAGS_STATIC) go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-workload ./cmd/quorate-workload
 
 .PHONY: run
@@ -214,6 +216,14 @@ e2e-safety: ## Run the safety scenarios (volumes deleted, data wiped, power loss
 .PHONY: e2e-migration
 e2e-migration: ## Run the migration scenarios (storage class change, install-scope change) on a local cluster.
 	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=migration REPORT_DIR=$(REPORT_DIR)/migration
+
+.PHONY: e2e-backup
+e2e-backup: ## Run the backup scenarios (backup to a real S3 store, restore, schedules with retention and drills, bad input) on a local cluster.
+	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=backup REPORT_DIR=$(REPORT_DIR)/backup CONFORMANCE_FLAGS="--install-s3 $(CONFORMANCE_FLAGS)"
+
+.PHONY: s3
+s3: ## Install the S3 object store (versitygw, built from source) on the local cluster (idempotent).
+	KUBECTL=$(KUBECTL) hack/s3.sh
 
 .PHONY: e2e-chaos
 e2e-chaos: conformance image images $(KUSTOMIZE) ## Run steady state and scale 3->5->3 under every Chaos Mesh fault (FAULTS narrows: FAULTS=pod-kill-leader,delay).

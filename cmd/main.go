@@ -141,6 +141,17 @@ func main() {
 		log.Error(err, "setting up the controller")
 		os.Exit(1)
 	}
+	// Backups, schedules and restore drills act on the clusters whose claim r holds.
+	if err := (&controllers.BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+		Recorder: r.Recorder, Images: images, Ownership: r.Ownership}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "setting up the backup controller")
+		os.Exit(1)
+	}
+	if err := (&controllers.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+		Recorder: r.Recorder, Images: images, Ownership: r.Ownership}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "setting up the backup schedule controller")
+		os.Exit(1)
+	}
 	if err := addUpgradeGate(mgr, id); err != nil {
 		log.Error(err, "setting up the OperatorCondition")
 		os.Exit(1)

@@ -15,6 +15,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/expectations"
 	"github.com/quorate-dev/quorate/internal/metrics"
@@ -61,6 +62,10 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 	switch a.Kind {
 	case planner.Bootstrap:
 		initial := resources.InitialCluster(c, a.Members)
+		if o.restore != nil && len(o.pods) == 0 {
+			r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventRestoring, "the %d bootstrap members restore %s",
+				len(a.Members), backup.Location{Bucket: o.restore.Bucket, Key: o.restore.Key})
+		}
 		for _, m := range a.Members {
 			if _, ok := o.pvcs[m]; !ok {
 				if err := r.createPVC(ctx, c, key, m, len(a.Members)); err != nil {
@@ -68,7 +73,7 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 				}
 			}
 			if _, ok := o.pods[m]; !ok {
-				if err := r.createPod(ctx, c, key, resources.MemberPod{Member: m, Bootstrap: true, InitialCluster: initial}); err != nil {
+				if err := r.createPod(ctx, c, key, resources.MemberPod{Member: m, Bootstrap: true, InitialCluster: initial, Restore: o.restore}); err != nil {
 					return err
 				}
 			}

@@ -65,6 +65,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdbackups,verbs=get;list;watch
 
 // Reconcile is one pass over one EtcdCluster: prepare what members need, observe everything
 // once, settle the cluster's identity, plan one step, take it, and report.
@@ -137,6 +138,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	clusterID, err := r.identify(ctx, c, obs)
 	if err != nil {
 		return r.fail(ctx, original, c, v1alpha1.ReasonRecordClusterIDFailed, err)
+	}
+
+	// A cluster created from a backup needs it before its members exist.
+	if clusterID == 0 && c.Spec.Bootstrap != nil && c.Spec.Bootstrap.FromBackup != nil {
+		if obs.restore, err = r.restoreSource(ctx, c); err != nil {
+			return r.fail(ctx, original, c, v1alpha1.ReasonRestoreSourceNotReady, err)
+		}
 	}
 
 	// Plan and act: one step.

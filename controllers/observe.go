@@ -53,6 +53,9 @@ type observation struct {
 	alarms          []etcd.Alarm
 
 	desiredHash string
+
+	// restore is the snapshot a cluster created from a backup restores at bootstrap.
+	restore *resources.Restore
 }
 
 func (o *observation) memberName(i int) string { return names.Member(o.cluster, i) }

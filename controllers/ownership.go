@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/names"
@@ -141,4 +142,24 @@ func (r *Reconciler) reportOwner(c *v1alpha1.EtcdCluster, holder, previous, reas
 	case v1alpha1.EventOwnedElsewhere:
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, reason, "operator %s sees this cluster but leaves it to %s, which holds its claim", o.Identity, holder)
 	}
+}
+
+// holds reports whether this instance holds the cluster's unexpired claim, without renewing
+// or taking it (the cluster's own reconciler does that): the backup and schedule controllers
+// act on a cluster only while its holder is this instance. With claims off, it always does.
+func (o *Ownership) holds(ctx context.Context, reader client.Reader, c *v1alpha1.EtcdCluster) (bool, string, error) {
+	if o == nil || o.Term <= 0 {
+		return true, "", nil
+	}
+	lease := &coordinationv1.Lease{}
+	err := reader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: names.OwnerLease(c.Name)}, lease)
+	if apierrors.IsNotFound(err) {
+		return false, "nobody yet", nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("reading the claim of EtcdCluster %s: %w", c.Name, err)
+	}
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	expires := renewed(lease).Add(time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second)
+	return holder == o.Identity && time.Now().Before(expires), holder, nil
 }

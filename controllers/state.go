@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/robfig/cron/v3"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -61,10 +63,12 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 		AdoptVolumes:  c.Spec.AdoptRetainedVolumes,
 		RollSettle:    set.RollSettle,
 		Deadlines:     set.Deadlines,
+		Now:           now,
 	}
 	if c.Spec.Recovery != nil {
 		s.Recovery.Requested = c.Spec.Recovery.ForceNewCluster
 	}
+	s.Defrag = defragPolicy(c, now)
 	if r := c.Status.Recovery; r != nil {
 		s.Recovery.Token, s.Recovery.Phase, s.Recovery.Member = r.Token, r.Phase, r.Member
 	}
@@ -232,4 +236,22 @@ func memberLabel(m etcd.Member) string {
 		return m.Name + " (" + names.FormatID(m.ID) + ")"
 	}
 	return names.FormatID(m.ID) + " " + strings.Join(m.PeerURLs, ",")
+}
+
+// defragPolicy is spec.maintenance.defrag for the planner: a scheduled round is due once the
+// schedule's next time after the last round (or the cluster's creation) has passed.
+func defragPolicy(c *v1alpha1.EtcdCluster, now time.Time) planner.Defrag {
+	d := c.Spec.Maintenance.Defrag
+	if d == nil {
+		return planner.Defrag{}
+	}
+	p := planner.Defrag{ThresholdPercent: int(ptr.Deref(d.ThresholdPercent, 0)), MinFree: ptr.Deref(d.MinFreeBytes, planner.DefaultDefragMinFree)}
+	if sched, err := cron.ParseStandard(d.Schedule); err == nil && d.Schedule != "" {
+		from := c.CreationTimestamp.Time
+		if c.Status.LastDefragTime != nil {
+			from = c.Status.LastDefragTime.Time
+		}
+		p.Due = !sched.Next(from).After(now)
+	}
+	return p
 }

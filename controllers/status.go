@@ -47,6 +47,10 @@ func computeStatus(c *v1alpha1.EtcdCluster, o *observation, s planner.State, a p
 		st.Alarms = s.Alarms
 	}
 	st.Storage = storageStatus(s)
+	if s.Defrag.Due && a.Kind == planner.None && execErr == nil {
+		// Every member's free pages are returned: the scheduled round is over.
+		st.LastDefragTime = &metav1.Time{Time: s.Now}
+	}
 	gen := c.Generation
 	for _, cond := range []metav1.Condition{
 		availableCondition(s, sum, gen),

@@ -218,6 +218,16 @@ func startWith(t *testing.T, ns string, fake *etcd.Fake, identity string, deadli
 	if err := op.rec.setup(mgr, 1, counting); err != nil {
 		t.Fatal(err)
 	}
+	// Backups, schedules and drills run beside, as in the manager (cmd/main.go).
+	recorder := mgr.GetEventRecorderFor("quorate") //nolint:staticcheck // as above
+	if err := (&BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Recorder: recorder,
+		Images: images, Ownership: op.rec.Ownership}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Recorder: recorder,
+		Images: images, Ownership: op.rec.Ownership}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	op.cancel = cancel
 	go func() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds etcd and etcdctl of one release from the Go module proxy, statically, cached in
-# $QUORATE_CACHE/etcd/<version>/bin. Usage: hack/build-etcd.sh v3.6.16
+# Builds etcd, etcdctl and etcdutl (snapshot restore) of one release from the Go module proxy,
+# statically, cached in $QUORATE_CACHE/etcd/<version>/bin. Usage: hack/build-etcd.sh v3.6.16
 #
 # `go install go.etcd.io/etcd/server/v3@...` fails because etcd's go.mod has replace directives;
 # a scratch module that requires the server (and etcdctl) modules builds them (main.go is at each
@@ -13,10 +13,11 @@ version=${1:?usage: build-etcd.sh v3.X.Y}
 [[ $version =~ ^v3\.[0-9]+\.[0-9]+$ ]] || die "etcd version must look like v3.6.16, got '$version'"
 dir=$QUORATE_CACHE/etcd/$version
 out=$dir/bin
-if [ -x "$out/etcd" ] && [ -x "$out/etcdctl" ]; then echo "$out"; exit 0; fi
+built() { [ -x "$out/etcd" ] && [ -x "$out/etcdctl" ] && [ -x "$out/etcdutl" ]; }
+if built; then echo "$out"; exit 0; fi
 
 build() {
-  [ -x "$out/etcd" ] && [ -x "$out/etcdctl" ] && return 0
+  built && return 0
   local src=$dir/src
   rm -rf "$src"; mkdir -p "$src" "$out"
   log "building etcd $version (cold: ~1.5 min)"
@@ -24,10 +25,11 @@ build() {
   (
     cd "$src"
     go mod init quorate.local/etcd-build >/dev/null 2>&1
-    go get "go.etcd.io/etcd/server/v3@$version" "go.etcd.io/etcd/etcdctl/v3@$version" >/dev/null 2>&1 \
-      || go get "go.etcd.io/etcd/server/v3@$version" "go.etcd.io/etcd/etcdctl/v3@$version"
+    mods=("go.etcd.io/etcd/server/v3@$version" "go.etcd.io/etcd/etcdctl/v3@$version" "go.etcd.io/etcd/etcdutl/v3@$version")
+    go get "${mods[@]}" >/dev/null 2>&1 || go get "${mods[@]}"
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/etcdctl" go.etcd.io/etcd/etcdctl/v3
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/etcdutl" go.etcd.io/etcd/etcdutl/v3
   )
   log "built etcd $version in $((SECONDS - start))s"
 }

@@ -11,6 +11,7 @@
 #   hack/images.sh olmv1             OLM v1's catalogd and operator-controller
 #   hack/images.sh conformance VER   quorate-conformance for the scorecard's custom test
 #   hack/images.sh scorecard         operator-sdk's scorecard-test and the bundle untar image
+#   hack/images.sh versitygw VER     versitygw, the S3 gateway the backup scenarios store into
 # Upstream images are skipped when the registry already holds their tag.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -59,10 +60,14 @@ base() {
 
 etcd() {
   local v=${1:?etcd version}
-  has quorate/etcd "$v" && return 0
+  # The image's layout version: a second tag, so that images built before etcdutl was added
+  # are rebuilt (the operator names them by the release alone).
+  local layout=$v-layout2
+  has quorate/etcd "$v" && has quorate/etcd "$layout" && return 0
   local bin; bin=$("$here/build-etcd.sh" "$v")
-  local c; c=$(ctx); cp "$bin/etcd" "$bin/etcdctl" "$c/"; mkdir -p "$c/tmp"
+  local c; c=$(ctx); cp "$bin/etcd" "$bin/etcdctl" "$bin/etcdutl" "$c/"; mkdir -p "$c/tmp"
   build "$c" "$here/images/etcd/Dockerfile" "$REGISTRY/quorate/etcd:$v"; rm -rf "$c"
+  skopeo copy --quiet --src-tls-verify=false --dest-tls-verify=false "docker://$REGISTRY/quorate/etcd:$v" "docker://$REGISTRY/quorate/etcd:$layout"
 }
 
 # content_tag VERSION FILES...: VERSION plus a hash of the files, so that a rebuilt binary gets
@@ -74,9 +79,9 @@ content_tag() {
 
 operator() {
   local version=${1:?version}
-  local bins=("$root/bin/linux_amd64/quorate-operator" "$root/bin/linux_amd64/quorate-launcher")
+  local bins=("$root/bin/linux_amd64/quorate-operator" "$root/bin/linux_amd64/quorate-launcher" "$root/bin/linux_amd64/quorate-backup")
   for b in "${bins[@]}"; do [ -x "$b" ] || die "$b is missing: run make build-linux first"; done
-  local tag; tag=$(content_tag "$version" "${bins[@]}")
+  local tag; tag=$(content_tag "$version" "${bins[@]}" "$root/Dockerfile")
   has quorate/operator "$tag" || build "$root" "$root/Dockerfile" "$REGISTRY/quorate/operator:$tag"
   echo "$REGISTRY/quorate/operator:$tag"
 }
@@ -162,6 +167,16 @@ scorecard() { # scorecard: the scorecard-test and untar images; prints "<test im
     build "$c" "$here/images/scorecard-untar/Dockerfile" "$REGISTRY/quorate/scorecard-untar:$utag"; rm -rf "$c"
   fi
   echo "$REGISTRY/quorate/scorecard-test:$tag $REGISTRY/quorate/scorecard-untar:$utag"
+}
+
+versitygw() {
+  local v=${1:?versitygw version}
+  if ! has quorate/versitygw "$v"; then
+    local bin; bin=$("$here/build-tool.sh" github.com/versity/versitygw/cmd/versitygw "$v")
+    local c; c=$(ctx); cp "$bin" "$c/versitygw"; mkdir -p "$c/tmp"
+    build "$c" "$here/images/versitygw/Dockerfile" "$REGISTRY/quorate/versitygw:$v"; rm -rf "$c"
+  fi
+  echo "$REGISTRY/quorate/versitygw:$v"
 }
 
 cmd=${1:?usage: images.sh base|etcd VERSION|operator TAG|workload TAG}

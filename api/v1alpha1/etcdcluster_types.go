@@ -9,6 +9,7 @@ import (
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.users) || size(self.users) == 0 || ((!has(self.tls.enabled) || self.tls.enabled) && !has(self.tls.clientSecretName))",message="spec.users needs TLS with operator-generated certificates: users authenticate with client certificates the operator issues from the cluster CA"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap cannot change after the cluster is created: it says what the cluster started from"
 // +kubebuilder:validation:XValidation:rule="!has(self.image) || !self.image.matches(':v?[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || self.image.endsWith(':' + self.version) || self.image.endsWith(':v' + self.version)",message="the tag of spec.image names another etcd release than spec.version; set both to the same release"
 type EtcdClusterSpec struct {
 	// Replicas is the number of voting members. Use an odd number: 3 tolerates the loss of one
@@ -91,6 +92,15 @@ type EtcdClusterSpec struct {
 	// +optional
 	Users []UserSpec `json:"users,omitempty"`
 
+	// Maintenance the operator performs on the members' databases.
+	// +optional
+	Maintenance MaintenanceSpec `json:"maintenance,omitempty"`
+
+	// Bootstrap says what a new cluster starts from: nothing (the default), or a backup
+	// restored into every member (fromBackup). It cannot change after creation.
+	// +optional
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+
 	// NetworkPolicy restricts who reaches the members, with one NetworkPolicy per cluster:
 	// the peer port only from the cluster's members, the client port from the operator and
 	// the clients named here, the metrics port from the monitoring named here. It takes effect
@@ -98,6 +108,71 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
+}
+
+// MaintenanceSpec is the database maintenance the operator performs.
+type MaintenanceSpec struct {
+	// Defrag returns the free pages of the members' database files to the file system, one
+	// member at a time: followers first, then the leader once leadership has moved to a
+	// defragmented follower. Defragmenting blocks a member for as long as it copies its
+	// database (milliseconds for small ones, seconds for gigabytes).
+	// +optional
+	Defrag *DefragSpec `json:"defrag,omitempty"`
+}
+
+// DefragSpec says when members are defragmented: on a schedule, when their free pages pass a
+// threshold, or both.
+// +kubebuilder:validation:XValidation:rule="has(self.schedule) || has(self.thresholdPercent)",message="maintenance.defrag needs a schedule, a thresholdPercent, or both"
+type DefragSpec struct {
+	// Schedule in cron format (five fields, or @daily, @every 12h) at which every member with
+	// free pages is defragmented.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=100
+	// +optional
+	Schedule string `json:"schedule,omitempty"`
+	// ThresholdPercent defragments a member as soon as this share of its database file is free
+	// pages (and at least minFreeBytes).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=99
+	// +optional
+	ThresholdPercent *int32 `json:"thresholdPercent,omitempty"`
+	// MinFreeBytes: a member with fewer free bytes than this is never defragmented (default
+	// 16 MiB): a small file is not worth blocking a member for.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinFreeBytes *int64 `json:"minFreeBytes,omitempty"`
+}
+
+// BootstrapSpec says what a new cluster starts from.
+type BootstrapSpec struct {
+	// FromBackup restores a snapshot into every member before etcd first starts, as etcdutl
+	// snapshot restore does: the cluster starts with the snapshot's keys and revision, under a
+	// new cluster ID. A snapshot whose SHA-256 does not match is refused, and the cluster
+	// stays down with the reason in its Degraded condition.
+	// +optional
+	FromBackup *RestoreSource `json:"fromBackup,omitempty"`
+}
+
+// RestoreSource names a stored snapshot: an EtcdBackup of the namespace, or a location.
+// +kubebuilder:validation:XValidation:rule="has(self.backupName) != (has(self.storage) && has(self.key))",message="fromBackup takes either backupName, or storage and key"
+// +kubebuilder:validation:XValidation:rule="!has(self.backupName) || !has(self.storage) && !has(self.key) && !has(self.sha256)",message="with backupName, storage, key and sha256 come from the EtcdBackup; leave them out"
+type RestoreSource struct {
+	// BackupName is a Completed EtcdBackup in the namespace; its storage, key and SHA-256 are
+	// used.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	BackupName string `json:"backupName,omitempty"`
+	// Storage is the bucket holding the snapshot (with key).
+	// +optional
+	Storage *BackupStorage `json:"storage,omitempty"`
+	// Key of the snapshot object in the bucket.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Key string `json:"key,omitempty"`
+	// SHA256 the snapshot must have (hex); without it, the one its object's metadata records.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9a-f]{64}$')",message="sha256 must be 64 lowercase hex digits"
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // UserSpec is an application's etcd user.
@@ -402,6 +477,10 @@ type EtcdClusterStatus struct {
 	// +listType=set
 	// +optional
 	Users []string `json:"users,omitempty"`
+
+	// LastDefragTime is when the last scheduled defragmentation of every member (spec.maintenance.defrag.schedule) finished.
+	// +optional
+	LastDefragTime *metav1.Time `json:"lastDefragTime,omitempty"`
 
 	// Operator is the operator instance (namespace/pod) that holds the cluster's claim and
 	// manages it: where two Quorate installs see the cluster, only this one acts.

@@ -72,6 +72,8 @@ const (
 	ReasonAdoptingVolumes = "AdoptingVolumes"
 	// ReasonRecovery: a forced recovery from permanent quorum loss (spec.recovery).
 	ReasonRecovery = "Recovery"
+	// ReasonDefragmenting: spec.maintenance.defrag returns free pages, one member at a time.
+	ReasonDefragmenting = "Defragmenting"
 )
 
 // Phases of a forced recovery (status.recovery.phase).
@@ -145,3 +147,58 @@ var MembershipEvents = []string{
 	EventClusterBootstrapped, EventMemberAdded, EventMemberPromoted, EventMemberRemoved, EventLeaderMoved, EventMemberRestarting,
 	EventPodReplaced, EventAlarmDisarmed, EventDefragmented, EventRecoveryStarted, EventRecoveryProgress,
 }
+
+// Conditions of an EtcdBackup and an EtcdBackupSchedule.
+const (
+	// ConditionBackupComplete (EtcdBackup): True once the snapshot is stored and verified.
+	ConditionBackupComplete = "Complete"
+	// ConditionScheduleReady (EtcdBackupSchedule): the schedule is valid and its last backup
+	// completed.
+	ConditionScheduleReady = "Ready"
+	// ConditionRestoreVerified (EtcdBackupSchedule): the last restore drill restored the last
+	// backup and found the keyspace it recorded.
+	ConditionRestoreVerified = "RestoreVerified"
+)
+
+// Reasons of the backup conditions.
+const (
+	// ReasonWaitingForCluster: the EtcdCluster does not exist, has no recorded cluster ID, is
+	// not Available, or is managed by another Quorate install.
+	ReasonWaitingForCluster = "WaitingForCluster"
+	// ReasonBackupRunning: the backup Job runs.
+	ReasonBackupRunning = "BackupRunning"
+	// ReasonBackupStored: the snapshot is stored and was read back verified.
+	ReasonBackupStored = "Stored"
+	// ReasonBackupFailed: the backup Job failed; the message says why.
+	ReasonBackupFailed = "BackupFailed"
+	// ReasonInvalidSchedule: spec.schedule does not parse.
+	ReasonInvalidSchedule = "InvalidSchedule"
+	// ReasonLastBackupCompleted and ReasonLastBackupFailed: the outcome of the schedule's
+	// newest finished backup.
+	ReasonLastBackupCompleted = "LastBackupCompleted"
+	ReasonLastBackupFailed    = "LastBackupFailed"
+	// ReasonNoBackupYet: the schedule has not completed a backup.
+	ReasonNoBackupYet = "NoBackupYet"
+	// ReasonDrilling: a restore drill is restoring the newest backup.
+	ReasonDrilling = "Drilling"
+	// ReasonDrillPassed and ReasonDrillFailed: the last drill's outcome.
+	ReasonDrillPassed = "DrillPassed"
+	ReasonDrillFailed = "DrillFailed"
+	// ReasonRestoreSourceNotReady (EtcdCluster, Degraded): spec.bootstrap.fromBackup names an
+	// EtcdBackup that is not Completed; the cluster is not created until it is.
+	ReasonRestoreSourceNotReady = "RestoreSourceNotReady"
+)
+
+// Events of backups, schedules and restores.
+const (
+	EventBackupStarted   = "BackupStarted"
+	EventBackupCompleted = "BackupCompleted"
+	EventBackupFailed    = "BackupFailed"
+	// EventBackupsExpired: a schedule's retention deleted backups.
+	EventBackupsExpired = "BackupsExpired"
+	EventDrillStarted   = "DrillStarted"
+	EventDrillPassed    = "DrillPassed"
+	EventDrillFailed    = "DrillFailed"
+	// EventRestoring (EtcdCluster): the bootstrap members restore a backup.
+	EventRestoring = "RestoringBackup"
+)

@@ -2,6 +2,7 @@
 //
 //	quorate-launcher install DEST
 //	quorate-launcher launch --data-dir=... --marker=... --member=... [--tls-dir=...] -- etcd FLAGS...
+//	quorate-launcher restore --data-dir=... --marker=... --snapshot=... -- etcdutl snapshot restore FLAGS...
 package main
 
 import (
@@ -48,6 +49,24 @@ func main() {
 		}
 		// Launch forwards SIGTERM and SIGINT to etcd and exits when etcd does.
 		os.Exit(launcher.Launch(context.Background(), o, os.Stderr))
+	case "restore":
+		fs := flag.NewFlagSet("restore", flag.ExitOnError)
+		var o launcher.RestoreOptions
+		fs.StringVar(&o.DataDir, "data-dir", "", "etcd data directory")
+		fs.StringVar(&o.MarkerPath, "marker", "", "marker file beside the data directory")
+		fs.StringVar(&o.Snapshot, "snapshot", "", "the fetched and verified snapshot")
+		termination := fs.String("termination-log", "/dev/termination-log", "where a failure is written")
+		_ = fs.Parse(os.Args[2:])
+		o.Command = fs.Args()
+		if o.DataDir == "" || o.MarkerPath == "" || o.Snapshot == "" || len(o.Command) == 0 {
+			fmt.Fprintln(os.Stderr, "restore needs --data-dir, --marker, --snapshot and etcdutl after --")
+			os.Exit(64)
+		}
+		if err := launcher.Restore(o, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "quorate-launcher restore:", err)
+			_ = os.WriteFile(*termination, []byte(err.Error()), 0o644) //nolint:gosec // the kubelet reads it
+			os.Exit(1)
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "unknown command %q\n", os.Args[1])
 		os.Exit(64)

@@ -72,7 +72,7 @@ func bench(dir string) {
 	if len(rates) > 0 {
 		md += report.RatesMarkdown(rates)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "bench.md"), []byte(md), 0o644); err != nil { //nolint:gosec // a report for people
+	if err := os.WriteFile(filepath.Join(dir, "bench.md"), []byte(md), 0o644); err != nil {
 		fail(err)
 	}
 	fmt.Print(md)

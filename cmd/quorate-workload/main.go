@@ -6,6 +6,8 @@
 //	POST /stop     stop the clients (waits for their last operations)
 //	GET  /history  the recorded operations and poller samples (JSON history.History)
 //	POST /final    read back every write the cluster applied (JSON history.Final)
+//	POST /fill     write filler values (?mib=N) until NOSPACE or N MiB
+//	POST /unfill   delete the filler and compact up to the deletion (before the load starts)
 //	GET  /stats    counts so far, for progress lines
 //	GET  /healthz
 package main
@@ -122,6 +124,11 @@ func main() {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute)
 		defer cancel()
 		reply(w, runner.Fill(ctx, 512<<10, int64(mib)<<20))
+	})
+	mux.HandleFunc("POST /unfill", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute)
+		defer cancel()
+		reply(w, runner.Unfill(ctx))
 	})
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		ok, fail, unknown := runner.Counts()

@@ -46,11 +46,11 @@ func TestMain(m *testing.M) {
 }
 
 // TestConformance runs every scenario; --labels (scenario=NAME, suite=core|negative|safety|chaos|
-// chaos-negative|olm|migration|bench|bench-rate, fault=NAME, base=steady|scale, install-mode=NAME) and --feature pick
+// chaos-negative|olm|migration|backup|bench|bench-rate, fault=NAME, base=steady|scale, install-mode=NAME) and --feature pick
 // some. The OLM scenarios install Quorate themselves, so they are part of the run only when
 // their catalogs are given (--olm-catalogs or --install-olm).
 func TestConformance(t *testing.T) {
-	scenarios := append(append(All(opts), SafetyScenarios()...), ChaosScenarios(opts.OperatorNS)...)
+	scenarios := append(append(append(All(opts), SafetyScenarios()...), ChaosScenarios(opts.OperatorNS)...), BackupScenarios()...)
 	if opts.Install {
 		scenarios = append(scenarios, ScopeMigration(opts.OperatorNS))
 	}

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -28,6 +29,8 @@ func (r *Run) WaitFor(ctx context.Context, what string, timeout time.Duration, c
 	for {
 		if last = cond(); last == nil {
 			return nil
+		} else if errors.Is(last, ErrStop) {
+			return fmt.Errorf("waiting for %s: %w", what, last)
 		}
 		select {
 		case <-ctx.Done():
@@ -39,9 +42,19 @@ func (r *Run) WaitFor(ctx context.Context, what string, timeout time.Duration, c
 
 // WaitSettled waits until the cluster has n healthy voting members and nothing in progress.
 func (r *Run) WaitSettled(ctx context.Context, n int32, timeout time.Duration) error {
-	return r.WaitFor(ctx, fmt.Sprintf("%d healthy members and no change in progress", n), timeout, func() error {
-		ec, err := r.GetCluster(ctx)
-		if err != nil {
+	return r.WaitClusterSettled(ctx, r.Cluster, n, timeout)
+}
+
+// WaitClusterSettled waits until the named EtcdCluster of the run's namespace has n healthy
+// voting members and nothing in progress.
+func (r *Run) WaitClusterSettled(ctx context.Context, name string, n int32, timeout time.Duration) error {
+	what := fmt.Sprintf("%d healthy members and no change in progress", n)
+	if name != r.Cluster {
+		what = "EtcdCluster " + name + ": " + what
+	}
+	return r.WaitFor(ctx, what, timeout, func() error {
+		ec := &v1alpha1.EtcdCluster{}
+		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: name}, ec); err != nil {
 			return err
 		}
 		if ec.Status.ObservedGeneration != ec.Generation {

@@ -118,6 +118,11 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 				return ctx, err
 			}
 		}
+		if opts.InstallS3 {
+			if err := s.runHack(ctx, cfg.KubeconfigFile(), "s3.sh"); err != nil {
+				return ctx, fmt.Errorf("installing the S3 object store: %w", err)
+			}
+		}
 		if opts.InstallOLM {
 			if err := s.installOLM(ctx, cfg.KubeconfigFile()); err != nil {
 				return ctx, err
@@ -239,6 +244,18 @@ func (s *Suite) installChaosMesh(ctx context.Context, kubeconfig string) error {
 		return fmt.Errorf("installing Chaos Mesh: %w", err)
 	}
 	return nil
+}
+
+// runHack runs a script of hack/ against the cluster.
+func (s *Suite) runHack(ctx context.Context, kubeconfig, script string, args ...string) error {
+	root, err := localcluster.FindRepoRoot()
+	if err != nil {
+		return fmt.Errorf("hack/%s needs the Quorate repository: %w", script, err)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", script), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBECTL="+s.kubectl)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
 }
 
 // installOLM installs OLM with hack/olm.sh and builds the catalogs of the previous and the

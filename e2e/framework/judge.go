@@ -33,6 +33,12 @@ func (r *Run) execute(ctx context.Context) {
 	}
 	defer func() { res.Duration = time.Since(res.Start); r.Suite.add(res) }()
 
+	if sc.BeforeLoad != nil {
+		if err := sc.BeforeLoad(ctx, r); err != nil {
+			res.Error = "preparing the cluster before the load: " + err.Error()
+			t.Fatal(res.Error)
+		}
+	}
 	if err := r.call(ctx, "POST", "start", nil); err != nil {
 		res.Error = err.Error()
 		t.Fatal(err)

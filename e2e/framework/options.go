@@ -17,16 +17,16 @@ import (
 // Options are the suite's own flags (e2e-framework adds --kubeconfig, --namespace, --labels,
 // --feature and the rest).
 type Options struct {
-	Provider      string
-	K8sVersion    string
-	ClusterName   string
-	ReportDir     string
-	Duration      time.Duration
-	Rate          float64
-	Clients       int
-	OpenLoop      bool
+	Provider    string
+	K8sVersion  string
+	ClusterName string
+	ReportDir   string
+	Duration    time.Duration
+	Rate        float64
+	Clients     int
+	OpenLoop    bool
 	// Budgets are the availability budgets of the scenario classes (--budget-*).
-	Budgets Budgets
+	Budgets       Budgets
 	EtcdVersion   string
 	EtcdImage     string
 	UpgradeFrom   string
@@ -34,6 +34,7 @@ type Options struct {
 	OperatorImage string
 	WorkloadImage string
 	InstallChaos  bool
+	InstallS3     bool
 	ChaosSocket   string
 	OperatorNS    string
 	InstallOLM    bool
@@ -72,6 +73,7 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.OperatorImage, "operator-image", os.Getenv("QUORATE_OPERATOR_IMAGE"), "operator image to install with --install-operator")
 	flag.StringVar(&o.WorkloadImage, "workload-image", envflag.Or("QUORATE_WORKLOAD_IMAGE", "localhost:5000/quorate/workload:"+buildinfo.Version), "image of the conformance workload")
 	flag.BoolVar(&o.InstallChaos, "install-chaos-mesh", false, "build and install Chaos Mesh (hack/chaos-mesh.sh) before the scenarios; the chaos scenarios need it")
+	flag.BoolVar(&o.InstallS3, "install-s3", false, "build and install an S3 object store (versitygw, hack/s3.sh) before the scenarios; the backup scenarios need it")
 	flag.StringVar(&o.ChaosSocket, "containerd-socket", "", "containerd socket of the nodes, for --install-chaos-mesh (known for --provider=local)")
 	flag.BoolVar(&o.InstallOLM, "install-olm", false, "install OLM (hack/olm.sh) and build the catalogs of the previous and the current release (hack/olm-catalog.sh) for the OLM scenarios")
 	flag.StringVar(&o.OLMCatalogs, "olm-catalogs", "", "PREVIOUS,CURRENT: catalog images for the OLM scenarios (suite=olm), the first serving the previous release only, the second both; set by --install-olm")

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -282,6 +283,19 @@ func (r *Run) Fill(ctx context.Context, mib int) (workload.FillResult, error) {
 	r.Phase(fmt.Sprintf("filling the database (at most %d MiB)", mib))
 	err := r.call(ctx, "POST", fmt.Sprintf("fill?mib=%d", mib), &res)
 	r.Event("action", "fill", fmt.Sprintf("wrote %d bytes in %d writes; stopped by: %s", res.Bytes, res.Writes, res.Error))
+	return res, err
+}
+
+// Unfill has the workload delete what Fill wrote and compact up to the deletion: the members'
+// database files are left with free pages. Only before the load starts (Scenario.BeforeLoad).
+func (r *Run) Unfill(ctx context.Context) (workload.UnfillResult, error) {
+	var res workload.UnfillResult
+	r.Phase("deleting the filler and compacting")
+	err := r.call(ctx, "POST", "unfill", &res)
+	r.Event("action", "unfill", fmt.Sprintf("deleted %d keys, compacted up to revision %d: %s", res.Deleted, res.Revision, res.Error))
+	if err == nil && res.Error != "" {
+		err = errors.New(res.Error)
+	}
 	return res, err
 }
 

@@ -33,6 +33,9 @@ type Scenario struct {
 	// Expect overrides the expected verdict of a checker (all are expected to pass): an
 	// expected failure names the code the checker must fail with.
 	Expect map[string]history.Expectation
+	// BeforeLoad prepares the cluster with the workload pod ready, before the load and its
+	// history start (filling a database, say, that the load must not see).
+	BeforeLoad func(ctx context.Context, r *Run) error
 	// Steps act on the cluster while the load runs; the load runs for the suite's duration
 	// before and after them.
 	Steps func(ctx context.Context, r *Run) error

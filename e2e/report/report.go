@@ -31,11 +31,11 @@ type Scenario struct {
 	Budget   availability.Budget            `json:"budget"`
 	// Class of the scenario's disruption (planned, fault, partition), which chose the budget;
 	// empty for a scenario with a budget of its own.
-	Class string `json:"class,omitempty"`
-	Stats    availability.Stats             `json:"stats"`
-	Events   []history.Event                `json:"events,omitempty"`
-	History  string                         `json:"history,omitempty"` // file name of the saved history
-	Error    string                         `json:"error,omitempty"`   // the scenario could not run to its end
+	Class   string             `json:"class,omitempty"`
+	Stats   availability.Stats `json:"stats"`
+	Events  []history.Event    `json:"events,omitempty"`
+	History string             `json:"history,omitempty"` // file name of the saved history
+	Error   string             `json:"error,omitempty"`   // the scenario could not run to its end
 	// Timeline data for the pictures (kept so combined reports can redraw them).
 	HistoryStart int64      `json:"historyStart"`
 	HistoryEnd   int64      `json:"historyEnd"`

@@ -569,3 +569,34 @@ func (r *Runner) Final(ctx context.Context) *history.Final {
 	}
 	return f
 }
+
+// UnfillResult is what Unfill did.
+type UnfillResult struct {
+	Deleted  int64  `json:"deleted"`
+	Revision int64  `json:"revision"` // the revision compacted up to
+	Error    string `json:"error,omitempty"`
+}
+
+// Unfill deletes what Fill wrote and compacts the history up to that deletion, so that the
+// members' database files hold free pages (fragmentation) that defragmentation returns. Call it
+// before the load starts: compacting revisions the load wrote would keep the final read-back
+// (Final) from walking their history.
+func (r *Runner) Unfill(ctx context.Context) UnfillResult {
+	var res UnfillResult
+	c, err := r.newClient()
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer c.Close()
+	del, err := c.Delete(ctx, r.cfg.Prefix+"filler/", clientv3.WithPrefix())
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.Deleted, res.Revision = del.Deleted, del.Header.Revision
+	if _, err := c.Compact(ctx, del.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		res.Error = err.Error()
+	}
+	return res
+}

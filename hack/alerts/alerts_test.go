@@ -150,7 +150,7 @@ func TestAlerts(t *testing.T) {
 	if want := []string{
 		"QuorateEtcdNoLeader", "QuorateEtcdClusterUnavailable", "QuorateEtcdQuorumAtRisk", "QuorateEtcdMemberUnhealthy",
 		"QuorateEtcdFrequentLeaderChanges", "QuorateEtcdDatabaseNearQuota", "QuorateEtcdNoSpace", "QuorateEtcdCorrupt",
-		"QuorateCertificateExpiringSoon", "QuorateCertificateExpiring", "QuorateReconcileErrors",
+		"QuorateCertificateExpiringSoon", "QuorateCertificateExpiring", "QuorateBackupTooOld", "QuorateRestoreDrillFailed", "QuorateReconcileErrors",
 	}; !slices.Equal(alerts, want) {
 		t.Errorf("alerts\n %v\nwant\n %v", alerts, want)
 	}

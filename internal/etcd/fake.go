@@ -28,6 +28,7 @@ type Fake struct {
 	refused   int
 	alarms    []Alarm
 	dbSize    map[string]int64
+	dbInUse   map[string]int64
 	revision  map[string]int64
 	answerAs  map[string]string
 	version   string
@@ -39,7 +40,7 @@ type Fake struct {
 // NewFake returns an empty, not yet bootstrapped cluster running the given etcd version.
 func NewFake(version string) *Fake {
 	return &Fake{nextID: 0x1000, down: map[string]bool{}, foreign: map[string]uint64{},
-		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, revision: map[string]int64{}, answerAs: map[string]string{}, version: version}
+		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, dbInUse: map[string]int64{}, revision: map[string]int64{}, answerAs: map[string]string{}, version: version}
 }
 
 // Factory returns a Factory whose clients talk to this fake.
@@ -148,6 +149,14 @@ func (f *Fake) SetDBSize(name string, bytes int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.dbSize[name] = bytes
+}
+
+// SetFragmented makes a member's backend hold free pages: size bytes, inUse of them in use;
+// defragmenting it shrinks it to inUse.
+func (f *Fake) SetFragmented(name string, size, inUse int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dbSize[name], f.dbInUse[name] = size, inUse
 }
 
 // AnswerAs makes the endpoint of member name answer as member as (an IP that a restarted pod
@@ -434,12 +443,16 @@ func (c *fakeClient) Status(_ context.Context, ep Endpoint) (Status, error) {
 		if size == 0 {
 			size = 20480
 		}
+		inUse := size
+		if u, ok := f.dbInUse[m.Name]; ok {
+			inUse = u
+		}
 		var errs []string
 		for _, a := range f.alarms {
 			errs = append(errs, fmt.Sprintf("memberID:%d alarm:%s", a.MemberID, a.Type))
 		}
 		return Status{ClusterID: cid, MemberID: m.ID, Leader: leader, RaftTerm: f.term, Revision: max(f.revision[m.Name], 1),
-			Version: f.version, DBSize: size, DBSizeInUse: size, IsLearner: m.IsLearner, Errors: errs}, nil
+			Version: f.version, DBSize: size, DBSizeInUse: inUse, IsLearner: m.IsLearner, Errors: errs}, nil
 	}
 	return Status{}, fmt.Errorf("status of %s: connection refused (fake)", ep.Member)
 }
@@ -480,6 +493,9 @@ func (c *fakeClient) Defragment(_ context.Context, ep Endpoint) error {
 		return err
 	}
 	f.calls = append(f.calls, "Defragment "+ep.Member)
+	if u, ok := f.dbInUse[ep.Member]; ok {
+		f.dbSize[ep.Member] = u
+	}
 	return nil
 }
 

@@ -3,6 +3,8 @@
 package metrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -62,11 +64,64 @@ var (
 		Name: "quorate_certificate_expiry_timestamp_seconds",
 		Help: "When the certificate of a cluster's TLS Secret expires (Unix seconds): tls.crt for server, peer and client certificates, ca.crt for CAs.",
 	}, []string{"namespace", "cluster", "secret"})
+
+	// Backups counts finished backups by result.
+	Backups = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "quorate_backups_total",
+		Help: "Finished EtcdBackups of a cluster by result (completed: stored and verified; failed).",
+	}, []string{"namespace", "cluster", "result"})
+
+	// LastBackup is when a cluster's newest backup completed.
+	LastBackup = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "quorate_backup_last_success_timestamp_seconds",
+		Help: "When the cluster's newest backup was stored and verified (Unix seconds).",
+	}, []string{"namespace", "cluster"})
+
+	// LastBackupSize is the size of a cluster's newest backup.
+	LastBackupSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "quorate_backup_last_size_bytes",
+		Help: "Size of the cluster's newest stored snapshot in bytes.",
+	}, []string{"namespace", "cluster"})
+
+	// DrillPassed is 1 when a schedule's last restore drill found the keyspace its backup
+	// recorded, 0 when it did not.
+	DrillPassed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "quorate_restore_drill_passed",
+		Help: "1 when the schedule's last restore drill restored its backup and found the keyspace the backup recorded; 0 when it failed.",
+	}, []string{"namespace", "schedule", "cluster"})
+
+	// LastDrill is when a schedule's last restore drill ended.
+	LastDrill = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "quorate_restore_drill_last_timestamp_seconds",
+		Help: "When the schedule's last restore drill ended (Unix seconds).",
+	}, []string{"namespace", "schedule", "cluster"})
 )
+
+// RecordBackup counts a finished backup, and for a completed one records its time and size.
+func RecordBackup(namespace, cluster string, completed bool, size int64, at time.Time) {
+	if !completed {
+		Backups.WithLabelValues(namespace, cluster, "failed").Inc()
+		return
+	}
+	Backups.WithLabelValues(namespace, cluster, "completed").Inc()
+	LastBackup.WithLabelValues(namespace, cluster).Set(float64(at.Unix()))
+	LastBackupSize.WithLabelValues(namespace, cluster).Set(float64(size))
+}
+
+// RecordDrill records a restore drill's outcome.
+func RecordDrill(namespace, schedule, cluster string, passed bool, at time.Time) {
+	v := 0.0
+	if passed {
+		v = 1
+	}
+	DrillPassed.WithLabelValues(namespace, schedule, cluster).Set(v)
+	LastDrill.WithLabelValues(namespace, schedule, cluster).Set(float64(at.Unix()))
+}
 
 // Collectors are every metric of this package.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{ReconcileOutcomes, MembershipChanges, MemberHealthy, ClusterIDMismatches, ClusterAvailable, ClusterMembers, ClusterAlarms, CertificateExpiry, HealthyVoters}
+	return []prometheus.Collector{ReconcileOutcomes, MembershipChanges, MemberHealthy, ClusterIDMismatches, ClusterAvailable, ClusterMembers, ClusterAlarms, CertificateExpiry, HealthyVoters,
+		Backups, LastBackup, LastBackupSize, DrillPassed, LastDrill}
 }
 
 func init() {
@@ -76,10 +131,10 @@ func init() {
 // ForgetCluster drops the series of a deleted cluster.
 func ForgetCluster(namespace, cluster string) {
 	labels := prometheus.Labels{"namespace": namespace, "cluster": cluster}
-	for _, v := range []*prometheus.GaugeVec{MemberHealthy, ClusterAvailable, ClusterMembers, ClusterAlarms, CertificateExpiry, HealthyVoters} {
+	for _, v := range []*prometheus.GaugeVec{MemberHealthy, ClusterAvailable, ClusterMembers, ClusterAlarms, CertificateExpiry, HealthyVoters, LastBackup, LastBackupSize, DrillPassed, LastDrill} {
 		v.DeletePartialMatch(labels)
 	}
-	for _, v := range []*prometheus.CounterVec{ReconcileOutcomes, MembershipChanges, ClusterIDMismatches} {
+	for _, v := range []*prometheus.CounterVec{ReconcileOutcomes, MembershipChanges, ClusterIDMismatches, Backups} {
 		v.DeletePartialMatch(labels)
 	}
 }

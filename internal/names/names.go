@@ -17,6 +17,10 @@ const (
 	LabelCluster = Prefix + "cluster"
 	// LabelUser marks the Secret of an application user (spec.users) with the user's name.
 	LabelUser = Prefix + "user"
+	// LabelBackup marks an EtcdBackup's Job and pod with the backup's name.
+	LabelBackup = Prefix + "backup"
+	// LabelSchedule marks the EtcdBackups of an EtcdBackupSchedule with its name.
+	LabelSchedule = Prefix + "schedule"
 	// LabelMember marks a member's Pod and PVC with the member name.
 	LabelMember = Prefix + "member"
 	// LabelComponent tells member objects from the cluster's shared objects.

@@ -151,6 +151,10 @@ type State struct {
 	RollSettle time.Duration
 	Deadlines  Deadlines
 	Recovery   Recovery
+	// Defrag is spec.maintenance.defrag.
+	Defrag Defrag
+	// Now is when the state was observed.
+	Now time.Time
 }
 
 // Kind is what to do next.
@@ -304,7 +308,7 @@ func Plan(s State, name func(int) string) Action {
 	if !s.EtcdReachable {
 		return planUnreachable(s)
 	}
-	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateHealth, changeMembership, expandVolumes, rollPods, clearAlarms} {
+	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateHealth, changeMembership, expandVolumes, rollPods, clearAlarms, defragment} {
 		if a, ok := r(s); ok {
 			return a
 		}

@@ -586,3 +586,42 @@ func TestStorageMigrationJourney(t *testing.T) {
 		}
 	}
 }
+
+// Defragmentation: only on a settled cluster, followers first, the leader after leadership
+// moved, a member below the threshold or the minimum left alone, every member with enough free
+// pages when a scheduled round is due.
+func TestDefragment(t *testing.T) {
+	free := func(i int, dbSize, inUse int64) func(*State) {
+		return member(i, func(m *Member) { m.DBSize, m.DBSizeInUse = dbSize, inUse })
+	}
+	policy := func(d Defrag) func(*State) { return func(s *State) { s.Defrag = d } }
+	const mib = 1 << 20
+	threshold := Defrag{ThresholdPercent: 30, MinFree: 16 * mib}
+	for _, tc := range []struct {
+		name  string
+		state State
+		want  Action
+	}{
+		{"no policy: nothing", running(3, free(1, 100*mib, 10*mib)), Action{Kind: None, Reason: v1alpha1.ReasonSettled, Message: "3 healthy voting members"}},
+		{"a follower over the threshold is defragmented", running(3, policy(threshold), free(2, 100*mib, 60*mib)),
+			Action{Kind: Defragment, Member: "c-2", Reason: v1alpha1.ReasonDefragmenting, Message: "defragmenting c-2: 41943040 of its 104857600 bytes are free pages"}},
+		{"under the threshold: nothing", running(3, policy(threshold), free(2, 100*mib, 80*mib)),
+			Action{Kind: None, Reason: v1alpha1.ReasonSettled, Message: "3 healthy voting members"}},
+		{"over the threshold but under the minimum: nothing", running(3, policy(threshold), free(2, 20*mib, 5*mib)),
+			Action{Kind: None, Reason: v1alpha1.ReasonSettled, Message: "3 healthy voting members"}},
+		{"followers before the leader", running(3, policy(threshold), free(0, 100*mib, 10*mib), free(1, 100*mib, 10*mib)),
+			Action{Kind: Defragment, Member: "c-1", Reason: v1alpha1.ReasonDefragmenting, Message: "defragmenting c-1: 94371840 of its 104857600 bytes are free pages"}},
+		{"the leader last: leadership moves first", running(3, policy(threshold), free(0, 100*mib, 10*mib)),
+			Action{Kind: MoveLeader, Member: "c-0", ID: 100, Target: 101, TargetName: "c-1", Reason: v1alpha1.ReasonDefragmenting, Message: "moving leadership from c-0 to c-1 before defragmenting it"}},
+		{"a single member is defragmented where it leads", running(1, policy(threshold), free(0, 100*mib, 10*mib)),
+			Action{Kind: Defragment, Member: "c-0", Reason: v1alpha1.ReasonDefragmenting, Message: "defragmenting c-0: 94371840 of its 104857600 bytes are free pages"}},
+		{"a due round takes any member over the minimum", running(3, policy(Defrag{MinFree: 16 * mib, Due: true}), free(1, 100*mib, 80*mib)),
+			Action{Kind: Defragment, Member: "c-1", Reason: v1alpha1.ReasonDefragmenting, Message: "defragmenting c-1: 20971520 of its 104857600 bytes are free pages"}},
+		{"not while a member is unhealthy", running(3, policy(threshold), free(2, 100*mib, 10*mib), member(1, func(m *Member) { m.Reachable = false })),
+			Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonMemberUnhealthy, Message: "member c-1 does not answer; membership changes wait until every member is healthy"}},
+	} {
+		if got := Plan(tc.state, name); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -19,6 +19,10 @@ import (
 const (
 	EtcdContainer     = "etcd"
 	LauncherContainer = "install-launcher"
+	// FetchContainer downloads and verifies the snapshot a restoring member restores;
+	// RestoreContainer restores it with the etcd image's etcdutl.
+	FetchContainer   = "fetch-snapshot"
+	RestoreContainer = "restore-snapshot"
 
 	volumeData      = "data"
 	volumeLauncher  = "launcher"
@@ -41,6 +45,19 @@ type MemberPod struct {
 	// ForceNewCluster starts etcd with --force-new-cluster: the member becomes the single
 	// member of the cluster, keeping its data and the cluster ID (a forced recovery).
 	ForceNewCluster bool
+	// Restore, for a bootstrap member of a cluster created from a backup: the snapshot the
+	// member restores before etcd first starts.
+	Restore *Restore
+}
+
+// Restore is a stored snapshot that bootstrap members restore.
+type Restore struct {
+	Bucket string
+	Key    string
+	// SHA256 the snapshot must have; empty: the one its metadata records.
+	SHA256 string
+	// CredentialsSecret holds the bucket's credentials ("" for none).
+	CredentialsSecret string
 }
 
 // DefaultRequests are a member's requests when the pod template sets none: enough for a small
@@ -88,10 +105,13 @@ func Pod(c *v1alpha1.EtcdCluster, p MemberPod, im Images) (*corev1.Pod, error) {
 				FSGroup:        ptr.To[int64](65532),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
-			InitContainers: []corev1.Container{launcherContainer(im)},
+			InitContainers: append([]corev1.Container{launcherContainer(im)}, restoreContainers(c, p, im)...),
 			Containers:     []corev1.Container{etcdContainer(c, p, v, tmpl, im, mounts)},
 			Volumes:        volumes,
 		},
+	}
+	if p.Restore != nil {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, CredentialVolumes(p.Restore.CredentialsSecret)...)
 	}
 	schedule(&pod.Spec, c.Name, tmpl)
 	return pod, nil
@@ -265,4 +285,41 @@ func schedule(spec *corev1.PodSpec, cluster string, tmpl *v1alpha1.PodTemplate) 
 			LabelSelector:     members,
 		}}
 	}
+}
+
+// restoreContainers fetch and restore the snapshot of a cluster created from a backup, in a
+// bootstrap member's pod: the operator image downloads it (with the bucket's credentials in
+// its environment) and checks its SHA-256, then the etcd image's etcdutl restores it, run by
+// the launcher, which restores only into a member that has no data and has never run, and
+// moves the restored directory into place whole.
+func restoreContainers(c *v1alpha1.EtcdCluster, p MemberPod, im Images) []corev1.Container {
+	if p.Restore == nil {
+		return nil
+	}
+	data := corev1.VolumeMount{Name: volumeData, MountPath: DataVolumeMount}
+	fetch := corev1.Container{
+		Name:            FetchContainer,
+		Image:           im.Launcher,
+		ImagePullPolicy: im.PullPolicy,
+		Command: []string{BackupBinary, "fetch", "--bucket=" + p.Restore.Bucket, "--key=" + p.Restore.Key, "--sha256=" + p.Restore.SHA256,
+			"--out=" + RestoreSnapshot, "--data-dir=" + DataDir, "--marker=" + MarkerFile},
+		VolumeMounts:             append([]corev1.VolumeMount{data}, CredentialMounts(p.Restore.CredentialsSecret)...),
+		Resources:                corev1.ResourceRequirements{Requests: DefaultRequests()},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          restricted(),
+	}
+	CredentialEnv(&fetch, p.Restore.Bucket, p.Restore.CredentialsSecret)
+	restore := corev1.Container{
+		Name:            RestoreContainer,
+		Image:           im.EtcdImage(c),
+		ImagePullPolicy: im.PullPolicy,
+		Command: []string{LauncherPath, "restore", "--data-dir=" + DataDir, "--marker=" + MarkerFile, "--snapshot=" + RestoreSnapshot, "--",
+			EtcdutlBinary, "snapshot", "restore", RestoreSnapshot, "--name=" + p.Member, "--initial-cluster=" + p.InitialCluster,
+			"--initial-cluster-token=" + string(c.UID), "--initial-advertise-peer-urls=" + names.PeerURL(c.Name, c.Namespace, p.Member, c.Spec.TLS.IsEnabled())},
+		VolumeMounts:             []corev1.VolumeMount{data, {Name: volumeLauncher, MountPath: LauncherDir, ReadOnly: true}},
+		Resources:                corev1.ResourceRequirements{Requests: DefaultRequests()},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          restricted(),
+	}
+	return []corev1.Container{fetch, restore}
 }

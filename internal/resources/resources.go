@@ -33,6 +33,13 @@ const (
 	ServerTLSDir    = "/etc/etcd/tls/server"
 	PeerTLSDir      = "/etc/etcd/tls/peer"
 	EtcdBinary      = "/usr/local/bin/etcd"
+	// EtcdutlBinary restores snapshots; the etcd images (upstream's, and the ones this
+	// project builds) hold it beside etcd.
+	EtcdutlBinary = "/usr/local/bin/etcdutl"
+	// BackupBinary is quorate-backup in the operator image.
+	BackupBinary = "/quorate-backup"
+	// RestoreSnapshot is where a restoring member's snapshot is fetched to.
+	RestoreSnapshot = DataVolumeMount + "/restore/snapshot.db"
 	PodInfoDir      = "/etc/quorate/podinfo"
 	// PodAnnotationsFile holds the pod's annotations (downward API), one key="value" a line.
 	PodAnnotationsFile = PodInfoDir + "/annotations"

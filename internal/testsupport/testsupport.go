@@ -31,23 +31,45 @@ type Etcd struct {
 }
 
 // StartEtcd starts a single-member etcd named name with the given extra flags, stops it when
-// the test ends, and returns once it listens (clients wait for it to serve: their scheme and
-// certificates are the caller's). With tls, the client URL is https (the caller's flags give
-// the certificates).
+// the test ends, and returns once it is healthy. With tls, the client URL is https (the
+// caller's flags give the certificates).
 func StartEtcd(t testing.TB, name string, tls bool, extra ...string) *Etcd {
+	t.Helper()
+	return StartEtcdWith(t, name, EtcdOptions{TLS: tls, Args: extra})
+}
+
+// EtcdOptions of StartEtcdWith.
+type EtcdOptions struct {
+	// DataDir to use (a new one when empty): a member restarts on its data.
+	DataDir string
+	// PeerURL to advertise (a free loopback port when empty): a restored member keeps the
+	// peer URL it was restored with.
+	PeerURL string
+	TLS     bool
+	Args    []string
+}
+
+// StartEtcdWith starts a single-member etcd as o says.
+func StartEtcdWith(t testing.TB, name string, o EtcdOptions) *Etcd {
 	t.Helper()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run these tests with `make test`, which builds etcd from source")
 	}
 	scheme := "http"
-	if tls {
+	if o.TLS {
 		scheme = "https"
 	}
-	e := &Etcd{Name: name, DataDir: filepath.Join(t.TempDir(), "data"),
+	e := &Etcd{Name: name, DataDir: o.DataDir, PeerURL: o.PeerURL,
 		ClientURL:  fmt.Sprintf("%s://127.0.0.1:%d", scheme, FreePort(t)),
-		PeerURL:    fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))}
+	if e.DataDir == "" {
+		e.DataDir = filepath.Join(t.TempDir(), "data")
+	}
+	if e.PeerURL == "" {
+		e.PeerURL = fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+	}
+	extra := o.Args
 	ctx, cancel := context.WithCancel(context.Background())
 	args := append([]string{"--name=" + name, "--data-dir=" + e.DataDir, "--log-level=error",
 		"--listen-client-urls=" + e.ClientURL, "--advertise-client-urls=" + e.ClientURL, "--listen-metrics-urls=" + e.MetricsURL,
@@ -59,7 +81,7 @@ func StartEtcd(t testing.TB, name string, tls bool, extra ...string) *Etcd {
 	}
 	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		resp, err := http.Get(e.MetricsURL + "/health") //nolint:gosec,noctx // loopback, in a test
+		resp, err := http.Get(e.MetricsURL + "/health")
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

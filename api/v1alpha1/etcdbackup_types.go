@@ -1,0 +1,252 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BackupStorage is where snapshots are stored: a bucket of an object store, as
+// gocloud.dev/blob opens it, and the Secret with its credentials.
+type BackupStorage struct {
+	// BucketURL is the bucket, with the settings its scheme takes as query parameters:
+	// s3://BUCKET?region=R (and for an S3-compatible server endpoint=http://HOST:PORT,
+	// use_path_style=true), gs://BUCKET, azblob://CONTAINER, or file:///PATH (a directory the
+	// backup Job's node can reach, for tests). Credentials never go here.
+	// +kubebuilder:validation:MinLength=6
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(s3|gs|azblob|file)://')",message="bucketURL must start with s3://, gs://, azblob:// or file://"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(?i)[?&](access_key|secret|password|token|credential)')",message="bucketURL must not hold credentials: put them in the Secret named by credentialsSecret"
+	BucketURL string `json:"bucketURL"`
+
+	// Prefix of the object keys in the bucket, such as "etcd/" (default: none). Snapshots are
+	// stored as PREFIX<namespace>/<cluster>/<backup>.db.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Prefix string `json:"prefix,omitempty"`
+
+	// CredentialsSecret names a Secret in the namespace with the bucket's credentials. Its
+	// keys become the environment of the pods that read and write the bucket, as the bucket's
+	// SDK reads it: for s3, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; for azblob,
+	// AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY. For gs, put the service account's JSON key
+	// under service-account.json (the pods point GOOGLE_APPLICATION_CREDENTIALS at it). The
+	// operator never reads the Secret, and its values never appear in logs, Events or status.
+	// Empty: the pods' own identity (workload identity, a file bucket).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	CredentialsSecret string `json:"credentialsSecret,omitempty"`
+}
+
+// EtcdBackupSpec asks for one snapshot of an EtcdCluster.
+type EtcdBackupSpec struct {
+	// ClusterName is the EtcdCluster, in the backup's namespace, to take the snapshot of. The
+	// snapshot is taken from a healthy follower, to spare the leader.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	ClusterName string `json:"clusterName"`
+
+	// Storage is where the snapshot goes.
+	Storage BackupStorage `json:"storage"`
+}
+
+// Phases of an EtcdBackup.
+const (
+	BackupPending   = "Pending"
+	BackupRunning   = "Running"
+	BackupCompleted = "Completed"
+	BackupFailed    = "Failed"
+)
+
+// EtcdBackupStatus is what became of the backup. A backup is Completed only once the stored
+// object was read back and verified.
+type EtcdBackupStatus struct {
+	// Phase: Pending, Running, Completed or Failed.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Conditions: Complete (True once stored and verified; False with the reason it failed).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// StartTime is when the backup Job was created.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime is when the snapshot was stored and verified, or the backup failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Member the snapshot was taken from.
+	// +optional
+	Member string `json:"member,omitempty"`
+	// Location of the snapshot: the bucket URL without its query, and the object key.
+	// +optional
+	Location string `json:"location,omitempty"`
+	// Key of the object in the bucket.
+	// +optional
+	Key string `json:"key,omitempty"`
+	// Revision of the snapshot: the newest revision it holds.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// Keys is the number of keys at that revision.
+	// +optional
+	Keys int64 `json:"keys,omitempty"`
+	// KeyspaceSHA256 is a hash of every key and value at that revision, which a restore drill
+	// compares with the restored cluster's.
+	// +optional
+	KeyspaceSHA256 string `json:"keyspaceSHA256,omitempty"`
+	// Size of the object in bytes.
+	// +optional
+	Size int64 `json:"size,omitempty"`
+	// SHA256 of the object; a restore refuses an object that does not match.
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
+	// EtcdVersion the member ran.
+	// +optional
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// ClusterID of the etcd cluster (hex).
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+}
+
+// EtcdBackup is one snapshot of an EtcdCluster, stored in an object store and verified.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=etcdbackup,categories=quorate
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.revision`
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.size`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="an EtcdBackup cannot be changed: create another one"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 52",message="metadata.name must be at most 52 characters: it names the backup's Job"
+type EtcdBackup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EtcdBackupSpec   `json:"spec"`
+	Status EtcdBackupStatus `json:"status,omitempty"`
+}
+
+// EtcdBackupList is a list of EtcdBackups.
+// +kubebuilder:object:root=true
+type EtcdBackupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdBackup `json:"items"`
+}
+
+// BackupRetention says which of a schedule's backups are kept.
+type BackupRetention struct {
+	// MaxCount keeps at most this many of the newest backups (0: no limit).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	MaxCount int32 `json:"maxCount,omitempty"`
+	// MaxAge deletes backups older than this, such as 168h (empty: no limit). The newest
+	// backup is always kept.
+	// +optional
+	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+}
+
+// RestoreDrill restores each new backup into a scratch EtcdCluster and compares it with what
+// the backup recorded.
+type RestoreDrill struct {
+	// Enabled turns the drill on.
+	Enabled bool `json:"enabled"`
+	// StorageClassName of the scratch cluster's volume (the default class when empty).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// EtcdBackupScheduleSpec takes backups of an EtcdCluster on a schedule.
+type EtcdBackupScheduleSpec struct {
+	// ClusterName is the EtcdCluster, in the schedule's namespace, to back up.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	ClusterName string `json:"clusterName"`
+	// Schedule in cron format (minute hour day-of-month month day-of-week), such as
+	// "0 */6 * * *", or a descriptor such as @hourly or @every 30m.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=100
+	Schedule string `json:"schedule"`
+	// Storage is where the snapshots go; each is stored as
+	// PREFIX<namespace>/<cluster>/<schedule>-<time>.db.
+	Storage BackupStorage `json:"storage"`
+	// Retention of the schedule's backups: expired EtcdBackups are deleted, and so are their
+	// objects in the bucket.
+	// +optional
+	Retention BackupRetention `json:"retention,omitempty"`
+	// Drill restores each new backup into a scratch cluster and compares the keyspace with the
+	// backup's record.
+	// +optional
+	Drill RestoreDrill `json:"drill,omitempty"`
+	// Suspend stops new backups; existing ones are kept.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// DrillResult is the outcome of a restore drill.
+type DrillResult struct {
+	// Backup that was restored.
+	Backup string `json:"backup"`
+	// Passed: the restored cluster held the keys and the keyspace hash the backup recorded.
+	Passed bool `json:"passed"`
+	// Message says what was compared and what differed.
+	Message string `json:"message"`
+	// Time the drill ended.
+	Time metav1.Time `json:"time"`
+}
+
+// EtcdBackupScheduleStatus is the schedule's progress.
+type EtcdBackupScheduleStatus struct {
+	// Conditions: Ready (the schedule is valid and the last backup completed) and, with
+	// drills, RestoreVerified (the last drill's outcome).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// LastScheduleTime is when the last backup was created.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// LastBackup is the name of the newest backup.
+	// +optional
+	LastBackup string `json:"lastBackup,omitempty"`
+	// LastCompletedBackup is the newest backup that completed.
+	// +optional
+	LastCompletedBackup string `json:"lastCompletedBackup,omitempty"`
+	// LastDrill is the outcome of the last restore drill.
+	// +optional
+	LastDrill *DrillResult `json:"lastDrill,omitempty"`
+	// Drilling is the backup a drill is restoring now.
+	// +optional
+	Drilling string `json:"drilling,omitempty"`
+}
+
+// EtcdBackupSchedule takes EtcdBackups of a cluster on a schedule, applies their retention
+// and, optionally, proves each by restoring it.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=etcdbackupschedule,categories=quorate
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
+// +kubebuilder:printcolumn:name="Last",type=string,JSONPath=`.status.lastCompletedBackup`
+// +kubebuilder:printcolumn:name="Drill",type=string,JSONPath=`.status.conditions[?(@.type=="RestoreVerified")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 30",message="metadata.name must be at most 30 characters: it prefixes the names of its backups and of the drill's cluster"
+type EtcdBackupSchedule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EtcdBackupScheduleSpec   `json:"spec"`
+	Status EtcdBackupScheduleStatus `json:"status,omitempty"`
+}
+
+// EtcdBackupScheduleList is a list of EtcdBackupSchedules.
+// +kubebuilder:object:root=true
+type EtcdBackupScheduleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdBackupSchedule `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdBackup{}, &EtcdBackupList{}, &EtcdBackupSchedule{}, &EtcdBackupScheduleList{})
+}

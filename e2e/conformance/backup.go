@@ -1,0 +1,239 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/internal/backup"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/resources"
+)
+
+// Backup scenarios (suite=backup): snapshots to a real S3 store on the cluster (versitygw,
+// --install-s3) while the cluster is under load, restored and proved.
+
+// BackupRestore, under load: a one-off backup, stored and verified; a new 3-member cluster
+// restored from it, whose keyspace at the backup's revision is the one the backup recorded,
+// under a new cluster ID; a schedule whose retention keeps two snapshots and whose restore
+// drill passes; and backups that cannot succeed (wrong keys, no such bucket, an endpoint that
+// does not exist, a full disk) fail with an error that says why, leaving nothing stored.
+func BackupRestore() framework.Scenario {
+	return framework.Scenario{Name: "backup-restore", Labels: map[string]string{"suite": "backup"}, Replicas: 3, Class: framework.Planned,
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			if err := r.UseS3(ctx); err != nil {
+				return err
+			}
+			r.Phase("backing up")
+			b, err := r.Backup(ctx, "b1", framework.Storage("backups"))
+			if err != nil {
+				return err
+			}
+			if b.Status.Phase != v1alpha1.BackupCompleted {
+				return fmt.Errorf("EtcdBackup b1 %s: %s", b.Status.Phase, backupMessage(b))
+			}
+			if err := restoreAndVerify(ctx, r, b); err != nil {
+				return err
+			}
+			if err := scheduleAndDrill(ctx, r); err != nil {
+				return err
+			}
+			return badBackups(ctx, r)
+		}}
+}
+
+func backupMessage(b *v1alpha1.EtcdBackup) string {
+	if c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionBackupComplete); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+// restoreAndVerify creates a 3-member cluster from the backup and compares its keyspace at the
+// backup's revision with the backup's record.
+func restoreAndVerify(ctx context.Context, r *framework.Run, b *v1alpha1.EtcdBackup) error {
+	src, err := r.GetCluster(ctx)
+	if err != nil {
+		return err
+	}
+	r.Phase("restoring b1 into EtcdCluster restored")
+	restored := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "restored", Namespace: r.Namespace},
+		Spec: v1alpha1.EtcdClusterSpec{Replicas: 3, Version: src.Spec.Version, Storage: v1alpha1.StorageSpec{Size: resource.MustParse("256Mi")},
+			VolumeRetention: "Delete", Bootstrap: &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{BackupName: b.Name}}}}
+	start := time.Now()
+	end := r.Fault("restore", "EtcdCluster restored created from EtcdBackup b1")
+	if err := r.Suite.Client.Create(ctx, restored); err != nil {
+		return err
+	}
+	if err := r.WaitClusterSettled(ctx, "restored", 3, 5*time.Minute); err != nil {
+		return err
+	}
+	end()
+	got := &v1alpha1.EtcdCluster{}
+	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: "restored"}, got); err != nil {
+		return err
+	}
+	if got.Status.ClusterID == "" || got.Status.ClusterID == src.Status.ClusterID {
+		return fmt.Errorf("the restored cluster's ID is %q, the source's %q: a restore makes a new cluster", got.Status.ClusterID, src.Status.ClusterID)
+	}
+	tls := names.OperatorSecret("restored")
+	res, err := r.RunTool(ctx, "verify-restored", []string{"verify",
+		"--endpoint=" + names.ClientURL("restored", r.Namespace, "restored-0", true),
+		fmt.Sprintf("--revision=%d", b.Status.Revision), fmt.Sprintf("--keys=%d", b.Status.Keys), "--keyspace-sha256=" + b.Status.KeyspaceSHA256,
+		"--tls-dir=/tls", "--server-name=" + names.ClientHost("restored", r.Namespace)}, "",
+		[]corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: tls}}}},
+		[]corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}})
+	if err != nil {
+		return err
+	}
+	if res.Kind != backup.ResultVerified || !res.Matches {
+		return fmt.Errorf("the restored cluster does not hold the backup's keyspace: %s %s", res.Message, res.Error)
+	}
+	r.Event("note", "restore-verified", fmt.Sprintf("restored in %s, cluster ID %s (source %s): %s", time.Since(start).Round(time.Second), got.Status.ClusterID, src.Status.ClusterID, res.Message))
+	// The restored cluster goes (its volumes with it); the source keeps serving.
+	return r.Suite.Client.Delete(ctx, got)
+}
+
+// scheduleAndDrill runs a schedule every 20 s keeping 2 snapshots, with restore drills, until
+// it has taken three backups and a drill has passed; the bucket then holds exactly the two
+// snapshots retention keeps.
+func scheduleAndDrill(ctx context.Context, r *framework.Run) error {
+	r.Phase("scheduled backups with retention and a restore drill")
+	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "every20s", Namespace: r.Namespace},
+		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@every 20s", Storage: framework.Storage("backups"),
+			Retention: v1alpha1.BackupRetention{MaxCount: 2}, Drill: v1alpha1.RestoreDrill{Enabled: true}}}
+	if err := r.Suite.Client.Create(ctx, s); err != nil {
+		return err
+	}
+	created := map[string]bool{}
+	err := r.WaitFor(ctx, "three scheduled backups and a passed drill", 8*time.Minute, func() error {
+		var list v1alpha1.EtcdBackupList
+		if err := r.Suite.Client.List(ctx, &list, client.InNamespace(r.Namespace), client.MatchingLabels{names.LabelSchedule: s.Name}); err != nil {
+			return err
+		}
+		for _, b := range list.Items {
+			if b.Status.Phase == v1alpha1.BackupFailed {
+				return fmt.Errorf("%w: scheduled EtcdBackup %s failed: %s", framework.ErrStop, b.Name, backupMessage(&b))
+			}
+			if b.Status.Phase == v1alpha1.BackupCompleted {
+				created[b.Name] = true
+			}
+		}
+		if err := r.Suite.Client.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+			return err
+		}
+		d := s.Status.LastDrill
+		if d != nil && !d.Passed {
+			return fmt.Errorf("%w: the restore drill of %s failed: %s", framework.ErrStop, d.Backup, d.Message)
+		}
+		if len(created) < 3 || d == nil {
+			return fmt.Errorf("%d scheduled backups completed, last drill %+v", len(created), d)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	r.Event("note", "drill", fmt.Sprintf("restore drill of %s: %s", s.Status.LastDrill.Backup, s.Status.LastDrill.Message))
+	s.Spec.Suspend = true
+	if err := r.Suite.Client.Update(ctx, s); err != nil {
+		return err
+	}
+	// Retention: the EtcdBackups and the stored snapshots agree, two of each.
+	var kept []string
+	err = r.WaitFor(ctx, "retention to leave two backups", 2*time.Minute, func() error {
+		var list v1alpha1.EtcdBackupList
+		if err := r.Suite.Client.List(ctx, &list, client.InNamespace(r.Namespace), client.MatchingLabels{names.LabelSchedule: s.Name}); err != nil {
+			return err
+		}
+		kept = nil
+		for _, b := range list.Items {
+			if b.DeletionTimestamp.IsZero() && b.Status.Phase == v1alpha1.BackupCompleted {
+				kept = append(kept, b.Status.Key)
+			}
+		}
+		if len(kept) != 2 {
+			return fmt.Errorf("%d completed backups kept", len(kept))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	listed, err := r.RunTool(ctx, "list-scheduled", []string{"list", "--bucket=" + framework.BucketURL("backups"), "--prefix=" + resources.ScheduleKeyPrefix(s)}, framework.S3Credentials, nil, nil)
+	if err != nil {
+		return err
+	}
+	slices.Sort(kept)
+	if !slices.Equal(listed.Objects, kept) {
+		return fmt.Errorf("the bucket holds %v under the schedule's prefix, the kept backups %v (%d completed in all)", listed.Objects, kept, len(created))
+	}
+	r.Event("note", "retention", fmt.Sprintf("%d scheduled backups completed; kept and stored: %v", len(created), kept))
+	return nil
+}
+
+// badBackups: each fails, says why, and stores nothing.
+func badBackups(ctx context.Context, r *framework.Run) error {
+	r.Phase("backups that cannot succeed")
+	wrong := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-wrong", Namespace: r.Namespace},
+		StringData: map[string]string{"AWS_ACCESS_KEY_ID": "nobody", "AWS_SECRET_ACCESS_KEY": "not-the-secret"}}
+	if err := r.Suite.Client.Create(ctx, wrong); err != nil {
+		return err
+	}
+	cases := []struct {
+		name    string
+		storage v1alpha1.BackupStorage
+		want    string
+	}{
+		{"bad-keys", v1alpha1.BackupStorage{BucketURL: framework.BucketURL("backups"), CredentialsSecret: "s3-wrong"}, "refused the credentials"},
+		{"no-bucket", framework.Storage("no-such-bucket"), "does not exist"},
+		{"no-endpoint", v1alpha1.BackupStorage{BucketURL: "s3://backups?endpoint=http://nothing-here.quorate-s3.svc:7070&region=us-east-1&use_path_style=true",
+			CredentialsSecret: framework.S3Credentials}, "check the endpoint"},
+		{"full-disk", framework.Storage("tiny"), ""},
+	}
+	for _, c := range cases {
+		b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: r.Namespace}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: r.Cluster, Storage: c.storage}}
+		if err := r.Suite.Client.Create(ctx, b); err != nil {
+			return err
+		}
+	}
+	var problems []string
+	for _, c := range cases {
+		b, err := r.WaitBackup(ctx, c.name)
+		if err != nil {
+			return err
+		}
+		msg := backupMessage(b)
+		if b.Status.Phase != v1alpha1.BackupFailed || !strings.Contains(msg, c.want) || strings.Contains(msg, "not-the-secret") {
+			problems = append(problems, fmt.Sprintf("%s: %s, %q (want Failed saying %q)", c.name, b.Status.Phase, msg, c.want))
+		}
+	}
+	// Nothing half-written in the full bucket.
+	listed, err := r.RunTool(ctx, "list-tiny", []string{"list", "--bucket=" + framework.BucketURL("tiny")}, framework.S3Credentials, nil, nil)
+	if err != nil {
+		return err
+	}
+	if len(listed.Objects) != 0 {
+		problems = append(problems, fmt.Sprintf("the full bucket holds %v after the failed backup", listed.Objects))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("bad backups: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// BackupScenarios are the backup scenarios.
+func BackupScenarios() []framework.Scenario {
+	return []framework.Scenario{BackupRestore()}
+}

@@ -1,0 +1,97 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/framework"
+)
+
+// Defrag: before the load, 64 MiB are written, deleted and compacted, leaving every member's
+// database two-thirds free pages; under load, spec.maintenance.defrag (threshold 50%) makes
+// the operator defragment the followers one at a time, move leadership, then defragment the
+// old leader, within the planned budget.
+func Defrag() framework.Scenario {
+	return framework.Scenario{Name: "defrag", Labels: safety, Replicas: 3, Class: framework.Planned,
+		BeforeLoad: func(ctx context.Context, r *framework.Run) error {
+			if _, err := r.Fill(ctx, 64); err != nil {
+				return err
+			}
+			_, err := r.Unfill(ctx)
+			return err
+		},
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			before, err := r.GetCluster(ctx)
+			if err != nil {
+				return err
+			}
+			var sizes []string
+			for _, m := range before.Status.Members {
+				sizes = append(sizes, fmt.Sprintf("%s %d", m.Name, m.DBSize))
+			}
+			leader := before.Status.Leader
+			r.Phase("defragmenting every member")
+			end := r.Fault("defrag", "spec.maintenance.defrag.thresholdPercent = 50 (database files: "+strings.Join(sizes, ", ")+" bytes)")
+			if err := r.Update(ctx, "spec.maintenance.defrag.thresholdPercent = 50", func(ec *v1alpha1.EtcdCluster) {
+				ec.Spec.Maintenance.Defrag = &v1alpha1.DefragSpec{ThresholdPercent: ptr.To[int32](50)}
+			}); err != nil {
+				return err
+			}
+			err = r.WaitFor(ctx, "every member's database file to shrink", 5*time.Minute, func() error {
+				ec, err := r.GetCluster(ctx)
+				if err != nil {
+					return err
+				}
+				for _, m := range ec.Status.Members {
+					if m.DBSize > 32<<20 {
+						return fmt.Errorf("%s's database file is %d bytes", m.Name, m.DBSize)
+					}
+				}
+				return nil
+			})
+			end()
+			if err != nil {
+				return err
+			}
+			if err := r.WaitSettled(ctx, 3, 5*time.Minute); err != nil {
+				return err
+			}
+			return leaderDefragmentedLast(ctx, r, leader)
+		}}
+}
+
+// leaderDefragmentedLast checks from the operator's Events that three members were
+// defragmented and that leadership left the first leader before its own defragmentation.
+func leaderDefragmentedLast(ctx context.Context, r *framework.Run, leader string) error {
+	var evs corev1.EventList
+	if err := r.Suite.Client.List(ctx, &evs, client.InNamespace(r.Namespace)); err != nil {
+		return err
+	}
+	slices.SortFunc(evs.Items, func(a, b corev1.Event) int { return a.LastTimestamp.Compare(b.LastTimestamp.Time) })
+	var order []string
+	for _, e := range evs.Items {
+		switch {
+		case e.Reason == v1alpha1.EventDefragmented:
+			order = append(order, strings.Fields(strings.TrimPrefix(e.Message, "defragmenting "))[0])
+		case e.Reason == v1alpha1.EventLeaderMoved && strings.Contains(e.Message, "from "+leader+" "):
+			order = append(order, "move-leader")
+		}
+	}
+	for i := range order {
+		order[i] = strings.TrimSuffix(order[i], ":")
+	}
+	r.Event("note", "defrag-order", strings.Join(order, " "))
+	li, mi := slices.Index(order, leader), slices.Index(order, "move-leader")
+	if len(order) != 4 || li != 3 || mi != 2 {
+		return fmt.Errorf("defragmentation order %v: want two followers, leadership moved from %s, then %s", order, leader, leader)
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/backup"
+)
+
+// The object store hack/s3.sh installs (--install-s3).
+const (
+	S3Namespace = "quorate-s3"
+	S3Endpoint  = "http://versitygw.quorate-s3.svc:7070"
+	// S3Credentials is the Secret the backup scenarios copy the store's keys into.
+	S3Credentials = "s3-credentials"
+)
+
+// BucketURL is the gocloud.dev/blob URL of a bucket of the store.
+func BucketURL(bucket string) string {
+	return fmt.Sprintf("s3://%s?endpoint=%s&region=us-east-1&use_path_style=true", bucket, S3Endpoint)
+}
+
+// UseS3 copies the store's root keys into the run's namespace as Secret s3-credentials, the
+// way a user gives a cluster's backups their bucket credentials.
+func (r *Run) UseS3(ctx context.Context) error {
+	root := &corev1.Secret{}
+	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: S3Namespace, Name: "s3-root"}, root); err != nil {
+		return fmt.Errorf("reading the S3 store's keys (install it with --install-s3): %w", err)
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: S3Credentials, Namespace: r.Namespace}, Data: root.Data}
+	if err := r.Suite.Client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// Storage is the backup storage of a bucket of the store, with the copied credentials.
+func Storage(bucket string) v1alpha1.BackupStorage {
+	return v1alpha1.BackupStorage{BucketURL: BucketURL(bucket), CredentialsSecret: S3Credentials}
+}
+
+// Backup creates an EtcdBackup of the run's cluster and waits until it has finished; it returns
+// the backup, whichever way it ended.
+func (r *Run) Backup(ctx context.Context, name string, storage v1alpha1.BackupStorage) (*v1alpha1.EtcdBackup, error) {
+	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace},
+		Spec: v1alpha1.EtcdBackupSpec{ClusterName: r.Cluster, Storage: storage}}
+	r.Event("action", "backup", fmt.Sprintf("EtcdBackup %s to %s", name, storage.BucketURL))
+	if err := r.Suite.Client.Create(ctx, b); err != nil {
+		return nil, err
+	}
+	return r.WaitBackup(ctx, name)
+}
+
+// WaitBackup waits until an EtcdBackup has finished, and returns it.
+func (r *Run) WaitBackup(ctx context.Context, name string) (*v1alpha1.EtcdBackup, error) {
+	b := &v1alpha1.EtcdBackup{}
+	err := r.WaitFor(ctx, "EtcdBackup "+name+" to finish", 5*time.Minute, func() error {
+		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: name}, b); err != nil {
+			return err
+		}
+		if b.Status.Phase != v1alpha1.BackupCompleted && b.Status.Phase != v1alpha1.BackupFailed {
+			return fmt.Errorf("phase %q", b.Status.Phase)
+		}
+		return nil
+	})
+	if err == nil {
+		msg := ""
+		if c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionBackupComplete); c != nil {
+			msg = c.Message
+		}
+		r.Event("note", "backup-"+b.Status.Phase, fmt.Sprintf("EtcdBackup %s %s: %s", name, b.Status.Phase, msg))
+	}
+	return b, err
+}
+
+// ToolImage is the image holding quorate-backup: the operator's.
+func (s *Suite) ToolImage(ctx context.Context) (string, error) {
+	if s.Opts.OperatorImage != "" {
+		return s.Opts.OperatorImage, nil
+	}
+	var list appsv1.DeploymentList
+	if err := s.Client.List(ctx, &list, client.InNamespace(s.Opts.OperatorNS), client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
+		return "", err
+	}
+	for _, d := range list.Items {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			return c.Image, nil
+		}
+	}
+	return "", fmt.Errorf("no operator Deployment in %s to take the quorate-backup image from: set --operator-image", s.Opts.OperatorNS)
+}
+
+// RunTool runs quorate-backup with args in a Job of the run's namespace (with the bucket's
+// credentials, and the given extra volumes), waits for it, and returns its result.
+func (r *Run) RunTool(ctx context.Context, name string, args []string, credentials string, volumes []corev1.Volume, mounts []corev1.VolumeMount) (*backup.Result, error) {
+	image, err := r.Suite.ToolImage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctr := corev1.Container{Name: "tool", Image: image, Command: append([]string{"/quorate-backup"}, args...), VolumeMounts: mounts,
+		SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532)}}
+	if credentials != "" {
+		ctr.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: credentials}}}}
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace},
+		Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](0), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{ctr}, Volumes: volumes}}},
+	}
+	if err := r.Suite.Client.Create(ctx, job); err != nil {
+		return nil, err
+	}
+	var res *backup.Result
+	err = r.WaitFor(ctx, "Job "+name, 5*time.Minute, func() error {
+		var pods corev1.PodList
+		if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels{batchv1.JobNameLabel: name}); err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			for _, cs := range p.Status.ContainerStatuses {
+				if t := cs.State.Terminated; t != nil {
+					var perr error
+					res, perr = backup.ParseResult(t.Message)
+					if perr != nil {
+						return fmt.Errorf("%w (exit %d: %s)", ErrStop, t.ExitCode, t.Message)
+					}
+					return nil
+				}
+			}
+		}
+		return errors.New("not finished")
+	})
+	return res, err
+}
+
+// ErrStop, wrapped by a WaitFor condition's error, ends the wait at once: what it waits for
+// will not happen.
+var ErrStop = errors.New("giving up")

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs a real S3-compatible object store on the cluster KUBECONFIG points at: versitygw
+# v1.8.0, built from the module proxy (hack/build-tool.sh) into an image in the local registry,
+# serving a volume as S3 at http://versitygw.quorate-s3.svc:7070 with two buckets: backups, and
+# tiny (1 MiB: a full disk). The root credentials are in Secret quorate-s3/s3-root
+# (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY). Idempotent; the keys are generated once per
+# machine (cached in $QUORATE_CACHE).
+# Usage: hack/s3.sh
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+: "${KUBECONFIG:?KUBECONFIG must name the cluster}"
+VERSITYGW_VERSION=${VERSITYGW_VERSION:-v1.8.0}
+REGISTRY=${REGISTRY:-localhost:5000}
+kubectl=${KUBECTL:-kubectl}
+
+image=$("$here/images.sh" versitygw "$VERSITYGW_VERSION")
+"$here/images.sh" base >/dev/null
+keys=$QUORATE_CACHE/s3/keys
+if [ ! -s "$keys" ]; then
+  mkdir -p "$(dirname "$keys")"
+  echo "quorate$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n') $(head -c 24 /dev/urandom | base64 | tr -d '/+=\n')" >"$keys"
+  chmod 600 "$keys"
+fi
+read -r access secret <"$keys"
+sed -e "s|image: IMAGE|image: $image|" -e "s|image: BUSYBOX|image: $REGISTRY/quorate/busybox:local|" \
+    -e "s|AWS_ACCESS_KEY_ID: ACCESS|AWS_ACCESS_KEY_ID: \"$access\"|" -e "s|AWS_SECRET_ACCESS_KEY: SECRET|AWS_SECRET_ACCESS_KEY: \"$secret\"|" \
+    "$here/s3/versitygw.yaml" | "$kubectl" apply --server-side --force-conflicts -f - >/dev/null
+"$kubectl" -n quorate-s3 rollout status deployment/versitygw --timeout=5m >/dev/null
+log "S3 (versitygw $VERSITYGW_VERSION) serves http://versitygw.quorate-s3.svc:7070: buckets backups and tiny"

@@ -1,0 +1,175 @@
+package resources
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/names"
+)
+
+// Where a bucket's credentials Secret appears in the pods that read and write the bucket:
+// its keys as environment variables (what the S3 and Azure SDKs read), and as files (the GCS
+// SDK reads a service account key file named by GOOGLE_APPLICATION_CREDENTIALS).
+const (
+	credentialsVolume = "bucket-credentials"              //nolint:gosec // G101: a volume's name, not a credential
+	credentialsDir    = "/var/run/secrets/quorate/bucket" //nolint:gosec // G101: where the Secret is mounted, not a credential
+	// GCSKeyFile is the key of the Secret that holds a GCS service account's JSON key.
+	GCSKeyFile = "service-account.json"
+)
+
+// CredentialEnv gives a container the bucket's credentials as its environment.
+func CredentialEnv(ctr *corev1.Container, bucket, secret string) {
+	if secret == "" {
+		return
+	}
+	ctr.EnvFrom = append(ctr.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: secret}}})
+	if strings.HasPrefix(bucket, "gs://") {
+		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: "GOOGLE_APPLICATION_CREDENTIALS", Value: credentialsDir + "/" + GCSKeyFile})
+	}
+}
+
+// CredentialVolumes is the credentials Secret as a volume (none without a Secret).
+func CredentialVolumes(secret string) []corev1.Volume {
+	if secret == "" {
+		return nil
+	}
+	return []corev1.Volume{{Name: credentialsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret, DefaultMode: ptr.To[int32](0o440)}}}}
+}
+
+// CredentialMounts mounts the credentials volume (none without a Secret).
+func CredentialMounts(secret string) []corev1.VolumeMount {
+	if secret == "" {
+		return nil
+	}
+	return []corev1.VolumeMount{{Name: credentialsVolume, MountPath: credentialsDir, ReadOnly: true}}
+}
+
+// BackupKey is the object key of a backup's snapshot: PREFIX<namespace>/<cluster>/<backup>.db.
+func BackupKey(b *v1alpha1.EtcdBackup) string {
+	return fmt.Sprintf("%s%s/%s/%s.db", b.Spec.Storage.Prefix, b.Namespace, b.Spec.ClusterName, b.Name)
+}
+
+// ScheduleKeyPrefix is the key prefix of a schedule's snapshots, which its retention applies to.
+func ScheduleKeyPrefix(s *v1alpha1.EtcdBackupSchedule) string {
+	return fmt.Sprintf("%s%s/%s/%s-", s.Spec.Storage.Prefix, s.Namespace, s.Spec.ClusterName, s.Name)
+}
+
+// BackupJobName is the name of an EtcdBackup's Job.
+func BackupJobName(backup string) string { return backup + "-backup" }
+
+// Retain is the retention a schedule's backup Job applies to the schedule's objects.
+type Retain struct {
+	Prefix string
+	Count  int32
+	MaxAge time.Duration
+}
+
+// JobTarget is the cluster a Job works on: its members' client URLs, its cluster ID, and the
+// Secret with the operator's client certificate ("" without TLS).
+type JobTarget struct {
+	Cluster   *v1alpha1.EtcdCluster
+	Members   []string
+	ClusterID string
+	TLSSecret string
+}
+
+func (t JobTarget) endpoints() string {
+	parts := make([]string, len(t.Members))
+	for i, m := range t.Members {
+		parts[i] = m + "=" + names.ClientURL(t.Cluster.Name, t.Cluster.Namespace, m, t.Cluster.Spec.TLS.IsEnabled())
+	}
+	return strings.Join(parts, ",")
+}
+
+// jobTLSDir is where a Job mounts the operator's client certificate.
+const jobTLSDir = "/etc/quorate/tls"
+
+// jobPod is the pod of a backup or drill Job: quorate-backup with args, the operator's client
+// certificate of the target, a work directory, restricted, never restarted.
+func jobPod(t JobTarget, im Images, args []string, workSize *resource.Quantity) corev1.PodTemplateSpec {
+	ctr := corev1.Container{
+		Name:                     "quorate-backup",
+		Image:                    im.Launcher,
+		ImagePullPolicy:          im.PullPolicy,
+		Command:                  append([]string{BackupBinary}, args...),
+		Env:                      []corev1.EnvVar{{Name: "TMPDIR", Value: "/work"}},
+		VolumeMounts:             []corev1.VolumeMount{{Name: "work", MountPath: "/work"}},
+		Resources:                corev1.ResourceRequirements{Requests: DefaultRequests()},
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		SecurityContext:          restricted(),
+	}
+	work := &corev1.EmptyDirVolumeSource{SizeLimit: workSize}
+	volumes := []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: work}}}
+	if t.TLSSecret != "" {
+		ctr.Command = append(ctr.Command, "--tls-dir="+jobTLSDir, "--server-name="+names.ClientHost(t.Cluster.Name, t.Cluster.Namespace))
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: jobTLSDir, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: t.TLSSecret, DefaultMode: ptr.To[int32](0o440)}}})
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: names.ClusterLabels(t.Cluster.Name)},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), RunAsGroup: ptr.To[int64](65532), FSGroup: ptr.To[int64](65532),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{ctr},
+			Volumes:    volumes,
+		},
+	}
+}
+
+func job(name, namespace string, owner metav1.OwnerReference, labels map[string]string, pod corev1.PodTemplateSpec) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec: batchv1.JobSpec{
+			// One attempt: a failed backup is reported as failed, and a schedule tries again
+			// at its next time.
+			BackoffLimit:          ptr.To[int32](0),
+			ActiveDeadlineSeconds: ptr.To[int64](3600),
+			Template:              pod,
+		},
+	}
+}
+
+// BackupJob takes an EtcdBackup's snapshot: from a healthy follower of the target, stored at
+// BackupKey, read back and verified, then the retention applied (for a schedule's backup).
+func BackupJob(b *v1alpha1.EtcdBackup, t JobTarget, retain *Retain, im Images) *batchv1.Job {
+	args := []string{"save", "--endpoints=" + t.endpoints(), "--cluster-id=" + t.ClusterID,
+		"--bucket=" + b.Spec.Storage.BucketURL, "--key=" + BackupKey(b), "--work-dir=/work"}
+	if retain != nil {
+		args = append(args, "--retain-prefix="+retain.Prefix, fmt.Sprintf("--retain-count=%d", retain.Count), "--retain-max-age="+retain.MaxAge.String())
+	}
+	// Room for the snapshot and the copy its check opens: twice the quota, and a margin.
+	quota := t.Cluster.Spec.Etcd.QuotaBackendBytes
+	if quota == 0 {
+		quota = 2 << 30
+	}
+	work := resource.NewQuantity(2*quota+64<<20, resource.BinarySI)
+	pod := jobPod(t, im, args, work)
+	CredentialEnv(&pod.Spec.Containers[0], b.Spec.Storage.BucketURL, b.Spec.Storage.CredentialsSecret)
+	pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, CredentialMounts(b.Spec.Storage.CredentialsSecret)...)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, CredentialVolumes(b.Spec.Storage.CredentialsSecret)...)
+	pod.Labels[names.LabelBackup] = b.Name
+	labels := names.ClusterLabels(t.Cluster.Name)
+	labels[names.LabelBackup] = b.Name
+	return job(BackupJobName(b.Name), b.Namespace, *metav1.NewControllerRef(b, v1alpha1.GroupVersion.WithKind("EtcdBackup")), labels, pod)
+}
+
+// VerifyJob compares a restore drill's cluster with the keyspace its backup recorded.
+func VerifyJob(name string, owner metav1.OwnerReference, t JobTarget, revision, keys int64, keyspaceHash string, im Images) *batchv1.Job {
+	args := []string{"verify", "--endpoint=" + names.ClientURL(t.Cluster.Name, t.Cluster.Namespace, t.Members[0], t.Cluster.Spec.TLS.IsEnabled()),
+		fmt.Sprintf("--revision=%d", revision), fmt.Sprintf("--keys=%d", keys), "--keyspace-sha256=" + keyspaceHash}
+	pod := jobPod(t, im, args, resource.NewQuantity(64<<20, resource.BinarySI))
+	return job(name, t.Cluster.Namespace, owner, names.ClusterLabels(t.Cluster.Name), pod)
+}
