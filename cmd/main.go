@@ -32,6 +32,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/envflag"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/expectations"
+	"github.com/quorate-dev/quorate/internal/metricstls"
 	"github.com/quorate-dev/quorate/internal/pki"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
@@ -59,6 +60,7 @@ func identity() string {
 func main() {
 	var (
 		metricsAddr, probeAddr, leaderNS, pullPolicy string
+		metricsSecret, metricsService                string
 		secureMetrics, leaderElect                   bool
 		concurrency                                  int
 		resync, rollSettle                           time.Duration
@@ -91,6 +93,8 @@ func main() {
 	opts := zap.Options{Development: false}
 	flag.DurationVar(&certLifetime, "certificate-lifetime", pki.LeafValidity, "lifetime of the certificates the operator generates; each is renewed in its Secret with a third of it left")
 	flag.StringVar(&operator.Namespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, which the clusters' NetworkPolicies admit to the client port (env POD_NAMESPACE; empty: pods with the operator's labels in any namespace)")
+	flag.StringVar(&metricsSecret, "metrics-cert-secret", "quorate-metrics-tls", "Secret of the operator's namespace holding the metrics endpoint's certificate and CA (issued and renewed by the operator; a ServiceMonitor names its ca.crt); empty: a self-signed certificate")
+	flag.StringVar(&metricsService, "metrics-service", "quorate-controller-manager-metrics-service", "the metrics Service, whose DNS names the metrics certificate covers")
 	flag.Var(labelsFlag(operator.Labels), "operator-pod-labels", "labels (k=v,...) of the operator's pods, which the clusters' NetworkPolicies admit to the client port")
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -106,6 +110,22 @@ func main() {
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}}
 	if secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	// The metrics endpoint serves a certificate its scrapers verify (ServiceMonitor tlsConfig.ca):
+	// issued for the metrics Service by the operator's own CA, kept in a Secret of its namespace.
+	var metricsCert *metricstls.Provider
+	if secureMetrics && metricsAddr != "0" && operator.Namespace != "" && metricsSecret != "" {
+		direct, err := client.New(ctrl.GetConfigOrDie(), client.Options{Scheme: scheme})
+		if err != nil {
+			log.Error(err, "creating a client")
+			os.Exit(1)
+		}
+		metricsCert = &metricstls.Provider{Client: direct, Namespace: operator.Namespace, Secret: metricsSecret, Service: metricsService}
+		if err := metricsCert.Ensure(ctrl.LoggerInto(context.Background(), log), time.Now()); err != nil {
+			log.Error(err, "the metrics certificate")
+			os.Exit(1)
+		}
+		metricsOpts.TLSOpts = append(metricsOpts.TLSOpts, metricsCert.TLSOpts)
 	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                        scheme,
@@ -151,6 +171,12 @@ func main() {
 		Recorder: r.Recorder, Images: images, Ownership: r.Ownership}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "setting up the backup schedule controller")
 		os.Exit(1)
+	}
+	if metricsCert != nil {
+		if err := mgr.Add(metricsCert); err != nil {
+			log.Error(err, "renewing the metrics certificate")
+			os.Exit(1)
+		}
 	}
 	if err := addUpgradeGate(mgr, id); err != nil {
 		log.Error(err, "setting up the OperatorCondition")

@@ -1,0 +1,169 @@
+// Package metricstls gives the operator's metrics endpoint a certificate that its scrapers
+// can verify: issued for the metrics Service's DNS name by a CA of the operator's own, both
+// kept in a Secret of the operator's namespace, whose ca.crt a ServiceMonitor names
+// (tlsConfig.ca) instead of skipping verification. Every replica serves the certificate of the
+// Secret; it is renewed in place with a third of its lifetime left, and the new one is served
+// from the next handshake on.
+package metricstls
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/quorate-dev/quorate/internal/pki"
+)
+
+// Provider serves and renews the metrics certificate.
+type Provider struct {
+	// Client reads and writes the Secret directly (the manager's cache may not see the
+	// operator's namespace, nor be started yet).
+	Client client.Client
+	// Namespace and Secret hold the CA and the certificate; Service is the metrics Service,
+	// whose in-cluster DNS names the certificate covers.
+	Namespace, Secret, Service string
+	// Lifetime of the serving certificate (a year when zero); the CA lasts pki.CAValidity.
+	Lifetime time.Duration
+	// Check is how often Start looks at the certificate's age (an hour when zero).
+	Check time.Duration
+
+	mu   sync.RWMutex
+	cert *tls.Certificate
+}
+
+func (p *Provider) lifetime() time.Duration {
+	if p.Lifetime > 0 {
+		return p.Lifetime
+	}
+	return 365 * 24 * time.Hour
+}
+
+// DNSNames are the names the certificate covers: the Service's, in its short and long forms.
+func (p *Provider) DNSNames() []string {
+	base := p.Service + "." + p.Namespace + ".svc"
+	return []string{p.Service, p.Service + "." + p.Namespace, base, base + ".cluster.local"}
+}
+
+// TLSOpts makes a TLS configuration serve the provider's certificate.
+func (p *Provider) TLSOpts(c *tls.Config) { c.GetCertificate = p.GetCertificate }
+
+// GetCertificate returns the certificate Ensure loaded last.
+func (p *Provider) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.cert == nil {
+		return nil, fmt.Errorf("no metrics certificate yet: Secret %s/%s has not been read", p.Namespace, p.Secret)
+	}
+	return p.cert, nil
+}
+
+// Ensure loads the Secret's certificate, first issuing it (with a new CA) when the Secret does
+// not exist, and renewing it from the same CA when a third of its lifetime is left or it does
+// not cover the Service's names. Two replicas racing write once: the loser reads the winner's.
+func (p *Provider) Ensure(ctx context.Context, now time.Time) error {
+	for attempt := 0; attempt < 3; attempt++ {
+		s := &corev1.Secret{}
+		err := p.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Secret}, s)
+		switch {
+		case apierrors.IsNotFound(err):
+			ca, err := pki.NewCA("quorate-metrics-ca", now)
+			if err != nil {
+				return err
+			}
+			pair, err := p.issue(ca, now)
+			if err != nil {
+				return err
+			}
+			s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: p.Secret, Namespace: p.Namespace, Labels: map[string]string{"app.kubernetes.io/name": "quorate"}},
+				Type: corev1.SecretTypeTLS,
+				Data: map[string][]byte{pki.KeyCert: pair.CertPEM, pki.KeyKey: pair.KeyPEM, pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM}}
+			if err := p.Client.Create(ctx, s); apierrors.IsAlreadyExists(err) {
+				continue
+			} else if err != nil {
+				return fmt.Errorf("creating the metrics certificate Secret %s/%s: %w", p.Namespace, p.Secret, err)
+			}
+			logf.FromContext(ctx).Info("issued the metrics certificate", "secret", p.Secret, "names", p.DNSNames())
+		case err != nil:
+			return fmt.Errorf("reading the metrics certificate Secret %s/%s: %w", p.Namespace, p.Secret, err)
+		case p.due(s, now):
+			ca, err := pki.LoadCA(s.Data[pki.KeyCACert], s.Data[pki.KeyCAKey])
+			if err != nil {
+				return fmt.Errorf("the metrics CA in Secret %s/%s does not load (%w): delete the Secret, the operator issues a new one", p.Namespace, p.Secret, err)
+			}
+			pair, err := p.issue(ca, now)
+			if err != nil {
+				return err
+			}
+			updated := s.DeepCopy()
+			updated.Data[pki.KeyCert], updated.Data[pki.KeyKey] = pair.CertPEM, pair.KeyPEM
+			if err := p.Client.Patch(ctx, updated, client.MergeFromWithOptions(s, client.MergeFromWithOptimisticLock{})); apierrors.IsConflict(err) {
+				continue
+			} else if err != nil {
+				return fmt.Errorf("renewing the metrics certificate in Secret %s/%s: %w", p.Namespace, p.Secret, err)
+			}
+			logf.FromContext(ctx).Info("renewed the metrics certificate", "secret", p.Secret)
+		}
+		if err := p.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Secret}, s); err != nil {
+			return err
+		}
+		cert, err := tls.X509KeyPair(s.Data[pki.KeyCert], s.Data[pki.KeyKey])
+		if err != nil {
+			return fmt.Errorf("the metrics certificate in Secret %s/%s does not load: %w", p.Namespace, p.Secret, err)
+		}
+		p.mu.Lock()
+		p.cert = &cert
+		p.mu.Unlock()
+		return nil
+	}
+	return fmt.Errorf("the metrics certificate Secret %s/%s keeps changing under the operator", p.Namespace, p.Secret)
+}
+
+func (p *Provider) issue(ca *pki.CA, now time.Time) (pki.Pair, error) {
+	return ca.Sign(pki.Request{CommonName: p.Service, DNSNames: p.DNSNames(), Usage: pki.ServerAndClient, Validity: p.lifetime()}, now)
+}
+
+// due: the certificate does not parse, has a third of its lifetime left, or misses a name.
+func (p *Provider) due(s *corev1.Secret, now time.Time) bool {
+	c, err := pki.ParseCert(s.Data[pki.KeyCert])
+	if err != nil || now.After(c.NotAfter.Add(-p.lifetime()/3)) {
+		return true
+	}
+	for _, n := range p.DNSNames() {
+		if c.VerifyHostname(n) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Start renews the certificate while the manager runs (every replica: each serves metrics).
+func (p *Provider) Start(ctx context.Context) error {
+	every := p.Check
+	if every <= 0 {
+		every = time.Hour
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := p.Ensure(ctx, time.Now()); err != nil {
+				logf.FromContext(ctx).Error(err, "keeping the metrics certificate")
+			}
+		}
+	}
+}
+
+// NeedLeaderElection: every replica serves metrics.
+func (p *Provider) NeedLeaderElection() bool { return false }
