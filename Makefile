@@ -71,7 +71,7 @@ lint: ## golangci-lint (.golangci.yml), built from the module proxy and cached i
 .PHONY: test
 test: manifests generate fmt vet lint ## Unit and integration tests (envtest with kube-apiserver and etcd built from source; promtool for the alerts), after the linter.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh $(ENVTEST_K8S_VERSION) $(ENVTEST_ETCD_VERSION))" \
-	PROMTOOL="$$(hack/build-tool.sh github.com/prometheus/prometheus/cmd/promtool $(PROMTOOL_VERSION))" \
+	PROMTOOL="$$(hack/build-tool.sh github.com/prometheus/prometheus/cmd/promtool $(PROMTOOL_VERSION) remove_all_sd)" \
 	  go test ./... -count=1 -coverprofile cover.out
 
 .PHONY: unit

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/launcher"
 	"github.com/quorate-dev/quorate/internal/names"
@@ -210,7 +211,9 @@ func podProblem(p *corev1.Pod, now time.Time, terminating time.Duration) string 
 		}
 		if t := cs.LastTerminationState.Terminated; w.Reason == "CrashLoopBackOff" && t != nil {
 			why += fmt.Sprintf(" (last exit code %d", t.ExitCode)
-			if msg := strings.TrimSpace(t.Message); msg != "" {
+			if res, err := backup.ParseResult(t.Message); err == nil && res.Error != "" {
+				why += ": " + res.Error // the restore's fetch-snapshot container
+			} else if msg := strings.TrimSpace(t.Message); msg != "" {
 				why += ": " + lastLine(msg)
 			}
 			why += ")"

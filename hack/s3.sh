@@ -2,7 +2,7 @@
 # Installs a real S3-compatible object store on the cluster KUBECONFIG points at: versitygw
 # v1.8.0, built from the module proxy (hack/build-tool.sh) into an image in the local registry,
 # serving a volume as S3 at http://versitygw.quorate-s3.svc:7070 with two buckets: backups, and
-# tiny (1 MiB: a full disk). The root credentials are in Secret quorate-s3/s3-root
+# tiny (16 KiB: a full disk). The root credentials are in Secret quorate-s3/s3-root
 # (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY). Idempotent; the keys are generated once per
 # machine (cached in $QUORATE_CACHE).
 # Usage: hack/s3.sh

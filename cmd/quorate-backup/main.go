@@ -209,6 +209,9 @@ func fetchCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, erro
 			log.Printf("%s was fetched and verified before", *out)
 			return backup.Result{Kind: backup.ResultStored, Message: "fetched before"}, nil
 		}
+		if err := os.MkdirAll(filepath.Dir(*out), 0o750); err != nil {
+			return backup.Result{}, err
+		}
 		info, err := backup.Fetch(ctx, backup.Location{Bucket: *bucket, Key: *key}, *out, *sha)
 		if err != nil {
 			return backup.Result{}, err

@@ -8,6 +8,7 @@
 //	POST /final    read back every write the cluster applied (JSON history.Final)
 //	POST /fill     write filler values (?mib=N) until NOSPACE or N MiB
 //	POST /unfill   delete the filler and compact up to the deletion (before the load starts)
+//	POST /probe    write ?key=K outside the history and return etcd's error (an access check)
 //	GET  /stats    counts so far, for progress lines
 //	GET  /healthz
 package main
@@ -129,6 +130,11 @@ func main() {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute)
 		defer cancel()
 		reply(w, runner.Unfill(ctx))
+	})
+	mux.HandleFunc("POST /probe", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+		defer cancel()
+		reply(w, map[string]string{"error": runner.Probe(ctx, r.URL.Query().Get("key"))})
 	})
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		ok, fail, unknown := runner.Counts()

@@ -199,8 +199,8 @@ func badBackups(ctx context.Context, r *framework.Run) error {
 		{"bad-keys", v1alpha1.BackupStorage{BucketURL: framework.BucketURL("backups"), CredentialsSecret: "s3-wrong"}, "refused the credentials"},
 		{"no-bucket", framework.Storage("no-such-bucket"), "does not exist"},
 		{"no-endpoint", v1alpha1.BackupStorage{BucketURL: "s3://backups?endpoint=http://nothing-here.quorate-s3.svc:7070&region=us-east-1&use_path_style=true",
-			CredentialsSecret: framework.S3Credentials}, "check the endpoint"},
-		{"full-disk", framework.Storage("tiny"), ""},
+			CredentialsSecret: framework.S3Credentials}, "the storage's endpoint does not answer"},
+		{"full-disk", framework.Storage("tiny"), "the storage is out of space"},
 	}
 	for _, c := range cases {
 		b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: r.Namespace}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: r.Cluster, Storage: c.storage}}

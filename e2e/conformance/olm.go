@@ -4,6 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/olm"
@@ -42,6 +47,7 @@ func OLMScenarios(opts *framework.Options) []framework.Scenario {
 		// release is published in the channel while the workload runs, and OLM upgrades the
 		// operator. Clients must not notice: the steady-state budget applies.
 		olmUpgrade(catalogs),
+		olmUpgradeGated(catalogs),
 	}
 	if opts.OLMv1 {
 		// First: OLM v1 removes Quorate's CRD when its ClusterExtension goes, OLM v0 leaves it
@@ -110,5 +116,47 @@ func olmUpgrade(catalogs func() (string, string, error)) framework.Scenario {
 				return err
 			}
 			return olm.PublishV0(ctx, r, in, current)
+		}}
+}
+
+// olmUpgradeGated: as olm-upgrade, but the new release is published while the cluster scales
+// 3 -> 5 and cannot finish: a ResourceQuota allows 3 PersistentVolumeClaims in the namespace, as
+// a cloud's volume quota would, so the new member's volume waits. The operator's
+// OperatorCondition says Upgradeable=False, and OLM must hold the upgrade for the whole minute
+// the quota stays; once it is lifted, the scale completes, then OLM upgrades.
+func olmUpgradeGated(catalogs func() (string, string, error)) framework.Scenario {
+	var in *olm.V0
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "volumes"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePersistentVolumeClaims: resource.MustParse("3")}}}
+	return framework.Scenario{Name: "olm-upgrade-gated", Labels: map[string]string{"suite": "olm", "install-mode": "OwnNamespace"}, Replicas: 3, Class: framework.Planned,
+		Install: func(ctx context.Context, r *framework.Run) error {
+			previous, _, err := catalogs()
+			if err != nil {
+				return err
+			}
+			r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, r.Namespace) })
+			in, err = olm.InstallV0(ctx, r, r.Namespace, previous, []string{r.Namespace})
+			return err
+		},
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			_, current, err := catalogs()
+			if err != nil {
+				return err
+			}
+			busy := func(ctx context.Context) error {
+				q := quota.DeepCopy()
+				q.Namespace = r.Namespace
+				if err := r.Suite.Client.Create(ctx, q); err != nil {
+					return err
+				}
+				r.Event("action", "quota", "ResourceQuota volumes: at most 3 PersistentVolumeClaims")
+				return r.SetReplicas(ctx, 5)
+			}
+			release := func(ctx context.Context) error {
+				r.Event("action", "quota", "ResourceQuota volumes deleted")
+				return r.Suite.Client.Delete(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: quota.Name, Namespace: r.Namespace}})
+			}
+			settled := func(ctx context.Context) error { return r.WaitSettled(ctx, 5, 5*time.Minute) }
+			return olm.PublishV0Gated(ctx, r, in, current, time.Minute, busy, release, settled)
 		}}
 }

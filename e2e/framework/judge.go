@@ -45,14 +45,15 @@ func (r *Run) execute(ctx context.Context) {
 	}
 	pctx, stopProgress := context.WithCancel(ctx)
 	go r.progress(pctx, res.Start)
+	steady := max(r.Suite.Opts.Duration, sc.MinDuration)
 	r.Phase("steady load before the scenario")
-	wait(ctx, r.Suite.Opts.Duration)
+	wait(ctx, steady)
 	var stepErr error
 	if sc.Steps != nil {
 		stepErr = sc.Steps(ctx, r)
 	}
 	r.Phase("steady load after the scenario")
-	wait(ctx, r.Suite.Opts.Duration)
+	wait(ctx, steady)
 	stopProgress()
 	if err := r.call(ctx, "POST", "stop", nil); err != nil {
 		res.Error = err.Error()

@@ -41,8 +41,15 @@ type Scenario struct {
 	Steps func(ctx context.Context, r *Run) error
 	// Rate overrides the suite's operation rate.
 	Rate float64
+	// MinDuration is the shortest steady load before and after the steps, whatever --duration
+	// says: a scenario whose steps cost a handful of operations (a leadership transfer drops
+	// the proposals in flight) needs enough operations around them for the success ratio.
+	MinDuration time.Duration
 	// OpenLoop runs the workload open loop whatever --open-loop says.
 	OpenLoop bool
+	// ClientSecret names the Secret whose client certificate the workload uses (the cluster's
+	// shared client certificate when nil): an application user's, say.
+	ClientSecret func(cluster string) string
 	// Version overrides the etcd version the cluster starts at (--etcd-version otherwise).
 	Version string
 	// Spec, when set, adjusts the EtcdCluster's spec before it is created.

@@ -21,6 +21,10 @@ func (r *Run) workloadPod() *corev1.Pod {
 	if r.Scenario.Rate > 0 {
 		rate = r.Scenario.Rate
 	}
+	secret := names.ClientSecret(r.Cluster)
+	if r.Scenario.ClientSecret != nil {
+		secret = r.Scenario.ClientSecret(r.Cluster)
+	}
 	args := []string{}
 	if r.Suite.Opts.OpenLoop || r.Scenario.OpenLoop {
 		args = append(args, "--open-loop")
@@ -46,7 +50,7 @@ func (r *Run) workloadPod() *corev1.Pod {
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532)},
 			}},
-			Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: names.ClientSecret(r.Cluster)}}}},
+			Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}},
 		},
 	}
 }
@@ -103,4 +107,15 @@ func (r *Run) progress(ctx context.Context, start time.Time) {
 			fmt.Fprintf(os.Stderr, "[%s] %4.0fs ok=%d fail=%d unknown=%d samples=%d  %s\n", r.Scenario.Name, time.Since(start).Seconds(), st.OK, st.Fail, st.Unknown, st.Samples, phase)
 		}
 	}
+}
+
+// Probe has the workload write key outside its history and returns etcd's error ("" when the
+// write went through).
+func (r *Run) Probe(ctx context.Context, key string) (string, error) {
+	var res struct {
+		Error string `json:"error"`
+	}
+	err := r.call(ctx, "POST", "probe?key="+url.QueryEscape(key), &res)
+	r.Event("action", "probe", fmt.Sprintf("write %s: %q", key, res.Error))
+	return res.Error, err
 }

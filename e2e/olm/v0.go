@@ -154,7 +154,6 @@ func (r installer) canI(ctx context.Context, sa, ns string, targets []string) ([
 // declared why (a MemberRestarting Event naming it).
 func PublishV0(ctx context.Context, run *framework.Run, in *V0, catalogImage string) error {
 	r := installer{run}
-	c := r.Suite.Client
 	before, err := r.MemberPods(ctx)
 	if err != nil {
 		return err
@@ -163,6 +162,19 @@ func PublishV0(ctx context.Context, run *framework.Run, in *V0, catalogImage str
 	if err := r.waitUpgradeable(ctx, in); err != nil {
 		return err
 	}
+	old := *in
+	if err := r.publish(ctx, in, catalogImage); err != nil {
+		return err
+	}
+	if err := r.awaitUpgrade(ctx, in, old); err != nil {
+		return err
+	}
+	return r.SettledUntouched(ctx, before)
+}
+
+// publish points the CatalogSource at catalogImage and waits until it serves it.
+func (r installer) publish(ctx context.Context, in *V0, catalogImage string) error {
+	c := r.Suite.Client
 	cs := &olm.CatalogSource{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: olmName}, cs); err != nil {
 		return err
@@ -174,10 +186,13 @@ func PublishV0(ctx context.Context, run *framework.Run, in *V0, catalogImage str
 	if err := c.Patch(ctx, cs, patch); err != nil {
 		return err
 	}
-	old := *in
-	if err := r.waitCatalogReady(ctx, in.Namespace, catalogImage); err != nil {
-		return err
-	}
+	return r.waitCatalogReady(ctx, in.Namespace, catalogImage)
+}
+
+// awaitUpgrade waits until OLM has replaced old's CSV by a new one that succeeded, removed
+// the old CSV, and the new operator runs and says Upgradeable.
+func (r installer) awaitUpgrade(ctx context.Context, in *V0, old V0) error {
+	c := r.Suite.Client
 	if err := r.waitSubscribed(ctx, in, old.CSV); err != nil {
 		return err
 	}
@@ -212,7 +227,128 @@ func PublishV0(ctx context.Context, run *framework.Run, in *V0, catalogImage str
 	}
 	r.Event("olm", "upgraded", fmt.Sprintf("%s -> %s, operator image %s", old.CSV, in.CSV, in.Image))
 	r.T.Logf("OLM upgraded %s -> %s; operator image %s -> %s", old.CSV, in.CSV, old.Image, in.Image)
-	return r.SettledUntouched(ctx, before)
+	return nil
+}
+
+// PublishV0Gated publishes the new release while busy keeps a cluster of the installed
+// operator changing (a membership change it cannot finish yet). The operator's
+// OperatorCondition says Upgradeable=False meanwhile, and OLM must hold the upgrade: for the
+// whole hold the old CSV stays installed and no new CSV succeeds. Then release lets the change
+// finish; once the cluster has settled, OLM upgrades. The OperatorCondition, the CSVs' phases
+// and the InstallPlans are recorded on the timeline as they change, and the upgrade must
+// succeed only after the cluster settled.
+func PublishV0Gated(ctx context.Context, run *framework.Run, in *V0, catalogImage string, hold time.Duration, busy, release func(context.Context) error, settled func(context.Context) error) error {
+	r := installer{run}
+	if err := busy(ctx); err != nil {
+		return err
+	}
+	if err := r.waitCondition(ctx, in, metav1.ConditionFalse, upgradegate.ReasonChanging); err != nil {
+		return err
+	}
+	wctx, stop := context.WithCancel(ctx)
+	watched := make(chan map[string]time.Time, 1)
+	go func() { watched <- r.watchOLM(wctx, in.Namespace) }()
+	defer stop()
+	old := *in
+	if err := r.publish(ctx, in, catalogImage); err != nil {
+		return err
+	}
+	r.Phase(fmt.Sprintf("holding the membership change for %s: OLM must not upgrade", hold))
+	deadline := time.Now().Add(hold)
+	for time.Now().Before(deadline) {
+		sub := &olm.Subscription{}
+		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: olmName}, sub); err != nil {
+			return err
+		}
+		if sub.Status.InstalledCSV != old.CSV {
+			return fmt.Errorf("OLM installed %s while the cluster was changing (Upgradeable=False)", sub.Status.InstalledCSV)
+		}
+		var csvs olm.ClusterServiceVersionList
+		if err := r.Suite.Client.List(ctx, &csvs, client.InNamespace(in.Namespace)); err != nil {
+			return err
+		}
+		for _, c := range csvs.Items {
+			if c.Name != old.CSV && c.Status.Phase == olm.CSVPhaseSucceeded {
+				return fmt.Errorf("CSV %s succeeded while the cluster was changing (Upgradeable=False)", c.Name)
+			}
+		}
+		time.Sleep(time.Second) // a hold window, observed every second
+	}
+	r.Event("olm", "held", fmt.Sprintf("for %s after the publish, %s stayed installed and no other CSV succeeded", hold, old.CSV))
+	if err := release(ctx); err != nil {
+		return err
+	}
+	if err := settled(ctx); err != nil {
+		return err
+	}
+	settledAt := time.Now()
+	r.Event("olm", "cluster-settled", "the membership change finished")
+	if err := r.awaitUpgrade(ctx, in, old); err != nil {
+		return err
+	}
+	stop()
+	seen := <-watched
+	if at, ok := seen[in.CSV+" "+string(olm.CSVPhaseSucceeded)]; !ok || at.Before(settledAt) {
+		return fmt.Errorf("%s succeeded at %v, before the cluster settled at %v", in.CSV, at, settledAt)
+	}
+	return nil
+}
+
+// waitCondition waits until the installed operator's OperatorCondition has Upgradeable with
+// the given status and reason.
+func (r installer) waitCondition(ctx context.Context, in *V0, status metav1.ConditionStatus, reason string) error {
+	return r.WaitFor(ctx, fmt.Sprintf("OperatorCondition %s to say Upgradeable=%s (%s)", in.CSV, status, reason), 2*time.Minute, func() error {
+		oc := &operatorsv2.OperatorCondition{}
+		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: in.CSV}, oc); err != nil {
+			return err
+		}
+		got := meta.FindStatusCondition(oc.Spec.Conditions, operatorsv2.Upgradeable)
+		if got == nil || got.Status != status || got.Reason != reason {
+			return fmt.Errorf("Upgradeable is %+v", got)
+		}
+		r.Event("olm", "upgradeable", fmt.Sprintf("OperatorCondition %s: Upgradeable=%s (%s): %s", in.CSV, got.Status, got.Reason, got.Message))
+		return nil
+	})
+}
+
+// watchOLM records, until ctx ends, every change of the CSVs' phases, the InstallPlans'
+// phases and the OperatorConditions' Upgradeable in ns, as timeline events, and returns when
+// each "<CSV> <phase>" was first seen.
+func (r installer) watchOLM(ctx context.Context, ns string) map[string]time.Time {
+	seen := map[string]time.Time{}
+	note := func(key, kind, text string) {
+		if _, ok := seen[key]; !ok {
+			seen[key] = time.Now()
+			r.Event("olm", kind, text)
+		}
+	}
+	for ctx.Err() == nil {
+		var csvs olm.ClusterServiceVersionList
+		if err := r.Suite.Client.List(ctx, &csvs, client.InNamespace(ns)); err == nil {
+			for _, c := range csvs.Items {
+				note(c.Name+" "+string(c.Status.Phase), "csv-phase", fmt.Sprintf("%s %s: %s %s", c.Name, c.Status.Phase, c.Status.Reason, c.Status.Message))
+			}
+		}
+		var plans olm.InstallPlanList
+		if err := r.Suite.Client.List(ctx, &plans, client.InNamespace(ns)); err == nil {
+			for _, p := range plans.Items {
+				note("plan "+p.Name+" "+string(p.Status.Phase), "installplan-phase", fmt.Sprintf("InstallPlan %s (%s) %s", p.Name, strings.Join(p.Spec.ClusterServiceVersionNames, ","), p.Status.Phase))
+			}
+		}
+		var ocs operatorsv2.OperatorConditionList
+		if err := r.Suite.Client.List(ctx, &ocs, client.InNamespace(ns)); err == nil {
+			for _, oc := range ocs.Items {
+				if c := meta.FindStatusCondition(oc.Spec.Conditions, operatorsv2.Upgradeable); c != nil {
+					note("oc "+oc.Name+" "+string(c.Status)+" "+c.Reason, "upgradeable", fmt.Sprintf("OperatorCondition %s: Upgradeable=%s (%s): %s", oc.Name, c.Status, c.Reason, c.Message))
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return seen
 }
 
 // waitUpgradeable waits until the operator of in's CSV has set Upgradeable on the

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -461,6 +462,11 @@ func (r *Runner) do(c *clientv3.Client, o *history.Op) {
 // NOSPACE refuses a write at apply time, without applying it.
 var definite = []error{rpctypes.ErrGRPCNotCapable, rpctypes.ErrGRPCRequestTooManyRequests, rpctypes.ErrGRPCNoLeader, rpctypes.ErrGRPCNotSupportedForLearner, rpctypes.ErrGRPCNoSpace}
 
+// notProposed are raft's own errors for a proposal it refused to append (etcd passes them on
+// with code Unknown): during a leadership transfer the leader drops proposals, and a stopped
+// node takes none. Only the proposing call returns them, so the write was never in the log.
+var notProposed = []string{"raft proposal dropped", "raft: stopped"}
+
 // Classify decides the outcome of an operation from its error. A read that failed had no
 // effect. A write is unknown unless the error proves it was never proposed.
 func Classify(t history.OpType, err error) history.Status {
@@ -474,6 +480,9 @@ func Classify(t history.OpType, err error) history.Status {
 		if errors.Is(err, d) || rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(d) {
 			return history.Fail
 		}
+	}
+	if slices.Contains(notProposed, rpctypes.ErrorDesc(err)) {
+		return history.Fail
 	}
 	return history.Unknown
 }
@@ -599,4 +608,18 @@ func (r *Runner) Unfill(ctx context.Context) UnfillResult {
 		res.Error = err.Error()
 	}
 	return res
+}
+
+// Probe writes a value to key, outside the load's history, and returns the error etcd answered
+// ("" for none): a user limited to a prefix must be refused outside it.
+func (r *Runner) Probe(ctx context.Context, key string) string {
+	c, err := r.newClient()
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close()
+	if _, err := c.Put(ctx, key, "probe"); err != nil {
+		return err.Error()
+	}
+	return ""
 }

@@ -10,6 +10,9 @@ import (
 	"github.com/quorate-dev/quorate/e2e/checker/watch"
 	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/internal/testsupport"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // realEtcd starts the etcd that `make test` builds from source and returns its client URL.
@@ -98,5 +101,31 @@ func TestWatchersSeeEveryWrite(t *testing.T) {
 	}
 	if v := watch.Check(&h); !v.Passed() {
 		t.Fatalf("watch verdict on a healthy etcd: %v %v", v, v.Details)
+	}
+}
+
+// A write is failed only when the error proves it never reached the log; anything else (a
+// timeout, a closed connection, a server stopping after it took the write) is unknown.
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want history.Status
+	}{
+		{nil, history.OK},
+		{rpctypes.ErrGRPCNoLeader, history.Fail},
+		{rpctypes.ErrGRPCNoSpace, history.Fail},
+		{status.Error(codes.Unknown, "raft proposal dropped"), history.Fail},
+		{status.Error(codes.Unknown, "raft: stopped"), history.Fail},
+		{rpctypes.ErrGRPCStopped, history.Unknown},
+		{rpctypes.ErrGRPCTimeout, history.Unknown},
+		{context.DeadlineExceeded, history.Unknown},
+		{status.Error(codes.Unavailable, "error reading from server: EOF"), history.Unknown},
+	} {
+		if got := Classify(history.Put, tc.err); got != tc.want {
+			t.Errorf("put with %v: %s, want %s", tc.err, got, tc.want)
+		}
+	}
+	if got := Classify(history.Get, context.DeadlineExceeded); got != history.Fail {
+		t.Errorf("a failed read is %s, want fail", got)
 	}
 }

@@ -71,25 +71,36 @@ func (l Location) String() string {
 }
 
 // describe turns a storage error into what to do about it; the credentials' Secret is named
-// by the caller, never their values.
+// by the caller, never their values. S3-compatible stores answer many refusals with codes that
+// gocloud.dev does not map (SignatureDoesNotMatch, InsufficientStorage): their names are
+// matched too.
 func describe(op string, loc Location, err error) error {
 	if err == nil {
 		return nil
 	}
+	msg := err.Error()
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(msg, w) {
+				return true
+			}
+		}
+		return false
+	}
 	var hint string
 	switch code := gcerrors.Code(err); {
-	case code == gcerrors.NotFound || errors.Is(err, fs.ErrNotExist):
+	case code == gcerrors.NotFound || errors.Is(err, fs.ErrNotExist) || has("NoSuchBucket", "ContainerNotFound"):
 		hint = "the bucket or object does not exist: create the bucket, or correct the URL"
-	case code == gcerrors.PermissionDenied:
+	case code == gcerrors.PermissionDenied || has("SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied", "StatusCode: 403", "AuthenticationFailed", "AuthorizationFailure"):
 		hint = "the storage refused the credentials: check the keys in the credentials Secret and the bucket's permissions"
-	case code == gcerrors.ResourceExhausted:
-		hint = "the storage is out of space or over its quota"
-	case code == gcerrors.DeadlineExceeded:
-		hint = "the storage did not answer in time: check the endpoint in the URL and that it is reachable from the namespace"
+	case code == gcerrors.ResourceExhausted || has("InsufficientStorage", "no space left", "No space left", "QuotaExceeded", "StatusCode: 507"):
+		hint = "the storage is out of space or over its quota: free space in the bucket or raise its quota"
+	case code == gcerrors.DeadlineExceeded || has("no such host", "connection refused", "i/o timeout", "network is unreachable", "dial tcp"):
+		hint = "the storage's endpoint does not answer: check the endpoint in the URL and that it is reachable from the namespace"
 	case code == gcerrors.InvalidArgument:
 		hint = "the storage refused the request: check the URL's parameters (region, endpoint, path style)"
 	default:
-		hint = "check the endpoint in the URL, that it is reachable from the namespace, and the credentials"
+		hint = "check the URL, that the storage is reachable from the namespace, and the credentials"
 	}
 	return fmt.Errorf("%s %s: %s (%w)", op, loc, hint, err)
 }

@@ -31,6 +31,14 @@ func planBootstrap(s State, name func(int) string) Action {
 		return Action{Kind: Bootstrap, Members: all, Reason: v1alpha1.ReasonBootstrapping,
 			Message: fmt.Sprintf("creating the %d bootstrap members", size)}
 	}
+	// A bootstrap member whose pod cannot start (an image that does not pull, a restore that
+	// refuses its snapshot) stops the bootstrap, and says why.
+	for _, n := range all {
+		if m, _ := s.byName(n); m.PodProblem != "" {
+			return Action{Kind: Wait, Member: n, Reason: v1alpha1.ReasonBootstrapping, Attention: true,
+				Message: fmt.Sprintf("bootstrap member %s does not start: %s", n, m.PodProblem)}
+		}
+	}
 	return Action{Kind: Wait, Reason: v1alpha1.ReasonBootstrapping, Message: fmt.Sprintf("waiting for the %d bootstrap members to elect a leader", size)}
 }
 
