@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,7 +66,7 @@ func main() {
 		concurrency                                  int
 		resync, rollSettle                           time.Duration
 		deadlines                                    = planner.DefaultDeadlines
-		ownershipTerm, certLifetime                  time.Duration
+		ownershipTerm, certLifetime, certPropagation time.Duration
 		allowPlaintext                               bool
 		operator                                     = resources.Operator{Labels: map[string]string{"control-plane": "controller-manager"}}
 		images                                       resources.Images
@@ -92,6 +93,11 @@ func main() {
 	flag.StringVar(&pullPolicy, "image-pull-policy", envflag.Or("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
 	opts := zap.Options{Development: false}
 	flag.DurationVar(&certLifetime, "certificate-lifetime", pki.LeafValidity, "lifetime of the certificates the operator generates; each is renewed in its Secret with a third of it left")
+	defaultPropagation, err := time.ParseDuration(envflag.Or("CERTIFICATE_PROPAGATION", "2m"))
+	if err != nil {
+		defaultPropagation = 2 * time.Minute
+	}
+	flag.DurationVar(&certPropagation, "certificate-propagation", defaultPropagation, "how long each phase of a CA rotation (spec.tls.rotateCA) lasts at least: the time the kubelet takes to project an updated Secret into the pods, applications' included (env CERTIFICATE_PROPAGATION)")
 	flag.StringVar(&operator.Namespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, which the clusters' NetworkPolicies admit to the client port (env POD_NAMESPACE; empty: pods with the operator's labels in any namespace)")
 	flag.StringVar(&metricsSecret, "metrics-cert-secret", "quorate-metrics-tls", "Secret of the operator's namespace holding the metrics endpoint's certificate and CA (issued and renewed by the operator; a ServiceMonitor names its ca.crt); empty: a self-signed certificate")
 	flag.StringVar(&metricsService, "metrics-service", "quorate-controller-manager-metrics-service", "the metrics Service, whose DNS names the metrics certificate covers")
@@ -136,6 +142,11 @@ func main() {
 		LeaderElectionNamespace:       leaderNS,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cacheOptions(),
+		// Every membership step, certificate change and phase of a rotation is an Event on the
+		// EtcdCluster; client-go's default spam filter keeps 25 per object and then one every
+		// five minutes, which a CA rotation or a long scale alone exceeds. The manager lives
+		// as long as the process, so the broadcaster cannot leak.
+		EventBroadcaster: record.NewBroadcasterWithCorrelatorOptions(record.CorrelatorOptions{BurstSize: 200, QPS: 0.2}), //nolint:staticcheck // SA1019: the only way to set the spam filter; see above
 	})
 	if err != nil {
 		log.Error(err, "creating the manager")
@@ -143,19 +154,20 @@ func main() {
 	}
 	id := identity()
 	r := &controllers.Reconciler{
-		Client:         mgr.GetClient(),
-		APIReader:      mgr.GetAPIReader(),
-		Scheme:         mgr.GetScheme(),
-		Recorder:       mgr.GetEventRecorderFor(id), //nolint:staticcheck // core/v1 events show in kubectl describe; the source names the install
-		Images:         images,
-		EtcdFactory:    etcd.NewClient,
-		Expectations:   expectations.New(2 * time.Minute),
-		ResyncPeriod:   resync,
-		Settings:       controllers.Settings{RollSettle: rollSettle, Deadlines: deadlines},
-		Ownership:      &controllers.Ownership{Identity: id, Term: ownershipTerm},
-		AllowPlaintext: allowPlaintext,
-		Operator:       operator,
-		CertLifetime:   certLifetime,
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		Scheme:          mgr.GetScheme(),
+		Recorder:        mgr.GetEventRecorderFor(id), //nolint:staticcheck // core/v1 events show in kubectl describe; the source names the install
+		Images:          images,
+		EtcdFactory:     etcd.NewClient,
+		Expectations:    expectations.New(2 * time.Minute),
+		ResyncPeriod:    resync,
+		Settings:        controllers.Settings{RollSettle: rollSettle, Deadlines: deadlines},
+		Ownership:       &controllers.Ownership{Identity: id, Term: ownershipTerm},
+		AllowPlaintext:  allowPlaintext,
+		Operator:        operator,
+		CertLifetime:    certLifetime,
+		CertPropagation: certPropagation,
 	}
 	if err := r.SetupWithManager(mgr, concurrency); err != nil {
 		log.Error(err, "setting up the controller")

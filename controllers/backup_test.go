@@ -140,9 +140,12 @@ func TestBackup(t *testing.T) {
 	if refs := j.OwnerReferences; len(refs) != 1 || refs[0].Name != "b1" || refs[0].Kind != "EtcdBackup" {
 		t.Fatalf("Job owners %+v", refs)
 	}
-	if got := getBackup(t, ns, "b1"); got.Status.Phase != v1alpha1.BackupRunning || got.Status.StartTime == nil {
-		t.Fatalf("backup while its Job runs: %+v", got.Status)
-	}
+	eventually(t, timeout, "the backup Running", func() error {
+		if got := getBackup(t, ns, "b1"); got.Status.Phase != v1alpha1.BackupRunning || got.Status.StartTime == nil {
+			return fmt.Errorf("backup while its Job runs: %+v", got.Status)
+		}
+		return nil
+	})
 
 	finishJob(t, j, stored("demo-1", "etcd/"+ns+"/demo/b1.db", 1234), false)
 	eventually(t, timeout, "the backup completed", func() error {

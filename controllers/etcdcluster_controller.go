@@ -50,6 +50,9 @@ type Reconciler struct {
 	// CertLifetime is the lifetime of the certificates the operator generates (default
 	// pki.LeafValidity); they are renewed with a third of it left.
 	CertLifetime time.Duration
+	// CertPropagation is how long each phase of a CA rotation lasts at least: the kubelet's
+	// delay in projecting an updated Secret into the pods that mount it (2 minutes by default).
+	CertPropagation time.Duration
 	// Operator selects the operator's own pods in the clusters' NetworkPolicies.
 	Operator resources.Operator
 }
@@ -157,6 +160,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if execErr == nil {
 		execErr = r.syncUsers(ctx, c, obs, action)
+	}
+	if execErr == nil {
+		renewedAll(c)
+		// A CA rotation moves on only from a settled pass (it changes what members trust).
+		r.advanceRotation(c, action.Kind == planner.None, time.Now())
 	}
 	outcome := string(action.Kind)
 	if execErr != nil {

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,11 +38,11 @@ func (r *Reconciler) secret(ctx context.Context, namespace, name string) (*corev
 	return s, err
 }
 
-func tlsSecret(c *v1alpha1.EtcdCluster, name string, ca *pki.CA, pair pki.Pair) *corev1.Secret {
+func tlsSecret(c *v1alpha1.EtcdCluster, name string, caPEM []byte, pair pki.Pair) *corev1.Secret {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: names.ClusterLabels(c.Name)},
 		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{pki.KeyCert: pair.CertPEM, pki.KeyKey: pair.KeyPEM, pki.KeyCACert: ca.CertPEM},
+		Data:       map[string][]byte{pki.KeyCert: pair.CertPEM, pki.KeyKey: pair.KeyPEM, pki.KeyCACert: caPEM},
 	}
 	// The certificates live as long as the volumes: a retained cluster adopted later keeps
 	// its clients.
@@ -125,80 +124,112 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 	// applications' and the operator's own); the peer CA signs the peer certificate alone, and
 	// members trust only it on the peer port: a client certificate is no peer. Clusters made
 	// before the peer CA existed keep a peer certificate from the cluster CA (renewals keep the
-	// signer).
-	leaves := []string{names.ServerSecret(c.Name), names.PeerSecret(c.Name), names.ClientSecret(c.Name), names.OperatorSecret(c.Name)}
+	// signer). A CA rotation (carotation.go) changes what signs and what is trusted by phase.
 	now := time.Now()
-	issue := map[string]*corev1.Secret{} // leaf -> the Secret to renew, nil when missing
-	for _, n := range append([]string{names.CASecret(c.Name), names.PeerCASecret(c.Name)}, leaves...) {
-		s, err := r.secret(ctx, c.Namespace, n)
-		switch {
-		case apierrors.IsNotFound(err):
-			if slices.Contains(leaves, n) {
-				issue[n] = nil
-			}
-		case err != nil:
+	renewAll := renewAllRequested(c)
+	for _, k := range caKinds(c) {
+		a, err := r.authorityOf(ctx, c, k)
+		if err != nil {
 			return err
-		default:
+		}
+		if s, err := r.secret(ctx, c.Namespace, k.base); err == nil {
 			if err := r.keepSecret(ctx, c, s); err != nil {
 				return err
 			}
-			key := pki.KeyCert
-			if !slices.Contains(leaves, n) {
-				key = pki.KeyCACert
-			} else if r.renewalDue(s, now) && resources.Retained(c, s) {
-				issue[n] = s
-			}
-			recordExpiry(c, s, key)
+			recordExpiry(c, s, pki.KeyCACert)
 		}
-	}
-	if len(issue) == 0 {
-		return nil
-	}
-	serverDNS, peerDNS := serverNames(c)
-	for _, n := range leaves {
-		old, ok := issue[n]
-		if !ok {
-			continue
-		}
-		caName, cn, dns, ips, usage := names.CASecret(c.Name), "", []string(nil), []net.IP(nil), pki.ClientOnly
-		switch n {
-		case names.ServerSecret(c.Name):
-			cn, dns, ips, usage = names.ServerCN(c.Name), serverDNS, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, pki.ServerAndClient
-		case names.PeerSecret(c.Name):
-			caName, cn, dns, usage = names.PeerCASecret(c.Name), names.PeerCN(c.Name), peerDNS, pki.ServerAndClient
-		case names.OperatorSecret(c.Name):
-			cn = names.OperatorCN
-		default:
-			cn = names.ClientCN
-		}
-		if old != nil {
-			// Renewed from the CA that signed it, whatever the current layout: members that
-			// have not seen the new certificate yet must still trust it.
-			caName = r.signerOf(ctx, c, old)
-			if caName == "" {
-				continue
-			}
-		}
-		ca, err := r.ensureCA(ctx, c, caName)
-		if err != nil {
-			return err
-		}
-		pair, err := ca.Sign(pki.Request{CommonName: cn, DNSNames: dns, IPs: ips, Usage: usage, Validity: r.certLifetime()}, now)
-		if err != nil {
-			return err
-		}
-		if old != nil {
-			if err := r.renew(ctx, c, old, ca, pair); err != nil {
+		for _, n := range k.leaves {
+			if err := r.ensureLeaf(ctx, c, n, a, leafRequest(c, n), renewAll, now); err != nil {
 				return err
 			}
-			continue
 		}
-		if err := r.Create(ctx, tlsSecret(c, n, ca, pair)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating secret %s: %w", n, err)
-		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateIssued, "issued %s from %s", n, caName)
 	}
 	return nil
+}
+
+// renewAllRequested: spec.tls.renewCertificates holds a token not acted on yet. The pass that
+// renews every certificate records it (renewedAll) once the users' Secrets are renewed too.
+func renewAllRequested(c *v1alpha1.EtcdCluster) bool {
+	return c.Spec.TLS.RenewCertificates != "" && (c.Status.TLS == nil || c.Status.TLS.RenewedToken != c.Spec.TLS.RenewCertificates)
+}
+
+// renewedAll records that spec.tls.renewCertificates was acted on.
+func renewedAll(c *v1alpha1.EtcdCluster) {
+	if !renewAllRequested(c) {
+		return
+	}
+	if c.Status.TLS == nil {
+		c.Status.TLS = &v1alpha1.TLSStatus{}
+	}
+	c.Status.TLS.RenewedToken = c.Spec.TLS.RenewCertificates
+}
+
+// leafRequest is the certificate a generated leaf Secret holds.
+func leafRequest(c *v1alpha1.EtcdCluster, secret string) pki.Request {
+	serverDNS, peerDNS := serverNames(c)
+	switch secret {
+	case names.ServerSecret(c.Name):
+		return pki.Request{CommonName: names.ServerCN(c.Name), DNSNames: serverDNS, IPs: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, Usage: pki.ServerAndClient}
+	case names.PeerSecret(c.Name):
+		return pki.Request{CommonName: names.PeerCN(c.Name), DNSNames: peerDNS, Usage: pki.ServerAndClient}
+	case names.OperatorSecret(c.Name):
+		return pki.Request{CommonName: names.OperatorCN, Usage: pki.ClientOnly}
+	}
+	return pki.Request{CommonName: names.ClientCN, Usage: pki.ClientOnly}
+}
+
+// ensureLeaf issues a generated leaf Secret that is missing, brings it in line with a CA
+// rotation, and renews it when a third of its lifetime is left or every certificate is to be
+// renewed (spec.tls.renewCertificates).
+func (r *Reconciler) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, name string, a authority, req pki.Request, renewAll bool, now time.Time) error {
+	req.Validity = r.certLifetime()
+	s, err := r.secret(ctx, c.Namespace, name)
+	if apierrors.IsNotFound(err) {
+		pair, err := a.signer.Sign(req, now)
+		if err != nil {
+			return err
+		}
+		caPEM := a.bundle
+		if caPEM == nil {
+			caPEM = a.signer.CertPEM
+		}
+		if err := r.Create(ctx, tlsSecret(c, name, caPEM, pair)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating secret %s: %w", name, err)
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateIssued, "issued %s from %s", name, a.signer.Cert.Subject.CommonName)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.keepSecret(ctx, c, s); err != nil {
+		return err
+	}
+	if wrote, err := r.conform(ctx, c, s, a, req, now); err != nil || wrote {
+		return err
+	}
+	defer recordExpiry(c, s, pki.KeyCert)
+	if (!renewAll && !r.renewalDue(s, now)) || !resources.Retained(c, s) {
+		return nil
+	}
+	signer, caPEM := a.signer, a.bundle
+	if caPEM == nil {
+		// Renewed from the CA that signed it, whatever the current layout: members that
+		// have not seen the new certificate yet must still trust it.
+		caName := r.signerOf(ctx, c, s)
+		if caName == "" {
+			return nil
+		}
+		if signer, err = r.ensureCA(ctx, c, caName); err != nil {
+			return err
+		}
+		caPEM = signer.CertPEM
+	}
+	pair, err := signer.Sign(req, now)
+	if err != nil {
+		return err
+	}
+	return r.renew(ctx, c, s, signer, caPEM, pair)
 }
 
 // signerOf names the CA Secret whose certificate is the one s trusts (its ca.crt), or "" when
@@ -230,9 +261,9 @@ func (r *Reconciler) renewalDue(s *corev1.Secret, now time.Time) bool {
 // renew replaces the certificate and key of a generated Secret in place. Members read their
 // certificates from the mounted Secret on every new TLS handshake, so the new one reaches them
 // when the kubelet updates the volume, without a restart; the old one stays valid meanwhile.
-func (r *Reconciler) renew(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret, ca *pki.CA, pair pki.Pair) error {
+func (r *Reconciler) renew(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret, ca *pki.CA, caPEM []byte, pair pki.Pair) error {
 	updated := s.DeepCopy()
-	updated.Data[pki.KeyCert], updated.Data[pki.KeyKey], updated.Data[pki.KeyCACert] = pair.CertPEM, pair.KeyPEM, ca.CertPEM
+	updated.Data[pki.KeyCert], updated.Data[pki.KeyKey], updated.Data[pki.KeyCACert] = pair.CertPEM, pair.KeyPEM, caPEM
 	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(s, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("renewing the certificate in secret %s: %w", s.Name, err)
 	}

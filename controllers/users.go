@@ -63,7 +63,7 @@ func (r *Reconciler) syncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, o *
 // Secrets of users no longer declared.
 func (r *Reconciler) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) error {
 	now := time.Now()
-	var ca *pki.CA
+	var a *authority
 	for _, u := range c.Spec.Users {
 		name := names.UserSecret(c.Name, u.Name)
 		s, err := r.secret(ctx, c.Namespace, name)
@@ -71,30 +71,43 @@ func (r *Reconciler) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdClus
 		switch {
 		case err == nil && !resources.Retained(c, s):
 			return fmt.Errorf("secret %s exists but does not belong to EtcdCluster %s: delete or rename it, or rename user %s", name, c.Name, u.Name)
-		case err == nil && !r.renewalDue(s, now):
-			continue
 		case err != nil && !apierrors.IsNotFound(err):
 			return err
 		}
-		if ca == nil {
-			if ca, err = r.ensureCA(ctx, c, names.CASecret(c.Name)); err != nil {
+		if a == nil {
+			got, err := r.authorityOf(ctx, c, caKinds(c)[0])
+			if err != nil {
 				return err
 			}
+			a = &got
 		}
-		pair, err := ca.Sign(pki.Request{CommonName: u.Name, Usage: pki.ClientOnly, Validity: r.certLifetime()}, now)
+		req := pki.Request{CommonName: u.Name, Usage: pki.ClientOnly, Validity: r.certLifetime()}
+		if found {
+			if wrote, err := r.conform(ctx, c, s, *a, req, now); err != nil || wrote {
+				return err
+			}
+			if !renewAllRequested(c) && !r.renewalDue(s, now) {
+				continue
+			}
+		}
+		caPEM := a.bundle
+		if caPEM == nil {
+			caPEM = a.signer.CertPEM
+		}
+		pair, err := a.signer.Sign(req, now)
 		if err != nil {
 			return err
 		}
 		if found {
-			if err := r.renew(ctx, c, s, ca, pair); err != nil {
+			if err := r.renew(ctx, c, s, a.signer, caPEM, pair); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := r.Create(ctx, userSecret(c, u.Name, ca, pair)); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Create(ctx, userSecret(c, u.Name, caPEM, pair)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating secret %s: %w", name, err)
 		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateIssued, "issued %s from %s", name, names.CASecret(c.Name))
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateIssued, "issued %s from %s", name, a.signer.Cert.Subject.CommonName)
 	}
 	var list corev1.SecretList
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{names.LabelCluster: c.Name}, client.HasLabels{names.LabelUser}); err != nil {
@@ -114,7 +127,7 @@ func (r *Reconciler) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdClus
 }
 
 // userSecret is an application user's binding: the servicebinding.io layout for etcd.
-func userSecret(c *v1alpha1.EtcdCluster, user string, ca *pki.CA, pair pki.Pair) *corev1.Secret {
+func userSecret(c *v1alpha1.EtcdCluster, user string, caPEM []byte, pair pki.Pair) *corev1.Secret {
 	host := names.ClientHost(c.Name, c.Namespace)
 	labels := names.ClusterLabels(c.Name)
 	labels[names.LabelUser] = user
@@ -130,7 +143,7 @@ func userSecret(c *v1alpha1.EtcdCluster, user string, ca *pki.CA, pair pki.Pair)
 			"username":    []byte(user),
 			pki.KeyCert:   pair.CertPEM,
 			pki.KeyKey:    pair.KeyPEM,
-			pki.KeyCACert: ca.CertPEM,
+			pki.KeyCACert: caPEM,
 		},
 	}
 	resources.SetRetention(c, s)

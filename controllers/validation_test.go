@@ -63,7 +63,8 @@ const (
 	msgShrink    = "storage.size cannot shrink: etcd's files may already fill the volume, and volumes do not shrink; to use smaller volumes, restore a backup into a new EtcdCluster"
 	// The API server adds this when schema errors stop CEL rules from running.
 	msgNotChecked = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
-	msgTLSChange  = "tls cannot be changed after creation; create a new EtcdCluster with the TLS settings you want and move your data to it"
+	msgTLSChange  = "tls.enabled and the tls secret names cannot be changed after creation (renewCertificates and rotateCA can); create a new EtcdCluster with the TLS settings you want and move your data to it"
+	msgTLSRotate  = "tls.rotateCA and tls.renewCertificates act on the certificates the operator generates: with your own Secrets, replace their certificates yourself"
 	msgUsersTLS   = `spec.users needs TLS with operator-generated certificates: users authenticate with client certificates the operator issues from the cluster CA`
 	msgImageTag   = "the tag of spec.image names another etcd release than spec.version; set both to the same release"
 	msgToken      = "recovery.forceNewCluster must be a token of letters, digits, '-', '_' and '.', such as incident-2026-11-23"
@@ -114,6 +115,12 @@ func TestValidationRejectsBadInput(t *testing.T) {
 			want: []string{`spec.tls: Invalid value: ` + msgTLSSet}},
 		{name: "TLS secrets with TLS off", spec: base + "tls: {enabled: false, serverSecretName: s, peerSecretName: p, clientSecretName: c}",
 			want: []string{`spec.tls: Invalid value: ` + msgTLSOff}},
+		{name: "CA rotation of supplied certificates", spec: base + "tls: {serverSecretName: s, peerSecretName: p, clientSecretName: c, rotateCA: r1}",
+			want: []string{`spec.tls: Invalid value: ` + msgTLSRotate}},
+		{name: "renewal without TLS", spec: base + "tls: {enabled: false, renewCertificates: r1}",
+			want: []string{`spec.tls: Invalid value: ` + msgTLSRotate}},
+		{name: "rotation token not a token", spec: base + "tls: {rotateCA: \"a b\"}",
+			want: []string{`spec.tls.rotateCA: Invalid value: "a b": tls.rotateCA must be a token of letters, digits, '-', '_' and '.', such as ca-2026`}},
 		{name: "heartbeat too short", spec: base + "etcd: {heartbeatIntervalMillis: 5}",
 			want: []string{"spec.etcd.heartbeatIntervalMillis: Invalid value: 5: " + msgHeartbeat}},
 		{name: "election timeout too long", spec: base + "etcd: {electionTimeoutMillis: 60000}",
@@ -259,9 +266,28 @@ func TestValidationAcceptsGoodInput(t *testing.T) {
 		base + "podTemplate: {labels: {team: storage}, annotations: {note: x}}",
 		base + "image: registry.example.com/etcd:v3.6.16",
 		base + "volumeRetention: Delete",
+		base + "tls: {rotateCA: ca-2026, renewCertificates: renew.1}",
 	} {
 		if err := k8s.Create(context.Background(), clusterObject(t, ns, "good-"+strconv.Itoa(i), spec)); err != nil {
 			t.Errorf("valid spec %d rejected: %v\n%s", i, err, spec)
 		}
+	}
+}
+
+// A CA rotation and a renewal are asked for by changing their tokens on a running cluster.
+func TestValidationAllowsRenewalAndRotation(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	obj := clusterObject(t, ns, "rotate", base)
+	if err := k8s.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	for i, tls := range []string{"tls: {renewCertificates: r1}", "tls: {renewCertificates: r1, rotateCA: ca-2026}", "tls: {renewCertificates: r2, rotateCA: ca-2027}"} {
+		upd := clusterObject(t, ns, "rotate", base+tls)
+		upd.SetResourceVersion(obj.GetResourceVersion())
+		if err := k8s.Update(ctx, upd); err != nil {
+			t.Fatalf("update %d (%s) refused: %v", i, tls, err)
+		}
+		obj = upd
 	}
 }

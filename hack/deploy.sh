@@ -2,7 +2,8 @@
 # Deploys the operator with the given images: from config/default (cluster-wide, into
 # quorate-system), or, given a NAMESPACE, from config/namespaced into that namespace, managing
 # it alone (the CRD and the manager's ClusterRole must exist: a cluster-wide install has them).
-# OWNERSHIP_TERM, when set, is the operator's --ownership-term (the conformance suite shortens it).
+# OWNERSHIP_TERM and CERTIFICATE_PROPAGATION, when set, are the operator's --ownership-term and
+# --certificate-propagation (the conformance suite shortens them).
 # Usage: hack/deploy.sh KUSTOMIZE KUBECTL IMAGE ETCD_IMAGE_REPOSITORY [NAMESPACE]
 set -euo pipefail
 kustomize=$1 kubectl=$2 img=$3 etcd_repo=$4 ns=${5:-}
@@ -18,6 +19,12 @@ if [ -n "${OWNERSHIP_TERM:-}" ]; then
     - op: add
       path: /spec/template/spec/containers/0/env/-
       value: {name: OWNERSHIP_TERM, value: \"$OWNERSHIP_TERM\"}"
+fi
+if [ -n "${CERTIFICATE_PROPAGATION:-}" ]; then
+  extra="$extra
+    - op: add
+      path: /spec/template/spec/containers/0/env/-
+      value: {name: CERTIFICATE_PROPAGATION, value: \"$CERTIFICATE_PROPAGATION\"}"
 fi
 cat >"$overlay/kustomization.yaml" <<YAML
 resources:

@@ -44,7 +44,7 @@ type EtcdClusterSpec struct {
 	// TLS configures the certificates of client and peer traffic. TLS is on by default with
 	// certificates the operator generates.
 	// +kubebuilder:default={}
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tls cannot be changed after creation; create a new EtcdCluster with the TLS settings you want and move your data to it"
+	// +kubebuilder:validation:XValidation:rule="(has(self.enabled) ? self.enabled : true) == (has(oldSelf.enabled) ? oldSelf.enabled : true) && (has(self.serverSecretName) ? self.serverSecretName : '') == (has(oldSelf.serverSecretName) ? oldSelf.serverSecretName : '') && (has(self.peerSecretName) ? self.peerSecretName : '') == (has(oldSelf.peerSecretName) ? oldSelf.peerSecretName : '') && (has(self.clientSecretName) ? self.clientSecretName : '') == (has(oldSelf.clientSecretName) ? oldSelf.clientSecretName : '')",message="tls.enabled and the tls secret names cannot be changed after creation (renewCertificates and rotateCA can); create a new EtcdCluster with the TLS settings you want and move your data to it"
 	// +optional
 	TLS TLSSpec `json:"tls,omitempty"`
 
@@ -256,6 +256,7 @@ type StorageSpec struct {
 // set all three to Secrets of type kubernetes.io/tls that also hold ca.crt.
 // +kubebuilder:validation:XValidation:rule="(has(self.serverSecretName) && has(self.peerSecretName) && has(self.clientSecretName)) || (!has(self.serverSecretName) && !has(self.peerSecretName) && !has(self.clientSecretName))",message="tls.serverSecretName, tls.peerSecretName and tls.clientSecretName must be set together, or all left empty for operator-generated certificates"
 // +kubebuilder:validation:XValidation:rule="!(has(self.enabled) && !self.enabled && (has(self.serverSecretName) || has(self.peerSecretName) || has(self.clientSecretName)))",message="tls secret names cannot be set when tls.enabled is false; remove them or enable TLS"
+// +kubebuilder:validation:XValidation:rule="!(has(self.rotateCA) || has(self.renewCertificates)) || ((!has(self.enabled) || self.enabled) && !has(self.serverSecretName))",message="tls.rotateCA and tls.renewCertificates act on the certificates the operator generates: with your own Secrets, replace their certificates yourself"
 type TLSSpec struct {
 	// Enabled turns TLS on for client and peer traffic. Default true.
 	// +kubebuilder:default=true
@@ -281,6 +282,25 @@ type TLSSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="tls secret names must be Secret names: lowercase letters, digits, '-' and '.'"
 	// +optional
 	ClientSecretName string `json:"clientSecretName,omitempty"`
+
+	// RenewCertificates: set a new token (any name) to renew every generated leaf certificate
+	// now, from the CA that signs it, as the operator does on its own with a third of their
+	// lifetime left. Members read their certificates on each new connection: no restart.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="tls.renewCertificates must be a token of letters, digits, '-', '_' and '.', such as renew-2026-11"
+	// +optional
+	RenewCertificates string `json:"renewCertificates,omitempty"`
+
+	// RotateCA: set a new token (any name) to replace the generated CAs, in phases that keep
+	// every connection trusted: every Secret's ca.crt first trusts the old and a new CA
+	// (members restart one at a time to load it), then every certificate is reissued by the new
+	// CA, then the old CA is dropped (members restart again). status.tls.caRotation shows the
+	// phase. Applications must read ca.crt and their certificate from their Secret again in
+	// between (a file mount does, within a minute or so).
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="tls.rotateCA must be a token of letters, digits, '-', '_' and '.', such as ca-2026"
+	// +optional
+	RotateCA string `json:"rotateCA,omitempty"`
 }
 
 // IsEnabled reports whether TLS is on (the default).
@@ -482,10 +502,47 @@ type EtcdClusterStatus struct {
 	// +optional
 	LastDefragTime *metav1.Time `json:"lastDefragTime,omitempty"`
 
+	// TLS is the state of the generated certificates: the last renewal and CA rotation asked
+	// for, and the phase of a rotation under way.
+	// +optional
+	TLS *TLSStatus `json:"tls,omitempty"`
+
 	// Operator is the operator instance (namespace/pod) that holds the cluster's claim and
 	// manages it: where two Quorate installs see the cluster, only this one acts.
 	// +optional
 	Operator string `json:"operator,omitempty"`
+}
+
+// Phases of a CA rotation (status.tls.caRotation.phase).
+const (
+	// CARotationTrusting: every ca.crt trusts the old and the new CA; members restart to load it.
+	CARotationTrusting = "Trusting"
+	// CARotationReissuing: every certificate is reissued by the new CA.
+	CARotationReissuing = "Reissuing"
+	// CARotationDropping: every ca.crt trusts the new CA alone; members restart to load it.
+	CARotationDropping = "Dropping"
+	// CARotationCompleted: the new CA is the CA.
+	CARotationCompleted = "Completed"
+)
+
+// TLSStatus records what was done to the generated certificates.
+type TLSStatus struct {
+	// RenewedToken is the last spec.tls.renewCertificates acted on.
+	// +optional
+	RenewedToken string `json:"renewedToken,omitempty"`
+	// CARotation is the last CA rotation.
+	// +optional
+	CARotation *CARotationStatus `json:"caRotation,omitempty"`
+}
+
+// CARotationStatus is the progress of a CA rotation.
+type CARotationStatus struct {
+	// Token is the spec.tls.rotateCA it answers.
+	Token string `json:"token"`
+	// Phase: Trusting, Reissuing, Dropping or Completed.
+	Phase string `json:"phase"`
+	// PhaseTime is when the phase began.
+	PhaseTime metav1.Time `json:"phaseTime"`
 }
 
 // StorageStatus is the progress of a change of spec.storage.

@@ -121,6 +121,8 @@ const (
 	// EventUsersChanged: etcd's users, roles or authentication were changed to follow
 	// spec.users, or a removed user's Secret was deleted.
 	EventUsersChanged = "UsersChanged"
+	// EventCARotation: a CA rotation (spec.tls.rotateCA) moved to a phase, or changed a Secret.
+	EventCARotation = "CARotation"
 	// EventNetworkPolicyDeleted: spec.networkPolicy.enabled was turned off.
 	EventNetworkPolicyDeleted = "NetworkPolicyDeleted"
 	EventMemberAdded          = "MemberAdded"

@@ -9,13 +9,16 @@
 //	POST /fill     write filler values (?mib=N) until NOSPACE or N MiB
 //	POST /unfill   delete the filler and compact up to the deletion (before the load starts)
 //	POST /probe    write ?key=K outside the history and return etcd's error (an access check)
+//	GET  /tls      when the mounted certificate files changed, and what they held (CA rotation)
 //	GET  /stats    counts so far, for progress lines
 //	GET  /healthz
 package main
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"log"
@@ -62,23 +65,21 @@ func main() {
 	if _, err := fmt.Sscanf(strings.NewReplacer("put=", "", "get=", "", "cas=", "").Replace(mix), "%d,%d,%d", &cfg.PutWeight, &cfg.GetWeight, &cfg.CASWeight); err != nil {
 		log.Fatalf("--mix %q: want put=N,get=N,cas=N", mix)
 	}
+	seen := &tlsFiles{}
 	if tlsDir != "" {
-		read := func(n string) []byte {
-			b, err := os.ReadFile(filepath.Join(tlsDir, n))
-			if err != nil {
-				log.Fatal(err)
-			}
-			return b
-		}
 		name := serverName
 		if name == "" {
 			name = strings.Split(strings.TrimPrefix(strings.TrimPrefix(cfg.Endpoints[0], "https://"), "http://"), ":")[0]
 		}
-		t, err := pki.ClientTLS(read("tls.crt"), read("tls.key"), read("ca.crt"), name)
+		// The client certificate and the CA bundle are read at every handshake: a renewed
+		// certificate or a rotated CA reaches new connections once the kubelet updates the
+		// mounted Secret, as it must for any client of a cluster whose CA rotates.
+		t, err := pki.FilesTLS(tlsDir, name, nil)
 		if err != nil {
 			log.Fatal(err)
 		}
 		cfg.TLS = t
+		go seen.watch(tlsDir)
 	}
 	runner := workload.New(cfg)
 	poller := &workload.Poller{PeerService: peerService, Port: port, TLS: cfg.TLS, Interval: pollInterval}
@@ -136,6 +137,7 @@ func main() {
 		defer cancel()
 		reply(w, map[string]string{"error": runner.Probe(ctx, r.URL.Query().Get("key"))})
 	})
+	mux.HandleFunc("GET /tls", func(w http.ResponseWriter, _ *http.Request) { reply(w, seen.changes()) })
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		ok, fail, unknown := runner.Counts()
 		reply(w, map[string]any{"ok": ok, "fail": fail, "unknown": unknown, "samples": len(poller.Samples())})
@@ -143,4 +145,54 @@ func main() {
 	log.Printf("quorate-workload listening on %s (endpoints %v, %d clients, %.0f ops/s)", listen, cfg.Endpoints, clients, rate)
 	srv := &http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	log.Fatal(srv.ListenAndServe())
+}
+
+// tlsFiles records when the mounted certificate files change (the kubelet projecting an
+// updated Secret), looking every 200 ms.
+type tlsFiles struct {
+	mu   sync.Mutex
+	seen []tlsChange
+}
+
+// tlsChange is one state of the files: when it was first seen, the subjects of the CAs in
+// ca.crt, and the client certificate's issuer and serial.
+type tlsChange struct {
+	Time   int64    `json:"time"`
+	CAs    []string `json:"cas"`
+	Issuer string   `json:"issuer"`
+	Serial string   `json:"serial"`
+}
+
+func (t *tlsFiles) watch(dir string) {
+	var last string
+	for {
+		ca, err1 := os.ReadFile(filepath.Join(dir, "ca.crt"))
+		crt, err2 := os.ReadFile(filepath.Join(dir, "tls.crt"))
+		if err1 == nil && err2 == nil && string(ca)+string(crt) != last {
+			last = string(ca) + string(crt)
+			c := tlsChange{Time: time.Now().UnixNano()}
+			for rest := ca; ; {
+				var b *pem.Block
+				if b, rest = pem.Decode(rest); b == nil {
+					break
+				}
+				if x, err := x509.ParseCertificate(b.Bytes); err == nil {
+					c.CAs = append(c.CAs, fmt.Sprintf("%s/%x", x.Subject.CommonName, x.SerialNumber))
+				}
+			}
+			if x, err := pki.ParseCert(crt); err == nil {
+				c.Issuer, c.Serial = x.Issuer.CommonName, fmt.Sprintf("%x", x.SerialNumber)
+			}
+			t.mu.Lock()
+			t.seen = append(t.seen, c)
+			t.mu.Unlock()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (t *tlsFiles) changes() []tlsChange {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]tlsChange(nil), t.seen...)
 }

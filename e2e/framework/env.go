@@ -167,7 +167,7 @@ func (s *Suite) install(ctx context.Context, kubeconfig string) error {
 		etcdRepo = "localhost:5000/quorate/etcd"
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "deploy.sh"), kustomize, s.kubectl, s.Opts.OperatorImage, etcdRepo)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "OWNERSHIP_TERM="+s.Opts.OwnershipTerm.String())
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "OWNERSHIP_TERM="+s.Opts.OwnershipTerm.String(), "CERTIFICATE_PROPAGATION="+s.Opts.CertPropagation.String())
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("installing Quorate: %w", err)
@@ -197,7 +197,7 @@ func (r *Run) InstallNamespaced(ctx context.Context, ns string) error {
 	}
 	r.Event("action", "install", "Quorate installed for namespace "+ns+" alone")
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "deploy.sh"), kustomize, s.kubectl, s.Opts.OperatorImage, etcdRepo, ns)
-	cmd.Env = append(os.Environ(), "OWNERSHIP_TERM="+s.Opts.OwnershipTerm.String())
+	cmd.Env = append(os.Environ(), "OWNERSHIP_TERM="+s.Opts.OwnershipTerm.String(), "CERTIFICATE_PROPAGATION="+s.Opts.CertPropagation.String())
 	if s.kubeconfig != "" {
 		cmd.Env = append(cmd.Env, "KUBECONFIG="+s.kubeconfig)
 	}

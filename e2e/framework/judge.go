@@ -43,6 +43,9 @@ func (r *Run) execute(ctx context.Context) {
 		res.Error = err.Error()
 		t.Fatal(err)
 	}
+	r.mu.Lock()
+	r.started = time.Now()
+	r.mu.Unlock()
 	pctx, stopProgress := context.WithCancel(ctx)
 	go r.progress(pctx, res.Start)
 	steady := max(r.Suite.Opts.Duration, sc.MinDuration)

@@ -72,6 +72,8 @@ type Run struct {
 
 	// electionTimeout of the EtcdCluster, as the API server defaulted it.
 	electionTimeout time.Duration
+	// started is when the load started.
+	started time.Time
 
 	mu       sync.Mutex
 	events   []history.Event

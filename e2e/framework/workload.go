@@ -119,3 +119,44 @@ func (r *Run) Probe(ctx context.Context, key string) (string, error) {
 	r.Event("action", "probe", fmt.Sprintf("write %s: %q", key, res.Error))
 	return res.Error, err
 }
+
+// TLSChange is one state of the workload's mounted certificate files (GET /tls).
+type TLSChange struct {
+	Time   int64    `json:"time"`
+	CAs    []string `json:"cas"`
+	Issuer string   `json:"issuer"`
+	Serial string   `json:"serial"`
+}
+
+// TLSChanges returns every state of the workload's certificate files, the first one included.
+func (r *Run) TLSChanges(ctx context.Context) ([]TLSChange, error) {
+	var out []TLSChange
+	return out, r.call(ctx, "GET", "tls", &out)
+}
+
+// WaitTLSChange waits until the workload's certificate files change after t (the kubelet
+// projected an updated Secret) and returns when the workload saw it.
+func (r *Run) WaitTLSChange(ctx context.Context, t time.Time) (time.Time, error) {
+	var at time.Time
+	err := r.WaitFor(ctx, "the workload's certificate files to change", 5*time.Minute, func() error {
+		cs, err := r.TLSChanges(ctx)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			if c.Time > t.UnixNano() {
+				at = time.Unix(0, c.Time)
+				return nil
+			}
+		}
+		return fmt.Errorf("%d states, none after %s", len(cs), t.Format(time.RFC3339Nano))
+	})
+	return at, err
+}
+
+// StartTime is when the load started (Unix nanoseconds), for offsets on the timeline.
+func (r *Run) StartTime() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.started.UnixNano()
+}

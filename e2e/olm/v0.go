@@ -304,7 +304,7 @@ func (r installer) waitCondition(ctx context.Context, in *V0, status metav1.Cond
 		}
 		got := meta.FindStatusCondition(oc.Spec.Conditions, operatorsv2.Upgradeable)
 		if got == nil || got.Status != status || got.Reason != reason {
-			return fmt.Errorf("Upgradeable is %+v", got)
+			return fmt.Errorf("condition Upgradeable is %+v", got)
 		}
 		r.Event("olm", "upgradeable", fmt.Sprintf("OperatorCondition %s: Upgradeable=%s (%s): %s", in.CSV, got.Status, got.Reason, got.Message))
 		return nil

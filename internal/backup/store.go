@@ -110,9 +110,9 @@ func describe(op string, loc Location, err error) error {
 // leaves no object (the upload is committed only when it is complete); a stored object that
 // does not verify is deleted.
 func Store(ctx context.Context, loc Location, path string, info Info) error {
-	b, err := blob.OpenBucket(ctx, loc.Bucket)
+	b, err := openBucket(ctx, loc)
 	if err != nil {
-		return describe("opening bucket of", loc, err)
+		return err
 	}
 	defer b.Close()
 	f, err := os.Open(path) //nolint:gosec // a path the backup Job chooses
@@ -143,6 +143,25 @@ func Store(ctx context.Context, loc Location, path string, info Info) error {
 		return fmt.Errorf("verifying %s after the upload (the object was deleted): %w", loc, err)
 	}
 	return nil
+}
+
+// openBucket opens the bucket of loc and checks, with a small request, that it exists and
+// takes the credentials: a store that refuses an upload half-way may only reset the
+// connection, which says neither.
+func openBucket(ctx context.Context, loc Location) (*blob.Bucket, error) {
+	b, err := blob.OpenBucket(ctx, loc.Bucket)
+	if err != nil {
+		return nil, describe("opening bucket of", loc, err)
+	}
+	ok, err := b.IsAccessible(ctx)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: NoSuchBucket", fs.ErrNotExist)
+	}
+	if err != nil {
+		_ = b.Close()
+		return nil, describe("reaching the bucket of", loc, err)
+	}
+	return b, nil
 }
 
 // readBack streams a stored snapshot, checks etcd's integrity hash and returns its metadata

@@ -20,7 +20,7 @@ import (
 )
 
 func provider(c client.Client) *Provider {
-	return &Provider{Client: c, Namespace: "quorate-system", Secret: "quorate-metrics-tls", Service: "quorate-controller-manager-metrics-service"}
+	return &Provider{Client: c, Namespace: "quorate-system", Secret: "quorate-metrics-tls", Service: "quorate-controller-manager-metrics-service"} //nolint:gosec // G101: a Secret's name
 }
 
 // serve answers TLS on loopback with p's certificate and returns the address.
@@ -37,7 +37,6 @@ func serve(t *testing.T, p *Provider) string {
 	t.Cleanup(func() { _ = srv.Close() })
 	return l.Addr().String()
 }
-
 
 // The endpoint's certificate verifies against the Secret's CA for the Service's DNS name (and
 // not for another name); a second replica serves the same certificate; renewal keeps the CA.
@@ -112,13 +111,9 @@ func handshakeAt(t *testing.T, addr string, caPEM []byte, name string, at time.T
 	roots.AppendCertsFromPEM(caPEM)
 	var leaf *x509.Certificate
 	conn, err := tls.Dial("tcp", addr, &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true, //nolint:gosec // verified below, at a chosen time
-		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			c, err := x509.ParseCertificate(raw[0])
-			if err != nil {
-				return err
-			}
-			leaf = c
-			_, err = c.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, CurrentTime: at})
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			leaf = cs.PeerCertificates[0]
+			_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, CurrentTime: at})
 			return err
 		}})
 	if err != nil {

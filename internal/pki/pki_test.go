@@ -5,6 +5,9 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -59,7 +62,9 @@ func TestIssueAndVerify(t *testing.T) {
 	go func() {
 		c, err := ln.Accept()
 		if err == nil {
-			_ = c.(*tls.Conn).Handshake()
+			if c.(*tls.Conn).Handshake() == nil {
+				_, _ = c.Write([]byte{1}) // the client reads it: the server's handshake is over
+			}
 			_ = c.Close()
 		}
 	}()
@@ -86,5 +91,102 @@ func TestIssueAndVerify(t *testing.T) {
 	}
 	if _, err := LoadCA(server.CertPEM, server.KeyPEM); err == nil {
 		t.Error("LoadCA accepted a leaf certificate as CA")
+	}
+}
+
+// FilesTLS reads the files again at every handshake: a server certificate of a new CA is
+// refused until ca.crt trusts that CA, and accepted from the next handshake after it does;
+// a renewed client certificate is presented as soon as it is in place.
+func TestFilesTLS(t *testing.T) {
+	now := time.Now()
+	ca1, err := NewCA("ca-1", now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca2, err := NewCA("ca-2", now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client1, _ := ca1.Issue("app", nil, nil, ClientOnly, now.Add(-time.Hour))
+	write(KeyCert, client1.CertPEM)
+	write(KeyKey, client1.KeyPEM)
+	write(KeyCACert, ca1.CertPEM)
+	var changes int
+	cfg, err := FilesTLS(dir, "db.example", func(_, _ []byte) { changes++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A server that trusts both CAs' clients and serves a certificate we choose.
+	var serving atomic.Pointer[tls.Certificate]
+	use := func(ca *CA) {
+		p, _ := ca.Issue("server", []string{"db.example"}, nil, ServerAndClient, now.Add(-time.Hour))
+		pair, _ := tls.X509KeyPair(p.CertPEM, p.KeyPEM)
+		serving.Store(&pair)
+	}
+	use(ca1)
+	clients := x509.NewCertPool()
+	clients.AddCert(ca1.Cert)
+	clients.AddCert(ca2.Cert)
+	var seenClient atomic.Pointer[string]
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{MinVersion: tls.VersionTLS12, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clients,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return serving.Load(), nil },
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			issuer := cs.PeerCertificates[0].Issuer.CommonName
+			seenClient.Store(&issuer)
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			if c.(*tls.Conn).Handshake() == nil {
+				_, _ = c.Write([]byte{1}) // the client reads it: the server's handshake is over
+			}
+			_ = c.Close()
+		}
+	}()
+	dial := func() error {
+		c, err := tls.Dial("tcp", l.Addr().String(), cfg)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = c.Close() }()
+		_, err = c.Read(make([]byte, 1))
+		return err
+	}
+	if err := dial(); err != nil {
+		t.Fatalf("first handshake: %v", err)
+	}
+	use(ca2)
+	if err := dial(); err == nil {
+		t.Fatal("a server certificate of a CA ca.crt does not hold was accepted")
+	}
+	write(KeyCACert, append(append([]byte{}, ca1.CertPEM...), ca2.CertPEM...))
+	if err := dial(); err != nil {
+		t.Fatalf("after ca.crt trusts both CAs: %v", err)
+	}
+	client2, _ := ca2.Issue("app", nil, nil, ClientOnly, now.Add(-time.Hour))
+	write(KeyCert, client2.CertPEM)
+	write(KeyKey, client2.KeyPEM)
+	if err := dial(); err != nil {
+		t.Fatalf("after the client certificate was renewed: %v", err)
+	}
+	if got := seenClient.Load(); got == nil || *got != "ca-2" {
+		t.Fatalf("the server saw a client certificate of %v, want ca-2's", got)
+	}
+	if changes < 2 {
+		t.Fatalf("%d changes reported, want the CA bundle and the certificate", changes)
 	}
 }

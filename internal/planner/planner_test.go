@@ -79,7 +79,7 @@ func TestPlan(t *testing.T) {
 		{name: "a bootstrap member that cannot start stops the bootstrap, saying why", state: State{Cluster: "c", Replicas: 1,
 			Members: []Member{{Name: "c-0", HasPVC: true, HasPod: true, PodProblem: "its container fetch-snapshot is in CrashLoopBackOff (last exit code 1: refusing the snapshot)"}}},
 			want: Action{Kind: Wait, Member: "c-0", Reason: v1alpha1.ReasonBootstrapping, Attention: true},
-			msg: "bootstrap member c-0 does not start: its container fetch-snapshot is in CrashLoopBackOff (last exit code 1: refusing the snapshot)"},
+			msg:  "bootstrap member c-0 does not start: its container fetch-snapshot is in CrashLoopBackOff (last exit code 1: refusing the snapshot)"},
 		{name: "a volume with data forbids a second bootstrap", state: State{Cluster: "c", Replicas: 3,
 			Members: []Member{{Name: "c-1", Index: 1, HasPVC: true, PVCHasData: true}}},
 			want: Action{Kind: Wait, Reason: v1alpha1.ReasonBootstrapping}, msg: "instead of bootstrapping"},

@@ -217,15 +217,35 @@ func SetRetention(c *v1alpha1.EtcdCluster, obj metav1.Object) bool {
 // MemberSpecHash hashes everything a member pod is built from that is the same for every
 // member. A pod whose hash differs is replaced by a rolling update.
 func MemberSpecHash(c *v1alpha1.EtcdCluster, im Images) string {
+	tls := c.Spec.TLS
+	// Renewals and rotations reach members through their Secrets (certificates) or TrustGeneration
+	// (trusted CAs), not as spec changes.
+	tls.RenewCertificates, tls.RotateCA = "", ""
 	return hash.Of(struct {
 		Format      string
 		Image       string
 		Version     string
 		Etcd        v1alpha1.EtcdOptions
 		TLS         v1alpha1.TLSSpec
+		Trust       string
 		PodTemplate *v1alpha1.PodTemplate
 		PullPolicy  corev1.PullPolicy
-	}{PodFormat, im.EtcdImage(c), c.Spec.Version, c.Spec.Etcd, c.Spec.TLS, c.Spec.PodTemplate, im.PullPolicy})
+	}{PodFormat, im.EtcdImage(c), c.Spec.Version, c.Spec.Etcd, tls, TrustGeneration(c), c.Spec.PodTemplate, im.PullPolicy})
+}
+
+// TrustGeneration names the CAs members must trust: etcd loads its trusted CAs only when it
+// starts, so a CA rotation restarts members (one at a time) when every ca.crt begins to trust
+// both CAs, and again when it trusts the new one alone.
+func TrustGeneration(c *v1alpha1.EtcdCluster) string {
+	if c.Status.TLS == nil || c.Status.TLS.CARotation == nil {
+		return ""
+	}
+	r := c.Status.TLS.CARotation
+	switch r.Phase {
+	case v1alpha1.CARotationTrusting, v1alpha1.CARotationReissuing:
+		return r.Token + "/both"
+	}
+	return r.Token + "/new"
 }
 
 // Operator says how the operator's pods are selected, for the NetworkPolicy's client rule.
