@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,9 +72,47 @@ func (r *Reconciler) keepSecret(ctx context.Context, c *v1alpha1.EtcdCluster, s 
 
 // recordExpiry exports when the certificate under key of a TLS Secret expires.
 func recordExpiry(c *v1alpha1.EtcdCluster, s *corev1.Secret, key string) {
-	if t, err := pki.NotAfter(s.Data[key]); err == nil {
-		metrics.CertificateExpiry.WithLabelValues(c.Namespace, c.Name, s.Name).Set(float64(t.Unix()))
+	t, err := pki.NotAfter(s.Data[key])
+	if err != nil {
+		return
 	}
+	metrics.CertificateExpiry.WithLabelValues(c.Namespace, c.Name, s.Name).Set(float64(t.Unix()))
+	if c.Status.TLS == nil {
+		c.Status.TLS = &v1alpha1.TLSStatus{}
+	}
+	if f := c.Status.TLS.FirstExpiry; f == nil || t.Before(f.Time.Time) {
+		c.Status.TLS.FirstExpiry = &v1alpha1.CertificateExpiry{Secret: s.Name, Time: metav1.NewTime(t.UTC().Truncate(time.Second))}
+	}
+}
+
+// certificatesCondition says whether the first certificate to expire does so soon: within a
+// quarter of the certificate lifetime, at most 21 days (generated certificates are renewed
+// with a third left, so one that gets this close was not renewed).
+func (r *Reconciler) certificatesCondition(c *v1alpha1.EtcdCluster, now time.Time) {
+	f := (*v1alpha1.CertificateExpiry)(nil)
+	if c.Status.TLS != nil {
+		f = c.Status.TLS.FirstExpiry
+	}
+	if f == nil {
+		meta.RemoveStatusCondition(&c.Status.Conditions, v1alpha1.ConditionCertificatesValid)
+		return
+	}
+	window := min(21*24*time.Hour, r.certLifetime()/4)
+	fix := "replace it in its Secret"
+	if !c.Spec.TLS.UserProvided() {
+		fix = "the operator renews its certificates with a third of their lifetime left and has not renewed this one: see the operator's log"
+	}
+	cond := newCondition(v1alpha1.ConditionCertificatesValid, true, v1alpha1.ReasonCertificatesValid,
+		fmt.Sprintf("every certificate is valid for more than %s; the first to expire is in Secret %s, at %s", window.Round(time.Second), f.Secret, f.Time.UTC().Format(time.RFC3339)), c.Generation)
+	switch left := f.Time.Sub(now); {
+	case left <= 0:
+		cond = newCondition(v1alpha1.ConditionCertificatesValid, false, v1alpha1.ReasonCertificateExpired,
+			fmt.Sprintf("the certificate in Secret %s expired at %s: %s", f.Secret, f.Time.UTC().Format(time.RFC3339), fix), c.Generation)
+	case left <= window:
+		cond = newCondition(v1alpha1.ConditionCertificatesValid, false, v1alpha1.ReasonCertificateExpiring,
+			fmt.Sprintf("the certificate in Secret %s expires at %s, in %s: %s", f.Secret, f.Time.UTC().Format(time.RFC3339), left.Round(time.Minute), fix), c.Generation)
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, cond)
 }
 
 // checkUserTLS checks the Secrets spec.tls names: each holds a certificate, its key and the
@@ -113,6 +152,18 @@ func (r *Reconciler) checkUserTLS(ctx context.Context, c *v1alpha1.EtcdCluster) 
 // generates the CAs and the server, peer and client certificates otherwise. A generated leaf
 // certificate is rewritten only to renew it; CAs and user-supplied Secrets never are.
 func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+	if c.Status.TLS != nil {
+		c.Status.TLS.FirstExpiry = nil // found again below, from the Secrets as they are
+	}
+	err := r.ensureTLSSecrets(ctx, c)
+	if err == nil {
+		r.certificatesCondition(c, time.Now())
+	}
+	return err
+}
+
+// ensureTLSSecrets is ensureTLS's work on the Secrets.
+func (r *Reconciler) ensureTLSSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) error {
 	if !c.Spec.TLS.IsEnabled() {
 		return nil
 	}

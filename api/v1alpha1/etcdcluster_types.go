@@ -533,6 +533,17 @@ type TLSStatus struct {
 	// CARotation is the last CA rotation.
 	// +optional
 	CARotation *CARotationStatus `json:"caRotation,omitempty"`
+	// FirstExpiry is the certificate of the cluster's Secrets that expires first.
+	// +optional
+	FirstExpiry *CertificateExpiry `json:"firstExpiry,omitempty"`
+}
+
+// CertificateExpiry names a certificate and when it expires.
+type CertificateExpiry struct {
+	// Secret holding the certificate (tls.crt, or ca.crt for a CA).
+	Secret string `json:"secret"`
+	// Time the certificate expires.
+	Time metav1.Time `json:"time"`
 }
 
 // CARotationStatus is the progress of a CA rotation.

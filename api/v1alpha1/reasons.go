@@ -14,6 +14,16 @@ const (
 	// ConditionAlarm is True while etcd has raised an alarm (NOSPACE, CORRUPT). Alarms are the
 	// cluster's: every member reports them, and they do not make a member unhealthy.
 	ConditionAlarm = "Alarm"
+	// ConditionCertificatesValid is False while a certificate of the cluster expires soon
+	// (within a quarter of the certificate lifetime, at most 21 days) or has expired.
+	ConditionCertificatesValid = "CertificatesValid"
+)
+
+// Reasons of the CertificatesValid condition.
+const (
+	ReasonCertificatesValid   = "Valid"
+	ReasonCertificateExpiring = "ExpiringSoon"
+	ReasonCertificateExpired  = "Expired"
 )
 
 // Reasons of the Alarm condition (NoSpace and Corrupt are also Degraded reasons).

@@ -146,8 +146,9 @@ func scheduleAndDrill(ctx context.Context, r *framework.Run) error {
 		return err
 	}
 	r.Event("note", "drill", fmt.Sprintf("restore drill of %s: %s", s.Status.LastDrill.Backup, s.Status.LastDrill.Message))
+	patch := client.MergeFrom(s.DeepCopy())
 	s.Spec.Suspend = true
-	if err := r.Suite.Client.Update(ctx, s); err != nil {
+	if err := r.Suite.Client.Patch(ctx, s, patch); err != nil {
 		return err
 	}
 	// Retention: the EtcdBackups and the stored snapshots agree, two of each.
