@@ -134,15 +134,24 @@ BUNDLE_REPLACES ?= 0.1.0
 # Images the published bundle names (make bundle-local points them at the local registry).
 BUNDLE_IMG_OPERATOR ?= ghcr.io/quorate-dev/quorate-operator:v$(BUNDLE_VERSION)
 BUNDLE_IMG_CONFORMANCE ?= ghcr.io/quorate-dev/quorate-conformance:v$(BUNDLE_VERSION)
-BUNDLE_ETCD_REPOSITORY ?= gcr.io/etcd-development/etcd
+BUNDLE_IMG_WORKLOAD ?= ghcr.io/quorate-dev/quorate-workload:v$(BUNDLE_VERSION)
+BUNDLE_ETCD_REPOSITORY ?= ghcr.io/quorate-dev/etcd
 
 BUNDLE_DIR ?= bundle
 BUNDLE_IMG_REPOSITORY ?= ghcr.io/quorate-dev/quorate-bundle
 
+# The CSV claims disconnected installs: make bundle names every image by digest, the digest of
+# the image this tree builds (reproducibly, in the local registry) under its published name.
+# BUNDLE_DIGESTS=false names them by tag instead (a quick bundle for development).
+BUNDLE_DIGESTS ?= true
+LOCAL_ETCD_REPOSITORY ?= $(ETCD_IMAGE_REPOSITORY)
+
 .PHONY: bundle
-bundle: manifests $(KUSTOMIZE) ## Generate bundle/ (CSV, CRDs, metadata, scorecard config) from config/; make test validates it.
-	$(KUSTOMIZE) build config/manifests | go run ./hack/bundle --version $(BUNDLE_VERSION) --replaces "$(BUNDLE_REPLACES)" \
-	  --image $(BUNDLE_IMG_OPERATOR) --conformance-image $(BUNDLE_IMG_CONFORMANCE) --etcd-repository $(BUNDLE_ETCD_REPOSITORY) --etcd-versions "$(subst $(space),$(COMMA),$(ETCD_VERSIONS))" --out $(BUNDLE_DIR)
+bundle: manifests $(KUSTOMIZE) ## Generate bundle/ (CSV with images by digest, CRDs, metadata, scorecard config) from config/ and the images it builds; make test validates it.
+	flags=$$(VERSION=$(BUNDLE_VERSION) BUNDLE_DIGESTS=$(BUNDLE_DIGESTS) BUNDLE_IMG_OPERATOR=$(BUNDLE_IMG_OPERATOR) BUNDLE_IMG_CONFORMANCE=$(BUNDLE_IMG_CONFORMANCE) \
+	  BUNDLE_IMG_WORKLOAD=$(BUNDLE_IMG_WORKLOAD) BUNDLE_ETCD_REPOSITORY=$(BUNDLE_ETCD_REPOSITORY) ETCD_VERSIONS="$(ETCD_VERSIONS)" \
+	  LOCAL_ETCD_REPOSITORY=$(LOCAL_ETCD_REPOSITORY) hack/bundle-images.sh) && \
+	$(KUSTOMIZE) build config/manifests | go run ./hack/bundle --version $(BUNDLE_VERSION) --replaces "$(BUNDLE_REPLACES)" $$flags --out $(BUNDLE_DIR)
 
 .PHONY: catalog
 catalog: bundle ## Generate the file-based catalog (catalog/quorate) with the previous and the current bundle.
@@ -188,6 +197,9 @@ chaos-mesh: ## Build Chaos Mesh from source and install it on the local cluster 
 ##@ Conformance
 
 CONFORMANCE_FLAGS ?=
+# The local cluster's kubelet projects updated Secrets within 15 s (its sync period): a CA
+# rotation's phases need not last the 2 minutes a default kubelet calls for.
+CERT_PROPAGATION ?= 45s
 COMMA := ,
 empty :=
 space := $(empty) $(empty)
@@ -207,7 +219,7 @@ conformance: ## Build the shipped suite, bin/quorate-conformance.
 e2e: conformance image images $(KUSTOMIZE) ## Run the whole suite on a local cluster it starts and removes (K8S_VERSION).
 	KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator \
 	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
-	  --duration=$(E2E_DURATION) --report-dir=$(REPORT_DIR)/$(K8S_VERSION) -test.v -test.timeout=80m --labels=$(E2E_LABELS) $(CONFORMANCE_FLAGS)
+	  --duration=$(E2E_DURATION) --certificate-propagation=$(CERT_PROPAGATION) --report-dir=$(REPORT_DIR)/$(K8S_VERSION) -test.v -test.timeout=80m --labels=$(E2E_LABELS) $(CONFORMANCE_FLAGS)
 
 .PHONY: e2e-safety
 e2e-safety: ## Run the safety scenarios (volumes deleted, data wiped, power loss, bad image, NOSPACE, retention, forced recovery) on a local cluster.

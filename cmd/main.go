@@ -107,6 +107,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
 	images.PullPolicy = corev1.PullPolicy(pullPolicy)
+	images.EtcdPinned = resources.PinnedFromEnv(os.Environ())
 	if images.Launcher == "" {
 		log.Error(nil, "no launcher image: set --launcher-image or OPERATOR_IMAGE to the operator's image")
 		os.Exit(2)

@@ -12,6 +12,7 @@
 #   hack/images.sh conformance VER   quorate-conformance for the scorecard's custom test
 #   hack/images.sh scorecard         operator-sdk's scorecard-test and the bundle untar image
 #   hack/images.sh versitygw VER     versitygw, the S3 gateway the backup scenarios store into
+#   hack/images.sh digest IMAGE [REPO] REPO@sha256:… of IMAGE as the local registry holds it
 # Upstream images are skipped when the registry already holds their tag.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +28,9 @@ has() { # has REPO TAG
 
 build() { # build CONTEXT DOCKERFILE IMAGE
   log "building $3"
-  buildah --storage-driver vfs bud --quiet --layers=false -f "$2" -t "$3" "$1" >/dev/null
+  # --timestamp 0: the same inputs give the same image, digest included, on any machine; the
+  # bundle names images by digest (make bundle).
+  buildah --storage-driver vfs bud --quiet --layers=false --timestamp 0 -f "$2" -t "$3" "$1" >/dev/null
   buildah --storage-driver vfs push --quiet --tls-verify=false "$3" "docker://$3" >/dev/null
   buildah --storage-driver vfs rmi "$3" >/dev/null 2>&1 || true
 }
@@ -40,11 +43,13 @@ base() {
     c=$(ctx); CGO_ENABLED=0 go build -C "$root" -trimpath -ldflags "-s -w" -o "$c/pause" ./hack/images/pause
     build "$c" "$here/images/pause/Dockerfile" "$REGISTRY/quorate/pause:3.10"; rm -rf "$c"
   fi
-  if ! has quorate/busybox local; then
+  # local-tar marks the layout with tar (kubectl cp needs it): older images are rebuilt.
+  if ! has quorate/busybox local || ! has quorate/busybox local-tar; then
     [ -x /bin/busybox ] || "$here/install-deps.sh"
     c=$(ctx); mkdir -p "$c/rootfs/bin" "$c/rootfs/tmp"; cp /bin/busybox "$c/rootfs/bin/busybox"
-    for t in sh mkdir rm rmdir chmod chown ls cat sleep test true; do ln -s busybox "$c/rootfs/bin/$t"; done
+    for t in sh mkdir rm rmdir chmod chown ls cat sleep test true tar; do ln -s busybox "$c/rootfs/bin/$t"; done
     build "$c" "$here/images/busybox/Dockerfile" "$REGISTRY/quorate/busybox:local"; rm -rf "$c"
+    skopeo copy --quiet --src-tls-verify=false --dest-tls-verify=false "docker://$REGISTRY/quorate/busybox:local" "docker://$REGISTRY/quorate/busybox:local-tar"
   fi
   if ! has quorate/coredns v1.15.0; then
     local bin; bin=$("$here/build-tool.sh" github.com/coredns/coredns v1.15.0)
@@ -62,7 +67,7 @@ etcd() {
   local v=${1:?etcd version}
   # The image's layout version: a second tag, so that images built before etcdutl was added
   # are rebuilt (the operator names them by the release alone).
-  local layout=$v-layout2
+  local layout=$v-layout3
   has quorate/etcd "$v" && has quorate/etcd "$layout" && return 0
   local bin; bin=$("$here/build-etcd.sh" "$v")
   local c; c=$(ctx); cp "$bin/etcd" "$bin/etcdctl" "$bin/etcdutl" "$c/"; mkdir -p "$c/tmp"
@@ -74,7 +79,8 @@ etcd() {
 # a new tag and nodes never run a stale image cached under the old one.
 content_tag() {
   local v=$1; shift
-  echo "$v-$(cat "$@" | sha256sum | cut -c1-10)"
+  # "r1": images built reproducibly (build --timestamp 0); earlier ones are not reused.
+  echo "$v-$( (echo r1; cat "$@") | sha256sum | cut -c1-10)"
 }
 
 operator() {
@@ -177,6 +183,13 @@ versitygw() {
     build "$c" "$here/images/versitygw/Dockerfile" "$REGISTRY/quorate/versitygw:$v"; rm -rf "$c"
   fi
   echo "$REGISTRY/quorate/versitygw:$v"
+}
+
+digest() { # digest IMAGE [REPOSITORY]: the image by digest, under REPOSITORY (default its own)
+  local image=${1:?image} repo=${2:-}
+  [ -n "$repo" ] || { repo=${image%@*}; repo=${repo%:*}; }
+  local d; d=$(skopeo inspect --tls-verify=false --format '{{.Digest}}' "docker://$image") || die "$image is not in the registry: build it first"
+  echo "$repo@$d"
 }
 
 cmd=${1:?usage: images.sh base|etcd VERSION|operator TAG|workload TAG}

@@ -88,7 +88,7 @@ func RegisterFlags() *Options {
 	flag.DurationVar(&o.OwnershipTerm, "ownership-term", 20*time.Second, "--ownership-term of the operators the suite installs (shorter than the operator's default, so that the scope-migration scenario's takeovers are quick)")
 	flag.IntVar(&o.BenchRuns, "bench-runs", 0, "run each benchmark scenario (suite=bench: a rolling etcd upgrade, the leader's pod deleted) this many times; quorate-report bench summarises them")
 	flag.StringVar(&o.BenchRates, "bench-rates", "250,500,1000,2000,4000", "operations per second of the rate benchmark's runs (suite=bench-rate: a steady 3-member cluster under the open-loop load at each rate)")
-	flag.DurationVar(&o.CertPropagation, "certificate-propagation", 90*time.Second, "--certificate-propagation of the operators the suite installs: how long each phase of a CA rotation lasts at least (the kubelet projects an updated Secret within its sync period, a minute by default)")
+	flag.DurationVar(&o.CertPropagation, "certificate-propagation", 2*time.Minute, "--certificate-propagation of the operators the suite installs: how long each phase of a CA rotation lasts at least (the kubelet projects an updated Secret within its sync period, a minute by default; the local cluster's is 15 s, and make e2e passes 45s)")
 	flag.StringVar(&o.StorageClasses, "storage-classes", "local-path,local-path-b", "FROM,TO: the StorageClasses the storage-migration scenario moves a cluster between (the local cluster has both); empty leaves it out")
 	return o
 }

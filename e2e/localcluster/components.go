@@ -124,6 +124,10 @@ clusterDNS: [%[6]q]
 clusterDomain: cluster.local
 resolvConf: ""
 serializeImagePulls: false
+# Pods sync every 15 s, not every minute: an updated Secret reaches the pods that mount it
+# within about that (the cert-rotation scenario measures it), so that a CA rotation's phases
+# need not wait a minute and more each.
+syncFrequency: 15s
 maxPods: 250
 imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 98

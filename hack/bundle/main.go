@@ -35,6 +35,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/quorate-dev/quorate/internal/resources"
 )
 
 const (
@@ -43,7 +45,7 @@ const (
 )
 
 type options struct {
-	version, replaces, image, conformanceImage, etcdRepo, etcdVersions, out, channels, createdAt string
+	version, replaces, image, conformanceImage, workloadImage, etcdRepo, etcdVersions, etcdImages, out, channels, createdAt string
 }
 
 func main() {
@@ -52,8 +54,10 @@ func main() {
 	flag.StringVar(&o.replaces, "replaces", "", "version this bundle upgrades from (empty for the first)")
 	flag.StringVar(&o.image, "image", "", "operator image")
 	flag.StringVar(&o.conformanceImage, "conformance-image", "", "image of quorate-conformance, the suite customers run (listed as a related image)")
+	flag.StringVar(&o.workloadImage, "workload-image", "", "image of the conformance workload the suite starts (listed as a related image)")
 	flag.StringVar(&o.etcdRepo, "etcd-repository", "", "etcd image repository the operator uses")
-	flag.StringVar(&o.etcdVersions, "etcd-versions", "3.5.35,3.6.16", "etcd versions whose images the bundle lists as related images")
+	flag.StringVar(&o.etcdVersions, "etcd-versions", "3.5.35,3.6.16", "etcd versions whose images the bundle lists as related images (repository:v<version>), unless --etcd-images names them")
+	flag.StringVar(&o.etcdImages, "etcd-images", "", "VERSION=IMAGE,...: the etcd image of each version by digest, pinned in the deployment (RELATED_IMAGE_ETCD_<version>) and listed as related images")
 	flag.StringVar(&o.channels, "channels", defaultChannel, "channels of the bundle")
 	flag.StringVar(&o.createdAt, "created-at", "", "createdAt (RFC 3339); default: the time of the last commit, so the bundle is reproducible")
 	flag.StringVar(&o.out, "out", "bundle", "bundle directory to write")
@@ -219,20 +223,36 @@ func complete(o options, csv *operatorsv1alpha1.ClusterServiceVersion, d *appsv1
 			}
 		}
 	}
+	related := []operatorsv1alpha1.RelatedImage{{Name: "quorate-operator", Image: o.image}}
+	if o.etcdImages != "" {
+		for _, pair := range strings.Split(o.etcdImages, ",") {
+			ev, img, ok := strings.Cut(strings.TrimSpace(pair), "=")
+			if !ok || img == "" {
+				return fmt.Errorf("--etcd-images: %q is not VERSION=IMAGE", pair)
+			}
+			ev = strings.TrimPrefix(ev, "v")
+			related = append(related, operatorsv1alpha1.RelatedImage{Name: "etcd-" + strings.ReplaceAll(ev, ".", "-"), Image: img})
+			c := &d.Spec.Template.Spec.Containers[0]
+			c.Env = append(c.Env, corev1.EnvVar{Name: resources.RelatedImageEnv(ev), Value: img})
+		}
+	} else {
+		for _, ev := range strings.Split(o.etcdVersions, ",") {
+			ev = strings.TrimPrefix(strings.TrimSpace(ev), "v")
+			related = append(related, operatorsv1alpha1.RelatedImage{Name: "etcd-" + strings.ReplaceAll(ev, ".", "-"), Image: o.etcdRepo + ":v" + ev})
+		}
+	}
+	if o.conformanceImage != "" {
+		related = append(related, operatorsv1alpha1.RelatedImage{Name: "quorate-conformance", Image: o.conformanceImage})
+	}
+	if o.workloadImage != "" {
+		related = append(related, operatorsv1alpha1.RelatedImage{Name: "quorate-workload", Image: o.workloadImage})
+	}
 	csv.Spec.InstallStrategy = operatorsv1alpha1.NamedInstallStrategy{StrategyName: "deployment", StrategySpec: operatorsv1alpha1.StrategyDetailsDeployment{
 		DeploymentSpecs: []operatorsv1alpha1.StrategyDeploymentSpec{{Name: d.Name, Label: d.Labels, Spec: d.Spec}},
 		Permissions:     permissions(roles, bound),
 		// ClusterRoles that nothing binds (editor/viewer aggregation roles) are not the operator's.
 		ClusterPermissions: permissions(clusterRoles, clusterBound),
 	}}
-	related := []operatorsv1alpha1.RelatedImage{{Name: "quorate-operator", Image: o.image}}
-	for _, ev := range strings.Split(o.etcdVersions, ",") {
-		ev = strings.TrimPrefix(strings.TrimSpace(ev), "v")
-		related = append(related, operatorsv1alpha1.RelatedImage{Name: "etcd-" + strings.ReplaceAll(ev, ".", "-"), Image: o.etcdRepo + ":v" + ev})
-	}
-	if o.conformanceImage != "" {
-		related = append(related, operatorsv1alpha1.RelatedImage{Name: "quorate-conformance", Image: o.conformanceImage})
-	}
 	csv.Spec.RelatedImages = related
 	return nil
 }

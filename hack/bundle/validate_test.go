@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	"github.com/operator-framework/api/pkg/validation/errors"
 	interfaces "github.com/operator-framework/api/pkg/validation/interfaces"
 	"sigs.k8s.io/yaml"
+
+	"github.com/quorate-dev/quorate/internal/version"
 )
 
 // supportedK8s are the Kubernetes versions of the matrix: no API the bundle uses may be
@@ -165,5 +168,61 @@ func TestDockerfileLabelsMatchAnnotations(t *testing.T) {
 	}
 	if len(labels) != len(ann.Annotations) {
 		t.Errorf("bundle.Dockerfile has %d labels, annotations.yaml %d", len(labels), len(ann.Annotations))
+	}
+}
+
+// The CSV claims disconnected installs (features.operators.openshift.io/disconnected), which
+// needs every image it names by digest: the operator (deployment, OPERATOR_IMAGE,
+// containerImage), etcd for every release the operator runs (RELATED_IMAGE_ETCD_<version>),
+// the conformance suite and its workload; and each listed among relatedImages.
+func TestBundleImagesByDigest(t *testing.T) {
+	b, err := manifests.GetBundleFromDir(filepath.Join("..", "..", "bundle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv := b.CSV
+	if csv.Annotations["features.operators.openshift.io/disconnected"] != "true" {
+		t.Skip("the CSV does not claim disconnected installs")
+	}
+	byDigest := func(what, ref string) {
+		if !strings.Contains(ref, "@sha256:") || len(ref[strings.Index(ref, "@sha256:")+8:]) != 64 {
+			t.Errorf("%s is %q, not an image by digest", what, ref)
+		}
+	}
+	byDigest("annotation containerImage", csv.Annotations["containerImage"])
+	related := map[string]string{}
+	for _, r := range csv.Spec.RelatedImages {
+		byDigest("related image "+r.Name, r.Image)
+		related[r.Name] = r.Image
+	}
+	want := []string{"quorate-operator", "quorate-conformance", "quorate-workload"}
+	for _, r := range version.Releases {
+		want = append(want, "etcd-"+strings.ReplaceAll(r.String(), ".", "-"))
+	}
+	for _, name := range want {
+		if related[name] == "" {
+			t.Errorf("relatedImages has no %s", name)
+		}
+	}
+	pinned := 0
+	for _, d := range csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			byDigest("container "+c.Name, c.Image)
+			for _, e := range c.Env {
+				switch {
+				case e.Name == "OPERATOR_IMAGE":
+					byDigest("env OPERATOR_IMAGE", e.Value)
+				case strings.HasPrefix(e.Name, "RELATED_IMAGE_ETCD_"):
+					byDigest("env "+e.Name, e.Value)
+					if !slices.Contains(slices.Collect(maps.Values(related)), e.Value) {
+						t.Errorf("env %s=%s is not among relatedImages", e.Name, e.Value)
+					}
+					pinned++
+				}
+			}
+		}
+	}
+	if pinned != len(version.Releases) {
+		t.Errorf("%d etcd images pinned in the deployment, want one per release the operator runs (%v)", pinned, version.Releases)
 	}
 }

@@ -89,10 +89,13 @@ func describe(op string, loc Location, err error) error {
 	}
 	var hint string
 	switch code := gcerrors.Code(err); {
+	// Credentials first: some stores answer an unknown key with 404 (versitygw's
+	// XAdminUserNotFound).
+	case code == gcerrors.PermissionDenied || has("SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied", "StatusCode: 403", "AuthenticationFailed", "AuthorizationFailure",
+		"XAdminUserNotFound", "No user exists with the provided access key"):
+		hint = "the storage refused the credentials: check the keys in the credentials Secret and the bucket's permissions"
 	case code == gcerrors.NotFound || errors.Is(err, fs.ErrNotExist) || has("NoSuchBucket", "ContainerNotFound"):
 		hint = "the bucket or object does not exist: create the bucket, or correct the URL"
-	case code == gcerrors.PermissionDenied || has("SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied", "StatusCode: 403", "AuthenticationFailed", "AuthorizationFailure"):
-		hint = "the storage refused the credentials: check the keys in the credentials Secret and the bucket's permissions"
 	case code == gcerrors.ResourceExhausted || has("InsufficientStorage", "no space left", "No space left", "QuotaExceeded", "StatusCode: 507"):
 		hint = "the storage is out of space or over its quota: free space in the bucket or raise its quota"
 	case code == gcerrors.DeadlineExceeded || has("no such host", "connection refused", "i/o timeout", "network is unreachable", "dial tcp"):

@@ -3,6 +3,7 @@ package resources
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -56,6 +57,9 @@ type Images struct {
 	Launcher string
 	// EtcdRepository is the repository of the etcd images; the tag is v<version>.
 	EtcdRepository string
+	// EtcdPinned names the image of a version exactly (by digest, for disconnected installs:
+	// OLM's RELATED_IMAGE_ETCD_<version> variables); versions without one use EtcdRepository.
+	EtcdPinned map[string]string
 	// PullPolicy of both images.
 	PullPolicy corev1.PullPolicy
 }
@@ -66,7 +70,28 @@ func (im Images) EtcdImage(c *v1alpha1.EtcdCluster) string {
 	if c.Spec.Image != "" {
 		return c.Spec.Image
 	}
+	if pinned, ok := im.EtcdPinned[c.Spec.Version]; ok {
+		return pinned
+	}
 	return im.EtcdRepository + ":v" + c.Spec.Version
+}
+
+// RelatedImageEnv is the environment variable that pins the etcd image of a version:
+// RELATED_IMAGE_ETCD_3_6_16 for 3.6.16 (OLM's convention for the images an operator deploys).
+func RelatedImageEnv(version string) string {
+	return "RELATED_IMAGE_ETCD_" + strings.ReplaceAll(version, ".", "_")
+}
+
+// PinnedFromEnv reads the pinned etcd images from environment entries (KEY=VALUE).
+func PinnedFromEnv(environ []string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		if ver, ok := strings.CutPrefix(k, "RELATED_IMAGE_ETCD_"); ok && v != "" {
+			out[strings.ReplaceAll(ver, "_", ".")] = v
+		}
+	}
+	return out
 }
 
 // OwnerRefs makes the EtcdCluster the controller of an object.

@@ -235,3 +235,23 @@ func TestMemberResources(t *testing.T) {
 		}
 	}
 }
+
+// A version's pinned image (RELATED_IMAGE_ETCD_<version>, by digest) wins over the
+// repository; spec.image wins over both.
+func TestEtcdImagePinned(t *testing.T) {
+	im := Images{EtcdRepository: "registry.local/etcd", EtcdPinned: PinnedFromEnv([]string{
+		"PATH=/bin", RelatedImageEnv("3.6.16") + "=registry.local/etcd@sha256:abc", "RELATED_IMAGE_ETCD_3_5_35="})}
+	c := cluster()
+	c.Spec.Version = "3.6.16"
+	if got := im.EtcdImage(c); got != "registry.local/etcd@sha256:abc" {
+		t.Errorf("pinned version: %s", got)
+	}
+	c.Spec.Version = "3.5.35"
+	if got := im.EtcdImage(c); got != "registry.local/etcd:v3.5.35" {
+		t.Errorf("unpinned version: %s", got)
+	}
+	c.Spec.Image = "mine/etcd:v3.5.35"
+	if got := im.EtcdImage(c); got != "mine/etcd:v3.5.35" {
+		t.Errorf("spec.image: %s", got)
+	}
+}
