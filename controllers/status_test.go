@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
 )
 
@@ -146,7 +147,7 @@ func TestCertificatesCondition(t *testing.T) {
 		if tc.user {
 			c.Spec.TLS = v1alpha1.TLSSpec{ServerSecretName: "s", PeerSecretName: "p", ClientSecretName: "c"}
 		}
-		c.Status.TLS = &v1alpha1.TLSStatus{FirstExpiry: &v1alpha1.CertificateExpiry{Secret: "demo-peer-tls", Time: metav1.NewTime(tc.expires)}}
+		c.Status.TLS = &v1alpha1.TLSStatus{FirstExpiry: &v1alpha1.CertificateExpiry{Secret: names.PeerSecret("demo"), Time: metav1.NewTime(tc.expires)}}
 		r.certificatesCondition(c, now)
 		got := c.Status.Conditions[0]
 		got.LastTransitionTime = metav1.Time{}
