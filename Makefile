@@ -270,6 +270,17 @@ bench: conformance image images $(KUSTOMIZE) ## Benchmarks (not a CI gate): a ro
 	  --duration=5s --bench-runs=$(BENCH_RUNS) --report-dir=$(REPORT_DIR)/bench/$(K8S_VERSION) -test.v -test.timeout=180m --labels=suite=bench,suite=bench-rate $(CONFORMANCE_FLAGS) || true
 	go run ./cmd/quorate-report bench $(REPORT_DIR)/bench/$(K8S_VERSION)
 
+# The operator itself at SCALE_CLUSTERS EtcdClusters (not a CI gate): a real API server
+# (envtest's) and the real operator binary, built with the tag scalesim so that etcd's answers
+# come from memory; hack/scale plays the kubelet. SCALE_FLAGS passes hack/scale's flags.
+SCALE_CLUSTERS ?= 5000
+SCALE_FLAGS ?=
+.PHONY: bench-scale
+bench-scale: ## The operator at SCALE_CLUSTERS EtcdClusters (simulated kubelet and etcd, real API server and operator): memory, CPU, cold start, API requests, steady-state writes; reports/scale/scale.md.
+	go build -tags scalesim -o $(LOCALBIN)/quorate-operator-scalesim ./cmd
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh $(ENVTEST_K8S_VERSION) $(ENVTEST_ETCD_VERSION))" \
+	  go run ./hack/scale -clusters $(SCALE_CLUSTERS) -operator $(LOCALBIN)/quorate-operator-scalesim -out $(REPORT_DIR)/scale $(SCALE_FLAGS)
+
 .PHONY: demo
 demo: conformance image images ## Local cluster, operator, etcd clusters under faults, and a report in reports/demo.
 	go run ./cmd/quorate-localcluster up --name $(CLUSTER) --k8s-version $(K8S_VERSION)

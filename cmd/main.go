@@ -31,7 +31,6 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/controllers"
 	"github.com/quorate-dev/quorate/internal/envflag"
-	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/expectations"
 	"github.com/quorate-dev/quorate/internal/metricstls"
 	"github.com/quorate-dev/quorate/internal/pki"
@@ -64,6 +63,8 @@ func main() {
 		metricsSecret, metricsService                string
 		secureMetrics, leaderElect                   bool
 		concurrency                                  int
+		apiQPS                                       float64
+		apiBurst                                     int
 		resync, rollSettle                           time.Duration
 		deadlines                                    = planner.DefaultDeadlines
 		ownershipTerm, certLifetime, certPropagation time.Duration
@@ -77,6 +78,8 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader so that only one replica acts")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the operator's own)")
 	flag.IntVar(&concurrency, "max-concurrent-reconciles", 4, "EtcdClusters reconciled in parallel")
+	flag.Float64Var(&apiQPS, "kube-api-qps", 50, "requests per second the operator's Kubernetes client sends at most, sustained (client-go's token bucket; reads from the cache do not count)")
+	flag.IntVar(&apiBurst, "kube-api-burst", 100, "requests the operator's Kubernetes client may send at once above --kube-api-qps")
 	flag.DurationVar(&resync, "resync-period", 30*time.Second, "how often a settled cluster's health is checked")
 	flag.DurationVar(&rollSettle, "roll-settle", 10*time.Second, "how long every member's pod must have been ready before a rolling update (etcd upgrade, spec change) replaces the next one; clients reconnect in that time")
 	flag.DurationVar(&deadlines.MemberStart, "member-start-deadline", deadlines.MemberStart, "how long a member's new pod may take to become healthy before a rollout is reported stuck (sooner when the pod shows why, such as an image pull error)")
@@ -113,6 +116,9 @@ func main() {
 		os.Exit(2)
 	}
 
+	restConfig := ctrl.GetConfigOrDie()
+	restConfig.QPS, restConfig.Burst = float32(apiQPS), apiBurst
+
 	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}}
 	if secureMetrics {
@@ -122,7 +128,7 @@ func main() {
 	// issued for the metrics Service by the operator's own CA, kept in a Secret of its namespace.
 	var metricsCert *metricstls.Provider
 	if secureMetrics && metricsAddr != "0" && operator.Namespace != "" && metricsSecret != "" {
-		direct, err := client.New(ctrl.GetConfigOrDie(), client.Options{Scheme: scheme})
+		direct, err := client.New(restConfig, client.Options{Scheme: scheme})
 		if err != nil {
 			log.Error(err, "creating a client")
 			os.Exit(1)
@@ -134,7 +140,7 @@ func main() {
 		}
 		metricsOpts.TLSOpts = append(metricsOpts.TLSOpts, metricsCert.TLSOpts)
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        probeAddr,
@@ -160,7 +166,7 @@ func main() {
 		Scheme:          mgr.GetScheme(),
 		Recorder:        mgr.GetEventRecorderFor(id), //nolint:staticcheck // core/v1 events show in kubectl describe; the source names the install
 		Images:          images,
-		EtcdFactory:     etcd.NewClient,
+		EtcdFactory:     etcdFactory(),
 		Expectations:    expectations.New(2 * time.Minute),
 		ResyncPeriod:    resync,
 		Settings:        controllers.Settings{RollSettle: rollSettle, Deadlines: deadlines},

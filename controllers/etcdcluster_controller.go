@@ -55,6 +55,8 @@ type Reconciler struct {
 	CertPropagation time.Duration
 	// Operator selects the operator's own pods in the clusters' NetworkPolicies.
 	Operator resources.Operator
+
+	secrets secretMemo
 }
 
 // The verbs the code uses, and no more (the controllers' tests count every write by verb):
@@ -78,6 +80,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Forget(req.NamespacedName)
+			r.secrets.forget(req.NamespacedName)
+			r.Ownership.forget(req.NamespacedName)
 			metrics.ForgetCluster(req.Namespace, req.Name)
 			return ctrl.Result{}, nil
 		}
@@ -104,6 +108,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !owned {
 		log.V(1).Info("another operator instance holds the cluster's claim", "holder", holder)
 		return ctrl.Result{RequeueAfter: r.Ownership.Term / 4}, nil
+	}
+	if err := r.secrets.warm(ctx, r.APIReader, req.NamespacedName); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the cluster's Secrets: %w", err)
 	}
 	c.Status.Operator = holder
 
@@ -204,6 +211,9 @@ func (r *Reconciler) setup(mgr ctrl.Manager, concurrency int, rec reconcile.Reco
 	}
 	if r.StepDelay == 0 {
 		r.StepDelay = time.Second
+	}
+	if _, ok := r.Client.(memoClient); !ok {
+		r.Client = memoClient{Client: r.Client, memo: &r.secrets}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.EtcdCluster{}).

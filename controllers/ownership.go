@@ -32,7 +32,45 @@ type Ownership struct {
 	Term time.Duration
 
 	mu       sync.Mutex
-	reported map[types.NamespacedName]string // the last holder this instance reported per cluster
+	reported map[types.NamespacedName]string    // the last holder this instance reported per cluster
+	held     map[types.NamespacedName]time.Time // when this instance's claims expire, as last written or read
+}
+
+// holding says whether this instance holds the claim with more than half its term left, by
+// what it last wrote or read: no other install takes a claim over before it expires, so the
+// Lease need not be read again until it is due for renewal (at thousands of clusters a read per
+// pass exceeded the client's rate limit). Like client-go's leader election, this trusts the
+// claim's term: a Lease deleted by hand is noticed at the next renewal.
+func (o *Ownership) holding(key types.NamespacedName, now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	expires, ok := o.held[key]
+	return ok && expires.Sub(now) > o.Term/2
+}
+
+// record remembers when this instance's claim on a cluster expires (zero: it holds none).
+func (o *Ownership) record(key types.NamespacedName, expires time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if expires.IsZero() {
+		delete(o.held, key)
+		return
+	}
+	if o.held == nil {
+		o.held = map[types.NamespacedName]time.Time{}
+	}
+	o.held[key] = expires
+}
+
+// forget drops what this instance remembers of a deleted cluster.
+func (o *Ownership) forget(cluster types.NamespacedName) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.held, cluster)
+	delete(o.reported, cluster)
 }
 
 // claim makes sure this instance holds the cluster's claim, creating, renewing or taking it
@@ -43,6 +81,11 @@ func (r *Reconciler) claim(ctx context.Context, c *v1alpha1.EtcdCluster) (bool, 
 		return true, "", nil
 	}
 	now := time.Now()
+	cluster := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	if o.holding(cluster, now) {
+		return true, o.Identity, nil
+	}
+	o.record(cluster, time.Time{})
 	key := types.NamespacedName{Namespace: c.Namespace, Name: names.OwnerLease(c.Name)}
 	lease := &coordinationv1.Lease{}
 	err := r.APIReader.Get(ctx, key, lease)
@@ -57,6 +100,7 @@ func (r *Reconciler) claim(ctx context.Context, c *v1alpha1.EtcdCluster) (bool, 
 			}
 			return false, "", fmt.Errorf("claiming the cluster (Lease %s): %w", key.Name, err)
 		}
+		o.record(cluster, now.Add(o.Term))
 		r.reportOwner(c, o.Identity, "", v1alpha1.EventOwnershipAcquired)
 		return true, o.Identity, nil
 	}
@@ -67,6 +111,7 @@ func (r *Reconciler) claim(ctx context.Context, c *v1alpha1.EtcdCluster) (bool, 
 	expires := renewed(lease).Add(time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second)
 	switch {
 	case holder == o.Identity && expires.Sub(now) > o.Term/2:
+		o.record(cluster, expires)
 		return true, holder, nil
 	case holder == o.Identity:
 		lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
@@ -77,6 +122,7 @@ func (r *Reconciler) claim(ctx context.Context, c *v1alpha1.EtcdCluster) (bool, 
 			}
 			return false, holder, fmt.Errorf("renewing the cluster's claim: %w", err)
 		}
+		o.record(cluster, now.Add(o.Term))
 		return true, holder, nil
 	case holder != "" && now.Before(expires):
 		r.reportOwner(c, holder, "", v1alpha1.EventOwnedElsewhere)
@@ -90,6 +136,7 @@ func (r *Reconciler) claim(ctx context.Context, c *v1alpha1.EtcdCluster) (bool, 
 		}
 		return false, holder, fmt.Errorf("taking over the cluster's claim from %s: %w", holder, err)
 	}
+	o.record(cluster, now.Add(o.Term))
 	r.reportOwner(c, o.Identity, holder, v1alpha1.EventOwnershipTakenOver)
 	return true, o.Identity, nil
 }

@@ -55,8 +55,11 @@ func drillJob(schedule string) string { return schedule + "-drill-verify" }
 
 // Reconcile is one pass over a schedule.
 func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// The schedule is read from the API server, not the cache: a pass that started from a copy
+	// older than the last status write (a drill just ended and its cluster deleted) would start
+	// that drill again. Schedules are few; one read per pass.
 	s := &v1alpha1.EtcdBackupSchedule{}
-	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !s.DeletionTimestamp.IsZero() {

@@ -34,9 +34,7 @@ func serverNames(c *v1alpha1.EtcdCluster) (server, peer []string) {
 }
 
 func (r *Reconciler) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-	s := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s)
-	return s, err
+	return r.secrets.get(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: namespace, Name: name})
 }
 
 func tlsSecret(c *v1alpha1.EtcdCluster, name string, caPEM []byte, pair pki.Pair) *corev1.Secret {

@@ -1,0 +1,133 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorate-dev/quorate/internal/names"
+)
+
+// secretMemo keeps the Secrets the operator read, by name, with their resourceVersion. The
+// manager caches only the metadata of Secrets (caching every Secret of every watched namespace
+// would hold all of them, the applications' included); a Secret whose cached resourceVersion is
+// the one read last is the same Secret, so a pass reads its data again only when it changed.
+// Without it, every pass of every cluster read about nine Secrets from the API server: at a few
+// thousand clusters that alone exceeded the client's rate limit (hack/scale measured it).
+type secretMemo struct {
+	mu      sync.Mutex
+	secrets map[types.NamespacedName]*corev1.Secret
+	warmed  map[types.NamespacedName]bool // clusters whose Secrets were listed in one request
+}
+
+// warm lists a cluster's Secrets (those carrying its label: certificates, CAs, users) in one
+// request the first time a pass of this process meets the cluster, so that a cold start reads
+// them with one request per cluster instead of one per Secret.
+func (m *secretMemo) warm(ctx context.Context, live client.Reader, cluster types.NamespacedName) error {
+	m.mu.Lock()
+	done := m.warmed[cluster]
+	m.mu.Unlock()
+	if done {
+		return nil
+	}
+	var list corev1.SecretList
+	if err := live.List(ctx, &list, client.InNamespace(cluster.Namespace), client.MatchingLabels{names.LabelCluster: cluster.Name}); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.secrets == nil {
+		m.secrets = map[types.NamespacedName]*corev1.Secret{}
+	}
+	if m.warmed == nil {
+		m.warmed = map[types.NamespacedName]bool{}
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		m.secrets[client.ObjectKeyFromObject(s)] = s
+	}
+	m.warmed[cluster] = true
+	return nil
+}
+
+// get returns the Secret: the remembered copy while the cache's metadata shows the same
+// resourceVersion, otherwise a fresh read through live, remembered for the next pass.
+func (m *secretMemo) get(ctx context.Context, cached, live client.Reader, key types.NamespacedName) (*corev1.Secret, error) {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := cached.Get(ctx, key, meta); err == nil {
+		m.mu.Lock()
+		s := m.secrets[key]
+		m.mu.Unlock()
+		if s != nil && s.ResourceVersion == meta.ResourceVersion {
+			return s.DeepCopy(), nil
+		}
+	}
+	s := &corev1.Secret{}
+	err := live.Get(ctx, key, s)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case err == nil:
+		if m.secrets == nil {
+			m.secrets = map[types.NamespacedName]*corev1.Secret{}
+		}
+		m.secrets[key] = s.DeepCopy()
+	case apierrors.IsNotFound(err):
+		delete(m.secrets, key)
+	}
+	return s, err
+}
+
+// forget drops what is remembered of a deleted cluster's Secrets (those carrying its label).
+func (m *secretMemo) forget(cluster types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.warmed, cluster)
+	for key, s := range m.secrets {
+		if key.Namespace == cluster.Namespace && s.Labels[names.LabelCluster] == cluster.Name {
+			delete(m.secrets, key)
+		}
+	}
+}
+
+func (m *secretMemo) drop(obj client.Object) {
+	if _, ok := obj.(*corev1.Secret); !ok {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.secrets, client.ObjectKeyFromObject(obj))
+}
+
+// memoClient is the reconciler's client: each Secret it writes or deletes is forgotten by the
+// memo, so that the next read of it goes to the API server until the cache has caught up.
+type memoClient struct {
+	client.Client
+	memo *secretMemo
+}
+
+func (c memoClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	defer c.memo.drop(obj)
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+func (c memoClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	defer c.memo.drop(obj)
+	return c.Client.Update(ctx, obj, opts...)
+}
+
+func (c memoClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	defer c.memo.drop(obj)
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (c memoClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	defer c.memo.drop(obj)
+	return c.Client.Delete(ctx, obj, opts...)
+}
