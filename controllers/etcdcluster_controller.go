@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,6 +73,17 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdbackups,verbs=get;list;watch
+
+// stepRetries paces the passes of a cluster whose step failed: from 5 ms, doubling, but at most
+// 30 s apart (client-go's default goes up to 16 minutes). A step refused for a reason that
+// lifts without touching the cluster (a volume quota, an admission webhook, an API outage)
+// is taken again within 30 s of the reason going, not minutes later.
+func stepRetries() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 30*time.Second),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
 
 // Reconcile is one pass over one EtcdCluster: prepare what members need, observe everything
 // once, settle the cluster's identity, plan one step, take it, and report.
@@ -223,7 +236,7 @@ func (r *Reconciler) setup(mgr ctrl.Manager, concurrency int, rec reconcile.Reco
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&networkingv1.NetworkPolicy{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: stepRetries()}).
 		Named("etcdcluster").
 		Complete(rec)
 }

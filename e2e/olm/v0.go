@@ -256,12 +256,15 @@ func PublishV0Gated(ctx context.Context, run *framework.Run, in *V0, catalogImag
 	r.Phase(fmt.Sprintf("holding the membership change for %s: OLM must not upgrade", hold))
 	deadline := time.Now().Add(hold)
 	for time.Now().Before(deadline) {
-		sub := &olm.Subscription{}
-		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: olmName}, sub); err != nil {
+		// OLM v0 resolves the upgrade and creates the new CSV at once (the old one shows
+		// Replacing, the Subscription names the new one); Upgradeable=False keeps the new CSV
+		// Pending, so its Deployment is not rolled out: the operator keeps its old image.
+		dep := &appsv1.Deployment{}
+		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: operatorDeployment}, dep); err != nil {
 			return err
 		}
-		if sub.Status.InstalledCSV != old.CSV {
-			return fmt.Errorf("OLM installed %s while the cluster was changing (Upgradeable=False)", sub.Status.InstalledCSV)
+		if img := dep.Spec.Template.Spec.Containers[0].Image; img != old.Image {
+			return fmt.Errorf("OLM rolled the operator to %s while the cluster was changing (Upgradeable=False)", img)
 		}
 		var csvs olm.ClusterServiceVersionList
 		if err := r.Suite.Client.List(ctx, &csvs, client.InNamespace(in.Namespace)); err != nil {
@@ -274,7 +277,7 @@ func PublishV0Gated(ctx context.Context, run *framework.Run, in *V0, catalogImag
 		}
 		time.Sleep(time.Second) // a hold window, observed every second
 	}
-	r.Event("olm", "held", fmt.Sprintf("for %s after the publish, %s stayed installed and no other CSV succeeded", hold, old.CSV))
+	r.Event("olm", "held", fmt.Sprintf("for %s after the publish, %s kept running its image and no other CSV succeeded", hold, old.CSV))
 	if err := release(ctx); err != nil {
 		return err
 	}
