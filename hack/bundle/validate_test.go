@@ -182,7 +182,9 @@ func TestBundleImagesByDigest(t *testing.T) {
 	}
 	csv := b.CSV
 	if csv.Annotations["features.operators.openshift.io/disconnected"] != "true" {
-		t.Skip("the CSV does not claim disconnected installs")
+		// Quorate's CSV claims disconnected installs (issue 16): the claim and the digests below
+		// stand or fall together, so a CSV that dropped the claim fails rather than skips.
+		t.Fatal("the CSV does not claim disconnected installs (features.operators.openshift.io/disconnected)")
 	}
 	byDigest := func(what, ref string) {
 		if !strings.Contains(ref, "@sha256:") || len(ref[strings.Index(ref, "@sha256:")+8:]) != 64 {
