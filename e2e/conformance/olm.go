@@ -96,20 +96,26 @@ func olmv1Upgrade(opts *framework.Options, catalogs func() (string, string, erro
 		}}
 }
 
+// installPreviousOwnNamespace installs the previous release through OLM v0 for the scenario's
+// namespace alone (OwnNamespace) and records the install in *in.
+func installPreviousOwnNamespace(catalogs func() (string, string, error), in **olm.V0) func(context.Context, *framework.Run) error {
+	return func(ctx context.Context, r *framework.Run) error {
+		previous, _, err := catalogs()
+		if err != nil {
+			return err
+		}
+		// The namespace holds the operator: wait until it is gone, so that the next
+		// scenario does not meet this operator still terminating.
+		r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, r.Namespace) })
+		*in, err = olm.InstallV0(ctx, r, r.Namespace, previous, []string{r.Namespace})
+		return err
+	}
+}
+
 func olmUpgrade(catalogs func() (string, string, error)) framework.Scenario {
 	var in *olm.V0
 	return framework.Scenario{Name: "olm-upgrade", Labels: map[string]string{"suite": "olm", "install-mode": "OwnNamespace"}, Replicas: 3, Class: framework.Planned,
-		Install: func(ctx context.Context, r *framework.Run) error {
-			previous, _, err := catalogs()
-			if err != nil {
-				return err
-			}
-			// The namespace holds the operator: wait until it is gone, so that the next
-			// scenario does not meet this operator still terminating.
-			r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, r.Namespace) })
-			in, err = olm.InstallV0(ctx, r, r.Namespace, previous, []string{r.Namespace})
-			return err
-		},
+		Install: installPreviousOwnNamespace(catalogs, &in),
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			_, current, err := catalogs()
 			if err != nil {
@@ -129,15 +135,7 @@ func olmUpgradeGated(catalogs func() (string, string, error)) framework.Scenario
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "volumes"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePersistentVolumeClaims: resource.MustParse("3")}}}
 	return framework.Scenario{Name: "olm-upgrade-gated", Labels: map[string]string{"suite": "olm", "install-mode": "OwnNamespace"}, Replicas: 3, Class: framework.Planned,
-		Install: func(ctx context.Context, r *framework.Run) error {
-			previous, _, err := catalogs()
-			if err != nil {
-				return err
-			}
-			r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, r.Namespace) })
-			in, err = olm.InstallV0(ctx, r, r.Namespace, previous, []string{r.Namespace})
-			return err
-		},
+		Install: installPreviousOwnNamespace(catalogs, &in),
 		Steps: func(ctx context.Context, r *framework.Run) error {
 			_, current, err := catalogs()
 			if err != nil {

@@ -436,17 +436,18 @@ func sortedKeys(m map[string]float64) []string {
 // apiWrites are the mutating requests the API server answered between two readings, by
 // resource (subresources apart: pods/status).
 func apiWrites(before, after scrape) map[string]float64 {
-	return apiRequests(before, after, "POST", "PUT", "PATCH", "DELETE", "APPLY")
+	return apiRequests(before, after, false, "POST", "PUT", "PATCH", "DELETE", "APPLY")
 }
 
 // apiReads are the GET and LIST requests the API server answered between two readings.
 func apiReads(before, after scrape) map[string]float64 {
-	return apiRequests(before, after, "GET", "LIST")
+	return apiRequests(before, after, true, "GET", "LIST")
 }
 
 // apiRequests are the requests of the given verbs the API server answered between two
-// readings, by verb and resource (subresources apart: pods/status).
-func apiRequests(before, after scrape, verbs ...string) map[string]float64 {
+// readings, by resource (subresources apart: pods/status), each key prefixed with its verb if
+// byVerb.
+func apiRequests(before, after scrape, byVerb bool, verbs ...string) map[string]float64 {
 	out := map[string]float64{}
 	f := after["apiserver_request_total"]
 	if f == nil {
@@ -470,7 +471,7 @@ func apiRequests(before, after scrape, verbs ...string) map[string]float64 {
 		if sub != "" {
 			res += "/" + sub
 		}
-		if len(verbs) > 1 && verbs[0] == "GET" {
+		if byVerb {
 			res = verb + " " + res
 		}
 		return res, true
