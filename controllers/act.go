@@ -40,7 +40,7 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 		if a.Reason == v1alpha1.ReasonPaused {
 			return stepResult{requeueAfter: r.ResyncPeriod}, nil
 		}
-		return stepResult{requeueAfter: 5 * time.Second}, nil
+		return stepResult{requeueAfter: waitRetry(a.Retry)}, nil
 	case planner.Bootstrap, planner.CreatePVC, planner.CreatePod, planner.DeletePod, planner.DeletePVC, planner.ExpandVolume:
 		return stepResult{requeueAfter: r.StepDelay}, r.actOnObjects(ctx, c, o, a)
 	case planner.AddLearner, planner.Promote, planner.Remove, planner.MoveLeader:
@@ -54,6 +54,16 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 		return stepResult{requeueAfter: r.StepDelay}, nil
 	}
 	return stepResult{requeueAfter: r.StepDelay}, fmt.Errorf("unknown action %q", a.Kind)
+}
+
+// waitRetry is when a pass that waits looks again: every 5 s, or sooner when the planner knows
+// the moment its wait ends.
+func waitRetry(known time.Duration) time.Duration {
+	const recheck = 5 * time.Second
+	if known > 0 && known < recheck {
+		return known
+	}
+	return recheck
 }
 
 // actOnObjects creates or deletes member Pods and PVCs, recording what the cache must see.

@@ -209,6 +209,9 @@ type Action struct {
 	Revision int64
 	// Phase for RecoveryPhase.
 	Phase string
+	// Retry for Wait: when the wait is known to end, if sooner than the usual re-check (a
+	// rolling update waits out RollSettle to the moment, not to the next 5 s tick).
+	Retry time.Duration
 	// Attention: the step's reason is a problem that needs someone's attention (the
 	// Degraded condition says so).
 	Attention bool

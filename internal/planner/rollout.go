@@ -25,8 +25,14 @@ func rollPods(s State) (Action, bool) {
 	}
 	for _, m := range ms {
 		if m.InEtcd && m.HasPod && m.ReadyFor < s.RollSettle {
-			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonRollingUpdate,
-				Message: fmt.Sprintf("waiting until the pod of %s has been ready for %s before replacing the next pod, so that clients reconnect to it first", m.Name, s.RollSettle)}, true
+			a := Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonRollingUpdate,
+				Message: fmt.Sprintf("waiting until the pod of %s has been ready for %s before replacing the next pod, so that clients reconnect to it first", m.Name, s.RollSettle)}
+			if m.ReadyFor > 0 {
+				// Ready already: the wait ends at a known moment (a pod that is not Ready yet
+				// wakes the operator when it becomes Ready).
+				a.Retry = s.RollSettle - m.ReadyFor
+			}
+			return a, true
 		}
 	}
 	for i := len(ms) - 1; i >= 0; i-- {
