@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
@@ -207,9 +208,11 @@ func BadImageReverted() framework.Scenario {
 // despite the alarm, disarms it, and writes resume. No acknowledged write is lost.
 // noSpaceBudget bounds the outage NOSPACE causes either way it ends: in seconds when
 // defragmentation frees enough room for the operator to disarm the alarm, or after the quota is
-// raised and rolled out to every member (about 45 s measured). Which one happens depends on how
-// fragmented the fill left the database, so the scenario asks for the bound, not an outage.
-var noSpaceBudget = availability.Budget{MaxWriteGap: 2 * time.Minute, MaxFirstWrite: 5 * time.Second, MinSuccessRatio: 0.4}
+// raised and rolled out to every member (65-79 s measured on an idle 2-core machine: the alarm
+// seen, 5 s held, three members replaced about 20 s apart; more under CI's load). Which one
+// happens depends on how fragmented the fill left the database, so the scenario asks for the
+// bound, not an outage.
+var noSpaceBudget = availability.Budget{MaxWriteGap: 3 * time.Minute, MaxFirstWrite: 5 * time.Second, MinSuccessRatio: 0.4}
 
 func NoSpace() framework.Scenario {
 	return framework.Scenario{Name: "nospace", Labels: safety, Replicas: 3, Budget: noSpaceBudget,
@@ -223,10 +226,31 @@ func NoSpace() framework.Scenario {
 			if !strings.Contains(res.Error, "database space exceeded") {
 				return fmt.Errorf("filling stopped after %d bytes without NOSPACE: %q", res.Bytes, res.Error)
 			}
-			if _, err := r.WaitCondition(ctx, v1alpha1.ConditionAlarm, metav1.ConditionTrue, v1alpha1.ReasonNoSpace, 2*time.Minute); err != nil {
+			// The operator reports the alarm; when defragmentation alone frees enough room it
+			// disarms it within seconds, and the condition may be True for less than a poll.
+			r.Phase("NOSPACE: waiting for the operator to report the alarm")
+			if err := r.WaitFor(ctx, "Alarm=True/NoSpace, or an AlarmDisarmed Event", 2*time.Minute, func() error {
+				ec, err := r.GetCluster(ctx)
+				if err != nil {
+					return err
+				}
+				c := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionAlarm)
+				if c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonNoSpace {
+					return nil
+				}
+				disarmed, err := r.EventsFor(ctx, v1alpha1.EventAlarmDisarmed)
+				if err != nil {
+					return err
+				}
+				if len(disarmed) == 0 {
+					return fmt.Errorf("the Alarm condition is %v and no AlarmDisarmed Event was emitted", c)
+				}
+				return nil
+			}); err != nil {
 				return err
 			}
 			r.Hold(ctx, 5*time.Second)
+			r.Phase("NOSPACE: raising the quota to 64 MiB; the operator rolls it out and disarms the alarm")
 			if err := r.Update(ctx, "spec.etcd.quotaBackendBytes = 64Mi", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Etcd.QuotaBackendBytes = 64 << 20 }); err != nil {
 				return err
 			}
