@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
@@ -230,13 +229,9 @@ func NoSpace() framework.Scenario {
 			// disarms it within seconds, and the condition may be True for less than a poll.
 			r.Phase("NOSPACE: waiting for the operator to report the alarm")
 			if err := r.WaitFor(ctx, "Alarm=True/NoSpace, or an AlarmDisarmed Event", 2*time.Minute, func() error {
-				ec, err := r.GetCluster(ctx)
-				if err != nil {
+				c, raised, err := r.ConditionIs(ctx, v1alpha1.ConditionAlarm, metav1.ConditionTrue, v1alpha1.ReasonNoSpace)
+				if err != nil || raised {
 					return err
-				}
-				c := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionAlarm)
-				if c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonNoSpace {
-					return nil
 				}
 				disarmed, err := r.EventsFor(ctx, v1alpha1.EventAlarmDisarmed)
 				if err != nil {

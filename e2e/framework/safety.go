@@ -39,18 +39,28 @@ func (r *Run) Update(ctx context.Context, what string, change func(*v1alpha1.Etc
 func (r *Run) WaitCondition(ctx context.Context, t string, status metav1.ConditionStatus, reason string, timeout time.Duration) (metav1.Condition, error) {
 	var got metav1.Condition
 	err := r.WaitFor(ctx, fmt.Sprintf("%s=%s/%s", t, status, reason), timeout, func() error {
-		ec, err := r.GetCluster(ctx)
+		c, ok, err := r.ConditionIs(ctx, t, status, reason)
 		if err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(ec.Status.Conditions, t)
-		if c == nil || c.Status != status || c.Reason != reason {
+		if !ok {
 			return fmt.Errorf("%s is %v", t, c)
 		}
 		got = *c
 		return nil
 	})
 	return got, err
+}
+
+// ConditionIs reads the cluster's condition t (nil when it has none) and whether it has the
+// status and reason.
+func (r *Run) ConditionIs(ctx context.Context, t string, status metav1.ConditionStatus, reason string) (*metav1.Condition, bool, error) {
+	ec, err := r.GetCluster(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	c := meta.FindStatusCondition(ec.Status.Conditions, t)
+	return c, c != nil && c.Status == status && c.Reason == reason, nil
 }
 
 // memberIDs are the etcd member IDs of the cluster's members, by name, as status lists them.
