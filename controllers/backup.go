@@ -38,7 +38,7 @@ type BackupReconciler struct {
 	Recorder  record.EventRecorder
 	Images    resources.Images
 	Ownership *Ownership
-	// APIReader reads the claims (Leases) without caching them.
+	// APIReader reads the claims (Leases), and a finished Job's pods, without caching them.
 	APIReader client.Reader
 }
 
@@ -82,7 +82,7 @@ func (r *BackupReconciler) step(ctx context.Context, b *v1alpha1.EtcdBackup) (ct
 		r.setPhase(b, v1alpha1.BackupRunning, v1alpha1.ReasonBackupRunning, "Job "+job.Name+" takes the snapshot")
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
-	result, rerr := jobResult(ctx, r.Client, job)
+	result, rerr := finishedJobResult(ctx, r.Client, r.APIReader, job)
 	switch {
 	case !failed && rerr == nil && result.Kind == backup.ResultStored && result.Info != nil:
 		b.Status.Member, b.Status.Location, b.Status.Key = result.Member, result.Location, result.Key
@@ -231,9 +231,21 @@ func jobCondition(j *batchv1.Job) string {
 	return ""
 }
 
+// finishedJobResult is the result of a finished Job. The Job and its pods come through
+// different watches, so the cache can hold the finished Job before its pod's termination
+// message: without a result in the cache, the pods are read from the API server (live) before
+// the Job counts as having left none, which ends a backup or a drill for good.
+func finishedJobResult(ctx context.Context, cache, live client.Reader, j *batchv1.Job) (*backup.Result, error) {
+	res, err := jobResult(ctx, cache, j)
+	if errors.Is(err, backup.ErrNoResult) && live != nil {
+		return jobResult(ctx, live, j)
+	}
+	return res, err
+}
+
 // jobResult reads the result quorate-backup left in the termination message of the Job's
 // newest pod.
-func jobResult(ctx context.Context, c client.Client, j *batchv1.Job) (*backup.Result, error) {
+func jobResult(ctx context.Context, c client.Reader, j *batchv1.Job) (*backup.Result, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{batchv1.JobNameLabel: j.Name}); err != nil {
 		return nil, err

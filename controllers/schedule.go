@@ -301,7 +301,7 @@ func (r *ScheduleReconciler) drill(ctx context.Context, s *v1alpha1.EtcdBackupSc
 	if !done {
 		return true, nil
 	}
-	res, err := jobResult(ctx, r.Client, job)
+	res, err := finishedJobResult(ctx, r.Client, r.APIReader, job)
 	switch {
 	case err == nil && res.Kind == backup.ResultVerified:
 		return false, r.endDrill(ctx, s, res.Matches, res.Message)
