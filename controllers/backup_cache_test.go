@@ -66,4 +66,3 @@ func TestBackupResultPastAStaleCache(t *testing.T) {
 		})
 	}
 }
-
