@@ -193,33 +193,11 @@ var bugs = map[string]func(*history.History) error{
 	},
 	// A read served from a member that fell behind (a serializable read passed off as
 	// linearizable, a partitioned old leader): a get returns the value before the latest
-	// write that had been acknowledged before the get began.
-	"stale-read": func(h *history.History) error {
-		ops := append([]history.Op(nil), h.Ops...)
-		sort.Slice(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
-		for _, g := range ops {
-			if g.Type != history.Get || g.Status != history.OK || !g.Found {
-				continue
-			}
-			var done []history.Op // acknowledged puts of the key completed before the get began
-			for _, w := range h.Ops {
-				if w.Type == history.Put && w.Acknowledged() && w.Key == g.Key && w.Return < g.Call {
-					done = append(done, w)
-				}
-			}
-			sort.Slice(done, func(i, j int) bool { return done[i].Return < done[j].Return })
-			if len(done) < 2 || done[len(done)-1].Value != g.Output {
-				continue
-			}
-			for i := range h.Ops {
-				if h.Ops[i].ID == g.ID {
-					h.Ops[i].Output = done[len(done)-2].Value
-					return nil
-				}
-			}
-		}
-		return fmt.Errorf("no get follows two acknowledged puts of its key")
-	},
+	// write that had been acknowledged before the get began, at the revision it reported.
+	"stale-read": staleRead(false),
+	// The same stale read, reporting the revision of the value it returned (as the member
+	// that fell behind would): its revision agrees with its value, and only real time tells.
+	"stale-read-at-its-revision": staleRead(true),
 	// Two leaders in one term (a member bootstrapped a second cluster with the same member
 	// IDs, or a partitioned leader kept serving): a follower claims leadership in a term in
 	// which another member leads.
@@ -285,4 +263,38 @@ func middleWatchEvent(h *history.History) int {
 		return -1
 	}
 	return len(h.WatchEvents) / 2
+}
+
+// staleRead is the stale-read bug; with revision, the get also reports the revision of the
+// value it returns.
+func staleRead(revision bool) func(*history.History) error {
+	return func(h *history.History) error {
+		ops := append([]history.Op(nil), h.Ops...)
+		sort.Slice(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+		for _, g := range ops {
+			if g.Type != history.Get || g.Status != history.OK || !g.Found {
+				continue
+			}
+			var done []history.Op // acknowledged puts of the key completed before the get began
+			for _, w := range h.Ops {
+				if w.Type == history.Put && w.Acknowledged() && w.Key == g.Key && w.Return < g.Call {
+					done = append(done, w)
+				}
+			}
+			sort.Slice(done, func(i, j int) bool { return done[i].Return < done[j].Return })
+			if len(done) < 2 || done[len(done)-1].Value != g.Output {
+				continue
+			}
+			for i := range h.Ops {
+				if h.Ops[i].ID == g.ID {
+					h.Ops[i].Output = done[len(done)-2].Value
+					if revision {
+						h.Ops[i].Revision = done[len(done)-2].Revision
+					}
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no get follows two acknowledged puts of its key")
+	}
 }
