@@ -1,14 +1,15 @@
 // Package linearizability checks that a history of puts, gets and compare-and-sets is
-// linearizable against a key-value model, with porcupine. A write whose outcome is unknown may
-// have taken effect at any time after its call, or never: the model tries both.
+// linearizable against a key-value model, holding etcd to its revisions as etcd's own
+// robustness tests do: writes to a key take effect in the order of the revisions etcd
+// acknowledged them with, and a read that reports revision h saw the key's newest acknowledged
+// write at or below h, and nothing above it. This only removes orders a plain key-value check
+// would accept, so a pass still means linearizable; a history whose revisions contradict its
+// values or real time fails.
 //
-// The model also holds etcd to its revisions, as etcd's own robustness tests do: writes to a
-// key take effect in the order of the revisions etcd acknowledged them with, and a read that
-// reports revision h saw the key's newest acknowledged write at or below h, and nothing above
-// it. This only removes orders a plain key-value check would accept, so a pass still means
-// linearizable; a history whose revisions contradict its values fails. It is what keeps the
-// search small: concurrent acknowledged writes have one order, not every permutation, which
-// an open-loop load at hundreds of operations per second needs.
+// A key whose every operation ended with a revision has one order left, checked directly
+// (revision.go). A key with a write of unknown outcome that a read saw goes to porcupine's
+// search, where such a write may take effect at any time after its call, or never (the model
+// tries both); the revision rules keep that search small too.
 package linearizability
 
 import (
