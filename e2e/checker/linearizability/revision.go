@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -30,49 +29,40 @@ func ordered(ops []porcupine.Operation) bool {
 // writes before it leave, and no operation comes before one that had returned before it was
 // called. It returns what breaks that, or "" (start is the history's start, for the times).
 func inRevisionOrder(ops []porcupine.Operation, start int64) string {
-	var writes, reads []history.Op
+	var writes []history.Op
+	var reads []input // each with its Floor, from Operations
 	for _, p := range ops {
-		if o := p.Input.(input).Op; o.Acknowledged() {
-			writes = append(writes, o)
+		if in := p.Input.(input); in.Acknowledged() {
+			writes = append(writes, in.Op)
 		} else {
-			reads = append(reads, o)
+			reads = append(reads, in)
 		}
 	}
 	slices.SortStableFunc(writes, func(a, b history.Op) int { return cmp.Compare(a.Revision, b.Revision) })
-	after := func(i int) state { // the state after writes[:i+1]
-		if i < 0 {
-			return state{}
-		}
-		return state{Found: true, Value: writes[i].Value, Rev: writes[i].Revision}
-	}
 	for i, w := range writes {
 		if i > 0 && w.Revision == writes[i-1].Revision {
 			return fmt.Sprintf("%s and %s were both acknowledged at revision %d", describe(writes[i-1]), describe(w), w.Revision)
 		}
-		if s := after(i - 1); w.Type == history.CAS && !s.matches(w) {
+		if s := after(writes, i-1); w.Type == history.CAS && !s.matches(w) {
 			return fmt.Sprintf("%s swapped, but the write before it was %s", describe(w), describeState(s))
 		}
 	}
-	// floor is the index of the newest write at or below a read's revision (-1: none).
-	floor := func(o history.Op) int {
-		return sort.Search(len(writes), func(i int) bool { return writes[i].Revision > o.Revision }) - 1
-	}
-	slices.SortStableFunc(reads, func(a, b history.Op) int { return cmp.Or(cmp.Compare(floor(a), floor(b)), cmp.Compare(a.Call, b.Call)) })
-	for _, r := range reads {
-		s := after(floor(r))
-		if !(input{Op: r, Floor: s.Rev}).reads(s) || (r.Type == history.CAS && s.matches(r)) {
-			return fmt.Sprintf("%s, but the newest write at or below revision %d was %s", describe(r), r.Revision, describeState(s))
-		}
-	}
 	// The whole order: reads before the first write, the first write, the reads after it...
+	// Reads of one state (one Floor) by call time.
+	slices.SortStableFunc(reads, func(a, b input) int { return cmp.Or(cmp.Compare(a.Floor, b.Floor), cmp.Compare(a.Call, b.Call)) })
 	order := make([]history.Op, 0, len(ops))
 	ri := 0
 	for wi := -1; wi < len(writes); wi++ {
 		if wi >= 0 {
 			order = append(order, writes[wi])
 		}
-		for ; ri < len(reads) && floor(reads[ri]) == wi; ri++ {
-			order = append(order, reads[ri])
+		s := after(writes, wi)
+		for ; ri < len(reads) && reads[ri].Floor == s.Rev; ri++ {
+			r := reads[ri]
+			if !r.reads(s) || (r.Type == history.CAS && s.matches(r.Op)) {
+				return fmt.Sprintf("%s, but the newest write at or below revision %d was %s", describe(r.Op), r.Revision, describeState(s))
+			}
+			order = append(order, r.Op)
 		}
 	}
 	// Real time, from the end: first is the operation that returned first among those after i.
@@ -88,6 +78,14 @@ func inRevisionOrder(ops []porcupine.Operation, start int64) string {
 		}
 	}
 	return ""
+}
+
+// after is the state writes[:i+1] leave (writes in revision order).
+func after(writes []history.Op, i int) state {
+	if i < 0 {
+		return state{}
+	}
+	return state{Found: true, Value: writes[i].Value, Rev: writes[i].Revision}
 }
 
 func describeState(s state) string {
