@@ -459,8 +459,10 @@ func (r *Runner) do(c *clientv3.Client, o *history.Op) {
 }
 
 // definite are errors a server returns before a write is proposed, so it cannot have applied.
-// NOSPACE refuses a write at apply time, without applying it.
-var definite = []error{rpctypes.ErrGRPCNotCapable, rpctypes.ErrGRPCRequestTooManyRequests, rpctypes.ErrGRPCNoLeader, rpctypes.ErrGRPCNotSupportedForLearner, rpctypes.ErrGRPCNoSpace}
+// NOSPACE is not one of them: etcd can answer it for a write it applied (etcd-io/etcd#16659,
+// now in etcd's maintenance guide), and the nospace scenario saw it here, in 2 of 4 runs, for
+// writes that the cluster's history holds at their revisions.
+var definite = []error{rpctypes.ErrGRPCNotCapable, rpctypes.ErrGRPCRequestTooManyRequests, rpctypes.ErrGRPCNoLeader, rpctypes.ErrGRPCNotSupportedForLearner}
 
 // notProposed are raft's own errors for a proposal it refused to append (etcd passes them on
 // with code Unknown): during a leadership transfer the leader drops proposals, and a stopped

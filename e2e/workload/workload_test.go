@@ -113,7 +113,7 @@ func TestClassify(t *testing.T) {
 	}{
 		{nil, history.OK},
 		{rpctypes.ErrGRPCNoLeader, history.Fail},
-		{rpctypes.ErrGRPCNoSpace, history.Fail},
+		{rpctypes.ErrGRPCNoSpace, history.Unknown},
 		{status.Error(codes.Unknown, "raft proposal dropped"), history.Fail},
 		{status.Error(codes.Unknown, "raft: stopped"), history.Fail},
 		{rpctypes.ErrGRPCStopped, history.Unknown},
