@@ -218,17 +218,14 @@ func main() {
 // cacheOptions restricts the cache to WATCH_NAMESPACE (comma-separated, as OLM sets it), or
 // watches every namespace.
 func cacheOptions() cache.Options {
-	// managedFields are a large share of every cached object and the operator never reads
-	// them: at thousands of clusters (15000 pods) they are tens of MiB (make bench-scale).
-	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	var namespaces []string
 	if ns := strings.TrimSpace(os.Getenv("WATCH_NAMESPACE")); ns != "" {
-		opts.DefaultNamespaces = map[string]cache.Config{}
 		for _, n := range strings.Split(ns, ",") {
-			opts.DefaultNamespaces[strings.TrimSpace(n)] = cache.Config{}
+			namespaces = append(namespaces, strings.TrimSpace(n))
 		}
 		ctrl.Log.WithName("setup").Info("watching namespaces", "namespaces", ns)
 	}
-	return opts
+	return controllers.CacheOptions(namespaces...)
 }
 
 // addChecks: healthy while the process runs; ready once the cache has synced (before that,

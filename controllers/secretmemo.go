@@ -49,6 +49,7 @@ func (m *secretMemo) warm(ctx context.Context, live client.Reader, cluster types
 	}
 	for i := range list.Items {
 		s := &list.Items[i]
+		s.ManagedFields = nil // never read; an Update that leaves them nil keeps the server's
 		m.secrets[client.ObjectKeyFromObject(s)] = s
 	}
 	m.warmed[cluster] = true
@@ -77,7 +78,9 @@ func (m *secretMemo) get(ctx context.Context, cached, live client.Reader, key ty
 		if m.secrets == nil {
 			m.secrets = map[types.NamespacedName]*corev1.Secret{}
 		}
-		m.secrets[key] = s.DeepCopy()
+		kept := s.DeepCopy()
+		kept.ManagedFields = nil
+		m.secrets[key] = kept
 	case apierrors.IsNotFound(err):
 		delete(m.secrets, key)
 	}

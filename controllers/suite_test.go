@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -163,7 +162,7 @@ func startWith(t *testing.T, ns string, fake *etcd.Fake, identity string, deadli
 		HealthProbeBindAddress: "0",
 		// Every test starts its own manager with a controller of the same name.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Cache:      CacheOptions(ns),
 	})
 	if err != nil {
 		t.Fatal(err)

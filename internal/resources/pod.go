@@ -323,3 +323,28 @@ func restoreContainers(c *v1alpha1.EtcdCluster, p MemberPod, im Images) []corev1
 	}
 	return []corev1.Container{fetch, restore}
 }
+
+// PodForCache is the operator's cache transform for pods. A member pod's spec (two containers
+// with their flags, environment and mounts, volumes, affinity, the defaults the API server adds)
+// is most of its size, and the operator reads only its node and whether the etcd container
+// forces a new cluster (ForcesNewCluster). So the cache keeps a pod's metadata (managedFields
+// apart) and status whole, its node, its containers' names, and of their commands only
+// --force-new-cluster. A cached pod is therefore never a base to write from: the operator builds
+// pods with Pod and only creates and deletes them. Anything that is not a pod (a tombstone)
+// passes unchanged.
+func PodForCache(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	p.ManagedFields = nil
+	containers := make([]corev1.Container, len(p.Spec.Containers))
+	for i, c := range p.Spec.Containers {
+		containers[i].Name = c.Name
+		if slices.Contains(c.Command, flagForceNewCluster) {
+			containers[i].Command = []string{flagForceNewCluster}
+		}
+	}
+	p.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: containers}
+	return p, nil
+}

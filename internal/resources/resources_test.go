@@ -255,3 +255,39 @@ func TestEtcdImagePinned(t *testing.T) {
 		t.Errorf("spec.image: %s", got)
 	}
 }
+
+// The cache keeps a pod's metadata (managedFields apart), status, node, containers' names and
+// --force-new-cluster, so what the operator reads of a pod reads the same from the cache.
+func TestPodForCache(t *testing.T) {
+	c := cluster()
+	for _, force := range []bool{false, true} {
+		pod, err := Pod(c, MemberPod{Member: "demo-1", InitialCluster: "demo-1=https://demo-1.demo-peer.ns.svc:2380", ForceNewCluster: force}, images)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Spec.NodeName = "node-a"
+		pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "quorate-operator", Operation: metav1.ManagedFieldsOperationApply}}
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.7",
+			ContainerStatuses: []corev1.ContainerStatus{{Name: EtcdContainer, LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: "refused"}}}}}
+		want := &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy(), Status: *pod.Status.DeepCopy(), Spec: corev1.PodSpec{NodeName: "node-a"}}
+		want.ManagedFields = nil
+		want.Spec.Containers = []corev1.Container{{Name: EtcdContainer}}
+		if force {
+			want.Spec.Containers[0].Command = []string{"--force-new-cluster"}
+		}
+		got, err := PodForCache(pod.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("force-new-cluster %v: PodForCache =\n%+v\nwant\n%+v", force, got, want)
+		}
+		if gotForce := ForcesNewCluster(got.(*corev1.Pod)); gotForce != force || ForcesNewCluster(pod) != force {
+			t.Errorf("ForcesNewCluster: %v on the cached pod, %v on the built pod; want %v", gotForce, ForcesNewCluster(pod), force)
+		}
+	}
+	tombstone := "not a pod"
+	if got, err := PodForCache(tombstone); err != nil || got != tombstone {
+		t.Errorf("PodForCache(%q) = %v, %v; want it unchanged", tombstone, got, err)
+	}
+}
