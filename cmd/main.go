@@ -32,6 +32,7 @@ import (
 	"github.com/quorate-dev/quorate/controllers"
 	"github.com/quorate-dev/quorate/internal/envflag"
 	"github.com/quorate-dev/quorate/internal/expectations"
+	"github.com/quorate-dev/quorate/internal/memlimit"
 	"github.com/quorate-dev/quorate/internal/metricstls"
 	"github.com/quorate-dev/quorate/internal/pki"
 	"github.com/quorate-dev/quorate/internal/planner"
@@ -111,6 +112,11 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
+	if soft, why, err := memlimit.Set(memlimit.Paths); err != nil {
+		log.Error(err, "reading the container's memory limit: the Go runtime keeps no soft memory limit; set GOMEMLIMIT to give it one")
+	} else {
+		log.Info("the Go runtime's soft memory limit", "bytes", soft, "because", why)
+	}
 	images.PullPolicy = corev1.PullPolicy(pullPolicy)
 	images.EtcdPinned = resources.PinnedFromEnv(os.Environ())
 	if images.Launcher == "" {
