@@ -60,15 +60,9 @@ func ScopeMigration(operatorNS string) framework.Scenario {
 			if err != nil {
 				return err
 			}
-			// A claim moves only when its holder has gone: never while it runs.
 			want := []framework.Claim{{Holder: wide}, {At: wideGone, Holder: narrow}, {At: narrowGone, Holder: wide}}
-			if len(claims) != len(want) {
-				return fmt.Errorf("claims %v, want the cluster-wide install, then the namespaced one, then the cluster-wide one", claims)
-			}
-			for i, c := range claims {
-				if c.Holder != want[i].Holder || c.At.Before(want[i].At.Truncate(time.Second)) {
-					return fmt.Errorf("claim %d: %s at %s, want %s after %s", i, c.Holder, c.At.Format(time.RFC3339), want[i].Holder, want[i].At.Format(time.RFC3339))
-				}
+			if err := framework.ClaimsInOrder(claims, want); err != nil {
+				return err
 			}
 			if counts[wide] == 0 || counts[narrow] == 0 {
 				return fmt.Errorf("changes by install: %v; want both installs to have managed the cluster", counts)

@@ -30,19 +30,8 @@ func OLMScenarios(opts *framework.Options) []framework.Scenario {
 		// A Subscription in a namespace of its own with a global OperatorGroup: the operator
 		// watches every namespace, including the one of the EtcdCluster.
 		{Name: "olm-install-all-namespaces", Labels: labels("AllNamespaces"), Replicas: 3, Class: framework.Planned,
-			Install: func(ctx context.Context, r *framework.Run) error {
-				_, current, err := catalogs()
-				if err != nil {
-					return err
-				}
-				ns := r.Namespace + "-operator"
-				if err := r.CreateNamespace(ctx, ns); err != nil {
-					return err
-				}
-				r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, ns) })
-				_, err = olm.InstallV0(ctx, r, ns, current, nil)
-				return err
-			}},
+			Install: installCurrentAllNamespaces(catalogs, new(*olm.V0))},
+		olmScopeMigration(catalogs),
 		// The previous release installed in the EtcdCluster's namespace (OwnNamespace); the new
 		// release is published in the channel while the workload runs, and OLM upgrades the
 		// operator. Clients must not notice: the steady-state budget applies.
@@ -55,6 +44,53 @@ func OLMScenarios(opts *framework.Options) []framework.Scenario {
 		scenarios = append([]framework.Scenario{olmv1Upgrade(opts, catalogs)}, scenarios...)
 	}
 	return scenarios
+}
+
+// olmScopeMigration moves, under load, the management of the cluster from an AllNamespaces
+// install in a namespace of its own to an OwnNamespace install in the cluster's namespace, as
+// a team narrowing an operator's scope does through OLM (olm.MoveV0 says how). OLM v0 never
+// runs the two at once; the cluster's claim moves to the new install once the old one's
+// expires, the new install scales the cluster, and the Events prove that every change was
+// made by the claim's holder.
+func olmScopeMigration(catalogs func() (string, string, error)) framework.Scenario {
+	var wide *olm.V0
+	return framework.Scenario{Name: "olm-scope-migration", Labels: map[string]string{"suite": "olm", "install-mode": "AllNamespaces", "migration": "scope"}, Replicas: 3, Class: framework.Planned,
+		Install: installCurrentAllNamespaces(catalogs, &wide),
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			_, current, err := catalogs()
+			if err != nil {
+				return err
+			}
+			wideID, narrowID := framework.Identity(wide.Namespace), framework.Identity(r.Namespace)
+			if err := r.WaitOwner(ctx, wideID); err != nil {
+				return err
+			}
+			// Registered last, so run first: the EtcdCluster goes while the operator in its
+			// namespace still runs.
+			r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, r.Namespace) })
+			_, removed, err := olm.MoveV0(ctx, r, wide, r.Namespace, current)
+			if err != nil {
+				return err
+			}
+			if err := r.WaitOwner(ctx, narrowID); err != nil {
+				return err
+			}
+			if err := r.Scale(ctx, 5); err != nil {
+				return err
+			}
+			counts, claims, err := r.CheckOwnership(ctx)
+			if err != nil {
+				return err
+			}
+			if err := framework.ClaimsInOrder(claims, []framework.Claim{{Holder: wideID}, {At: removed, Holder: narrowID}}); err != nil {
+				return err
+			}
+			if counts[narrowID] == 0 {
+				return fmt.Errorf("changes by install: %v; want the namespaced install to have scaled the cluster", counts)
+			}
+			r.T.Logf("changes by install: %v, each while it held the cluster's claim", counts)
+			return nil
+		}}
 }
 
 // olmv1Upgrade: OLM v1 installs the previous release from a ClusterCatalog holding both
@@ -94,6 +130,25 @@ func olmv1Upgrade(opts *framework.Options, catalogs func() (string, string, erro
 			}
 			return olm.UpgradeV1(ctx, r, in, next)
 		}}
+}
+
+// installCurrentAllNamespaces installs the current release through OLM v0 for all namespaces,
+// in a namespace of its own (the scenario's namespace with "-operator"), and records the
+// install in *in.
+func installCurrentAllNamespaces(catalogs func() (string, string, error), in **olm.V0) func(context.Context, *framework.Run) error {
+	return func(ctx context.Context, r *framework.Run) error {
+		_, current, err := catalogs()
+		if err != nil {
+			return err
+		}
+		ns := r.Namespace + "-operator"
+		if err := r.CreateNamespace(ctx, ns); err != nil {
+			return err
+		}
+		r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, ns) })
+		*in, err = olm.InstallV0(ctx, r, ns, current, nil)
+		return err
+	}
 }
 
 // installPreviousOwnNamespace installs the previous release through OLM v0 for the scenario's

@@ -67,6 +67,25 @@ type Claim struct {
 	Holder string
 }
 
+// ClaimsInOrder checks that the claims went to want's holders, in want's order, each no
+// earlier than its At (Event times have a resolution of a second): a claim moves only when its
+// holder has gone, never while it runs.
+func ClaimsInOrder(claims, want []Claim) error {
+	var holders []string
+	for _, w := range want {
+		holders = append(holders, w.Holder)
+	}
+	if len(claims) != len(want) {
+		return fmt.Errorf("claims %v, want them taken by %s, in this order", claims, strings.Join(holders, ", then "))
+	}
+	for i, c := range claims {
+		if c.Holder != want[i].Holder || c.At.Before(want[i].At.Truncate(time.Second)) {
+			return fmt.Errorf("claim %d: %s at %s, want %s after %s", i, c.Holder, c.At.Format(time.RFC3339), want[i].Holder, want[i].At.Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
 // CheckOwnership reads the operators' Events about the cluster and checks that every change
 // an install made (membership, pods, volumes) falls in a time it held the cluster's claim, as
 // its own ownership Events bound it: no two installs acted in overlapping windows. It returns

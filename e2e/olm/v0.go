@@ -55,35 +55,14 @@ type V0 struct {
 // would both manage the same clusters.
 func InstallV0(ctx context.Context, run *framework.Run, ns, catalogImage string, targets []string) (*V0, error) {
 	r := installer{run}
-	c := r.Suite.Client
 	if err := r.requireOLM(ctx); err != nil {
 		return nil, err
 	}
 	if err := r.refuseOtherOperator(ctx); err != nil {
 		return nil, err
 	}
-	mode := "AllNamespaces"
-	if len(targets) > 0 {
-		mode = "OwnNamespace"
-		if len(targets) > 1 || targets[0] != ns {
-			mode = "MultiNamespace"
-		}
-	}
-	r.Phase(fmt.Sprintf("installing Quorate through OLM (%s) from %s", mode, catalogImage))
-	r.Event("olm", "install", fmt.Sprintf("CatalogSource %s/%s (%s), OperatorGroup %s, Subscription to %s/%s", ns, olmName, catalogImage, mode, OLMPackage, OLMChannel))
-	objs := []client.Object{
-		&olm.CatalogSource{ObjectMeta: metav1.ObjectMeta{Name: olmName, Namespace: ns}, Spec: olm.CatalogSourceSpec{
-			SourceType: olm.SourceTypeGrpc, Image: catalogImage, DisplayName: "Quorate (conformance)", Publisher: "quorate-dev"}},
-		&operatorsv1.OperatorGroup{ObjectMeta: metav1.ObjectMeta{Name: olmName, Namespace: ns}, Spec: operatorsv1.OperatorGroupSpec{TargetNamespaces: targets}},
-		&olm.Subscription{ObjectMeta: metav1.ObjectMeta{Name: olmName, Namespace: ns}, Spec: &olm.SubscriptionSpec{
-			CatalogSource: olmName, CatalogSourceNamespace: ns, Package: OLMPackage, Channel: OLMChannel, InstallPlanApproval: olm.ApprovalAutomatic}},
-	}
-	for _, o := range objs {
-		if err := c.Create(ctx, o); err != nil {
-			return nil, fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
-		}
-	}
-	if err := r.waitCatalogReady(ctx, ns, catalogImage); err != nil {
+	mode, err := r.subscribe(ctx, ns, catalogImage, targets)
+	if err != nil {
 		return nil, err
 	}
 	in := &V0{Namespace: ns}
@@ -99,6 +78,47 @@ func InstallV0(ctx context.Context, run *framework.Run, ns, catalogImage string,
 		return nil, err
 	}
 	return in, nil
+}
+
+// installMode names the OLM install mode of an OperatorGroup in ns targeting targets.
+func installMode(ns string, targets []string) string {
+	switch {
+	case len(targets) == 0:
+		return "AllNamespaces"
+	case len(targets) == 1 && targets[0] == ns:
+		return "OwnNamespace"
+	default:
+		return "MultiNamespace"
+	}
+}
+
+// subscribe creates what a customer creates to install from OperatorHub, in ns: a
+// CatalogSource serving catalogImage, an OperatorGroup targeting targets (none:
+// AllNamespaces) and a Subscription to the package's channel with automatic approval. It waits
+// until the catalog serves, and returns the install mode.
+func (r installer) subscribe(ctx context.Context, ns, catalogImage string, targets []string) (string, error) {
+	mode := installMode(ns, targets)
+	r.Phase(fmt.Sprintf("installing Quorate through OLM (%s) from %s", mode, catalogImage))
+	r.Event("olm", "install", fmt.Sprintf("CatalogSource %s/%s (%s), OperatorGroup %s, Subscription to %s/%s", ns, olmName, catalogImage, mode, OLMPackage, OLMChannel))
+	objs := []client.Object{
+		&olm.CatalogSource{ObjectMeta: metav1.ObjectMeta{Name: olmName, Namespace: ns}, Spec: olm.CatalogSourceSpec{
+			SourceType: olm.SourceTypeGrpc, Image: catalogImage, DisplayName: "Quorate (conformance)", Publisher: "quorate-dev"}},
+		&operatorsv1.OperatorGroup{ObjectMeta: metav1.ObjectMeta{Name: olmName, Namespace: ns}, Spec: operatorsv1.OperatorGroupSpec{TargetNamespaces: targets}},
+		subscription(ns),
+	}
+	for _, o := range objs {
+		if err := r.Suite.Client.Create(ctx, o); err != nil {
+			return "", fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return mode, r.waitCatalogReady(ctx, ns, catalogImage)
+}
+
+// subscription is the Subscription of an install in ns, to the package's channel of the
+// install's own CatalogSource, approved automatically.
+func subscription(ns string) *olm.Subscription {
+	return &olm.Subscription{ObjectMeta: metav1.ObjectMeta{Name: olmName, Namespace: ns}, Spec: &olm.SubscriptionSpec{
+		CatalogSource: olmName, CatalogSourceNamespace: ns, Package: OLMPackage, Channel: OLMChannel, InstallPlanApproval: olm.ApprovalAutomatic}}
 }
 
 // checkScope asks the API server what the operator's service account may do, as
@@ -379,14 +399,21 @@ func (r installer) waitUpgradeable(ctx context.Context, in *V0) error {
 // refuseOtherOperator fails when a Quorate operator already runs: the OLM scenarios install
 // their own, and two operators would both manage the same clusters.
 func (r installer) refuseOtherOperator(ctx context.Context) error {
-	var deps appsv1.DeploymentList
-	if err := r.Suite.Client.List(ctx, &deps, client.MatchingLabelsSelector{Selector: operatorSelector}); err != nil {
+	deps, err := r.operatorDeployments(ctx)
+	if err != nil {
 		return err
 	}
-	for _, d := range deps.Items {
+	for _, d := range deps {
 		return fmt.Errorf("a Quorate operator already runs (deployment %s/%s): the OLM scenarios install their own, so run them on a cluster without Quorate (not with --install-operator)", d.Namespace, d.Name)
 	}
 	return nil
+}
+
+// operatorDeployments lists the Quorate operator Deployments (all namespaces, or as opts narrow).
+func (r installer) operatorDeployments(ctx context.Context, opts ...client.ListOption) ([]appsv1.Deployment, error) {
+	var deps appsv1.DeploymentList
+	err := r.Suite.Client.List(ctx, &deps, append(opts, client.MatchingLabelsSelector{Selector: operatorSelector})...)
+	return deps.Items, err
 }
 
 // requireOLM fails with what to do when OLM's CRDs are not installed.
