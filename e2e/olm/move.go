@@ -16,8 +16,8 @@ import (
 )
 
 // MoveV0 moves the management of the clusters in ns from the install from (AllNamespaces, in
-// a namespace of its own) to an OwnNamespace install in ns, through OLM v0, as
-// docs/user-guide.md tells users to:
+// a namespace of its own) to an OwnNamespace install in ns, through OLM v0, as docs/olm.md
+// tells users to:
 //
 //  1. The new install is subscribed first, while the old one runs, as users often do. OLM v0
 //     does not start a second operator: the old CSV's copy in ns (OLM copies a CSV into every
@@ -70,7 +70,7 @@ func MoveV0(ctx context.Context, run *framework.Run, from *V0, ns, catalogImage 
 }
 
 // waitCopied waits until the Subscription in ns counts as installed the copy of from's CSV
-// that OLM keeps in every namespace from targets, and fails at once if an operator Deployment
+// that OLM keeps in every namespace from's install targets, and fails at once if an operator Deployment
 // appears in ns: OLM would then run two operators on the same clusters.
 func (r installer) waitCopied(ctx context.Context, from *V0, ns string) error {
 	c := r.Suite.Client
