@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +50,9 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 		return stepResult{requeueAfter: r.StepDelay}, r.maintain(ctx, c, o, a)
 	case planner.AdoptVolumes:
 		return stepResult{requeueAfter: r.StepDelay}, r.adoptVolumes(ctx, c, o, a)
+	case planner.StartJoin:
+		r.startJoin(c, o, s, a)
+		return stepResult{requeueAfter: r.StepDelay}, nil
 	case planner.StartRecovery, planner.RecoveryPhase:
 		r.recordRecovery(c, a)
 		return stepResult{requeueAfter: r.StepDelay}, nil
@@ -174,6 +178,9 @@ func (r *Reconciler) actOnMembership(ctx context.Context, c *v1alpha1.EtcdCluste
 
 	case planner.MoveLeader:
 		ep, ok := o.endpoints[a.Member]
+		if !ok {
+			ep, ok = o.externalEndpointOf(a.ID)
+		}
 		if !ok {
 			return next, fmt.Errorf("leader %s has no address to send the leadership transfer to", a.Member)
 		}
@@ -301,5 +308,5 @@ func initialClusterFor(c *v1alpha1.EtcdCluster, o *observation, member string) s
 		list = append(list, member)
 	}
 	sort.Strings(list)
-	return resources.InitialCluster(c, list)
+	return strings.Join(append([]string{resources.InitialCluster(c, list)}, externalPeers(c, o)...), ",")
 }

@@ -182,6 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		execErr = r.syncUsers(ctx, c, obs, action)
 	}
 	if execErr == nil {
+		r.advanceJoin(c, state, action)
 		renewedAll(c)
 		// A CA rotation moves on only from a settled pass (it changes what members trust).
 		r.advanceRotation(c, action.Kind == planner.None, time.Now())

@@ -51,6 +51,10 @@ type observation struct {
 	statuses        map[string]etcd.Status
 	statusErrs      map[string]error
 	alarms          []etcd.Alarm
+	// extStatuses and extErrs are the answers of spec.bootstrap.join's endpoints, keyed by
+	// externalPrefix and address.
+	extStatuses map[string]etcd.Status
+	extErrs     map[string]error
 
 	desiredHash string
 
@@ -182,13 +186,18 @@ func joinHostPort(host string, port int) string {
 // observeEtcd reads the member list through any member and asks every member for its status,
 // concurrently, so one dead member costs one timeout, not one per member.
 func (r *Reconciler) observeEtcd(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation) {
-	if len(o.endpoints) == 0 {
-		o.etcdErr = etcd.ErrNoEndpoints
-		return
-	}
+	defer o.splitExternal()
 	eps := make([]etcd.Endpoint, 0, len(o.endpoints))
 	for _, ep := range o.endpoints {
 		eps = append(eps, ep)
+	}
+	if joining(c) {
+		// The external cluster's members answer too, until the last of them is removed.
+		eps = append(eps, externalEndpoints(c)...)
+	}
+	if len(eps) == 0 {
+		o.etcdErr = etcd.ErrNoEndpoints
+		return
 	}
 	sort.Slice(eps, func(i, j int) bool { return eps[i].Member < eps[j].Member })
 	tlsCfg, err := r.clientTLS(ctx, c)

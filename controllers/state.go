@@ -86,6 +86,9 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 	}
 	for _, em := range o.members {
 		name, ok := o.memberOf(em)
+		if !ok && isExternal(c, em) {
+			continue
+		}
 		if !ok {
 			s.UnknownMembers = append(s.UnknownMembers, memberLabel(em))
 			continue
@@ -146,6 +149,14 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 	}
 	for _, m := range byName {
 		s.Members = append(s.Members, *m)
+	}
+	if joining(c) {
+		s.Join = o.joinState(c)
+		for _, st := range o.extStatuses {
+			if st.Leader != 0 && st.RaftTerm >= term && st.ClusterID == s.Join.ListedClusterID {
+				term, s.LeaderID = st.RaftTerm, st.Leader
+			}
+		}
 	}
 	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].Index < s.Members[j].Index })
 	return s

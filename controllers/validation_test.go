@@ -63,6 +63,10 @@ const (
 	msgShrink    = "storage.size cannot shrink: etcd's files may already fill the volume, and volumes do not shrink; to use smaller volumes, restore a backup into a new EtcdCluster"
 	// The API server adds this when schema errors stop CEL rules from running.
 	msgNotChecked = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+	msgJoinTLS    = "spec.bootstrap.join needs certificates the external members trust: set tls.serverSecretName, tls.peerSecretName and tls.clientSecretName to Secrets issued by the external cluster's CA (tls.clientSecretName is also the operator's credential for the external cluster), or set tls.enabled to false for a plaintext cluster"
+	msgJoinScheme = "spec.bootstrap.join.endpoints must use https:// with TLS on and http:// with tls.enabled false"
+	msgBootstrap  = "spec.bootstrap cannot change after the cluster is created: it says what the cluster started from (only the settings of bootstrap.join may change)"
+	joinPlain     = "bootstrap: {join: {endpoints: [\"http://10.0.0.5:2379\"]}}"
 	msgTLSChange  = "tls.enabled and the tls secret names cannot be changed after creation (renewCertificates and rotateCA can); create a new EtcdCluster with the TLS settings you want and move your data to it"
 	msgTLSRotate  = "tls.rotateCA and tls.renewCertificates act on the certificates the operator generates: with your own Secrets, replace their certificates yourself"
 	msgUsersTLS   = `spec.users needs TLS with operator-generated certificates: users authenticate with client certificates the operator issues from the cluster CA`
@@ -191,6 +195,14 @@ func TestValidationRejectsBadInput(t *testing.T) {
 			want: []string{"spec: Invalid value: " + msgUsersTLS}},
 		{name: "user with an empty prefix", spec: base + "users: [{name: app, readOnly: [\"\"]}]",
 			want: []string{`spec.users[0].readOnly[0]: Invalid value: "": spec.users[0].readOnly[0] in body should be at least 1 chars long`}},
+		{name: "join with generated certificates", spec: base + "bootstrap: {join: {endpoints: [\"https://10.0.0.5:2379\"]}}",
+			want: []string{"spec: Invalid value: " + msgJoinTLS}},
+		{name: "join over http with TLS on", spec: base + "tls: {serverSecretName: s, peerSecretName: p, clientSecretName: c}\nbootstrap: {join: {endpoints: [\"http://10.0.0.5:2379\"]}}",
+			want: []string{"spec: Invalid value: " + msgJoinScheme}},
+		{name: "join endpoint without a port", spec: base + "tls: {enabled: false}\nbootstrap: {join: {endpoints: [\"http://10.0.0.5\"]}}",
+			want: []string{`spec.bootstrap.join.endpoints[0]: Invalid value: "http://10.0.0.5": spec.bootstrap.join.endpoints[0] in body should match '^https?://[^/\s]+:[0-9]+/?$'`}},
+		{name: "join and restore", spec: base + "tls: {enabled: false}\nbootstrap: {fromBackup: {backupName: b}, join: {endpoints: [\"http://10.0.0.5:2379\"]}}",
+			want: []string{"spec.bootstrap: Invalid value: bootstrap takes fromBackup or join, not both: a joined cluster keeps the external cluster's data"}},
 		{name: "uppercase name", objName: "Etcd", spec: base,
 			want: []string{`metadata.name: Invalid value: "Etcd": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`, `<nil>: Invalid value: ` + msgNameChars}},
 	} {
@@ -228,6 +240,12 @@ func TestValidationKeepsImmutableFields(t *testing.T) {
 			want: []string{`spec.tls: Invalid value: ` + msgTLSChange}},
 		{name: "bring own certificates later", spec: base, update: base + "tls: {serverSecretName: s, peerSecretName: p, clientSecretName: c}",
 			want: []string{`spec.tls: Invalid value: ` + msgTLSChange}},
+		{name: "join later", spec: base + "tls: {enabled: false}", update: base + "tls: {enabled: false}\n" + joinPlain,
+			want: []string{`spec: Invalid value: ` + msgBootstrap}},
+		{name: "drop the join", spec: base + "tls: {enabled: false}\n" + joinPlain, update: base + "tls: {enabled: false}\nbootstrap: {}",
+			want: []string{`spec: Invalid value: ` + msgBootstrap}},
+		{name: "restore another backup", spec: base + "bootstrap: {fromBackup: {backupName: b1}}", update: base + "bootstrap: {fromBackup: {backupName: b2}}",
+			want: []string{`spec: Invalid value: ` + msgBootstrap}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := "imm-" + strings.ReplaceAll(strings.ToLower(tc.name), " ", "-")
@@ -267,10 +285,26 @@ func TestValidationAcceptsGoodInput(t *testing.T) {
 		base + "image: registry.example.com/etcd:v3.6.16",
 		base + "volumeRetention: Delete",
 		base + "tls: {rotateCA: ca-2026, renewCertificates: renew.1}",
+		base + "tls: {serverSecretName: s, peerSecretName: p, clientSecretName: c}\nbootstrap: {join: {endpoints: [\"https://10.0.0.5:2379\", \"https://vm-1.example.com:2379/\"], removeExternalMembers: true}}",
 	} {
 		if err := k8s.Create(context.Background(), clusterObject(t, ns, "good-"+strconv.Itoa(i), spec)); err != nil {
 			t.Errorf("valid spec %d rejected: %v\n%s", i, err, spec)
 		}
+	}
+}
+
+// The go-ahead of a join, and its endpoints, may change after creation.
+func TestValidationAllowsJoinSettings(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	obj := clusterObject(t, ns, "join", base+"tls: {enabled: false}\n"+joinPlain)
+	if err := k8s.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	upd := clusterObject(t, ns, "join", base+"tls: {enabled: false}\nbootstrap: {join: {endpoints: [\"http://10.0.0.6:2379\"], removeExternalMembers: true}}")
+	upd.SetResourceVersion(obj.GetResourceVersion())
+	if err := k8s.Update(ctx, upd); err != nil {
+		t.Fatalf("the go-ahead was refused: %v", err)
 	}
 }
 

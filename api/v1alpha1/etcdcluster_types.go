@@ -9,7 +9,9 @@ import (
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.users) || size(self.users) == 0 || ((!has(self.tls.enabled) || self.tls.enabled) && !has(self.tls.clientSecretName))",message="spec.users needs TLS with operator-generated certificates: users authenticate with client certificates the operator issues from the cluster CA"
-// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap cannot change after the cluster is created: it says what the cluster started from"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || (has(self.bootstrap.join) == has(oldSelf.bootstrap.join) && (has(self.bootstrap.fromBackup) ? has(oldSelf.bootstrap.fromBackup) && self.bootstrap.fromBackup == oldSelf.bootstrap.fromBackup : !has(oldSelf.bootstrap.fromBackup))))",message="spec.bootstrap cannot change after the cluster is created: it says what the cluster started from (only the settings of bootstrap.join may change)"
+// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.join) || (has(self.tls.enabled) && !self.tls.enabled) || has(self.tls.serverSecretName)",message="spec.bootstrap.join needs certificates the external members trust: set tls.serverSecretName, tls.peerSecretName and tls.clientSecretName to Secrets issued by the external cluster's CA (tls.clientSecretName is also the operator's credential for the external cluster), or set tls.enabled to false for a plaintext cluster"
+// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.join) || self.bootstrap.join.endpoints.all(e, e.startsWith((has(self.tls.enabled) && !self.tls.enabled) ? 'http://' : 'https://'))",message="spec.bootstrap.join.endpoints must use https:// with TLS on and http:// with tls.enabled false"
 // +kubebuilder:validation:XValidation:rule="!has(self.image) || !self.image.matches(':v?[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || self.image.endsWith(':' + self.version) || self.image.endsWith(':v' + self.version)",message="the tag of spec.image names another etcd release than spec.version; set both to the same release"
 type EtcdClusterSpec struct {
 	// Replicas is the number of voting members. Use an odd number: 3 tolerates the loss of one
@@ -144,6 +146,7 @@ type DefragSpec struct {
 }
 
 // BootstrapSpec says what a new cluster starts from.
+// +kubebuilder:validation:XValidation:rule="!(has(self.fromBackup) && has(self.join))",message="bootstrap takes fromBackup or join, not both: a joined cluster keeps the external cluster's data"
 type BootstrapSpec struct {
 	// FromBackup restores a snapshot into every member before etcd first starts, as etcdutl
 	// snapshot restore does: the cluster starts with the snapshot's keys and revision, under a
@@ -151,6 +154,37 @@ type BootstrapSpec struct {
 	// stays down with the reason in its Degraded condition.
 	// +optional
 	FromBackup *RestoreSource `json:"fromBackup,omitempty"`
+
+	// Join moves a running etcd cluster (on VMs, or in another Kubernetes cluster) into this
+	// EtcdCluster, live: the operator adds its members to that cluster one at a time, as
+	// learners promoted once they caught up, then removes the external members one at a
+	// time, the leader last, when removeExternalMembers says so. The cluster keeps its
+	// cluster ID and data throughout. The external members and the new ones must reach each
+	// other's peer URLs, and trust each other's certificates: use the external cluster's CA
+	// for spec.tls's Secrets.
+	// +optional
+	Join *JoinSpec `json:"join,omitempty"`
+}
+
+// JoinSpec names a running etcd cluster to move in.
+type JoinSpec struct {
+	// Endpoints are the client URLs of every member of the external cluster, such as
+	// https://10.0.0.5:2379. The operator reaches the cluster through them, with the client
+	// certificate of tls.clientSecretName, until the last external member is removed.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=9
+	// +listType=set
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:Pattern=`^https?://[^/\s]+:[0-9]+/?$`
+	Endpoints []string `json:"endpoints"`
+
+	// RemoveExternalMembers lets the operator remove the external members once its own
+	// members (spec.replicas of them) vote: one at a time, the leader last after leadership
+	// moved to one of the new members. While it is false the operator stops there, with the
+	// condition Progressing reason WaitingForGoAhead: set it to true to go ahead. Set it at
+	// creation for a move without a stop. Setting it back to false stops the removals.
+	// +optional
+	RemoveExternalMembers bool `json:"removeExternalMembers,omitempty"`
 }
 
 // RestoreSource names a stored snapshot: an EtcdBackup of the namespace, or a location.
@@ -507,6 +541,10 @@ type EtcdClusterStatus struct {
 	// +optional
 	TLS *TLSStatus `json:"tls,omitempty"`
 
+	// Join is the progress of moving a running cluster in (spec.bootstrap.join).
+	// +optional
+	Join *JoinStatus `json:"join,omitempty"`
+
 	// Operator is the operator instance (namespace/pod) that holds the cluster's claim and
 	// manages it: where two Quorate installs see the cluster, only this one acts.
 	// +optional
@@ -554,6 +592,53 @@ type CARotationStatus struct {
 	Phase string `json:"phase"`
 	// PhaseTime is when the phase began.
 	PhaseTime metav1.Time `json:"phaseTime"`
+}
+
+// Phases of a join (status.join.phase).
+const (
+	// JoinAddingMembers: the operator adds its members to the external cluster.
+	JoinAddingMembers = "AddingMembers"
+	// JoinWaitingForGoAhead: the operator's members vote; the external ones stay until
+	// spec.bootstrap.join.removeExternalMembers is true.
+	JoinWaitingForGoAhead = "WaitingForGoAhead"
+	// JoinRemovingExternalMembers: the external members are removed, one at a time.
+	JoinRemovingExternalMembers = "RemovingExternalMembers"
+	// JoinCompleted: no external member is left; the cluster is the operator's.
+	JoinCompleted = "Completed"
+)
+
+// JoinStatus is the progress of moving a running cluster in.
+type JoinStatus struct {
+	// Phase: AddingMembers, WaitingForGoAhead, RemovingExternalMembers or Completed.
+	Phase string `json:"phase"`
+	// ExternalMembers are the members the external cluster had when the join started. Only
+	// they, besides the operator's own, may be members until the join completes: any other
+	// member stops the operator (UnknownMember).
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=9
+	ExternalMembers []ExternalMember `json:"externalMembers"`
+	// Remaining is the number of external members still in the cluster.
+	Remaining int32 `json:"remaining"`
+	// StartTime is when the join started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime is when the last external member was removed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// ExternalMember is a member of the external cluster.
+type ExternalMember struct {
+	// ID is the etcd member ID (hex).
+	ID string `json:"id"`
+	// Name is the member's etcd name.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// PeerURLs it advertises.
+	// +listType=atomic
+	// +optional
+	PeerURLs []string `json:"peerURLs,omitempty"`
 }
 
 // StorageStatus is the progress of a change of spec.storage.

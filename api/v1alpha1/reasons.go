@@ -84,6 +84,17 @@ const (
 	ReasonRecovery = "Recovery"
 	// ReasonDefragmenting: spec.maintenance.defrag returns free pages, one member at a time.
 	ReasonDefragmenting = "Defragmenting"
+	// ReasonJoining: the operator moves a running cluster in (spec.bootstrap.join).
+	ReasonJoining = "Joining"
+	// ReasonJoinRefused: the external cluster cannot be joined safely (it does not answer,
+	// a member is unhealthy, it runs another etcd minor release, ...); nothing was changed.
+	ReasonJoinRefused = "JoinRefused"
+	// ReasonWaitingForGoAhead: the operator's members vote; the external members are removed
+	// once spec.bootstrap.join.removeExternalMembers is true.
+	ReasonWaitingForGoAhead = "WaitingForGoAhead"
+	// ReasonExternalMemberUnhealthy: an external member does not answer or has no leader;
+	// membership changes wait.
+	ReasonExternalMemberUnhealthy = "ExternalMemberUnhealthy"
 )
 
 // Phases of a forced recovery (status.recovery.phase).
@@ -148,16 +159,21 @@ const (
 	EventVolumesAdopted       = "VolumesAdopted"
 	EventRecoveryStarted      = "RecoveryStarted"
 	EventRecoveryProgress     = "RecoveryProgress"
-	EventOwnershipAcquired    = "OwnershipAcquired"
-	EventOwnershipTakenOver   = "OwnershipTakenOver"
-	EventOwnedElsewhere       = "OwnedElsewhere"
+	// EventJoinStarted: the operator recorded the external cluster's ID and members and
+	// starts adding its own (spec.bootstrap.join).
+	EventJoinStarted = "JoinStarted"
+	// EventJoinCompleted: the last external member was removed.
+	EventJoinCompleted      = "JoinCompleted"
+	EventOwnershipAcquired  = "OwnershipAcquired"
+	EventOwnershipTakenOver = "OwnershipTakenOver"
+	EventOwnedElsewhere     = "OwnedElsewhere"
 )
 
 // MembershipEvents are the Event reasons that mark a change of the cluster's membership or of
 // a member's pod: the conformance suite draws them on its timelines.
 var MembershipEvents = []string{
 	EventClusterBootstrapped, EventMemberAdded, EventMemberPromoted, EventMemberRemoved, EventLeaderMoved, EventMemberRestarting,
-	EventPodReplaced, EventAlarmDisarmed, EventDefragmented, EventRecoveryStarted, EventRecoveryProgress,
+	EventPodReplaced, EventAlarmDisarmed, EventDefragmented, EventRecoveryStarted, EventRecoveryProgress, EventJoinStarted, EventJoinCompleted,
 }
 
 // Conditions of an EtcdBackup and an EtcdBackupSchedule.

@@ -31,6 +31,7 @@ type Fake struct {
 	dbInUse   map[string]int64
 	revision  map[string]int64
 	answerAs  map[string]string
+	servedAt  map[string]string // endpoint name -> member name (ServeAt)
 	version   string
 	calls     []string
 	clients   int
@@ -40,7 +41,7 @@ type Fake struct {
 // NewFake returns an empty, not yet bootstrapped cluster running the given etcd version.
 func NewFake(version string) *Fake {
 	return &Fake{nextID: 0x1000, down: map[string]bool{}, foreign: map[string]uint64{},
-		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, dbInUse: map[string]int64{}, revision: map[string]int64{}, answerAs: map[string]string{}, version: version}
+		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, dbInUse: map[string]int64{}, revision: map[string]int64{}, answerAs: map[string]string{}, servedAt: map[string]string{}, version: version}
 }
 
 // Factory returns a Factory whose clients talk to this fake.
@@ -53,7 +54,7 @@ func (f *Fake) Factory() Factory {
 		defer f.mu.Unlock()
 		f.clients++
 		for _, ep := range cfg.Endpoints {
-			f.startLocked(ep.Member)
+			f.startLocked(f.atLocked(ep.Member))
 		}
 		return &fakeClient{f: f, eps: cfg.Endpoints}, nil
 	}
@@ -169,6 +170,21 @@ func (f *Fake) AnswerAs(name, as string) {
 		return
 	}
 	f.answerAs[name] = as
+}
+
+// ServeAt makes the endpoint named endpoint (Endpoint.Member) reach member name: a member
+// the operator did not create, addressed by its client URL.
+func (f *Fake) ServeAt(endpoint, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.servedAt[endpoint] = name
+}
+
+func (f *Fake) atLocked(endpoint string) string {
+	if name, ok := f.servedAt[endpoint]; ok {
+		return name
+	}
+	return endpoint
 }
 
 // ForceNewCluster does what etcd --force-new-cluster does to the named member: it becomes the
@@ -297,7 +313,7 @@ func (c *fakeClient) reachableLocked() error {
 	}
 	for _, ep := range c.eps {
 		for _, m := range f.members {
-			if m.Name == ep.Member && f.upLocked(m) {
+			if m.Name == f.atLocked(ep.Member) && f.upLocked(m) {
 				return nil
 			}
 		}
@@ -403,7 +419,7 @@ func (c *fakeClient) MoveLeader(_ context.Context, leader Endpoint, transferee u
 	if err := f.errLocked("MoveLeader"); err != nil {
 		return err
 	}
-	if f.nameOfLocked(f.leader) != leader.Member {
+	if f.nameOfLocked(f.leader) != f.atLocked(leader.Member) {
 		return errors.New("etcdserver: not leader")
 	}
 	for _, m := range f.members {
@@ -423,7 +439,7 @@ func (c *fakeClient) Status(_ context.Context, ep Endpoint) (Status, error) {
 	if err := f.errLocked("Status"); err != nil {
 		return Status{}, err
 	}
-	name := ep.Member
+	name := f.atLocked(ep.Member)
 	if as, ok := f.answerAs[name]; ok {
 		name = as
 	}

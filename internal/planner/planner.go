@@ -153,6 +153,8 @@ type State struct {
 	Recovery   Recovery
 	// Defrag is spec.maintenance.defrag.
 	Defrag Defrag
+	// Join is spec.bootstrap.join until the join completes (nil otherwise).
+	Join *Join
 	// Now is when the state was observed.
 	Now time.Time
 }
@@ -186,6 +188,8 @@ const (
 	StartRecovery Kind = "StartRecovery"
 	// RecoveryPhase records that a forced recovery reached Action.Phase.
 	RecoveryPhase Kind = "RecoveryPhase"
+	// StartJoin records the external cluster's ID and members (spec.bootstrap.join).
+	StartJoin Kind = "StartJoin"
 )
 
 // Action is the planner's decision.
@@ -302,6 +306,9 @@ func Plan(s State, name func(int) string) Action {
 			return a
 		}
 	}
+	if s.ClusterID == 0 && s.Join != nil {
+		return planJoinStart(s)
+	}
 	if s.ClusterID == 0 {
 		return planBootstrap(s, name)
 	}
@@ -311,7 +318,7 @@ func Plan(s State, name func(int) string) Action {
 	if !s.EtcdReachable {
 		return planUnreachable(s)
 	}
-	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateHealth, changeMembership, expandVolumes, rollPods, clearAlarms, defragment} {
+	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateHealth, gateExternal, changeMembership, handOver, expandVolumes, rollPods, clearAlarms, defragment} {
 		if a, ok := r(s); ok {
 			return a
 		}

@@ -1,6 +1,9 @@
 package resources
 
 import (
+	"fmt"
+	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -289,6 +292,37 @@ func (o Operator) peer() networkingv1.NetworkPolicyPeer {
 	return networkingv1.NetworkPolicyPeer{NamespaceSelector: ns, PodSelector: &metav1.LabelSelector{MatchLabels: o.Labels}}
 }
 
+// joinPeers admit, while a join is under way (spec.bootstrap.join), peer traffic from the
+// external members whose peer URLs name an address; a member named by a host name cannot be
+// written in a NetworkPolicy (docs/user-guide.md says to turn the policy off for the move).
+func joinPeers(c *v1alpha1.EtcdCluster) []networkingv1.NetworkPolicyPeer {
+	js := c.Status.Join
+	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Join == nil || js == nil || js.Phase == v1alpha1.JoinCompleted {
+		return nil
+	}
+	var peers []networkingv1.NetworkPolicyPeer
+	seen := map[string]bool{}
+	for _, m := range js.ExternalMembers {
+		for _, raw := range m.PeerURLs {
+			u, err := url.Parse(raw)
+			if err != nil {
+				continue
+			}
+			ip := net.ParseIP(u.Hostname())
+			if ip == nil || seen[ip.String()] {
+				continue
+			}
+			seen[ip.String()] = true
+			bits := 32
+			if ip.To4() == nil {
+				bits = 128
+			}
+			peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: fmt.Sprintf("%s/%d", ip, bits)}})
+		}
+	}
+	return peers
+}
+
 // NetworkPolicy admits, to the cluster's members, peer traffic from its members only, client
 // traffic from the operator and spec.networkPolicy.clients (anyone when none are named), and
 // metrics and health traffic from spec.networkPolicy.monitoring (anyone when none are named).
@@ -303,6 +337,7 @@ func NetworkPolicy(c *v1alpha1.EtcdCluster, op Operator) *networkingv1.NetworkPo
 		return out
 	}
 	members := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: names.MemberSelector(c.Name)}}
+	peers := append([]networkingv1.NetworkPolicyPeer{members}, joinPeers(c)...)
 	spec := c.Spec.NetworkPolicy
 	var clients []networkingv1.NetworkPolicyPeer
 	if len(spec.Clients) > 0 {
@@ -314,7 +349,7 @@ func NetworkPolicy(c *v1alpha1.EtcdCluster, op Operator) *networkingv1.NetworkPo
 			PodSelector: metav1.LabelSelector{MatchLabels: names.MemberSelector(c.Name)},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{
-				{Ports: port(names.PeerPort), From: []networkingv1.NetworkPolicyPeer{members}},
+				{Ports: port(names.PeerPort), From: peers},
 				{Ports: port(names.ClientPort, names.ClientHTTPPort), From: clients},
 				{Ports: port(names.MetricsPort), From: append([]networkingv1.NetworkPolicyPeer(nil), spec.Monitoring...)},
 			},

@@ -1,0 +1,164 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/version"
+)
+
+// Join is a running etcd cluster moving in (spec.bootstrap.join), until its last external
+// member is removed.
+type Join struct {
+	// Started: status records the external cluster's ID and members.
+	Started bool
+	// RemoveExternal is spec.bootstrap.join.removeExternalMembers.
+	RemoveExternal bool
+	// Unreachable says why the external cluster's member list could not be read ("" when it
+	// was).
+	Unreachable string
+	// ListedClusterID is the cluster ID the member list reported.
+	ListedClusterID uint64
+	// External are the external members etcd lists: before the join starts, every member;
+	// after, those status recorded that are still members.
+	External []External
+	// Alarms raised in the external cluster, before the join starts.
+	Alarms []string
+}
+
+// External is one member of the external cluster.
+type External struct {
+	Name     string
+	ID       uint64
+	Learner  bool
+	Endpoint bool // spec.bootstrap.join.endpoints has an endpoint that answers as this member
+	// From asking the member itself.
+	Reachable bool
+	ClusterID uint64
+	HasLeader bool
+	Version   string
+	// Problem is the error of the endpoint that did not answer.
+	Problem string
+}
+
+// Healthy: the member answered as itself, of the joined cluster, following a leader.
+func (e External) Healthy(clusterID uint64) bool {
+	return e.Reachable && e.ClusterID == clusterID && e.HasLeader
+}
+
+func (e External) label() string {
+	if e.Name != "" {
+		return e.Name + " (" + names.FormatID(e.ID) + ")"
+	}
+	return names.FormatID(e.ID)
+}
+
+// planJoinStart checks the external cluster before anything is changed, and starts the join
+// when it is safe: every member answers, is healthy and runs the spec's minor release, none
+// is a learner, and no alarm is raised. A refusal changes nothing and says what to fix.
+func planJoinStart(s State) Action {
+	refuse := func(format string, args ...any) Action {
+		return Action{Kind: Halt, Reason: v1alpha1.ReasonJoinRefused, Attention: true,
+			Message: "the external cluster is not joined: " + fmt.Sprintf(format, args...) + "; nothing was changed, and the join starts once this is fixed"}
+	}
+	j := s.Join
+	if j.Unreachable != "" {
+		return refuse("its member list could not be read through spec.bootstrap.join.endpoints (%s)", j.Unreachable)
+	}
+	if len(s.Members) > 0 {
+		// Objects of this cluster's members exist but no ID is recorded: a status lost after
+		// the join started. The volumes recover the ID (identify); never start a second join.
+		return Action{Kind: Wait, Reason: v1alpha1.ReasonJoining, Message: "members of this cluster exist but status records no join: waiting for their volumes to tell the cluster ID"}
+	}
+	want, err := version.Parse(s.Version)
+	if err != nil {
+		return refuse("spec.version %q: %v", s.Version, err)
+	}
+	if len(j.Alarms) > 0 {
+		return refuse("it has the alarms %s raised; clear them (etcdctl alarm disarm) after fixing their cause", strings.Join(j.Alarms, ", "))
+	}
+	for _, e := range j.External {
+		switch {
+		case e.Learner:
+			return refuse("member %s is a learner; promote or remove it first", e.label())
+		case !e.Endpoint:
+			return refuse("member %s has no endpoint in spec.bootstrap.join.endpoints that answers as it; list the client URL of every member", e.label())
+		case !e.Reachable:
+			return refuse("member %s does not answer: %s", e.label(), e.Problem)
+		case e.ClusterID != j.ListedClusterID:
+			return refuse("member %s reports cluster ID %s, the member list %s", e.label(), names.FormatID(e.ClusterID), names.FormatID(j.ListedClusterID))
+		case !e.HasLeader:
+			return refuse("member %s has no leader", e.label())
+		}
+		v, err := version.Parse(e.Version)
+		if err != nil {
+			return refuse("member %s reports etcd version %q: %v", e.label(), e.Version, err)
+		}
+		if !v.SameMinor(want) {
+			return refuse("member %s runs etcd %s and spec.version is %s: the new members must run the external cluster's minor release; set spec.version to a %d.%d release, and upgrade once the move is done", e.label(), v, want, v.Major, v.Minor)
+		}
+	}
+	if len(j.External) == 0 {
+		return refuse("it lists no members")
+	}
+	return Action{Kind: StartJoin, Reason: v1alpha1.ReasonJoining,
+		Message: fmt.Sprintf("joining etcd cluster %s of %d members: its cluster ID and members are recorded, then members are added one at a time", names.FormatID(j.ListedClusterID), len(j.External))}
+}
+
+// gateExternal stops membership changes while an external member is unhealthy: it votes, and
+// the quorum counts it.
+func gateExternal(s State) (Action, bool) {
+	if s.Join == nil {
+		return Action{}, false
+	}
+	for _, e := range s.Join.External {
+		if e.Healthy(s.ClusterID) {
+			continue
+		}
+		what := "does not answer"
+		if e.Problem != "" {
+			what += " (" + e.Problem + ")"
+		}
+		if e.Reachable && !e.HasLeader {
+			what = "has no leader"
+		}
+		return Action{Kind: Wait, Member: e.Name, Reason: v1alpha1.ReasonExternalMemberUnhealthy, Attention: true,
+			Message: fmt.Sprintf("external member %s %s; membership changes wait until it is healthy; if it is gone for good, remove it with etcdctl member remove", e.label(), what)}, true
+	}
+	return Action{}, false
+}
+
+// handOver removes the external members once the operator's own vote, on the go-ahead: a
+// follower first, the leader last, after leadership moved to one of the operator's members.
+func handOver(s State) (Action, bool) {
+	if s.Join == nil || len(s.Join.External) == 0 {
+		return Action{}, false
+	}
+	if !s.Join.RemoveExternal {
+		return Action{Kind: Wait, Reason: v1alpha1.ReasonWaitingForGoAhead,
+			Message: fmt.Sprintf("the operator's %d members vote beside %d external members; set spec.bootstrap.join.removeExternalMembers to true to remove the external members, one at a time", len(s.voters()), len(s.Join.External))}, true
+	}
+	ext := slices.Clone(s.Join.External)
+	slices.SortFunc(ext, func(a, b External) int { return strings.Compare(a.Name, b.Name) })
+	victim := ext[0]
+	for _, e := range ext {
+		if e.ID != s.LeaderID {
+			victim = e
+			break
+		}
+	}
+	msg := fmt.Sprintf("removing external member %s (%d external members left)", victim.label(), len(ext))
+	if victim.ID == s.LeaderID {
+		for _, v := range s.voters() {
+			if v.Healthy(s.ClusterID) {
+				return Action{Kind: MoveLeader, Member: victim.Name, ID: victim.ID, Target: v.ID, TargetName: v.Name, Reason: v1alpha1.ReasonJoining,
+					Message: fmt.Sprintf("moving leadership from external member %s to %s before removing it", victim.label(), v.Name)}, true
+			}
+		}
+		return Action{Kind: Wait, Reason: v1alpha1.ReasonJoining, Message: "waiting for a healthy member to move leadership to, before removing the external leader"}, true
+	}
+	return Action{Kind: Remove, Member: victim.Name, ID: victim.ID, Reason: v1alpha1.ReasonJoining, Message: msg}, true
+}
