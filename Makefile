@@ -226,7 +226,7 @@ e2e-safety: ## Run the safety scenarios (volumes deleted, data wiped, power loss
 	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=safety REPORT_DIR=$(REPORT_DIR)/safety
 
 .PHONY: e2e-migration
-e2e-migration: ## Run the migration scenarios (storage class change, install-scope change) on a local cluster.
+e2e-migration: ## Run the migration scenarios (storage class change, install-scope change, an external etcd cluster moved in) on a local cluster.
 	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=migration REPORT_DIR=$(REPORT_DIR)/migration
 
 .PHONY: e2e-backup

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/framework"
 )
 
@@ -68,6 +69,58 @@ func ScopeMigration(operatorNS string) framework.Scenario {
 				return fmt.Errorf("changes by install: %v; want both installs to have managed the cluster", counts)
 			}
 			r.T.Logf("changes by install: %v, each while it held the cluster's claim", counts)
+			return nil
+		}}
+}
+
+// MigrateIn moves a running etcd cluster of plain processes outside Kubernetes into an
+// EtcdCluster, live, under a load that knows both sets of endpoints: the operator adds its
+// three members one at a time as learners, stops for the go-ahead, then removes the external
+// members, the leader last. The cluster keeps its ID and its data, and ends with the
+// EtcdCluster's members only.
+func MigrateIn() framework.Scenario {
+	var x *framework.External
+	return framework.Scenario{Name: "migrate-in", Labels: map[string]string{"suite": "migration"}, Replicas: 3, Class: framework.Planned, NeedsNode: true,
+		External: func(ctx context.Context, r *framework.Run) ([]string, error) {
+			var err error
+			x, err = r.StartExternal(ctx, 3)
+			if err != nil {
+				return nil, err
+			}
+			return x.Endpoints, nil
+		},
+		ClientSecret: func(string) string { return framework.ExternalClientSecret },
+		Spec: func(s *v1alpha1.EtcdClusterSpec) {
+			s.TLS = v1alpha1.TLSSpec{ServerSecretName: framework.ExternalServerSecret, PeerSecretName: framework.ExternalPeerSecret, ClientSecretName: framework.ExternalClientSecret}
+			s.Bootstrap = &v1alpha1.BootstrapSpec{Join: &v1alpha1.JoinSpec{Endpoints: x.Endpoints}}
+		},
+		Steps: func(ctx context.Context, r *framework.Run) error {
+			start := time.Now()
+			r.Phase("joining the external cluster")
+			r.Event("action", "create", "created EtcdCluster "+r.Cluster+" with spec.bootstrap.join")
+			if err := r.CreateEtcdCluster(ctx); err != nil {
+				return err
+			}
+			if err := r.WaitJoin(ctx, v1alpha1.JoinWaitingForGoAhead, 10*time.Minute); err != nil {
+				return err
+			}
+			joined := time.Now()
+			r.Phase("removing the external members")
+			if err := r.GoAhead(ctx); err != nil {
+				return err
+			}
+			if err := r.WaitJoin(ctx, v1alpha1.JoinCompleted, 10*time.Minute); err != nil {
+				return err
+			}
+			if err := r.WaitSettled(ctx, 3, 5*time.Minute); err != nil {
+				return err
+			}
+			done := time.Now()
+			if err := x.CheckMovedIn(ctx, r, 3); err != nil {
+				return err
+			}
+			r.T.Logf("migrate-in: 3 members added in %s, 3 external members removed in %s, %s in all; cluster ID %x kept",
+				joined.Sub(start).Round(time.Second), done.Sub(joined).Round(time.Second), done.Sub(start).Round(time.Second), x.ClusterID)
 			return nil
 		}}
 }

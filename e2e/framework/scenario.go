@@ -60,6 +60,10 @@ type Scenario struct {
 	// Install, when set, installs the operator for this run (through OLM, say) after the run's
 	// namespace exists and before the EtcdCluster is created.
 	Install func(ctx context.Context, r *Run) error
+	// External, when set, starts an etcd cluster outside Kubernetes in place of creating the
+	// EtcdCluster: the load starts on the endpoints it returns (besides the EtcdCluster's
+	// client Service), and Steps create the EtcdCluster (CreateEtcdCluster).
+	External func(ctx context.Context, r *Run) (endpoints []string, err error)
 }
 
 // Run is one execution of a scenario.
@@ -74,6 +78,8 @@ type Run struct {
 	electionTimeout time.Duration
 	// started is when the load started.
 	started time.Time
+	// external are the client URLs of the external cluster (Scenario.External).
+	external []string
 
 	mu       sync.Mutex
 	events   []history.Event
@@ -187,20 +193,8 @@ func (r *Run) teardown(ctx context.Context, t *testing.T) {
 	_ = r.Suite.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}})
 }
 
-type ctxKey string
-
-func runKey(name string) ctxKey { return ctxKey("quorate-run-" + name) }
-
-func (r *Run) setup(ctx context.Context) error {
-	c := r.Suite.Client
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace, Labels: map[string]string{"quorate.dev/conformance": r.Scenario.Name}}}); err != nil {
-		return err
-	}
-	if r.Scenario.Install != nil {
-		if err := r.Scenario.Install(ctx, r); err != nil {
-			return fmt.Errorf("installing the operator: %w", err)
-		}
-	}
+// CreateEtcdCluster creates the run's EtcdCluster as the scenario describes it.
+func (r *Run) CreateEtcdCluster(ctx context.Context) error {
 	version, image := r.Suite.Opts.EtcdVersion, r.Suite.Opts.EtcdImage
 	if r.Scenario.Version != "" {
 		if image != "" {
@@ -216,15 +210,43 @@ func (r *Run) setup(ctx context.Context) error {
 	if r.Scenario.Spec != nil {
 		r.Scenario.Spec(&ec.Spec)
 	}
-	if r.Scenario.NeedsNode && r.Suite.Node == nil {
-		return fmt.Errorf("%s acts on the node's containers and volumes, which only --provider=local can reach; leave it out with --skip-labels=needs=node", r.Scenario.Name)
-	}
-	if err := c.Create(ctx, ec); err != nil {
+	if err := r.Suite.Client.Create(ctx, ec); err != nil {
 		return fmt.Errorf("creating the EtcdCluster: %w", err)
 	}
 	r.electionTimeout = time.Duration(ec.Spec.Etcd.ElectionTimeoutMillis) * time.Millisecond
-	if err := r.WaitSettled(ctx, r.Scenario.Replicas, 5*time.Minute); err != nil {
+	return nil
+}
+
+type ctxKey string
+
+func runKey(name string) ctxKey { return ctxKey("quorate-run-" + name) }
+
+func (r *Run) setup(ctx context.Context) error {
+	c := r.Suite.Client
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace, Labels: map[string]string{"quorate.dev/conformance": r.Scenario.Name}}}); err != nil {
 		return err
+	}
+	if r.Scenario.Install != nil {
+		if err := r.Scenario.Install(ctx, r); err != nil {
+			return fmt.Errorf("installing the operator: %w", err)
+		}
+	}
+	if r.Scenario.NeedsNode && r.Suite.Node == nil {
+		return fmt.Errorf("%s acts on the node's containers and volumes, which only --provider=local can reach; leave it out with --skip-labels=needs=node", r.Scenario.Name)
+	}
+	if r.Scenario.External != nil {
+		eps, err := r.Scenario.External(ctx, r)
+		if err != nil {
+			return fmt.Errorf("starting the external etcd cluster: %w", err)
+		}
+		r.external = eps
+	} else {
+		if err := r.CreateEtcdCluster(ctx); err != nil {
+			return err
+		}
+		if err := r.WaitSettled(ctx, r.Scenario.Replicas, 5*time.Minute); err != nil {
+			return err
+		}
 	}
 	if err := c.Create(ctx, r.workloadPod()); err != nil {
 		return fmt.Errorf("creating the workload: %w", err)

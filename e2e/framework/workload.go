@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,7 +38,7 @@ func (r *Run) workloadPod() *corev1.Pod {
 				Name:  "workload",
 				Image: r.Suite.Opts.WorkloadImage,
 				Args: append([]string{
-					"--endpoints=https://" + clientHost + ":2379",
+					"--endpoints=" + strings.Join(append(slices.Clone(r.external), "https://"+clientHost+":2379"), ","),
 					"--tls-dir=/tls",
 					"--server-name=" + clientHost,
 					"--peer-service=" + names.PeerService(r.Cluster) + "." + r.Namespace + ".svc",

@@ -250,6 +250,7 @@ func (c *Cluster) Down(ctx context.Context) error {
 		return errNotRoot
 	}
 	start := time.Now()
+	c.stopExternal()
 	c.stop("kubelet", 20*time.Second)
 	if _, ok := c.running("containerd"); ok {
 		if err := c.removeAllPods(ctx); err != nil {

@@ -20,6 +20,9 @@ type Node struct{ cfg Config }
 // NewNode returns the node of the local cluster cfg describes.
 func NewNode(cfg Config) *Node { return &Node{cfg: cfg} }
 
+// IP is the node's address, which pods reach.
+func (n *Node) IP() string { return n.cfg.NodeIP }
+
 // KillContainers stops, with no grace period, the running containers of the pods in namespace
 // whose names are in pods (every pod of the namespace when pods is empty), and only the
 // container named container when it is not empty. It returns how many it stopped.

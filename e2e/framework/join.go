@@ -1,0 +1,211 @@
+package framework
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/localcluster"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/pki"
+)
+
+// External is an etcd cluster of plain processes on the node that a scenario moves into an
+// EtcdCluster (spec.bootstrap.join).
+type External struct {
+	etcd *localcluster.ExternalEtcd
+	cert tls.Certificate
+	// Endpoints are the members' client URLs.
+	Endpoints []string
+	// ClusterID the external cluster formed with.
+	ClusterID uint64
+	// MemberIDs of its members.
+	MemberIDs []uint64
+}
+
+// The Secrets of the external cluster's certificates, named in the EtcdCluster's spec.tls.
+const (
+	ExternalServerSecret = "external-server"
+	ExternalPeerSecret   = "external-peer"
+	ExternalClientSecret = "external-client"
+)
+
+// StartExternal starts an external etcd cluster of n members on the node, with certificates of
+// one CA that also issues the run's EtcdCluster's (in ExternalServerSecret, ExternalPeerSecret
+// and ExternalClientSecret), and waits until it has a leader. It is stopped at teardown.
+func (r *Run) StartExternal(ctx context.Context, n int) (*External, error) {
+	if r.Suite.Node == nil {
+		return nil, fmt.Errorf("%s starts etcd processes on the node, which only --provider=local can do", r.Scenario.Name)
+	}
+	now := time.Now()
+	ca, err := pki.NewCA("external-etcd-ca", now)
+	if err != nil {
+		return nil, err
+	}
+	nodeIP := net.ParseIP(r.Suite.Node.IP())
+	clientHost := names.ClientHost(r.Cluster, r.Namespace)
+	members := "*." + names.PeerService(r.Cluster) + "." + r.Namespace + ".svc"
+	hosts := []string{members, clientHost, "localhost"}
+	server, err := ca.Issue("external-etcd", hosts, []net.IP{nodeIP}, pki.ServerAndClient, now)
+	if err != nil {
+		return nil, err
+	}
+	peer, err := ca.Issue("external-etcd-peer", hosts, []net.IP{nodeIP}, pki.ServerAndClient, now)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := ca.Issue("quorate-client", nil, nil, pki.ClientOnly, now)
+	if err != nil {
+		return nil, err
+	}
+	for name, p := range map[string]pki.Pair{ExternalServerSecret: server, ExternalPeerSecret: peer, ExternalClientSecret: cl} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{pki.KeyCert: p.CertPEM, pki.KeyKey: p.KeyPEM, pki.KeyCACert: ca.CertPEM}}
+		if err := r.Suite.Client.Create(ctx, s); err != nil {
+			return nil, fmt.Errorf("creating Secret %s: %w", name, err)
+		}
+	}
+	x := &External{}
+	if x.cert, err = tls.X509KeyPair(cl.CertPEM, cl.KeyPEM); err != nil {
+		return nil, err
+	}
+	var dns corev1.PodList
+	if err := r.Suite.Client.List(ctx, &dns, client.InNamespace("kube-system"), client.MatchingLabels{"k8s-app": "kube-dns"}); err != nil {
+		return nil, err
+	}
+	nameserver := ""
+	for _, p := range dns.Items {
+		if p.Status.PodIP != "" && p.DeletionTimestamp.IsZero() {
+			nameserver = p.Status.PodIP
+		}
+	}
+	if nameserver == "" {
+		return nil, fmt.Errorf("no CoreDNS pod (kube-system, k8s-app=kube-dns) has an address for the external members to resolve the new members' names with")
+	}
+	x.etcd, err = r.Suite.Node.StartExternalEtcd(ctx, localcluster.ExternalEtcdSpec{Name: "vm", Members: n, BasePort: 22379, Nameserver: nameserver,
+		CA: ca.CertPEM, ServerCert: server.CertPEM, ServerKey: server.KeyPEM, PeerCert: peer.CertPEM, PeerKey: peer.KeyPEM})
+	if err != nil {
+		return nil, err
+	}
+	r.OnCleanup(func(context.Context) error { x.etcd.Stop(); return nil })
+	x.Endpoints = x.etcd.ClientURLs
+	c, err := x.etcd.Client(x.cert, clientHost)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = c.Close() }()
+	err = r.WaitFor(ctx, fmt.Sprintf("the %d external members to elect a leader", n), 2*time.Minute, func() error {
+		x.MemberIDs = nil
+		for _, ep := range x.Endpoints {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			st, err := c.Status(sctx, ep)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("%s: %w (logs: %s)", ep, err, strings.Join(x.etcd.LogFiles(), ", "))
+			}
+			if st.Leader == 0 {
+				return fmt.Errorf("%s has no leader", ep)
+			}
+			x.ClusterID = st.Header.ClusterId
+			x.MemberIDs = append(x.MemberIDs, st.Header.MemberId)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.Event("action", "external", fmt.Sprintf("external etcd cluster %s started: %s", names.FormatID(x.ClusterID), strings.Join(x.Endpoints, ",")))
+	return x, nil
+}
+
+// WaitJoin waits until status.join reaches phase.
+func (r *Run) WaitJoin(ctx context.Context, phase string, timeout time.Duration) error {
+	return r.WaitFor(ctx, "the join to reach "+phase, timeout, func() error {
+		ec, err := r.GetCluster(ctx)
+		if err != nil {
+			return err
+		}
+		if j := ec.Status.Join; j != nil && j.Phase == phase {
+			return nil
+		}
+		return fmt.Errorf("status.join %+v; Progressing %s", ec.Status.Join, conditionText(ec, v1alpha1.ConditionProgressing))
+	})
+}
+
+// conditionText is a condition's reason and message.
+func conditionText(ec *v1alpha1.EtcdCluster, typ string) string {
+	for _, c := range ec.Status.Conditions {
+		if c.Type == typ {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	return "(none)"
+}
+
+// GoAhead sets spec.bootstrap.join.removeExternalMembers: the operator removes the external
+// members.
+func (r *Run) GoAhead(ctx context.Context) error {
+	ec, err := r.GetCluster(ctx)
+	if err != nil {
+		return err
+	}
+	if ec.Spec.Bootstrap == nil || ec.Spec.Bootstrap.Join == nil {
+		return fmt.Errorf("EtcdCluster %s has no spec.bootstrap.join", r.Cluster)
+	}
+	patch := client.MergeFrom(ec.DeepCopy())
+	ec.Spec.Bootstrap.Join.RemoveExternalMembers = true
+	r.Event("action", "go-ahead", "spec.bootstrap.join.removeExternalMembers = true")
+	return r.Suite.Client.Patch(ctx, ec, patch)
+}
+
+// CheckMovedIn asks the operator's members, at their pods' addresses, for the member list: it
+// must carry the external cluster's ID and list only the EtcdCluster's members, n of them.
+func (x *External) CheckMovedIn(ctx context.Context, r *Run, n int) error {
+	var pods corev1.PodList
+	if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels(names.MemberSelector(r.Cluster))); err != nil {
+		return err
+	}
+	var eps []string
+	for _, p := range pods.Items {
+		if p.Status.PodIP != "" {
+			eps = append(eps, "https://"+net.JoinHostPort(p.Status.PodIP, fmt.Sprint(names.ClientPort)))
+		}
+	}
+	c, err := x.etcd.Client(x.cert, names.ClientHost(r.Cluster, r.Namespace), eps...)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := c.MemberList(lctx)
+	if err != nil {
+		return fmt.Errorf("listing members through %v: %w", eps, err)
+	}
+	if resp.Header.ClusterId != x.ClusterID {
+		return fmt.Errorf("the cluster's ID is %s, the external cluster's was %s", names.FormatID(resp.Header.ClusterId), names.FormatID(x.ClusterID))
+	}
+	var got []string
+	for _, m := range resp.Members {
+		if slices.Contains(x.MemberIDs, m.ID) {
+			return fmt.Errorf("external member %s (%s) is still a member", m.Name, names.FormatID(m.ID))
+		}
+		if _, ok := names.MemberIndex(r.Cluster, m.Name); !ok || m.IsLearner {
+			return fmt.Errorf("member %q (%s, learner %v) is not a voting member of EtcdCluster %s", m.Name, names.FormatID(m.ID), m.IsLearner, r.Cluster)
+		}
+		got = append(got, m.Name)
+	}
+	if len(got) != n {
+		return fmt.Errorf("members %v, want %d", got, n)
+	}
+	return nil
+}
