@@ -140,3 +140,44 @@ func TestJoinWaitsForExternalHealth(t *testing.T) {
 		t.Errorf("Plan =\n%#v\nwant\n%#v", got, want)
 	}
 }
+
+// With removeExternalMembers set from the start, the external members go only once the
+// operator's members all vote, in the same order, without a stop.
+func TestJoinJourneyWithoutAStop(t *testing.T) {
+	x := &sim{s: toJoin(external(3), func(j *Join) { j.RemoveExternal = true }), nextID: 200}
+	for i := 0; ; i++ {
+		if i > 50 {
+			t.Fatalf("no settled state after 50 steps; changes %v", x.changes)
+		}
+		a := Plan(x.s, name)
+		if a.Kind == None {
+			break
+		}
+		if a.Reason == v1alpha1.ReasonWaitingForGoAhead {
+			t.Fatalf("stopped for a go-ahead that was given: %v", a)
+		}
+		switch a.Kind {
+		case StartJoin:
+			x.s.ClusterID, x.s.Join.Started = cid, true
+			x.changes = append(x.changes, "start-join")
+		case Remove:
+			if j := slices.IndexFunc(x.s.Join.External, func(e External) bool { return e.ID == a.ID }); j >= 0 {
+				if len(x.s.voters()) < x.s.Replicas {
+					t.Fatalf("external member %s removed with %d of %d members voting", a.Member, len(x.s.voters()), x.s.Replicas)
+				}
+				x.s.Join.External = slices.Delete(x.s.Join.External, j, j+1)
+				x.changes = append(x.changes, "remove "+a.Member)
+				continue
+			}
+			x.apply(t, a)
+		case Wait:
+		default:
+			x.apply(t, a)
+		}
+	}
+	want := []string{"start-join", "add c-0", "promote c-0", "add c-1", "promote c-1", "add c-2", "promote c-2",
+		"remove vm-1", "remove vm-2", "move-leader c-0", "remove vm-0"}
+	if !reflect.DeepEqual(x.changes, want) {
+		t.Fatalf("changes = %v, want %v", x.changes, want)
+	}
+}
