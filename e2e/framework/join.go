@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/e2e/localcluster"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
@@ -51,15 +51,18 @@ func (r *Run) StartExternal(ctx context.Context, n int) (*External, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodeIP := net.ParseIP(r.Suite.Node.IP())
+	// Members check a peer's certificate against the address it connects from (its name, by
+	// reverse lookup): the new members' names with and without the cluster domain, the external
+	// members' addresses as pods see them.
+	ips := r.Suite.Node.Addresses()
 	clientHost := names.ClientHost(r.Cluster, r.Namespace)
 	members := "*." + names.PeerService(r.Cluster) + "." + r.Namespace + ".svc"
-	hosts := []string{members, clientHost, "localhost"}
-	server, err := ca.Issue("external-etcd", hosts, []net.IP{nodeIP}, pki.ServerAndClient, now)
+	hosts := []string{members, members + ".cluster.local", clientHost, "localhost"}
+	server, err := ca.Issue("external-etcd", hosts, ips, pki.ServerAndClient, now)
 	if err != nil {
 		return nil, err
 	}
-	peer, err := ca.Issue("external-etcd-peer", hosts, []net.IP{nodeIP}, pki.ServerAndClient, now)
+	peer, err := ca.Issue("external-etcd-peer", hosts, ips, pki.ServerAndClient, now)
 	if err != nil {
 		return nil, err
 	}
@@ -167,45 +170,53 @@ func (r *Run) GoAhead(ctx context.Context) error {
 	return r.Suite.Client.Patch(ctx, ec, patch)
 }
 
-// CheckMovedIn asks the operator's members, at their pods' addresses, for the member list: it
-// must carry the external cluster's ID and list only the EtcdCluster's members, n of them.
+// CheckMovedIn checks what the EtcdCluster's members themselves answer the workload's
+// split-brain poller (from inside the cluster) after the move: every member reports the
+// external cluster's ID, and a member list of the EtcdCluster's n voters only.
 func (x *External) CheckMovedIn(ctx context.Context, r *Run, n int) error {
-	var pods corev1.PodList
-	if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels(names.MemberSelector(r.Cluster))); err != nil {
-		return err
-	}
-	var eps []string
-	for _, p := range pods.Items {
-		if p.Status.PodIP != "" {
-			eps = append(eps, "https://"+net.JoinHostPort(p.Status.PodIP, fmt.Sprint(names.ClientPort)))
-		}
-	}
-	c, err := x.etcd.Client(x.cert, names.ClientHost(r.Cluster, r.Namespace), eps...)
+	ec, err := r.GetCluster(ctx)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = c.Close() }()
-	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	resp, err := c.MemberList(lctx)
-	if err != nil {
-		return fmt.Errorf("listing members through %v: %w", eps, err)
-	}
-	if resp.Header.ClusterId != x.ClusterID {
-		return fmt.Errorf("the cluster's ID is %s, the external cluster's was %s", names.FormatID(resp.Header.ClusterId), names.FormatID(x.ClusterID))
-	}
-	var got []string
-	for _, m := range resp.Members {
-		if slices.Contains(x.MemberIDs, m.ID) {
-			return fmt.Errorf("external member %s (%s) is still a member", m.Name, names.FormatID(m.ID))
+	var want []uint64
+	for _, m := range ec.Status.Members {
+		id, err := names.ParseID(m.ID)
+		if err != nil {
+			return fmt.Errorf("status.members: %s has ID %q: %w", m.Name, m.ID, err)
 		}
-		if _, ok := names.MemberIndex(r.Cluster, m.Name); !ok || m.IsLearner {
-			return fmt.Errorf("member %q (%s, learner %v) is not a voting member of EtcdCluster %s", m.Name, names.FormatID(m.ID), m.IsLearner, r.Cluster)
+		if slices.Contains(x.MemberIDs, id) {
+			return fmt.Errorf("status.members lists external member %s", m.ID)
 		}
-		got = append(got, m.Name)
+		want = append(want, id)
 	}
-	if len(got) != n {
-		return fmt.Errorf("members %v, want %d", got, n)
+	slices.Sort(want)
+	if len(want) != n {
+		return fmt.Errorf("status.members has %d members, want %d", len(want), n)
 	}
-	return nil
+	since := time.Now().UnixNano()
+	return r.WaitFor(ctx, fmt.Sprintf("%d members to answer with cluster ID %s and only the EtcdCluster's members", n, names.FormatID(x.ClusterID)), time.Minute, func() error {
+		var h history.History
+		if err := r.call(ctx, "GET", "history", &h); err != nil {
+			return err
+		}
+		last := map[string]history.Sample{}
+		for _, sm := range h.Samples {
+			if sm.Time >= since && sm.Error == "" {
+				last[sm.Endpoint] = sm
+			}
+		}
+		if len(last) < n {
+			return fmt.Errorf("%d members answered the poller since the move", len(last))
+		}
+		for ep, sm := range last {
+			got := slices.Sorted(slices.Values(sm.Members))
+			if sm.ClusterID != x.ClusterID {
+				return fmt.Errorf("%s reports cluster ID %s, the external cluster's was %s", ep, names.FormatID(sm.ClusterID), names.FormatID(x.ClusterID))
+			}
+			if !slices.Equal(got, want) {
+				return fmt.Errorf("%s lists members %v, want the EtcdCluster's %v", ep, got, want)
+			}
+		}
+		return nil
+	})
 }

@@ -3,8 +3,10 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -20,8 +22,17 @@ type Node struct{ cfg Config }
 // NewNode returns the node of the local cluster cfg describes.
 func NewNode(cfg Config) *Node { return &Node{cfg: cfg} }
 
-// IP is the node's address, which pods reach.
-func (n *Node) IP() string { return n.cfg.NodeIP }
+// Addresses are the node's addresses that pods see: its own, which they reach it at, and the
+// pod bridge's gateway, which connections from the node to pods come from.
+func (n *Node) Addresses() []net.IP {
+	ips := []net.IP{net.ParseIP(n.cfg.NodeIP)}
+	if _, cidr, err := net.ParseCIDR(n.cfg.NodePodCIDR); err == nil && cidr.IP.To4() != nil {
+		gw := slices.Clone(cidr.IP.To4())
+		gw[3]++
+		ips = append(ips, gw)
+	}
+	return ips
+}
 
 // KillContainers stops, with no grace period, the running containers of the pods in namespace
 // whose names are in pods (every pod of the namespace when pods is empty), and only the
