@@ -228,10 +228,14 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *v1alpha1.EtcdCluster, o
 		}()
 	}
 	wg.Wait()
-	// Learners refuse membership calls, so membership goes through voters only.
+	// Learners refuse membership calls, so membership goes through voters only; and only
+	// through members of the recorded cluster: a member list read from another cluster (an
+	// endpoint of spec.bootstrap.join that leads elsewhere) would make this cluster's members
+	// look removed.
+	recorded, _ := names.ParseID(c.Status.ClusterID)
 	var voters []etcd.Endpoint
 	for _, ep := range eps {
-		if st, ok := o.statuses[ep.Member]; ok && !st.IsLearner {
+		if st, ok := o.statuses[ep.Member]; ok && !st.IsLearner && (recorded == 0 || st.ClusterID == recorded) {
 			voters = append(voters, ep)
 		}
 	}
@@ -247,6 +251,9 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *v1alpha1.EtcdCluster, o
 	}
 	o.client = cl
 	o.listedClusterID, o.members, o.etcdErr = cl.MemberList(ctx)
+	if o.etcdErr == nil && recorded != 0 && o.listedClusterID != recorded {
+		o.etcdErr = fmt.Errorf("the member list came from etcd cluster %s, but this cluster is %s", names.FormatID(o.listedClusterID), names.FormatID(recorded))
+	}
 	if o.etcdErr != nil {
 		o.members = nil
 		return
