@@ -22,7 +22,7 @@ func (r *Reconciler) identify(ctx context.Context, c *v1alpha1.EtcdCluster, o *o
 	if err != nil {
 		return 0, err
 	}
-	if id == 0 && o.members != nil && o.listedClusterID != 0 && !joining(c) {
+	if id == 0 && o.members != nil && o.listedClusterID != 0 && !c.Joining() {
 		id = o.listedClusterID
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventClusterBootstrapped, "etcd cluster %s formed with %d members", names.FormatID(id), len(o.members))
 	}

@@ -20,14 +20,6 @@ import (
 // where the operator's members are keyed by name.
 const externalPrefix = "external "
 
-// joining: spec.bootstrap.join names an external cluster whose members may still be in etcd.
-func joining(c *v1alpha1.EtcdCluster) bool {
-	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Join == nil {
-		return false
-	}
-	return c.Status.Join == nil || c.Status.Join.Phase != v1alpha1.JoinCompleted
-}
-
 // externalEndpoints are spec.bootstrap.join.endpoints as the etcd client addresses them.
 func externalEndpoints(c *v1alpha1.EtcdCluster) []etcd.Endpoint {
 	var eps []etcd.Endpoint
@@ -69,6 +61,16 @@ func (o *observation) externalEndpointOf(id uint64) (etcd.Endpoint, bool) {
 	return etcd.Endpoint{}, false
 }
 
+// firstExternalError is the error of the first endpoint of spec.bootstrap.join (by address)
+// that did not answer, with its address; "" when all answered.
+func (o *observation) firstExternalError() string {
+	if len(o.extErrs) == 0 {
+		return ""
+	}
+	k := sortedKeys(o.extErrs)[0]
+	return fmt.Sprintf("%s: %v", strings.TrimPrefix(k, externalPrefix), o.extErrs[k])
+}
+
 // recordedExternal is the set of external member IDs status recorded when the join started.
 func recordedExternal(c *v1alpha1.EtcdCluster) map[uint64]bool {
 	ids := map[uint64]bool{}
@@ -88,14 +90,14 @@ func recordedExternal(c *v1alpha1.EtcdCluster) map[uint64]bool {
 func (o *observation) joinState(c *v1alpha1.EtcdCluster) *planner.Join {
 	j := &planner.Join{Started: c.Status.Join != nil, RemoveExternal: c.Spec.Bootstrap.Join.RemoveExternalMembers,
 		ListedClusterID: o.listedClusterID, Alarms: o.alarmTypes()}
+	extErr := o.firstExternalError()
 	if o.members == nil {
 		j.Unreachable = "no endpoint answered"
 		if o.etcdErr != nil {
 			j.Unreachable = o.etcdErr.Error()
 		}
-		if len(o.extErrs) > 0 {
-			k := sortedKeys(o.extErrs)[0]
-			j.Unreachable = fmt.Sprintf("%s: %v", strings.TrimPrefix(k, externalPrefix), o.extErrs[k])
+		if extErr != "" {
+			j.Unreachable = extErr
 		}
 		return j
 	}
@@ -108,10 +110,9 @@ func (o *observation) joinState(c *v1alpha1.EtcdCluster) *planner.Join {
 		if ep, ok := o.externalEndpointOf(em.ID); ok {
 			st := o.extStatuses[ep.Member]
 			e.Endpoint, e.Reachable, e.ClusterID, e.HasLeader, e.Version = true, true, st.ClusterID, st.Leader != 0, st.Version
-		} else if len(o.extErrs) > 0 {
+		} else if extErr != "" {
 			// An endpoint that did not answer is taken to be this member's.
-			k := sortedKeys(o.extErrs)[0]
-			e.Endpoint, e.Problem = true, fmt.Sprintf("%s: %v", strings.TrimPrefix(k, externalPrefix), o.extErrs[k])
+			e.Endpoint, e.Problem = true, extErr
 		}
 		j.External = append(j.External, e)
 	}
@@ -121,7 +122,7 @@ func (o *observation) joinState(c *v1alpha1.EtcdCluster) *planner.Join {
 
 // isExternal: em is one of the external members of a join under way.
 func isExternal(c *v1alpha1.EtcdCluster, em etcd.Member) bool {
-	if !joining(c) {
+	if !c.Joining() {
 		return false
 	}
 	return c.Status.Join == nil || recordedExternal(c)[em.ID]

@@ -191,7 +191,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *v1alpha1.EtcdCluster, o
 	for _, ep := range o.endpoints {
 		eps = append(eps, ep)
 	}
-	if joining(c) {
+	if c.Joining() {
 		// The external cluster's members answer too, until the last of them is removed.
 		eps = append(eps, externalEndpoints(c)...)
 	}

@@ -96,7 +96,13 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 		m := get(name)
 		m.InEtcd, m.ID, m.Started, m.Learner = true, em.ID, em.Started(), em.IsLearner
 	}
+	// The leader is the one named by the answer of the highest term from the cluster.
 	var term uint64
+	follow := func(st etcd.Status, cluster uint64) {
+		if st.Leader != 0 && st.RaftTerm >= term && st.ClusterID == cluster {
+			term, s.LeaderID = st.RaftTerm, st.Leader
+		}
+	}
 	for name, st := range o.statuses {
 		m := get(name)
 		if m.ID != 0 && st.MemberID != m.ID {
@@ -107,9 +113,7 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 		}
 		m.Reachable, m.ClusterID, m.HasLeader = true, st.ClusterID, st.Leader != 0
 		m.Version, m.Revision, m.DBSize, m.DBSizeInUse = st.Version, st.Revision, st.DBSize, st.DBSizeInUse
-		if st.Leader != 0 && st.RaftTerm >= term && st.ClusterID == clusterID {
-			term, s.LeaderID = st.RaftTerm, st.Leader
-		}
+		follow(st, clusterID)
 	}
 	for name, p := range o.pods {
 		m := get(name)
@@ -150,12 +154,10 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 	for _, m := range byName {
 		s.Members = append(s.Members, *m)
 	}
-	if joining(c) {
+	if c.Joining() {
 		s.Join = o.joinState(c)
 		for _, st := range o.extStatuses {
-			if st.Leader != 0 && st.RaftTerm >= term && st.ClusterID == s.Join.ListedClusterID {
-				term, s.LeaderID = st.RaftTerm, st.Leader
-			}
+			follow(st, s.Join.ListedClusterID)
 		}
 	}
 	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].Index < s.Members[j].Index })

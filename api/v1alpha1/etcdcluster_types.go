@@ -340,6 +340,15 @@ type TLSSpec struct {
 // IsEnabled reports whether TLS is on (the default).
 func (t TLSSpec) IsEnabled() bool { return t.Enabled == nil || *t.Enabled }
 
+// Joining: spec.bootstrap.join names an external cluster whose members may still be in etcd
+// (the join has not completed).
+func (c *EtcdCluster) Joining() bool {
+	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Join == nil {
+		return false
+	}
+	return c.Status.Join == nil || c.Status.Join.Phase != JoinCompleted
+}
+
 // UserProvided reports whether the user supplies the certificates.
 func (t TLSSpec) UserProvided() bool { return t.ServerSecretName != "" }
 

@@ -297,8 +297,8 @@ func (o Operator) peer() networkingv1.NetworkPolicyPeer {
 // written in a NetworkPolicy (docs/user-guide.md says to turn the policy off for the move).
 func joinPeers(c *v1alpha1.EtcdCluster) []networkingv1.NetworkPolicyPeer {
 	js := c.Status.Join
-	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Join == nil || js == nil || js.Phase == v1alpha1.JoinCompleted {
-		return nil
+	if !c.Joining() || js == nil {
+		return nil // no join, or not started yet: no external member is recorded
 	}
 	var peers []networkingv1.NetworkPolicyPeer
 	seen := map[string]bool{}
