@@ -23,7 +23,6 @@ import (
 // EtcdCluster (spec.bootstrap.join).
 type External struct {
 	etcd *localcluster.ExternalEtcd
-	cert tls.Certificate
 	// Endpoints are the members' client URLs.
 	Endpoints []string
 	// ClusterID the external cluster formed with.
@@ -78,7 +77,8 @@ func (r *Run) StartExternal(ctx context.Context, n int) (*External, error) {
 		}
 	}
 	x := &External{}
-	if x.cert, err = tls.X509KeyPair(cl.CertPEM, cl.KeyPEM); err != nil {
+	cert, err := tls.X509KeyPair(cl.CertPEM, cl.KeyPEM)
+	if err != nil {
 		return nil, err
 	}
 	var dns corev1.PodList
@@ -101,7 +101,7 @@ func (r *Run) StartExternal(ctx context.Context, n int) (*External, error) {
 	}
 	r.OnCleanup(func(context.Context) error { x.etcd.Stop(); return nil })
 	x.Endpoints = x.etcd.ClientURLs
-	c, err := x.etcd.Client(x.cert, clientHost)
+	c, err := x.etcd.Client(cert, clientHost)
 	if err != nil {
 		return nil, err
 	}

@@ -110,15 +110,12 @@ func (e *ExternalEtcd) LogFiles() []string {
 
 // Client connects to the members with a client certificate of the cluster's CA; serverName is
 // a name the members' server certificate carries.
-func (e *ExternalEtcd) Client(cert tls.Certificate, serverName string, endpoints ...string) (*clientv3.Client, error) {
+func (e *ExternalEtcd) Client(cert tls.Certificate, serverName string) (*clientv3.Client, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(e.spec.CA) {
 		return nil, errors.New("no CA certificate in the external cluster's spec")
 	}
-	if len(endpoints) == 0 {
-		endpoints = e.ClientURLs
-	}
-	return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+	return clientv3.New(clientv3.Config{Endpoints: e.ClientURLs, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
 		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}})
 }
 
