@@ -71,42 +71,13 @@ func TestJoinStartRefusals(t *testing.T) {
 // followers first, the leader last once leadership moved to one of its own.
 func TestJoinJourney(t *testing.T) {
 	x := &sim{s: toJoin(external(3)), nextID: 200}
-	step := func() Action {
-		t.Helper()
-		a := Plan(x.s, name)
-		switch a.Kind {
-		case StartJoin:
-			x.s.ClusterID, x.s.Join.Started = cid, true
-			x.changes = append(x.changes, "start-join")
-		case Remove:
-			if i := slices.IndexFunc(x.s.Join.External, func(e External) bool { return e.ID == a.ID }); i >= 0 {
-				x.s.Join.External = slices.Delete(x.s.Join.External, i, i+1)
-				x.changes = append(x.changes, "remove "+a.Member)
-				break
-			}
-			x.apply(t, a)
-		case None, Wait:
-		default:
-			x.apply(t, a)
-		}
-		learners := 0
-		for _, m := range x.s.Members {
-			if m.InEtcd && m.Learner {
-				learners++
-			}
-		}
-		if learners > 1 {
-			t.Fatalf("%d learners at once", learners)
-		}
-		return a
-	}
 	until := func(kind Kind, reason string) {
 		t.Helper()
 		for i := 0; ; i++ {
 			if i > 50 {
 				t.Fatalf("no %s %s after 50 steps; changes %v", kind, reason, x.changes)
 			}
-			if a := step(); a.Kind == kind && a.Reason == reason {
+			if a := x.joinStep(t); a.Kind == kind && a.Reason == reason {
 				return
 			}
 		}
@@ -116,7 +87,7 @@ func TestJoinJourney(t *testing.T) {
 	if !reflect.DeepEqual(x.changes, want) {
 		t.Fatalf("changes before the go-ahead = %v, want %v", x.changes, want)
 	}
-	if a := step(); a.Kind != Wait || a.Reason != v1alpha1.ReasonWaitingForGoAhead {
+	if a := x.joinStep(t); a.Kind != Wait || a.Reason != v1alpha1.ReasonWaitingForGoAhead {
 		t.Fatalf("without the go-ahead the operator must keep waiting, planned %v", a)
 	}
 	x.s.Join.RemoveExternal = true
@@ -125,6 +96,42 @@ func TestJoinJourney(t *testing.T) {
 	if !reflect.DeepEqual(x.changes, want) {
 		t.Fatalf("changes = %v, want %v", x.changes, want)
 	}
+}
+
+// joinStep plans one step of a join and plays it: the external members are in State.Join,
+// the operator's in State.Members. No step may leave two learners, or remove an external
+// member before the operator's members all vote.
+func (x *sim) joinStep(t *testing.T) Action {
+	t.Helper()
+	a := Plan(x.s, name)
+	switch a.Kind {
+	case StartJoin:
+		x.s.ClusterID, x.s.Join.Started = cid, true
+		x.changes = append(x.changes, "start-join")
+	case Remove:
+		if i := slices.IndexFunc(x.s.Join.External, func(e External) bool { return e.ID == a.ID }); i >= 0 {
+			if len(x.s.voters()) < x.s.Replicas {
+				t.Fatalf("external member %s removed with %d of %d members voting", a.Member, len(x.s.voters()), x.s.Replicas)
+			}
+			x.s.Join.External = slices.Delete(x.s.Join.External, i, i+1)
+			x.changes = append(x.changes, "remove "+a.Member)
+			break
+		}
+		x.apply(t, a)
+	case None, Wait:
+	default:
+		x.apply(t, a)
+	}
+	learners := 0
+	for _, m := range x.s.Members {
+		if m.InEtcd && m.Learner {
+			learners++
+		}
+	}
+	if learners > 1 {
+		t.Fatalf("%d learners at once", learners)
+	}
+	return a
 }
 
 // An unhealthy external member stops membership changes: it votes.
@@ -149,30 +156,12 @@ func TestJoinJourneyWithoutAStop(t *testing.T) {
 		if i > 50 {
 			t.Fatalf("no settled state after 50 steps; changes %v", x.changes)
 		}
-		a := Plan(x.s, name)
+		a := x.joinStep(t)
 		if a.Kind == None {
 			break
 		}
 		if a.Reason == v1alpha1.ReasonWaitingForGoAhead {
 			t.Fatalf("stopped for a go-ahead that was given: %v", a)
-		}
-		switch a.Kind {
-		case StartJoin:
-			x.s.ClusterID, x.s.Join.Started = cid, true
-			x.changes = append(x.changes, "start-join")
-		case Remove:
-			if j := slices.IndexFunc(x.s.Join.External, func(e External) bool { return e.ID == a.ID }); j >= 0 {
-				if len(x.s.voters()) < x.s.Replicas {
-					t.Fatalf("external member %s removed with %d of %d members voting", a.Member, len(x.s.voters()), x.s.Replicas)
-				}
-				x.s.Join.External = slices.Delete(x.s.Join.External, j, j+1)
-				x.changes = append(x.changes, "remove "+a.Member)
-				continue
-			}
-			x.apply(t, a)
-		case Wait:
-		default:
-			x.apply(t, a)
 		}
 	}
 	want := []string{"start-join", "add c-0", "promote c-0", "add c-1", "promote c-1", "add c-2", "promote c-2",
