@@ -101,6 +101,7 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 			RequireData:     a.RequireData,
 			ClusterID:       c.Status.ClusterID,
 			ForceNewCluster: a.ForceNewCluster,
+			RequirePeers:    externalPeerURLs(c, o),
 		})
 	case planner.DeletePod:
 		p := o.pods[a.Member]

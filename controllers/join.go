@@ -176,14 +176,34 @@ func (r *Reconciler) advanceJoin(c *v1alpha1.EtcdCluster, s planner.State, a pla
 // externalPeers are the name=peerURL pairs of the external members for --initial-cluster.
 func externalPeers(c *v1alpha1.EtcdCluster, o *observation) []string {
 	var pairs []string
-	for _, em := range o.members {
-		if _, ours := o.memberOf(em); ours || !isExternal(c, em) || em.Name == "" {
-			continue
-		}
+	for _, em := range externalMembers(c, o) {
 		for _, u := range em.PeerURLs {
 			pairs = append(pairs, em.Name+"="+u)
 		}
 	}
 	sort.Strings(pairs)
 	return pairs
+}
+
+// externalPeerURLs are the peer URLs of the external members: a member joining them must reach
+// every one before etcd starts (the launcher's --require-peers).
+func externalPeerURLs(c *v1alpha1.EtcdCluster, o *observation) []string {
+	var urls []string
+	for _, em := range externalMembers(c, o) {
+		urls = append(urls, em.PeerURLs...)
+	}
+	sort.Strings(urls)
+	return urls
+}
+
+// externalMembers are the started external members in etcd's member list.
+func externalMembers(c *v1alpha1.EtcdCluster, o *observation) []etcd.Member {
+	var out []etcd.Member
+	for _, em := range o.members {
+		if _, ours := o.memberOf(em); ours || !isExternal(c, em) || em.Name == "" {
+			continue
+		}
+		out = append(out, em)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -12,12 +13,16 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/launcher"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/resources"
 )
 
 // externalFake is a running 3-member plaintext cluster "outside": vm-0 (the leader), vm-1 and
@@ -163,6 +168,78 @@ func wantPeers(t *testing.T, ns string, blocks ...string) {
 		}
 		if got := np.Spec.Ingress[0].From; !reflect.DeepEqual(got, want) {
 			return fmt.Errorf("peer rule admits %v, want %v", got, want)
+		}
+		return nil
+	})
+}
+
+// TestJoinWaitsForPeersToBeReachable: the first member's launcher cannot reach the external
+// peers and refuses to start etcd. The join stops with PeersUnreachable and the launcher's
+// words, adds no other member and removes none; once the member starts the join goes on.
+func TestJoinWaitsForPeersToBeReachable(t *testing.T) {
+	ns := newNamespace(t)
+	fake := externalFake()
+	fake.HoldStart("mig-0", true)
+	kubelet(t, ns)
+	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, plaintext)
+	ctx := context.Background()
+	if err := k8s.Create(ctx, joinCluster(ns, true)); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{}
+	eventually(t, timeout, "the pod of mig-0 to run", func() error {
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "mig-0"}, pod); err != nil {
+			return err
+		}
+		if pod.Status.PodIP == "" {
+			return errors.New("no pod IP yet")
+		}
+		return nil
+	})
+	var required []string
+	for _, a := range pod.Spec.Containers[0].Command {
+		if strings.HasPrefix(a, "--require-peers=") || strings.HasPrefix(a, "--peer-tls-dir=") {
+			required = append(required, a)
+		}
+	}
+	if want := []string{"--require-peers=http://10.0.0.5:2380,http://10.0.0.6:2380,http://10.0.0.7:2380"}; !reflect.DeepEqual(required, want) {
+		t.Errorf("the joining member's launcher flags %v, want %v", required, want)
+	}
+
+	refusal := &launcher.Refusal{Kind: launcher.RefusalPeersUnreachable,
+		Message: "this member cannot reach the etcd peer listener of http://10.0.0.7:2380 (dial tcp 10.0.0.7:2380: i/o timeout) for 1m0s; etcd is not started"}
+	setEtcdContainer := func(st corev1.ContainerStatus) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				return err
+			}
+			st.Name = resources.EtcdContainer
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{st}
+			return k8s.Status().Update(ctx, pod)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setEtcdContainer(corev1.ContainerStatus{
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Message: refusal.Error()}}})
+	wantCondition(t, ns, "mig", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPeersUnreachable,
+		Message: "member mig-0 cannot join: " + refusal.Message + "; membership changes wait, and the member starts by itself once its peers answer"})
+	if want, got := []string{"AddLearner http://mig-0.mig-peer." + ns + ".svc:2380"}, fake.Calls(); !reflect.DeepEqual(got, want) {
+		t.Errorf("membership calls while mig-0 cannot reach its peers: %v, want %v", got, want)
+	}
+	if pods := objectNames(t, ns, &corev1.PodList{}); !reflect.DeepEqual(pods, []string{"mig-0"}) {
+		t.Errorf("pods while mig-0 cannot reach its peers: %v, want mig-0 alone", pods)
+	}
+
+	// The peers answer: the kubelet restarts the container and etcd starts.
+	fake.HoldStart("mig-0", false)
+	setEtcdContainer(corev1.ContainerStatus{Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Message: refusal.Error()}}})
+	waitFor(t, ns, "mig", "the join to complete", func(c *v1alpha1.EtcdCluster) error {
+		if j := c.Status.Join; j == nil || j.Phase != v1alpha1.JoinCompleted {
+			return fmt.Errorf("status.join %+v, Degraded %+v", c.Status.Join, condition(c, v1alpha1.ConditionDegraded))
 		}
 		return nil
 	})

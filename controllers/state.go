@@ -135,6 +135,9 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 		if refusal := podRefusal(p); refusal != nil {
 			m.DataDirLost = refusal.Kind == launcher.RefusalDataLost
 			m.ForeignData = refusal.Kind == launcher.RefusalClusterIDMismatch
+			if refusal.Kind == launcher.RefusalPeersUnreachable {
+				m.PeersUnreachable = refusal.Message
+			}
 		}
 		if why := podProblem(p, now, set.Deadlines.Terminating); why != "" && m.PodProblem == "" {
 			m.PodProblem = why

@@ -95,6 +95,10 @@ const (
 	// ReasonExternalMemberUnhealthy: an external member does not answer or has no leader;
 	// membership changes wait.
 	ReasonExternalMemberUnhealthy = "ExternalMemberUnhealthy"
+	// ReasonPeersUnreachable: a member joining the cluster cannot reach peers it must reach
+	// (the launcher refused to start etcd and names them), or a peer cannot reach it; it
+	// does not vote, and membership changes wait.
+	ReasonPeersUnreachable = "PeersUnreachable"
 )
 
 // Phases of a forced recovery (status.recovery.phase).

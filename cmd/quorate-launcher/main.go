@@ -10,6 +10,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/quorate-dev/quorate/internal/launcher"
 )
@@ -39,10 +41,16 @@ func main() {
 		fs.StringVar(&o.ExpectedClusterID, "expected-cluster-id", "", "cluster ID (hex) the data must belong to")
 		fs.BoolVar(&o.RequireData, "require-data", false, "refuse an empty data directory")
 		fs.StringVar(&o.TLSDir, "tls-dir", "", "directory with tls.crt, tls.key, ca.crt")
+		fs.StringVar(&o.PeerTLSDir, "peer-tls-dir", "", "directory with the peer certificate (tls.crt, tls.key, ca.crt)")
+		requirePeers := fs.String("require-peers", "", "comma-separated peer URLs that must answer before a member with no data starts etcd")
+		fs.DurationVar(&o.RequirePeersFor, "require-peers-for", time.Minute, "how long to wait for --require-peers to answer")
 		fs.StringVar(&o.TerminationLogPath, "termination-log", "/dev/termination-log", "where refusals are written")
 		fs.StringVar(&o.PodAnnotationsPath, "pod-annotations", "", "the pod's annotations file (downward API): the operator marks a member that has run there")
 		_ = fs.Parse(os.Args[2:])
 		o.Command = fs.Args()
+		if *requirePeers != "" {
+			o.RequirePeers = strings.Split(*requirePeers, ",")
+		}
 		if o.DataDir == "" || o.MarkerPath == "" || o.Member == "" || len(o.Command) == 0 {
 			fmt.Fprintln(os.Stderr, "launch needs --data-dir, --marker, --member and a command after --")
 			os.Exit(64)

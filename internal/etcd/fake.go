@@ -32,6 +32,7 @@ type Fake struct {
 	revision  map[string]int64
 	answerAs  map[string]string
 	servedAt  map[string]string // endpoint name -> member name (ServeAt)
+	held      map[string]bool   // members kept from starting (HoldStart)
 	version   string
 	calls     []string
 	clients   int
@@ -41,7 +42,7 @@ type Fake struct {
 // NewFake returns an empty, not yet bootstrapped cluster running the given etcd version.
 func NewFake(version string) *Fake {
 	return &Fake{nextID: 0x1000, down: map[string]bool{}, foreign: map[string]uint64{},
-		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, dbInUse: map[string]int64{}, revision: map[string]int64{}, answerAs: map[string]string{}, servedAt: map[string]string{}, version: version}
+		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, dbInUse: map[string]int64{}, revision: map[string]int64{}, answerAs: map[string]string{}, servedAt: map[string]string{}, held: map[string]bool{}, version: version}
 }
 
 // Factory returns a Factory whose clients talk to this fake.
@@ -70,6 +71,14 @@ func (f *Fake) Bootstrap(clusterID uint64, names, peerURLs []string) {
 		f.members = append(f.members, Member{ID: f.newIDLocked(), Name: names[i], PeerURLs: []string{peerURLs[i]}, ClientURLs: []string{"https://" + names[i] + ":2379"}})
 	}
 	f.leader, f.term = f.members[0].ID, 2
+}
+
+// HoldStart keeps an added member from starting (true), as a pod whose etcd never runs, or
+// lets it start (false).
+func (f *Fake) HoldStart(name string, hold bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.held[name] = hold
 }
 
 // SetDown makes a member stop (true) or resume (false) answering.
@@ -242,7 +251,7 @@ func (f *Fake) nameOfLocked(id uint64) string {
 // URL names it.
 func (f *Fake) startLocked(name string) {
 	for i, m := range f.members {
-		if !m.Started() && len(m.PeerURLs) > 0 && strings.Contains(m.PeerURLs[0], "//"+name+".") {
+		if !m.Started() && len(m.PeerURLs) > 0 && strings.Contains(m.PeerURLs[0], "//"+name+".") && !f.held[name] {
 			f.members[i].Name, f.members[i].ClientURLs = name, []string{"https://" + name + ":2379"}
 		}
 	}

@@ -15,10 +15,13 @@ const (
 	RefusalDataLost RefusalKind = "DataLost"
 	// RefusalClusterIDMismatch: the volume holds the data of another etcd cluster.
 	RefusalClusterIDMismatch RefusalKind = "ClusterIDMismatch"
+	// RefusalPeersUnreachable: a member joining a cluster cannot reach the peers it was told
+	// to require (--require-peers), so etcd is not started.
+	RefusalPeersUnreachable RefusalKind = "PeersUnreachable"
 )
 
 // RefusalKinds lists every kind, for tests and for parsing.
-var RefusalKinds = []RefusalKind{RefusalDataLost, RefusalClusterIDMismatch}
+var RefusalKinds = []RefusalKind{RefusalDataLost, RefusalClusterIDMismatch, RefusalPeersUnreachable}
 
 // Refusal is a reason not to start etcd.
 type Refusal struct {

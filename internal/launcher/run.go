@@ -24,8 +24,14 @@ import (
 // Options of the launch command.
 type Options struct {
 	Volume
-	Host               string // the member's DNS name, waited for before etcd starts
-	TLSDir             string // server certificate directory; empty for plaintext
+	Host       string // the member's DNS name, waited for before etcd starts
+	TLSDir     string // server certificate directory; empty for plaintext
+	PeerTLSDir string // peer certificate directory; empty for plaintext
+	// RequirePeers are peer URLs a joining member must reach before etcd starts (the external
+	// members of spec.bootstrap.join); they are checked only before the member's first start.
+	RequirePeers []string
+	// RequirePeersFor bounds how long the launcher waits for RequirePeers to answer.
+	RequirePeersFor    time.Duration
 	TerminationLogPath string
 	// PodAnnotationsPath is the pod's annotations file (downward API).
 	PodAnnotationsPath string
@@ -104,6 +110,17 @@ func Launch(ctx context.Context, o Options, logw io.Writer) int {
 		if err != nil {
 			return refuse(err)
 		}
+	}
+
+	if len(o.RequirePeers) > 0 && !HasData(o.DataDir) && marker == nil {
+		tlsFor, err := PeerTLS(o.PeerTLSDir)
+		if err != nil {
+			return refuse(fmt.Errorf("reading the peer certificate from %s: %w", o.PeerTLSDir, err))
+		}
+		if err := CheckPeersReachable(ctx, o.RequirePeers, tlsFor, o.RequirePeersFor, 2*time.Second); err != nil {
+			return refuse(err)
+		}
+		logger.Printf("every required peer answered: %s", strings.Join(o.RequirePeers, ", "))
 	}
 
 	// The launcher exists to start etcd with the flags the operator put after --.

@@ -50,6 +50,10 @@ func gateHealth(s State) (Action, bool) {
 		if !m.InEtcd || m.Healthy(s.ClusterID) {
 			continue
 		}
+		if m.PeersUnreachable != "" && !m.Started {
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonPeersUnreachable, Attention: true,
+				Message: fmt.Sprintf("member %s cannot join: %s; membership changes wait, and the member starts by itself once its peers answer", m.Name, m.PeersUnreachable)}, true
+		}
 		what := "does not answer"
 		switch {
 		case m.Reachable && !m.HasLeader:

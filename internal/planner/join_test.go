@@ -170,3 +170,41 @@ func TestJoinJourneyWithoutAStop(t *testing.T) {
 		t.Fatalf("changes = %v, want %v", x.changes, want)
 	}
 }
+
+// A joining member whose launcher could not reach the external peers does not start: the
+// join stops with PeersUnreachable and the launcher's words, adds nobody else and removes
+// nobody, and goes on once the member starts.
+func TestJoinWaitsForPeersToBeReachable(t *testing.T) {
+	x := &sim{s: toJoin(external(3), func(j *Join) { j.RemoveExternal = true }), nextID: 200}
+	for len(x.changes) < 2 {
+		x.joinStep(t)
+	}
+	if want := []string{"start-join", "add c-0"}; !reflect.DeepEqual(x.changes, want) {
+		t.Fatalf("changes = %v, want %v", x.changes, want)
+	}
+	refusal := "this member cannot reach the etcd peer listener of https://10.87.0.1:22380 (remote error: tls: bad certificate) for 1m0s; etcd is not started"
+	for i := 0; i < 10; i++ {
+		if i == 2 {
+			// The pod exists now: its launcher refused.
+			m := &x.s.Members[0]
+			m.Started, m.Reachable, m.HasLeader, m.PeersUnreachable = false, false, false, refusal
+		}
+		x.joinStep(t)
+	}
+	want := Action{Kind: Wait, Member: "c-0", Reason: v1alpha1.ReasonPeersUnreachable, Attention: true,
+		Message: "member c-0 cannot join: " + refusal + "; membership changes wait, and the member starts by itself once its peers answer"}
+	if got := Plan(x.s, name); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Plan =\n%#v\nwant\n%#v", got, want)
+	}
+	if want := []string{"start-join", "add c-0"}; !reflect.DeepEqual(x.changes, want) {
+		t.Fatalf("changes while c-0 cannot reach its peers = %v, want %v", x.changes, want)
+	}
+	m := &x.s.Members[0]
+	m.Started, m.Reachable, m.HasLeader, m.ClusterID = true, true, true, cid
+	for i := 0; i < 50 && Plan(x.s, name).Kind != None; i++ {
+		x.joinStep(t)
+	}
+	if got := x.changes[len(x.changes)-1]; got != "remove vm-0" {
+		t.Errorf("the join did not finish once c-0 started: changes %v", x.changes)
+	}
+}

@@ -49,6 +49,9 @@ type Member struct {
 	DataDirLost bool
 	// ForeignData: the launcher refused to start because the volume holds another cluster's data.
 	ForeignData bool
+	// PeersUnreachable: why the member cannot join (the launcher could not reach a peer it
+	// must reach, and did not start etcd); "" if nothing says so.
+	PeersUnreachable string
 	// ReadyFor is how long the pod has been Ready (0 when it is not).
 	ReadyFor       time.Duration
 	HasPVC         bool

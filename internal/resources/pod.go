@@ -3,6 +3,7 @@ package resources
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -48,6 +49,9 @@ type MemberPod struct {
 	// Restore, for a bootstrap member of a cluster created from a backup: the snapshot the
 	// member restores before etcd first starts.
 	Restore *Restore
+	// RequirePeers are peer URLs the launcher must reach before etcd first starts: the
+	// external members, for a member joining them (spec.bootstrap.join).
+	RequirePeers []string
 }
 
 // Restore is a stored snapshot that bootstrap members restore.
@@ -176,6 +180,12 @@ func LaunchArgs(c *v1alpha1.EtcdCluster, p MemberPod, v version.Version) []strin
 	}
 	if c.Spec.TLS.IsEnabled() {
 		args = append(args, "--tls-dir="+ServerTLSDir)
+	}
+	if len(p.RequirePeers) > 0 {
+		if c.Spec.TLS.IsEnabled() {
+			args = append(args, "--peer-tls-dir="+PeerTLSDir)
+		}
+		args = append(args, "--require-peers="+strings.Join(p.RequirePeers, ","))
 	}
 	args = append(args, "--", EtcdBinary)
 	args = append(args, EtcdFlags(c, v, p.Member, state, p.InitialCluster)...)

@@ -109,6 +109,10 @@ func TestPodFlags(t *testing.T) {
 			withTLS(launcher("demo-1", "abc", "false"), etcd("demo-1", "existing", false, true))},
 		{"a 3.5 member before 3.5.8 serves HTTP on the client port", "3.5.7", MemberPod{Member: "demo-1", InitialCluster: ic, ClusterID: "abc"},
 			withTLS(launcher("demo-1", "abc", "false"), etcd("demo-1", "existing", false, false))},
+		{"a member joining external members must reach them first", "3.6.16",
+			MemberPod{Member: "demo-1", InitialCluster: ic, ClusterID: "abc", RequirePeers: []string{"https://10.87.0.1:22380", "https://10.87.0.1:22382"}},
+			append(append(launcher("demo-1", "abc", "false"), "--tls-dir=/etc/etcd/tls/server", "--peer-tls-dir=/etc/etcd/tls/peer",
+				"--require-peers=https://10.87.0.1:22380,https://10.87.0.1:22382", "--"), etcd("demo-1", "existing", true, true)...)},
 		{"a forced recovery", "3.6.16", MemberPod{Member: "demo-1", InitialCluster: ic, RequireData: true, ClusterID: "abc", ForceNewCluster: true},
 			append(withTLS(launcher("demo-1", "abc", "true"), etcd("demo-1", "existing", true, true)), "--force-new-cluster")},
 	} {
