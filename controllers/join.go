@@ -110,6 +110,7 @@ func (o *observation) joinState(c *v1alpha1.EtcdCluster) *planner.Join {
 		if ep, ok := o.externalEndpointOf(em.ID); ok {
 			st := o.extStatuses[ep.Member]
 			e.Endpoint, e.Reachable, e.ClusterID, e.HasLeader, e.Version = true, true, st.ClusterID, st.Leader != 0, st.Version
+			e.Connected = o.extConnected[ep.Member]
 		} else if extErr != "" {
 			// An endpoint that did not answer is taken to be this member's.
 			e.Endpoint, e.Problem = true, extErr

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -237,6 +238,45 @@ func TestJoinWaitsForPeersToBeReachable(t *testing.T) {
 	fake.HoldStart("mig-0", false)
 	setEtcdContainer(corev1.ContainerStatus{Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Message: refusal.Error()}}})
+	waitFor(t, ns, "mig", "the join to complete", func(c *v1alpha1.EtcdCluster) error {
+		if j := c.Status.Join; j == nil || j.Phase != v1alpha1.JoinCompleted {
+			return fmt.Errorf("status.join %+v, Degraded %+v", c.Status.Join, condition(c, v1alpha1.ConditionDegraded))
+		}
+		return nil
+	})
+}
+
+// TestJoinWaitsForExternalMembersToConnect: an external member reports no working connection
+// to the first member (it cannot reach the member's peer URL). The join stops with
+// PeersUnreachable before the member is promoted, and goes on once the connection works.
+func TestJoinWaitsForExternalMembersToConnect(t *testing.T) {
+	ns := newNamespace(t)
+	fake := externalFake()
+	fake.Unreach("vm-1", "mig-0", true)
+	kubelet(t, ns)
+	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, plaintext)
+	ctx := context.Background()
+	if err := k8s.Create(ctx, joinCluster(ns, true)); err != nil {
+		t.Fatal(err)
+	}
+	// The member's pod has been ready for a minute.
+	eventually(t, timeout, "the pod of mig-0 to be ready", func() error {
+		pod := &corev1.Pod{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "mig-0"}, pod); err != nil {
+			return err
+		}
+		if pod.Status.PodIP == "" {
+			return errors.New("no pod IP yet")
+		}
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Minute))}}
+		return k8s.Status().Update(ctx, pod)
+	})
+	wantCondition(t, ns, "mig", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPeersUnreachable,
+		Message: "external member vm-1 (" + fmt.Sprintf("%x", memberID(t, fake, "vm-1")) + ") has no working connection to member mig-0 (etcd_network_active_peers on vm-1); the external members must reach the peer URL of mig-0 from where they run; membership changes wait, and go on once they connect"})
+	if want, got := []string{"AddLearner http://mig-0.mig-peer." + ns + ".svc:2380"}, fake.Calls(); !reflect.DeepEqual(got, want) {
+		t.Errorf("membership calls while vm-1 cannot reach mig-0: %v, want %v", got, want)
+	}
+	fake.Unreach("vm-1", "mig-0", false)
 	waitFor(t, ns, "mig", "the join to complete", func(c *v1alpha1.EtcdCluster) error {
 		if j := c.Status.Join; j == nil || j.Phase != v1alpha1.JoinCompleted {
 			return fmt.Errorf("status.join %+v, Degraded %+v", c.Status.Join, condition(c, v1alpha1.ConditionDegraded))

@@ -55,6 +55,9 @@ type observation struct {
 	// externalPrefix and address.
 	extStatuses map[string]etcd.Status
 	extErrs     map[string]error
+	// extConnected are the peers each external endpoint reports working connections to,
+	// once the join started (nil for an endpoint whose metrics could not be read).
+	extConnected map[string]map[uint64]bool
 
 	desiredHash string
 
@@ -218,6 +221,11 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *v1alpha1.EtcdCluster, o
 		go func() {
 			defer wg.Done()
 			st, err := cl.Status(ctx, ep)
+			var connected map[uint64]bool
+			if err == nil && c.Status.Join != nil && strings.HasPrefix(ep.Member, externalPrefix) {
+				// Best-effort: a member whose metrics cannot be read is not judged.
+				connected, _ = cl.ActivePeers(ctx, ep)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -225,6 +233,12 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *v1alpha1.EtcdCluster, o
 				return
 			}
 			o.statuses[ep.Member] = st
+			if connected != nil {
+				if o.extConnected == nil {
+					o.extConnected = map[string]map[uint64]bool{}
+				}
+				o.extConnected[ep.Member] = connected
+			}
 		}()
 	}
 	wg.Wait()

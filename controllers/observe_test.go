@@ -36,7 +36,10 @@ func (c twoClusters) MemberList(context.Context) (uint64, []etcd.Member, error) 
 }
 
 func (c twoClusters) Alarms(context.Context) ([]etcd.Alarm, error) { return nil, nil }
-func (c twoClusters) Close() error                                 { return nil }
+func (c twoClusters) ActivePeers(context.Context, etcd.Endpoint) (map[uint64]bool, error) {
+	return nil, etcd.ErrNoMetrics
+}
+func (c twoClusters) Close() error { return nil }
 
 // A member list is read only through members that answer as the recorded cluster, and one
 // that names another cluster is not used: this cluster's members would look removed.

@@ -5,7 +5,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -86,6 +92,10 @@ type Client interface {
 	// Defragment returns a member's free pages to the file system; the member blocks
 	// meanwhile.
 	Defragment(ctx context.Context, ep Endpoint) error
+	// ActivePeers reads from one member's metrics, at its client URL, which peers it has a
+	// working connection to (etcd_network_active_peers): peer ID -> active. A peer the member
+	// never reached is absent. ErrNoMetrics when the member does not serve /metrics there.
+	ActivePeers(ctx context.Context, ep Endpoint) (map[uint64]bool, error)
 	// SyncAuth makes authentication, users and roles match spec (ApplyAuth) and says what
 	// changed.
 	SyncAuth(ctx context.Context, spec AuthSpec) ([]string, error)
@@ -94,6 +104,10 @@ type Client interface {
 
 // Factory creates a Client for a cluster. The controller takes one so tests can substitute Fake.
 type Factory func(ctx context.Context, cfg Config) (Client, error)
+
+// ErrNoMetrics: the member does not serve /metrics at its client URL (it serves them on
+// another listener, --listen-client-http-urls or --listen-metrics-urls).
+var ErrNoMetrics = errors.New("the member serves no metrics at its client URL")
 
 // ErrLearnerNotReady is returned by Promote while the learner is still catching up.
 var ErrLearnerNotReady = errors.New("learner is not yet in sync with the leader")
@@ -272,6 +286,56 @@ func (r *realClient) Defragment(ctx context.Context, ep Endpoint) error {
 
 func (r *realClient) SyncAuth(ctx context.Context, spec AuthSpec) ([]string, error) {
 	return ApplyAuth(ctx, r.c, spec)
+}
+
+func (r *realClient) ActivePeers(ctx context.Context, ep Endpoint) (map[uint64]bool, error) {
+	ctx, cancel := r.ctx(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, urlOf(r.cfg, ep)+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{TLSClientConfig: r.cfg.TLS, DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("metrics of %s: %w", ep.Member, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, ErrNoMetrics
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("metrics of %s: %s", ep.Member, resp.Status)
+	}
+	return parseActivePeers(resp.Body)
+}
+
+// parseActivePeers reads etcd_network_active_peers{Local, Remote} from etcd's metrics.
+func parseActivePeers(in io.Reader) (map[uint64]bool, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(in)
+	if err != nil {
+		return nil, fmt.Errorf("parsing metrics: %w", err)
+	}
+	out := map[uint64]bool{}
+	fam, ok := families["etcd_network_active_peers"]
+	if !ok {
+		return out, nil
+	}
+	for _, m := range fam.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() != "Remote" {
+				continue
+			}
+			id, err := strconv.ParseUint(l.GetValue(), 16, 64)
+			if err != nil {
+				return nil, fmt.Errorf("etcd_network_active_peers: Remote %q: %w", l.GetValue(), err)
+			}
+			out[id] = out[id] || m.GetGauge().GetValue() > 0
+		}
+	}
+	return out, nil
 }
 
 func (r *realClient) Close() error { return r.c.Close() }

@@ -31,8 +31,9 @@ type Fake struct {
 	dbInUse   map[string]int64
 	revision  map[string]int64
 	answerAs  map[string]string
-	servedAt  map[string]string // endpoint name -> member name (ServeAt)
-	held      map[string]bool   // members kept from starting (HoldStart)
+	servedAt  map[string]string  // endpoint name -> member name (ServeAt)
+	held      map[string]bool    // members kept from starting (HoldStart)
+	unreached map[[2]string]bool // from, to: from has no working connection to to (Unreach)
 	version   string
 	calls     []string
 	clients   int
@@ -42,7 +43,7 @@ type Fake struct {
 // NewFake returns an empty, not yet bootstrapped cluster running the given etcd version.
 func NewFake(version string) *Fake {
 	return &Fake{nextID: 0x1000, down: map[string]bool{}, foreign: map[string]uint64{},
-		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, dbInUse: map[string]int64{}, revision: map[string]int64{}, answerAs: map[string]string{}, servedAt: map[string]string{}, held: map[string]bool{}, version: version}
+		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, dbInUse: map[string]int64{}, revision: map[string]int64{}, answerAs: map[string]string{}, servedAt: map[string]string{}, held: map[string]bool{}, unreached: map[[2]string]bool{}, version: version}
 }
 
 // Factory returns a Factory whose clients talk to this fake.
@@ -79,6 +80,14 @@ func (f *Fake) HoldStart(name string, hold bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.held[name] = hold
+}
+
+// Unreach makes member from report no working connection to member to (true), as a member
+// that cannot reach the other's peer listener, or a working one again (false).
+func (f *Fake) Unreach(from, to string, blocked bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unreached[[2]string{from, to}] = blocked
 }
 
 // SetDown makes a member stop (true) or resume (false) answering.
@@ -525,6 +534,27 @@ func (c *fakeClient) Defragment(_ context.Context, ep Endpoint) error {
 }
 
 // SyncAuth records the spec; Auth returns it. The changes it reports name what differs.
+func (c *fakeClient) ActivePeers(_ context.Context, ep Endpoint) (map[uint64]bool, error) {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errLocked("ActivePeers"); err != nil {
+		return nil, err
+	}
+	name := f.atLocked(ep.Member)
+	self := slices.IndexFunc(f.members, func(m Member) bool { return m.Name == name && f.upLocked(m) })
+	if self < 0 {
+		return nil, fmt.Errorf("metrics of %s: connection refused (fake)", ep.Member)
+	}
+	out := map[uint64]bool{}
+	for _, m := range f.members {
+		if m.Name != name && f.upLocked(m) {
+			out[m.ID] = !f.unreached[[2]string{name, m.Name}]
+		}
+	}
+	return out, nil
+}
+
 func (c *fakeClient) SyncAuth(_ context.Context, spec AuthSpec) ([]string, error) {
 	f := c.f
 	f.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/names"
@@ -42,7 +43,15 @@ type External struct {
 	Version   string
 	// Problem is the error of the endpoint that did not answer.
 	Problem string
+	// Connected are the peers this member reports a working connection to, by ID (etcd's
+	// etcd_network_active_peers); nil when its metrics could not be read.
+	Connected map[uint64]bool
 }
+
+// ConnectGrace is how long a member of the operator's may be ready before every external
+// member must report a working connection to it: etcd dials a new peer at once, and again
+// every 100 ms.
+const ConnectGrace = 15 * time.Second
 
 // Healthy: the member answered as itself, of the joined cluster, following a leader.
 func (e External) Healthy(clusterID uint64) bool {
@@ -127,6 +136,30 @@ func gateExternal(s State) (Action, bool) {
 		}
 		return Action{Kind: Wait, Member: e.Name, Reason: v1alpha1.ReasonExternalMemberUnhealthy, Attention: true,
 			Message: fmt.Sprintf("external member %s %s; membership changes wait until it is healthy; if it is gone for good, remove it with etcdctl member remove", e.label(), what)}, true
+	}
+	return gateConnected(s)
+}
+
+// gateConnected stops membership changes while an external member has no working connection
+// to a member of the operator's that runs: the external members must reach the new members
+// as much as the reverse (the launcher checks that direction before etcd starts).
+func gateConnected(s State) (Action, bool) {
+	for _, m := range s.sorted() {
+		if !m.InEtcd || !m.Healthy(s.ClusterID) {
+			continue
+		}
+		for _, e := range s.Join.External {
+			if e.Connected == nil || e.Connected[m.ID] {
+				continue
+			}
+			if m.ReadyFor < ConnectGrace {
+				return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonJoining, Retry: time.Second,
+					Message: fmt.Sprintf("waiting for external member %s to connect to member %s", e.label(), m.Name)}, true
+			}
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonPeersUnreachable, Attention: true,
+				Message: fmt.Sprintf("external member %s has no working connection to member %s (etcd_network_active_peers on %s); the external members must reach the peer URL of %s from where they run; membership changes wait, and go on once they connect",
+					e.label(), m.Name, e.Name, m.Name)}, true
+		}
 	}
 	return Action{}, false
 }
