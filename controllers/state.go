@@ -22,25 +22,6 @@ import (
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
-// podRefusal is the launcher's refusal to start etcd, read from the etcd container's
-// termination message (of its current or its last run); nil when it did not refuse.
-func podRefusal(p *corev1.Pod) *launcher.Refusal {
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name != resources.EtcdContainer {
-			continue
-		}
-		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
-			if t == nil {
-				continue
-			}
-			if r := launcher.ParseTermination(t.Message); r != nil {
-				return r
-			}
-		}
-	}
-	return nil
-}
-
 // Settings of the operator that feed the planner.
 type Settings struct {
 	// RollSettle: how long every member's pod must have been Ready before a rolling update
@@ -132,7 +113,7 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 				m.ReadyFor = max(now.Sub(cond.LastTransitionTime.Time), time.Nanosecond)
 			}
 		}
-		if refusal := podRefusal(p); refusal != nil {
+		if refusal := resources.LauncherRefusal(p); refusal != nil {
 			m.DataDirLost = refusal.Kind == launcher.RefusalDataLost
 			m.ForeignData = refusal.Kind == launcher.RefusalClusterIDMismatch
 			if refusal.Kind == launcher.RefusalPeersUnreachable {

@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 // their catalogs are given (--olm-catalogs or --install-olm).
 func TestConformance(t *testing.T) {
 	scenarios := append(append(append(All(opts), SafetyScenarios()...), ChaosScenarios(opts.OperatorNS)...), BackupScenarios()...)
-	scenarios = append(scenarios, MigrateIn())
+	scenarios = append(scenarios, MigrateIn(), MigrateInFirewalled())
 	if opts.Install {
 		scenarios = append(scenarios, ScopeMigration(opts.OperatorNS))
 	}

@@ -9,14 +9,18 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/e2e/localcluster"
+	"github.com/quorate-dev/quorate/internal/launcher"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
+	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/resources"
 )
 
 // External is an etcd cluster of plain processes on the node that a scenario moves into an
@@ -27,8 +31,11 @@ type External struct {
 	Endpoints []string
 	// ClusterID the external cluster formed with.
 	ClusterID uint64
-	// MemberIDs of its members.
+	// MemberIDs of its members, and their Names, in the order of Endpoints.
 	MemberIDs []uint64
+	Names     []string
+	// firewalled: Firewall put rules in place that teardown must remove.
+	firewalled bool
 }
 
 // The Secrets of the external cluster's certificates, named in the EtcdCluster's spec.tls.
@@ -100,7 +107,7 @@ func (r *Run) StartExternal(ctx context.Context, n int) (*External, error) {
 		return nil, err
 	}
 	r.OnCleanup(func(context.Context) error { x.etcd.Stop(); return nil })
-	x.Endpoints = x.etcd.ClientURLs
+	x.Endpoints, x.Names = x.etcd.ClientURLs, x.etcd.Names()
 	c, err := x.etcd.Client(cert, clientHost)
 	if err != nil {
 		return nil, err
@@ -128,6 +135,41 @@ func (r *Run) StartExternal(ctx context.Context, n int) (*External, error) {
 	}
 	r.Event("action", "external", fmt.Sprintf("external etcd cluster %s started: %s", names.FormatID(x.ClusterID), strings.Join(x.Endpoints, ",")))
 	return x, nil
+}
+
+// Firewall rejects peer connections between the external members and the pods: toExternal
+// the pods' connections to the members' peer URLs, fromExternal the members' connections to
+// the pods'. Teardown lets everything through again.
+func (x *External) Firewall(ctx context.Context, r *Run, toExternal, fromExternal bool) error {
+	if !x.firewalled {
+		x.firewalled = true
+		r.OnCleanup(func(ctx context.Context) error { return x.etcd.Firewall(ctx, false, false) })
+	}
+	r.Event("action", "firewall", fmt.Sprintf("peer connections rejected: pods to the external members %t, external members to the pods %t", toExternal, fromExternal))
+	return x.etcd.Firewall(ctx, toExternal, fromExternal)
+}
+
+// External is the external member for the planner's messages.
+func (x *External) External(i int) planner.External {
+	return planner.External{Name: x.Names[i], ID: x.MemberIDs[i]}
+}
+
+// WaitLauncherRefusal waits until the launcher in member's pod refused to start etcd with the
+// given kind (the etcd container's termination message) and returns the refusal.
+func (r *Run) WaitLauncherRefusal(ctx context.Context, member string, kind launcher.RefusalKind, timeout time.Duration) (*launcher.Refusal, error) {
+	var got *launcher.Refusal
+	err := r.WaitFor(ctx, fmt.Sprintf("the launcher of %s to refuse with %s", member, kind), timeout, func() error {
+		p := &corev1.Pod{}
+		if err := r.Suite.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: member}, p); err != nil {
+			return err
+		}
+		got = resources.LauncherRefusal(p)
+		if got == nil || got.Kind != kind {
+			return fmt.Errorf("pod %s: refusal %+v, containers %+v", member, got, p.Status.ContainerStatuses)
+		}
+		return nil
+	})
+	return got, err
 }
 
 // WaitJoin waits until status.join reaches phase.
@@ -219,4 +261,35 @@ func (x *External) CheckMovedIn(ctx context.Context, r *Run, n int) error {
 		}
 		return nil
 	})
+}
+
+// WantDegraded is nil when the cluster's Degraded condition is True with exactly this reason
+// and message.
+func (r *Run) WantDegraded(ctx context.Context, reason, message string) error {
+	ec, err := r.GetCluster(ctx)
+	if err != nil {
+		return err
+	}
+	c := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionDegraded)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason || c.Message != message {
+		return fmt.Errorf("condition Degraded is %s, want True %s: %q", conditionText(ec, v1alpha1.ConditionDegraded), reason, message)
+	}
+	return nil
+}
+
+// WantOnlyMembers is nil when the cluster's member pods are exactly these.
+func (r *Run) WantOnlyMembers(ctx context.Context, members ...string) error {
+	var pods corev1.PodList
+	if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels(names.MemberSelector(r.Cluster))); err != nil {
+		return err
+	}
+	var got []string
+	for _, p := range pods.Items {
+		got = append(got, p.Name)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, members) {
+		return fmt.Errorf("member pods %v, want %v", got, members)
+	}
+	return nil
 }

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/quorate-dev/quorate/internal/names"
 )
 
 // externalPrefix names the daemons of external etcd clusters; Down stops any left behind.
@@ -99,6 +102,15 @@ func (n *Node) StartExternalEtcd(ctx context.Context, spec ExternalEtcdSpec) (*E
 	return e, nil
 }
 
+// Names are the members' names, in the order of ClientURLs.
+func (e *ExternalEtcd) Names() []string {
+	var out []string
+	for i := 0; i < e.spec.Members; i++ {
+		out = append(out, e.spec.member(i))
+	}
+	return out
+}
+
 // LogFiles are the members' log files.
 func (e *ExternalEtcd) LogFiles() []string {
 	var logs []string
@@ -133,4 +145,44 @@ func (c *Cluster) stopExternal() {
 	for _, p := range pids {
 		c.stop(strings.TrimSuffix(filepath.Base(p), ".pid"), 10*time.Second)
 	}
+}
+
+// firewallChain holds the rules of (*ExternalEtcd).Firewall; Down removes it with the
+// cluster's other chains.
+const firewallChain = "QUORATE-E2E-PEERS"
+
+// Firewall rejects peer connections between the external members and the pods, as a firewall
+// between a VM network and a Kubernetes cluster would: toExternal the pods' connections to the
+// members' peer ports, fromExternal the node's (the members') connections to the pods' peer
+// port. Each call replaces the rules of the last; false, false lets everything through.
+func (e *ExternalEtcd) Firewall(ctx context.Context, toExternal, fromExternal bool) error {
+	cfg := e.c.cfg
+	_ = run(ctx, "iptables", "-w", "-N", firewallChain)
+	if err := run(ctx, "iptables", "-w", "-F", firewallChain); err != nil {
+		return err
+	}
+	for _, hook := range []string{"INPUT", "OUTPUT"} {
+		if exec.CommandContext(ctx, "iptables", "-w", "-C", hook, "-j", firewallChain).Run() != nil {
+			if err := run(ctx, "iptables", "-w", "-I", hook, "1", "-j", firewallChain); err != nil {
+				return err
+			}
+		}
+	}
+	if toExternal {
+		var ports []string
+		for i := 0; i < e.spec.Members; i++ {
+			ports = append(ports, fmt.Sprint(e.spec.BasePort+2*i+1))
+		}
+		if err := run(ctx, "iptables", "-w", "-A", firewallChain, "-s", cfg.PodCIDR, "-d", cfg.NodeIP, "-p", "tcp",
+			"-m", "multiport", "--dports", strings.Join(ports, ","), "-j", "REJECT", "--reject-with", "tcp-reset"); err != nil {
+			return err
+		}
+	}
+	if fromExternal {
+		if err := run(ctx, "iptables", "-w", "-A", firewallChain, "-d", cfg.PodCIDR, "-p", "tcp", "--dport", fmt.Sprint(names.PeerPort),
+			"-j", "REJECT", "--reject-with", "tcp-reset"); err != nil {
+			return err
+		}
+	}
+	return nil
 }

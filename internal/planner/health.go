@@ -31,6 +31,12 @@ func expireLearners(s State) (Action, bool) {
 	return Action{}, false
 }
 
+// CannotJoin is the PeersUnreachable message for a member whose launcher refused to start
+// etcd because it could not reach its peers (refusal is the launcher's message).
+func CannotJoin(member, refusal string) string {
+	return fmt.Sprintf("member %s cannot join: %s; membership changes wait, and the member starts by itself once its peers answer", member, refusal)
+}
+
 func problem(m Member) string {
 	if m.PodProblem == "" {
 		return ""
@@ -51,8 +57,7 @@ func gateHealth(s State) (Action, bool) {
 			continue
 		}
 		if m.PeersUnreachable != "" && !m.Started {
-			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonPeersUnreachable, Attention: true,
-				Message: fmt.Sprintf("member %s cannot join: %s; membership changes wait, and the member starts by itself once its peers answer", m.Name, m.PeersUnreachable)}, true
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonPeersUnreachable, Attention: true, Message: CannotJoin(m.Name, m.PeersUnreachable)}, true
 		}
 		what := "does not answer"
 		switch {

@@ -140,6 +140,13 @@ func gateExternal(s State) (Action, bool) {
 	return gateConnected(s)
 }
 
+// NotConnected is the PeersUnreachable message for an external member that has no working
+// connection to the operator's member.
+func (e External) NotConnected(member string) string {
+	return fmt.Sprintf("external member %s has no working connection to member %s (etcd_network_active_peers on %s); the external members must reach the peer URL of %s from where they run; membership changes wait, and go on once they connect",
+		e.label(), member, e.Name, member)
+}
+
 // gateConnected stops membership changes while an external member has no working connection
 // to a member of the operator's that runs: the external members must reach the new members
 // as much as the reverse (the launcher checks that direction before etcd starts).
@@ -156,9 +163,7 @@ func gateConnected(s State) (Action, bool) {
 				return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonJoining, Retry: time.Second,
 					Message: fmt.Sprintf("waiting for external member %s to connect to member %s", e.label(), m.Name)}, true
 			}
-			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonPeersUnreachable, Attention: true,
-				Message: fmt.Sprintf("external member %s has no working connection to member %s (etcd_network_active_peers on %s); the external members must reach the peer URL of %s from where they run; membership changes wait, and go on once they connect",
-					e.label(), m.Name, e.Name, m.Name)}, true
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonPeersUnreachable, Attention: true, Message: e.NotConnected(m.Name)}, true
 		}
 	}
 	return Action{}, false

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/launcher"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/version"
 )
@@ -357,4 +358,23 @@ func PodForCache(obj any) (any, error) {
 	}
 	p.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: containers}
 	return p, nil
+}
+
+// LauncherRefusal is the launcher's refusal to start etcd, read from the etcd container's
+// termination message (of its current or its last run); nil when it did not refuse.
+func LauncherRefusal(p *corev1.Pod) *launcher.Refusal {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != EtcdContainer {
+			continue
+		}
+		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+			if t == nil {
+				continue
+			}
+			if r := launcher.ParseTermination(t.Message); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
 }
