@@ -259,8 +259,8 @@ func TestJoinWaitsForExternalMembersToConnect(t *testing.T) {
 	if err := k8s.Create(ctx, joinCluster(ns, true)); err != nil {
 		t.Fatal(err)
 	}
-	// The member's pod has been ready for a minute.
-	eventually(t, timeout, "the pod of mig-0 to be ready", func() error {
+	// The member's etcd has been running for a minute.
+	eventually(t, timeout, "the pod of mig-0 to run etcd", func() error {
 		pod := &corev1.Pod{}
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "mig-0"}, pod); err != nil {
 			return err
@@ -268,7 +268,8 @@ func TestJoinWaitsForExternalMembersToConnect(t *testing.T) {
 		if pod.Status.PodIP == "" {
 			return errors.New("no pod IP yet")
 		}
-		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Minute))}}
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: resources.EtcdContainer,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Now().Add(-time.Minute))}}}}
 		return k8s.Status().Update(ctx, pod)
 	})
 	wantCondition(t, ns, "mig", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPeersUnreachable,

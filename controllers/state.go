@@ -113,6 +113,11 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 				m.ReadyFor = max(now.Sub(cond.LastTransitionTime.Time), time.Nanosecond)
 			}
 		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == resources.EtcdContainer && cs.State.Running != nil {
+				m.RunningFor = max(now.Sub(cs.State.Running.StartedAt.Time), time.Nanosecond)
+			}
+		}
 		if refusal := resources.LauncherRefusal(p); refusal != nil {
 			m.DataDirLost = refusal.Kind == launcher.RefusalDataLost
 			m.ForeignData = refusal.Kind == launcher.RefusalClusterIDMismatch

@@ -109,7 +109,28 @@ func memberStatuses(c *v1alpha1.EtcdCluster, o *observation, s planner.State) ([
 	if minVersion != nil {
 		current = minVersion.String()
 	}
-	return members, sum, current
+	return members, withExternal(s, sum), current
+}
+
+// withExternal counts the external voters of a join that started: until they are removed
+// they make up the quorum beside the operator's members (and lead, at first).
+func withExternal(s planner.State, sum summary) summary {
+	if s.Join == nil || !s.Join.Started {
+		return sum
+	}
+	for _, e := range s.Join.External {
+		if e.Learner {
+			continue
+		}
+		sum.voters++
+		if e.Healthy(s.ClusterID) {
+			sum.healthyVoters++
+		}
+		if s.LeaderID != 0 && e.ID == s.LeaderID {
+			sum.leader = e.Name + " (external)"
+		}
+	}
+	return sum
 }
 
 // count32 converts a count of members, which spec.replicas bounds to a handful, for status.

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -43,6 +44,28 @@ func TestAvailableCondition(t *testing.T) {
 		if got := availableCondition(tc.state, tc.sum, gen); got != tc.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// During a join the external voters count: three healthy ones and a learner of the
+// operator's that does not answer are a healthy quorum, led by the external leader.
+func TestAvailableConditionCountsExternalVoters(t *testing.T) {
+	ext := func(name string, id uint64, healthy bool) planner.External {
+		return planner.External{Name: name, ID: id, Endpoint: true, Reachable: healthy, ClusterID: 0xc1, HasLeader: healthy}
+	}
+	s := planner.State{ClusterID: 0xc1, EtcdReachable: true, LeaderID: 0xe1,
+		Join: &planner.Join{Started: true, External: []planner.External{ext("vm-0", 0xe1, true), ext("vm-1", 0xe2, true), ext("vm-2", 0xe3, false)}}}
+	sum := withExternal(s, summary{learners: 1, unhealthy: []string{"c-0"}})
+	if want := (summary{voters: 3, healthyVoters: 2, learners: 1, leader: "vm-0 (external)", unhealthy: []string{"c-0"}}); !reflect.DeepEqual(sum, want) {
+		t.Fatalf("withExternal = %+v, want %+v", sum, want)
+	}
+	want := cond(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonQuorumHealthy, "2 of 3 voting members healthy; leader vm-0 (external)")
+	if got := availableCondition(s, sum, gen); got != want {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	s.Join.Started = false
+	if got := withExternal(s, summary{}); !reflect.DeepEqual(got, summary{}) {
+		t.Errorf("before the join starts the external members counted: %+v", got)
 	}
 }
 

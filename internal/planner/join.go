@@ -48,10 +48,10 @@ type External struct {
 	Connected map[uint64]bool
 }
 
-// ConnectGrace is how long a member of the operator's may be ready before every external
-// member must report a working connection to it: etcd dials a new peer at once, and again
-// every 100 ms.
-const ConnectGrace = 15 * time.Second
+// ConnectGrace is how long etcd's container of a member of the operator's may run before every
+// external member must report a working connection to it: etcd dials a new peer as soon as it
+// starts, and again every 100 ms; the launcher's own checks come first.
+const ConnectGrace = 30 * time.Second
 
 // Healthy: the member answered as itself, of the joined cluster, following a leader.
 func (e External) Healthy(clusterID uint64) bool {
@@ -137,7 +137,7 @@ func gateExternal(s State) (Action, bool) {
 		return Action{Kind: Wait, Member: e.Name, Reason: v1alpha1.ReasonExternalMemberUnhealthy, Attention: true,
 			Message: fmt.Sprintf("external member %s %s; membership changes wait until it is healthy; if it is gone for good, remove it with etcdctl member remove", e.label(), what)}, true
 	}
-	return gateConnected(s)
+	return Action{}, false
 }
 
 // NotConnected is the PeersUnreachable message for an external member that has no working
@@ -148,22 +148,29 @@ func (e External) NotConnected(member string) string {
 }
 
 // gateConnected stops membership changes while an external member has no working connection
-// to a member of the operator's that runs: the external members must reach the new members
-// as much as the reverse (the launcher checks that direction before etcd starts).
+// to a member of the operator's whose etcd runs: the external members must reach the new
+// members as much as the reverse (the launcher checks that direction before etcd starts). A
+// member they cannot reach does not become healthy (it cannot confirm reads with the leader),
+// so this comes before the health gate, which could only say that it does not answer.
 func gateConnected(s State) (Action, bool) {
+	if s.Join == nil {
+		return Action{}, false
+	}
 	for _, m := range s.sorted() {
-		if !m.InEtcd || !m.Healthy(s.ClusterID) {
+		if !m.InEtcd || !m.Started {
 			continue
 		}
 		for _, e := range s.Join.External {
 			if e.Connected == nil || e.Connected[m.ID] {
 				continue
 			}
-			if m.ReadyFor < ConnectGrace {
+			if m.RunningFor >= ConnectGrace {
+				return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonPeersUnreachable, Attention: true, Message: e.NotConnected(m.Name)}, true
+			}
+			if m.Healthy(s.ClusterID) {
 				return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonJoining, Retry: time.Second,
 					Message: fmt.Sprintf("waiting for external member %s to connect to member %s", e.label(), m.Name)}, true
 			}
-			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonPeersUnreachable, Attention: true, Message: e.NotConnected(m.Name)}, true
 		}
 	}
 	return Action{}, false

@@ -53,7 +53,10 @@ type Member struct {
 	// must reach, and did not start etcd); "" if nothing says so.
 	PeersUnreachable string
 	// ReadyFor is how long the pod has been Ready (0 when it is not).
-	ReadyFor       time.Duration
+	ReadyFor time.Duration
+	// RunningFor is how long the etcd container (the launcher, then etcd) has been running (0
+	// when it is not).
+	RunningFor     time.Duration
 	HasPVC         bool
 	PVCTerminating bool
 	PVCHasData     bool // the PVC is annotated with the cluster ID: it has held member data
@@ -321,7 +324,7 @@ func Plan(s State, name func(int) string) Action {
 	if !s.EtcdReachable {
 		return planUnreachable(s)
 	}
-	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateHealth, gateExternal, changeMembership, handOver, expandVolumes, rollPods, clearAlarms, defragment} {
+	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateConnected, gateHealth, gateExternal, changeMembership, handOver, expandVolumes, rollPods, clearAlarms, defragment} {
 		if a, ok := r(s); ok {
 			return a
 		}
