@@ -53,13 +53,7 @@ func plaintext(r *Reconciler) { r.AllowPlaintext = true }
 // members as learners one at a time (each pod told the external peers), waits for the
 // go-ahead, then removes the external members, the leader last once leadership moved.
 func TestJoinMovesAnExternalClusterIn(t *testing.T) {
-	ns := newNamespace(t)
-	fake := externalFake()
-	kubelet(t, ns)
-	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, plaintext)
-	if err := k8s.Create(context.Background(), joinCluster(ns, false)); err != nil {
-		t.Fatal(err)
-	}
+	ns, fake := startJoin(t, false, nil)
 	c := waitFor(t, ns, "mig", "the go-ahead", func(c *v1alpha1.EtcdCluster) error {
 		if j := c.Status.Join; j == nil || j.Phase != v1alpha1.JoinWaitingForGoAhead {
 			return fmt.Errorf("status.join %+v, Progressing %+v", c.Status.Join, condition(c, v1alpha1.ConditionProgressing))
@@ -123,14 +117,7 @@ func TestJoinMovesAnExternalClusterIn(t *testing.T) {
 // TestJoinRefusesAnUnhealthyCluster: a member that does not answer stops the join before any
 // change, with the reason; once it is back the join starts.
 func TestJoinRefusesAnUnhealthyCluster(t *testing.T) {
-	ns := newNamespace(t)
-	fake := externalFake()
-	fake.SetDown("vm-2", true)
-	kubelet(t, ns)
-	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, plaintext)
-	if err := k8s.Create(context.Background(), joinCluster(ns, true)); err != nil {
-		t.Fatal(err)
-	}
+	ns, fake := startJoin(t, true, func(f *etcd.Fake) { f.SetDown("vm-2", true) })
 	wantCondition(t, ns, "mig", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonJoinRefused,
 		Message: "the external cluster is not joined: member vm-2 (" + fmt.Sprintf("%x", memberID(t, fake, "vm-2")) + ") does not answer: 10.0.0.7:2379: status of external 10.0.0.7:2379: connection refused (fake); nothing was changed, and the join starts once this is fixed"})
 	if c := getCluster(t, ns, "mig"); c.Status.ClusterID != "" || c.Status.Join != nil {
@@ -143,15 +130,54 @@ func TestJoinRefusesAnUnhealthyCluster(t *testing.T) {
 		t.Errorf("a refused join created pods: %v", pods)
 	}
 	fake.SetDown("vm-2", false)
-	waitFor(t, ns, "mig", "the join to complete", func(c *v1alpha1.EtcdCluster) error {
-		if j := c.Status.Join; j == nil || j.Phase != v1alpha1.JoinCompleted {
-			return fmt.Errorf("status.join %+v", c.Status.Join)
-		}
-		return nil
-	})
+	waitJoined(t, ns)
 	if slices.ContainsFunc(fake.Members(), func(m etcd.Member) bool { return strings.HasPrefix(m.Name, "vm-") }) {
 		t.Errorf("external members left: %v", fake.Members())
 	}
+}
+
+// startJoin starts the operator on a new namespace with externalFake (changed by prep first)
+// and creates the cluster "mig" that joins it.
+func startJoin(t *testing.T, remove bool, prep func(*etcd.Fake)) (string, *etcd.Fake) {
+	t.Helper()
+	ns := newNamespace(t)
+	fake := externalFake()
+	if prep != nil {
+		prep(fake)
+	}
+	kubelet(t, ns)
+	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, plaintext)
+	if err := k8s.Create(context.Background(), joinCluster(ns, remove)); err != nil {
+		t.Fatal(err)
+	}
+	return ns, fake
+}
+
+// waitJoined waits until the join of cluster mig completed.
+func waitJoined(t *testing.T, ns string) {
+	t.Helper()
+	waitFor(t, ns, "mig", "the join to complete", func(c *v1alpha1.EtcdCluster) error {
+		if j := c.Status.Join; j == nil || j.Phase != v1alpha1.JoinCompleted {
+			return fmt.Errorf("status.join %+v, Degraded %+v", c.Status.Join, condition(c, v1alpha1.ConditionDegraded))
+		}
+		return nil
+	})
+}
+
+// runningPod waits until the kubelet helper runs the pod (it has an IP) and returns it.
+func runningPod(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{}
+	eventually(t, timeout, "the pod of "+name+" to run", func() error {
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
+			return err
+		}
+		if pod.Status.PodIP == "" {
+			return errors.New("no pod IP yet")
+		}
+		return nil
+	})
+	return pod
 }
 
 // wantPeers waits until the NetworkPolicy of cluster mig admits peer traffic from its members
@@ -178,25 +204,9 @@ func wantPeers(t *testing.T, ns string, blocks ...string) {
 // peers and refuses to start etcd. The join stops with PeersUnreachable and the launcher's
 // words, adds no other member and removes none; once the member starts the join goes on.
 func TestJoinWaitsForPeersToBeReachable(t *testing.T) {
-	ns := newNamespace(t)
-	fake := externalFake()
-	fake.HoldStart("mig-0", true)
-	kubelet(t, ns)
-	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, plaintext)
+	ns, fake := startJoin(t, true, func(f *etcd.Fake) { f.HoldStart("mig-0", true) })
 	ctx := context.Background()
-	if err := k8s.Create(ctx, joinCluster(ns, true)); err != nil {
-		t.Fatal(err)
-	}
-	pod := &corev1.Pod{}
-	eventually(t, timeout, "the pod of mig-0 to run", func() error {
-		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "mig-0"}, pod); err != nil {
-			return err
-		}
-		if pod.Status.PodIP == "" {
-			return errors.New("no pod IP yet")
-		}
-		return nil
-	})
+	pod := runningPod(t, ns, "mig-0")
 	var required []string
 	for _, a := range pod.Spec.Containers[0].Command {
 		if strings.HasPrefix(a, "--require-peers=") || strings.HasPrefix(a, "--peer-tls-dir=") {
@@ -238,50 +248,32 @@ func TestJoinWaitsForPeersToBeReachable(t *testing.T) {
 	fake.HoldStart("mig-0", false)
 	setEtcdContainer(corev1.ContainerStatus{Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Message: refusal.Error()}}})
-	waitFor(t, ns, "mig", "the join to complete", func(c *v1alpha1.EtcdCluster) error {
-		if j := c.Status.Join; j == nil || j.Phase != v1alpha1.JoinCompleted {
-			return fmt.Errorf("status.join %+v, Degraded %+v", c.Status.Join, condition(c, v1alpha1.ConditionDegraded))
-		}
-		return nil
-	})
+	waitJoined(t, ns)
 }
 
 // TestJoinWaitsForExternalMembersToConnect: an external member reports no working connection
 // to the first member (it cannot reach the member's peer URL). The join stops with
 // PeersUnreachable before the member is promoted, and goes on once the connection works.
 func TestJoinWaitsForExternalMembersToConnect(t *testing.T) {
-	ns := newNamespace(t)
-	fake := externalFake()
-	fake.Unreach("vm-1", "mig-0", true)
-	kubelet(t, ns)
-	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, plaintext)
+	ns, fake := startJoin(t, true, func(f *etcd.Fake) { f.Unreach("vm-1", "mig-0", true) })
 	ctx := context.Background()
-	if err := k8s.Create(ctx, joinCluster(ns, true)); err != nil {
-		t.Fatal(err)
-	}
 	// The member's etcd has been running for a minute.
-	eventually(t, timeout, "the pod of mig-0 to run etcd", func() error {
-		pod := &corev1.Pod{}
-		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "mig-0"}, pod); err != nil {
+	pod := runningPod(t, ns, "mig-0")
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return err
-		}
-		if pod.Status.PodIP == "" {
-			return errors.New("no pod IP yet")
 		}
 		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: resources.EtcdContainer,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Now().Add(-time.Minute))}}}}
 		return k8s.Status().Update(ctx, pod)
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	wantCondition(t, ns, "mig", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPeersUnreachable,
 		Message: "external member vm-1 (" + fmt.Sprintf("%x", memberID(t, fake, "vm-1")) + ") has no working connection to member mig-0 (etcd_network_active_peers on vm-1); the external members must reach the peer URL of mig-0 from where they run; membership changes wait, and go on once they connect"})
 	if want, got := []string{"AddLearner http://mig-0.mig-peer." + ns + ".svc:2380"}, fake.Calls(); !reflect.DeepEqual(got, want) {
 		t.Errorf("membership calls while vm-1 cannot reach mig-0: %v, want %v", got, want)
 	}
 	fake.Unreach("vm-1", "mig-0", false)
-	waitFor(t, ns, "mig", "the join to complete", func(c *v1alpha1.EtcdCluster) error {
-		if j := c.Status.Join; j == nil || j.Phase != v1alpha1.JoinCompleted {
-			return fmt.Errorf("status.join %+v, Degraded %+v", c.Status.Join, condition(c, v1alpha1.ConditionDegraded))
-		}
-		return nil
-	})
+	waitJoined(t, ns)
 }

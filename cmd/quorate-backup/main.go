@@ -81,20 +81,8 @@ func addTLS(fs *flag.FlagSet) tlsFlags {
 func (t tlsFlags) client(endpoint string) (*clientv3.Client, error) {
 	cfg := clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()}
 	if *t.dir != "" {
-		read := func(n string) ([]byte, error) { return os.ReadFile(filepath.Join(*t.dir, n)) } //nolint:gosec // flag set by the operator
-		cert, err := read(pki.KeyCert)
-		if err != nil {
-			return nil, err
-		}
-		key, err := read(pki.KeyKey)
-		if err != nil {
-			return nil, err
-		}
-		ca, err := read(pki.KeyCACert)
-		if err != nil {
-			return nil, err
-		}
-		if cfg.TLS, err = pki.ClientTLS(cert, key, ca, *t.serverName); err != nil {
+		var err error
+		if cfg.TLS, err = pki.DirClientTLS(*t.dir, *t.serverName); err != nil {
 			return nil, err
 		}
 	}

@@ -7,16 +7,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/quorate-dev/quorate/internal/names"
 )
 
 // Member is one entry of the etcd member list.
@@ -328,7 +328,7 @@ func parseActivePeers(in io.Reader) (map[uint64]bool, error) {
 			if l.GetName() != "Remote" {
 				continue
 			}
-			id, err := strconv.ParseUint(l.GetValue(), 16, 64)
+			id, err := names.ParseID(l.GetValue())
 			if err != nil {
 				return nil, fmt.Errorf("etcd_network_active_peers: Remote %q: %w", l.GetValue(), err)
 			}

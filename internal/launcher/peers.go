@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -27,23 +25,14 @@ func PeerTLS(dir string) (PeerTLSFunc, error) {
 	if dir == "" {
 		return func(string) (*tls.Config, error) { return nil, nil }, nil
 	}
-	read := func(n string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, n)) } //nolint:gosec // --peer-tls-dir, set by the operator
-	cert, err := read(pki.KeyCert)
+	f, err := pki.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	key, err := read(pki.KeyKey)
-	if err != nil {
+	if _, err := pki.ClientTLS(f.Cert, f.Key, f.CA, ""); err != nil {
 		return nil, err
 	}
-	ca, err := read(pki.KeyCACert)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := pki.ClientTLS(cert, key, ca, ""); err != nil {
-		return nil, err
-	}
-	return func(host string) (*tls.Config, error) { return pki.ClientTLS(cert, key, ca, host) }, nil
+	return func(host string) (*tls.Config, error) { return pki.ClientTLS(f.Cert, f.Key, f.CA, host) }, nil
 }
 
 // peerVersion is what etcd's peer listener answers at /version.

@@ -51,20 +51,7 @@ func (o Options) tlsConfig() (*tls.Config, error) {
 	if o.TLSDir == "" {
 		return nil, nil
 	}
-	read := func(n string) ([]byte, error) { return os.ReadFile(filepath.Join(o.TLSDir, n)) } //nolint:gosec // --tls-dir, set by the operator
-	cert, err := read(pki.KeyCert)
-	if err != nil {
-		return nil, err
-	}
-	key, err := read(pki.KeyKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := read(pki.KeyCACert)
-	if err != nil {
-		return nil, err
-	}
-	return pki.ClientTLS(cert, key, ca, o.Host)
+	return pki.DirClientTLS(o.TLSDir, o.Host)
 }
 
 // Launch checks the volume, starts etcd, records the marker, and returns etcd's exit code.

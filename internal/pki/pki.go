@@ -321,33 +321,54 @@ func usageName(u x509.ExtKeyUsage) string {
 	return "client authentication"
 }
 
+// Files are a certificate, its key and the CA bundle, as a mounted Secret lays them out in a
+// directory (tls.crt, tls.key, ca.crt).
+type Files struct{ Cert, Key, CA []byte }
+
+// ReadDir reads the three files of dir.
+func ReadDir(dir string) (Files, error) {
+	var f Files
+	var err error
+	for _, r := range []struct {
+		name string
+		dst  *[]byte
+	}{{KeyCert, &f.Cert}, {KeyKey, &f.Key}, {KeyCACert, &f.CA}} {
+		if *r.dst, err = os.ReadFile(filepath.Join(dir, r.name)); err != nil { //nolint:gosec // a directory the caller names
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// DirClientTLS is ClientTLS of the files in dir (ReadDir), read once.
+func DirClientTLS(dir, serverName string) (*tls.Config, error) {
+	f, err := ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return ClientTLS(f.Cert, f.Key, f.CA, serverName)
+}
+
 // FilesTLS builds a client tls.Config that reads the client certificate, its key and the CA
 // bundle from dir (tls.crt, tls.key, ca.crt, as a mounted Secret lays them out) on every
 // handshake, so that a renewed certificate or a rotated CA reaches new connections as soon as
 // the kubelet updates the mount. changed, when not nil, is called with the files' contents
 // whenever they differ from the last handshake's.
 func FilesTLS(dir, serverName string, changed func(caPEM, certPEM []byte)) (*tls.Config, error) {
-	type files struct{ cert, key, ca []byte }
 	var mu sync.Mutex
-	var last files
-	read := func() (files, *x509.CertPool, error) {
-		var f files
-		var err error
-		for _, r := range []struct {
-			name string
-			dst  *[]byte
-		}{{KeyCert, &f.cert}, {KeyKey, &f.key}, {KeyCACert, &f.ca}} {
-			if *r.dst, err = os.ReadFile(filepath.Join(dir, r.name)); err != nil { //nolint:gosec // a directory the caller names
-				return f, nil, err
-			}
+	var last Files
+	read := func() (Files, *x509.CertPool, error) {
+		f, err := ReadDir(dir)
+		if err != nil {
+			return f, nil, err
 		}
 		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(f.ca) {
+		if !pool.AppendCertsFromPEM(f.CA) {
 			return f, nil, fmt.Errorf("%s holds no certificate", filepath.Join(dir, KeyCACert))
 		}
 		mu.Lock()
-		if changed != nil && (!bytes.Equal(f.ca, last.ca) || !bytes.Equal(f.cert, last.cert)) && last.ca != nil {
-			changed(f.ca, f.cert)
+		if changed != nil && (!bytes.Equal(f.CA, last.CA) || !bytes.Equal(f.Cert, last.Cert)) && last.CA != nil {
+			changed(f.CA, f.Cert)
 		}
 		last = f
 		mu.Unlock()
@@ -365,10 +386,10 @@ func FilesTLS(dir, serverName string, changed func(caPEM, certPEM []byte)) (*tls
 			// may straddle the swap: a pair that does not match is read again.
 			var err error
 			for range 3 {
-				var f files
+				var f Files
 				if f, _, err = read(); err == nil {
 					var pair tls.Certificate
-					if pair, err = tls.X509KeyPair(f.cert, f.key); err == nil {
+					if pair, err = tls.X509KeyPair(f.Cert, f.Key); err == nil {
 						return &pair, nil
 					}
 				}
