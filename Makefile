@@ -270,6 +270,21 @@ bench: conformance image images $(KUSTOMIZE) ## Benchmarks (not a CI gate): a ro
 	  --duration=5s --bench-runs=$(BENCH_RUNS) --report-dir=$(REPORT_DIR)/bench/$(K8S_VERSION) -test.v -test.timeout=180m --labels=suite=bench,suite=bench-rate $(CONFORMANCE_FLAGS) || true
 	go run ./cmd/quorate-report bench $(REPORT_DIR)/bench/$(K8S_VERSION)
 
+# The side-by-side benchmark (not a CI gate): Quorate and the two other maintained etcd
+# operators, built from their source in PEERS_DIR (hack/peers.sh), on one local cluster with
+# one workload; reports/peers/<version>/peers.md and peers.html have the tables.
+PEERS ?= etcd-io,cozystack
+PEERS_DIR ?= $(abspath ../shared/peers)
+ETCD_UPGRADE_PATCH_FROM ?= 3.6.15
+.PHONY: bench-peers
+bench-peers: conformance image images $(KUSTOMIZE) ## Side by side (not a CI gate): Quorate, the etcd-io and the cozystack etcd operators through the same operations, workload and checkers.
+	hack/images.sh etcd v$(ETCD_UPGRADE_PATCH_FROM) >/dev/null
+	PEERS_DIR=$(PEERS_DIR) KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator \
+	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
+	  --duration=$(E2E_DURATION) --peers=$(PEERS) --etcd-upgrade-patch-from=$(ETCD_UPGRADE_PATCH_FROM) --report-dir=$(REPORT_DIR)/peers/$(K8S_VERSION) \
+	  -test.v -test.timeout=240m --labels=suite=peers $(CONFORMANCE_FLAGS) || true
+	go run ./cmd/quorate-report peers $(REPORT_DIR)/peers/$(K8S_VERSION)
+
 # The operator itself at SCALE_CLUSTERS EtcdClusters (not a CI gate): a real API server
 # (envtest's) and the real operator binary, built with the tag scalesim so that etcd's answers
 # come from memory; hack/scale plays the kubelet. SCALE_FLAGS passes hack/scale's flags.

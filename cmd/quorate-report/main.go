@@ -4,6 +4,7 @@
 //
 //	quorate-report combine reports/matrix
 //	quorate-report bench reports/bench/v1.35.4
+//	quorate-report peers reports/peers/v1.35.4
 package main
 
 import (
@@ -23,13 +24,15 @@ func main() {
 		combine(os.Args[2])
 	case "bench":
 		bench(os.Args[2])
+	case "peers":
+		peers(os.Args[2])
 	default:
 		usage()
 	}
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: quorate-report combine DIR | quorate-report bench DIR")
+	fmt.Fprintln(os.Stderr, "usage: quorate-report combine DIR | quorate-report bench DIR | quorate-report peers DIR")
 	os.Exit(64)
 }
 
@@ -73,6 +76,27 @@ func bench(dir string) {
 		md += report.RatesMarkdown(rates)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "bench.md"), []byte(md), 0o644); err != nil {
+		fail(err)
+	}
+	fmt.Print(md)
+}
+
+// peers writes DIR/peers.md and DIR/peers.html (and prints the Markdown) from DIR/report.json:
+// the side-by-side benchmark, one table per operation.
+func peers(dir string) {
+	r, err := report.Load(filepath.Join(dir, "report.json"))
+	if err != nil {
+		fail(err)
+	}
+	rows, operators := report.Peers(r)
+	if len(rows) == 0 {
+		fail(fmt.Errorf("%s/report.json holds no side-by-side scenario (suite=peers)", dir))
+	}
+	md := report.PeersMarkdown(r, rows, operators)
+	if err := os.WriteFile(filepath.Join(dir, "peers.md"), []byte(md), 0o644); err != nil {
+		fail(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "peers.html"), []byte(report.PeersHTML(r, rows, operators)), 0o644); err != nil {
 		fail(err)
 	}
 	fmt.Print(md)

@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 }
 
 // TestConformance runs every scenario; --labels (scenario=NAME, suite=core|negative|safety|chaos|
-// chaos-negative|olm|migration|backup|bench|bench-rate, fault=NAME, base=steady|scale, install-mode=NAME) and --feature pick
+// chaos-negative|olm|migration|backup|bench|bench-rate|peers, operator=NAME, operation=NAME, fault=NAME, base=steady|scale, install-mode=NAME) and --feature pick
 // some. The OLM scenarios install Quorate themselves, so they are part of the run only when
 // their catalogs are given (--olm-catalogs or --install-olm).
 func TestConformance(t *testing.T) {
@@ -57,6 +57,9 @@ func TestConformance(t *testing.T) {
 	}
 	if opts.BenchRuns > 0 {
 		scenarios = append(scenarios, BenchScenarios(opts, opts.BenchRuns)...)
+	}
+	if opts.Peers != "" || slices.Contains(suite.Labels["suite"], "peers") {
+		scenarios = append(scenarios, PeerScenarios(opts)...)
 	}
 	if slices.Contains(suite.Labels["suite"], "bench-rate") {
 		var rates []float64

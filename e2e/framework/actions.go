@@ -52,21 +52,25 @@ func (r *Run) WaitClusterSettled(ctx context.Context, name string, n int32, time
 	if name != r.Cluster {
 		what = "EtcdCluster " + name + ": " + what
 	}
-	return r.WaitFor(ctx, what, timeout, func() error {
-		ec := &v1alpha1.EtcdCluster{}
-		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: name}, ec); err != nil {
-			return err
-		}
-		if ec.Status.ObservedGeneration != ec.Generation {
-			return fmt.Errorf("status is for generation %d of %d", ec.Status.ObservedGeneration, ec.Generation)
-		}
-		a := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionAvailable)
-		p := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionProgressing)
-		if a == nil || a.Status != metav1.ConditionTrue || p == nil || p.Status != metav1.ConditionFalse || ec.Status.ReadyMembers != n || ec.Status.Replicas != n {
-			return fmt.Errorf("ready %d/%d, Available %v, Progressing %v", ec.Status.ReadyMembers, n, a, p)
-		}
-		return nil
-	})
+	return r.WaitFor(ctx, what, timeout, func() error { return r.settled(ctx, name, n) })
+}
+
+// settled returns nil when the named EtcdCluster has n healthy voting members and nothing in
+// progress.
+func (r *Run) settled(ctx context.Context, name string, n int32) error {
+	ec := &v1alpha1.EtcdCluster{}
+	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: name}, ec); err != nil {
+		return err
+	}
+	if ec.Status.ObservedGeneration != ec.Generation {
+		return fmt.Errorf("status is for generation %d of %d", ec.Status.ObservedGeneration, ec.Generation)
+	}
+	a := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionAvailable)
+	p := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionProgressing)
+	if a == nil || a.Status != metav1.ConditionTrue || p == nil || p.Status != metav1.ConditionFalse || ec.Status.ReadyMembers != n || ec.Status.Replicas != n {
+		return fmt.Errorf("ready %d/%d, Available %v, Progressing %v", ec.Status.ReadyMembers, n, a, p)
+	}
+	return nil
 }
 
 // Scale changes the number of members and waits until the cluster settles.

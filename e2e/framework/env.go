@@ -71,6 +71,9 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := opts.checkPeers(); err != nil {
+		return nil, nil, err
+	}
 	testenv := env.NewWithConfig(cfg)
 	s := &Suite{Opts: opts, kubectl: "kubectl", scorecardOut: os.Stdout, Report: &report.Report{Title: "Quorate conformance", Quorate: buildinfo.Version, Generated: time.Now()}, Labels: cfg.Labels()}
 	switch opts.Provider {
@@ -113,6 +116,11 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 				return ctx, err
 			}
 		}
+		for _, name := range opts.PeerNames() {
+			if err := s.installPeer(ctx, cfg.KubeconfigFile(), name); err != nil {
+				return ctx, err
+			}
+		}
 		if opts.InstallChaos {
 			if err := s.installChaosMesh(ctx, cfg.KubeconfigFile()); err != nil {
 				return ctx, err
@@ -145,6 +153,30 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 	return testenv, s, nil
 }
 
+// installPeer builds and installs another etcd operator with hack/peers.sh, with this
+// machine's etcd images.
+func (s *Suite) installPeer(ctx context.Context, kubeconfig, name string) error {
+	root, err := localcluster.FindRepoRoot()
+	if err != nil {
+		return fmt.Errorf("--peers needs the Quorate repository (hack/peers.sh): %w", err)
+	}
+	kustomize, err := kustomizeBinary(root)
+	if err != nil {
+		return err
+	}
+	if err := s.runHack(ctx, kubeconfig, "peers.sh", "install", name, s.kubectl, kustomize, etcdRepository()); err != nil {
+		return fmt.Errorf("installing the %s etcd operator: %w", name, err)
+	}
+	return nil
+}
+
+func etcdRepository() string {
+	if r := os.Getenv("ETCD_IMAGE_REPOSITORY"); r != "" {
+		return r
+	}
+	return "localhost:5000/quorate/etcd"
+}
+
 // install deploys Quorate from this repository with hack/deploy.sh.
 func (s *Suite) install(ctx context.Context, kubeconfig string) error {
 	root, err := localcluster.FindRepoRoot()
@@ -162,11 +194,7 @@ func (s *Suite) install(ctx context.Context, kubeconfig string) error {
 	if err != nil {
 		return err
 	}
-	etcdRepo := os.Getenv("ETCD_IMAGE_REPOSITORY")
-	if etcdRepo == "" {
-		etcdRepo = "localhost:5000/quorate/etcd"
-	}
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "deploy.sh"), kustomize, s.kubectl, s.Opts.OperatorImage, etcdRepo)
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "deploy.sh"), kustomize, s.kubectl, s.Opts.OperatorImage, etcdRepository())
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "OWNERSHIP_TERM="+s.Opts.OwnershipTerm.String(), "CERTIFICATE_PROPAGATION="+s.Opts.CertPropagation.String())
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

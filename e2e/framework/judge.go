@@ -31,7 +31,13 @@ func (r *Run) execute(ctx context.Context) {
 	for c, want := range sc.Expect {
 		res.Expected[c] = want
 	}
-	defer func() { res.Duration = time.Since(res.Start); r.Suite.add(res) }()
+	defer func() {
+		res.Duration = time.Since(res.Start)
+		r.mu.Lock()
+		res.Timings = r.timings
+		r.mu.Unlock()
+		r.Suite.add(res)
+	}()
 
 	if sc.BeforeLoad != nil {
 		if err := sc.BeforeLoad(ctx, r); err != nil {

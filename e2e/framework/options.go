@@ -26,24 +26,26 @@ type Options struct {
 	Clients     int
 	OpenLoop    bool
 	// Budgets are the availability budgets of the scenario classes (--budget-*).
-	Budgets       Budgets
-	EtcdVersion   string
-	EtcdImage     string
-	UpgradeFrom   string
-	Install       bool
-	OperatorImage string
-	WorkloadImage string
-	InstallChaos  bool
-	InstallS3     bool
-	ChaosSocket   string
-	OperatorNS    string
-	InstallOLM    bool
-	OLMCatalogs   string
-	OLMVersions   string
-	OLMv1         bool
-	KeepFailed    bool
-	Scorecard     bool
-	Quiet         bool
+	Budgets     Budgets
+	EtcdVersion string
+	EtcdImage   string
+	UpgradeFrom string
+	// UpgradePatchFrom is the etcd version the side-by-side benchmark's patch upgrade starts at.
+	UpgradePatchFrom string
+	Install          bool
+	OperatorImage    string
+	WorkloadImage    string
+	InstallChaos     bool
+	InstallS3        bool
+	ChaosSocket      string
+	OperatorNS       string
+	InstallOLM       bool
+	OLMCatalogs      string
+	OLMVersions      string
+	OLMv1            bool
+	KeepFailed       bool
+	Scorecard        bool
+	Quiet            bool
 	// StorageClasses: FROM,TO for the storage-migration scenario.
 	StorageClasses string
 	// OwnershipTerm is the --ownership-term of the operators the suite installs.
@@ -52,6 +54,13 @@ type Options struct {
 	CertPropagation time.Duration
 	// BenchRuns is how many times each benchmark scenario runs (0: none).
 	BenchRuns int
+	// Peers are the other etcd operators the side-by-side benchmark (suite=peers) runs
+	// against Quorate, comma-separated (etcd-io, cozystack); they are installed with
+	// hack/peers.sh before the scenarios.
+	Peers string
+	// ConvergeTimeout is how long the side-by-side benchmark waits for an operator to converge
+	// after each operation before it writes the operation down as not done.
+	ConvergeTimeout time.Duration
 	// BenchRates are the rates of the rate benchmark (suite=bench-rate).
 	BenchRates string
 }
@@ -70,6 +79,7 @@ func RegisterFlags() *Options {
 	o.Budgets.register()
 	flag.StringVar(&o.EtcdVersion, "etcd-version", "3.6.16", "etcd version of the clusters the scenarios create")
 	flag.StringVar(&o.UpgradeFrom, "etcd-upgrade-from", "3.5.35", "etcd version the etcd-upgrade scenario starts at, before it upgrades to --etcd-version")
+	flag.StringVar(&o.UpgradePatchFrom, "etcd-upgrade-patch-from", "3.6.15", "etcd version the side-by-side benchmark's patch upgrade (suite=peers) starts at, before it upgrades to --etcd-version")
 	flag.StringVar(&o.EtcdImage, "etcd-image", "", "etcd image override for the clusters (default: the operator's image for the version)")
 	flag.BoolVar(&o.Install, "install-operator", false, "install Quorate (from this repository's config/) before the scenarios; off when Quorate is already installed, e.g. from OperatorHub")
 	flag.StringVar(&o.OperatorImage, "operator-image", os.Getenv("QUORATE_OPERATOR_IMAGE"), "operator image to install with --install-operator")
@@ -87,6 +97,8 @@ func RegisterFlags() *Options {
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
 	flag.DurationVar(&o.OwnershipTerm, "ownership-term", 20*time.Second, "--ownership-term of the operators the suite installs (shorter than the operator's default, so that the scope-migration scenario's takeovers are quick)")
 	flag.IntVar(&o.BenchRuns, "bench-runs", 0, "run each benchmark scenario (suite=bench: a rolling etcd upgrade, the leader's pod deleted) this many times; quorate-report bench summarises them")
+	flag.StringVar(&o.Peers, "peers", "", "run the side-by-side benchmark (suite=peers) against these other etcd operators too, comma-separated: etcd-io, cozystack (built from their source and installed with hack/peers.sh); quorate-report peers tabulates it")
+	flag.DurationVar(&o.ConvergeTimeout, "converge-timeout", 5*time.Minute, "how long the side-by-side benchmark waits for an operator to converge after an operation before writing it down as not done")
 	flag.StringVar(&o.BenchRates, "bench-rates", "250,500,1000,2000,4000", "operations per second of the rate benchmark's runs (suite=bench-rate: a steady 3-member cluster under the open-loop load at each rate)")
 	flag.DurationVar(&o.CertPropagation, "certificate-propagation", 2*time.Minute, "--certificate-propagation of the operators the suite installs: how long each phase of a CA rotation lasts at least (the kubelet projects an updated Secret within its sync period, a minute by default; the local cluster's is 15 s, and make e2e passes 45s)")
 	flag.StringVar(&o.StorageClasses, "storage-classes", "local-path,local-path-b", "FROM,TO: the StorageClasses the storage-migration scenario moves a cluster between (the local cluster has both); empty leaves it out")

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"sync"
@@ -64,6 +65,11 @@ type Scenario struct {
 	// EtcdCluster: the load starts on the endpoints it returns (besides the EtcdCluster's
 	// client Service), and Steps create the EtcdCluster (CreateEtcdCluster).
 	External func(ctx context.Context, r *Run) (endpoints []string, err error)
+	// Operator, when set, is the etcd operator the run creates its cluster with and whose
+	// client the workload uses (the side-by-side benchmark, suite=peers); Quorate's own
+	// actions otherwise. Setup then records the time from creation to the first acknowledged
+	// write.
+	Operator Operator
 }
 
 // Run is one execution of a scenario.
@@ -82,6 +88,7 @@ type Run struct {
 	external []string
 
 	mu       sync.Mutex
+	timings  []report.Timing
 	events   []history.Event
 	phase    string
 	cleanups []func(context.Context) error
@@ -117,6 +124,35 @@ func (r *Run) Fault(name, text string) func() {
 	}
 }
 
+// Op is the operator the run drives: the scenario's, or Quorate.
+func (r *Run) Op() Operator {
+	if r.Scenario.Operator != nil {
+		return r.Scenario.Operator
+	}
+	return Quorate{}
+}
+
+// Converge waits until the operator reports the cluster converged (Operator.Converged) and
+// records how long that took from since as the timing what, or why it timed out.
+func (r *Run) Converge(ctx context.Context, what string, since time.Time, n int32, version string, timeout time.Duration) error {
+	r.Phase("waiting for " + what)
+	err := r.WaitFor(ctx, what, timeout, func() error { return r.Op().Converged(ctx, r, n, version) })
+	r.Timing(what, since, err)
+	return err
+}
+
+// Timing records how long reaching a state took from since, or err when it was not reached.
+func (r *Run) Timing(what string, since time.Time, err error) {
+	t := report.Timing{Name: what, Seconds: time.Since(since).Seconds()}
+	if err != nil {
+		t.Error = err.Error()
+	}
+	r.mu.Lock()
+	r.timings = append(r.timings, t)
+	r.mu.Unlock()
+	r.Event("action", "converged", fmt.Sprintf("%s after %.1f s", what, t.Seconds))
+}
+
 // Phase names what the scenario is doing, for the progress line.
 func (r *Run) Phase(p string) {
 	r.mu.Lock()
@@ -138,7 +174,7 @@ func (s *Suite) Feature(sc Scenario) features.Feature {
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r := &Run{Suite: s, Scenario: sc, T: t, Cluster: "etcd", Namespace: fmt.Sprintf("qc-%s-%04d", history.Slug(sc.Name), rand.Intn(10000))}
 			if err := r.setup(ctx); err != nil {
-				s.add(report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Error: err.Error(), Budget: r.budget()})
+				s.add(report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Error: err.Error(), Budget: r.budget(), Timings: r.timings})
 				t.Errorf("setting up %s: %v", sc.Name, err)
 				// A failed setup ends the feature before its teardown: clean up here, so that
 				// what it installed does not disturb the next scenario.
@@ -234,6 +270,9 @@ func (r *Run) setup(ctx context.Context) error {
 	if r.Scenario.NeedsNode && r.Suite.Node == nil {
 		return fmt.Errorf("%s acts on the node's containers and volumes, which only --provider=local can reach; leave it out with --skip-labels=needs=node", r.Scenario.Name)
 	}
+	if r.Scenario.Operator != nil {
+		return r.createWithOperator(ctx)
+	}
 	if r.Scenario.External != nil {
 		eps, err := r.Scenario.External(ctx, r)
 		if err != nil {
@@ -251,16 +290,51 @@ func (r *Run) setup(ctx context.Context) error {
 	if err := c.Create(ctx, r.workloadPod()); err != nil {
 		return fmt.Errorf("creating the workload: %w", err)
 	}
+	return r.waitWorkload(ctx)
+}
+
+func (r *Run) waitWorkload(ctx context.Context) error {
 	return r.WaitFor(ctx, "the workload pod to be ready", 3*time.Minute, func() error {
 		p := &corev1.Pod{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: "workload"}, p); err != nil {
+		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: "workload"}, p); err != nil {
 			return err
 		}
-		for _, cond := range p.Status.Conditions {
-			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
-				return nil
-			}
+		if podReady(p) {
+			return nil
 		}
 		return fmt.Errorf("workload pod is %s", p.Status.Phase)
 	})
+}
+
+// createWithOperator creates the cluster through the scenario's Operator with the workload
+// pod beside it at once, and records the time from creation to the first write the cluster
+// acknowledged (the workload's probe, retried) and to the operator's convergence.
+func (r *Run) createWithOperator(ctx context.Context) error {
+	version := r.Suite.Opts.EtcdVersion
+	if r.Scenario.Version != "" {
+		version = r.Scenario.Version
+	}
+	created := time.Now()
+	if err := r.Op().Create(ctx, r, r.Scenario.Replicas, version); err != nil {
+		return err
+	}
+	if err := r.Suite.Client.Create(ctx, r.workloadPod()); err != nil {
+		return fmt.Errorf("creating the workload: %w", err)
+	}
+	timeout := r.Suite.Opts.ConvergeTimeout
+	err := r.WaitFor(ctx, "the first acknowledged write", timeout, func() error {
+		if err := r.waitWorkload(ctx); err != nil {
+			return err
+		}
+		msg, err := r.Probe(ctx, "/quorate-first-write")
+		if err == nil && msg != "" {
+			err = errors.New(msg)
+		}
+		return err
+	})
+	r.Timing("first write after creation", created, err)
+	if err != nil {
+		return err
+	}
+	return r.Converge(ctx, fmt.Sprintf("%d members after creation", r.Scenario.Replicas), created, r.Scenario.Replicas, version, timeout)
 }

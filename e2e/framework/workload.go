@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/quorate-dev/quorate/internal/names"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -22,15 +20,18 @@ func (r *Run) workloadPod() *corev1.Pod {
 	if r.Scenario.Rate > 0 {
 		rate = r.Scenario.Rate
 	}
-	secret := names.ClientSecret(r.Cluster)
-	if r.Scenario.ClientSecret != nil {
-		secret = r.Scenario.ClientSecret(r.Cluster)
-	}
+	cc := r.Op().Client(r)
 	args := []string{}
 	if r.Suite.Opts.OpenLoop || r.Scenario.OpenLoop {
 		args = append(args, "--open-loop")
 	}
-	clientHost := names.ClientHost(r.Cluster, r.Namespace)
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	if cc.Secret != "" {
+		args = append(args, "--tls-dir=/tls")
+		volumes = []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: cc.Secret}}}}
+		mounts = []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}}
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "workload", Namespace: r.Namespace, Labels: map[string]string{"app": "quorate-workload"}},
 		Spec: corev1.PodSpec{
@@ -38,20 +39,19 @@ func (r *Run) workloadPod() *corev1.Pod {
 				Name:  "workload",
 				Image: r.Suite.Opts.WorkloadImage,
 				Args: append([]string{
-					"--endpoints=" + strings.Join(append(slices.Clone(r.external), "https://"+clientHost+":2379"), ","),
-					"--tls-dir=/tls",
-					"--server-name=" + clientHost,
-					"--peer-service=" + names.PeerService(r.Cluster) + "." + r.Namespace + ".svc",
+					"--endpoints=" + strings.Join(cc.Endpoints, ","),
+					"--server-name=" + cc.ServerName,
+					"--peer-service=" + cc.PeerService,
 					fmt.Sprintf("--clients=%d", r.Suite.Opts.Clients),
 					fmt.Sprintf("--rate=%g", rate),
 				}, args...),
 				Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 2},
-				VolumeMounts:   []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}},
+				VolumeMounts:   mounts,
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532)},
 			}},
-			Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}},
+			Volumes: volumes,
 		},
 	}
 }

@@ -40,6 +40,18 @@ type Scenario struct {
 	HistoryStart int64      `json:"historyStart"`
 	HistoryEnd   int64      `json:"historyEnd"`
 	Latencies    [][2]int64 `json:"latencies,omitempty"` // (call offset ns, latency ns), sampled
+	// Timings are how long the operator took to reach a state (the side-by-side benchmark's
+	// time to converge).
+	Timings []Timing `json:"timings,omitempty"`
+}
+
+// Timing is how long the operator took to reach a state, or why it did not.
+type Timing struct {
+	// Name says what was waited for ("first write after creation", "scaled to 5").
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+	// Error is why the state was not reached within the time allowed.
+	Error string `json:"error,omitempty"`
 }
 
 // Passed: the scenario ran and every checker reached its expected verdict.
