@@ -281,7 +281,7 @@ bench-peers: conformance image images $(KUSTOMIZE) ## Side by side (not a CI gat
 	hack/images.sh etcd v$(ETCD_UPGRADE_PATCH_FROM) >/dev/null
 	PEERS_DIR=$(PEERS_DIR) KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator \
 	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
-	  --duration=$(E2E_DURATION) --peers=$(PEERS) --etcd-upgrade-patch-from=$(ETCD_UPGRADE_PATCH_FROM) --report-dir=$(REPORT_DIR)/peers/$(K8S_VERSION) \
+	  --duration=$(E2E_DURATION) --peers=$(PEERS) --peers-etcd-repository=registry.quorate.local/quorate/etcd --etcd-upgrade-patch-from=$(ETCD_UPGRADE_PATCH_FROM) --report-dir=$(REPORT_DIR)/peers/$(K8S_VERSION) \
 	  -test.v -test.timeout=240m --labels=suite=peers $(CONFORMANCE_FLAGS) || true
 	go run ./cmd/quorate-report peers $(REPORT_DIR)/peers/$(K8S_VERSION)
 

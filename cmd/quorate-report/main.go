@@ -4,7 +4,7 @@
 //
 //	quorate-report combine reports/matrix
 //	quorate-report bench reports/bench/v1.35.4
-//	quorate-report peers reports/peers/v1.35.4
+//	quorate-report peers reports/peers/v1.35.4 [LATER_DIR...]
 package main
 
 import (
@@ -16,7 +16,7 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 {
+	if len(os.Args) < 3 || (len(os.Args) > 3 && os.Args[1] != "peers") {
 		usage()
 	}
 	switch os.Args[1] {
@@ -25,14 +25,14 @@ func main() {
 	case "bench":
 		bench(os.Args[2])
 	case "peers":
-		peers(os.Args[2])
+		peers(os.Args[2], os.Args[3:])
 	default:
 		usage()
 	}
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: quorate-report combine DIR | quorate-report bench DIR | quorate-report peers DIR")
+	fmt.Fprintln(os.Stderr, "usage: quorate-report combine DIR | quorate-report bench DIR | quorate-report peers DIR [LATER_DIR...]")
 	os.Exit(64)
 }
 
@@ -82,11 +82,19 @@ func bench(dir string) {
 }
 
 // peers writes DIR/peers.md and DIR/peers.html (and prints the Markdown) from DIR/report.json:
-// the side-by-side benchmark, one table per operation.
-func peers(dir string) {
+// the side-by-side benchmark, one table per operation. The side-by-side scenarios of later
+// runs (an operation run again) replace the same operator's result for that operation.
+func peers(dir string, later []string) {
 	r, err := report.Load(filepath.Join(dir, "report.json"))
 	if err != nil {
 		fail(err)
+	}
+	for _, d := range later {
+		l, err := report.Load(filepath.Join(d, "report.json"))
+		if err != nil {
+			fail(err)
+		}
+		r.Scenarios = append(r.Scenarios, l.Scenarios...)
 	}
 	rows, operators := report.Peers(r)
 	if len(rows) == 0 {

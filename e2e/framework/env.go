@@ -164,7 +164,11 @@ func (s *Suite) installPeer(ctx context.Context, kubeconfig, name string) error 
 	if err != nil {
 		return err
 	}
-	if err := s.runHack(ctx, kubeconfig, "peers.sh", "install", name, s.kubectl, kustomize, etcdRepository()); err != nil {
+	repo := s.Opts.PeersEtcdRepository
+	if repo == "" {
+		repo = etcdRepository()
+	}
+	if err := s.runHack(ctx, kubeconfig, "peers.sh", "install", name, s.kubectl, kustomize, repo); err != nil {
 		return fmt.Errorf("installing the %s etcd operator: %w", name, err)
 	}
 	return nil

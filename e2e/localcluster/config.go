@@ -20,6 +20,11 @@ const (
 	CoreDNSImage   = "localhost:5000/quorate/coredns:v1.15.0"
 	LocalPathImage = "localhost:5000/quorate/local-path-provisioner:v0.0.30"
 	HelperImage    = "localhost:5000/quorate/busybox:local"
+	// RegistryAlias is a second name of the local registry, without a port, which the node's
+	// containerd maps to it: for programs that read an image's tag as what follows the first
+	// ':' of its reference (the etcd-io etcd operator does, so "localhost:5000/…" breaks its
+	// upgrades). It resolves nowhere else.
+	RegistryAlias = "registry.quorate.local"
 )
 
 // Config describes one local cluster.

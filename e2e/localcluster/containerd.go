@@ -50,11 +50,13 @@ state = %[2]q
   [plugins."io.containerd.grpc.v1.cri".registry]
     [plugins."io.containerd.grpc.v1.cri".registry.mirrors."%[7]s"]
       endpoint = ["http://%[7]s"]
+    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."%[9]s"]
+      endpoint = ["http://%[7]s"]
 
 [plugins."io.containerd.internal.v1.opt"]
   path = %[8]q
 `, c.cfg.path("containerd", "root"), c.cfg.path("containerd", "state"), c.cfg.ContainerdSocket(),
-		c.cfg.ContainerdSocket()+".ttrpc", PauseImage, c.cfg.path("cni", "net.d"), c.cfg.Registry, c.cfg.path("containerd", "opt"))
+		c.cfg.ContainerdSocket()+".ttrpc", PauseImage, c.cfg.path("cni", "net.d"), c.cfg.Registry, c.cfg.path("containerd", "opt"), RegistryAlias)
 }
 
 func (c *Cluster) criClient(ctx context.Context) (runtimeapi.RuntimeServiceClient, func(), error) {

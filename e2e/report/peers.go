@@ -30,7 +30,8 @@ type PeerRow struct {
 }
 
 // Peers groups the benchmark's scenarios by operation (in the order they ran) and operator
-// (Quorate first, then in the order they ran).
+// (Quorate first, then in the order they ran). When an operator ran an operation twice (a
+// later run's scenarios appended to the report), the later result replaces the earlier.
 func Peers(r *Report) (rows []PeerRow, operators []string) {
 	idx := map[string]int{}
 	for _, s := range r.Scenarios {
@@ -47,7 +48,12 @@ func Peers(r *Report) (rows []PeerRow, operators []string) {
 			idx[op] = i
 			rows = append(rows, PeerRow{Operation: op})
 		}
-		rows[i].Cells = append(rows[i].Cells, peerCell(s, operator))
+		cell := peerCell(s, operator)
+		if j := slices.IndexFunc(rows[i].Cells, func(c PeerCell) bool { return c.Operator == operator }); j >= 0 {
+			rows[i].Cells[j] = cell
+		} else {
+			rows[i].Cells = append(rows[i].Cells, cell)
+		}
 	}
 	// Quorate first.
 	slices.SortStableFunc(operators, func(a, b string) int { return boolInt(b == "quorate") - boolInt(a == "quorate") })
