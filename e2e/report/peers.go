@@ -92,12 +92,12 @@ func peerCell(s Scenario, operator string) PeerCell {
 	return c
 }
 
-// ratio renders v against Quorate's q: "×2.5".
+// ratio renders v against Quorate's q: "×2.50".
 func ratio(v, q float64) string {
 	if q <= 0 || v <= 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (×%.2g)", v/q)
+	return fmt.Sprintf(" (×%.2f)", v/q)
 }
 
 func (c PeerCell) timing(name string) (Timing, bool) {

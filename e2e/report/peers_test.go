@@ -52,16 +52,16 @@ func TestPeers(t *testing.T) {
 
 | | quorate | etcd-io |
 |---|---|---|
-| longest write gap | 200ms | 2s (×10) |
+| longest write gap | 200ms | 2s (×10.00) |
 | operations ok / failed / unknown | 900 / 2 / 1 | 900 / 2 / 1 |
-| scaled to 5 | 30.0 s | 90.0 s (×3) |
+| scaled to 5 | 30.0 s | 90.0 s (×3.00) |
 | verdicts | all pass | availability fail [gap-over-budget] |
 
 ## upgrade
 
 | | quorate | etcd-io |
 |---|---|---|
-| longest write gap | 100ms | 400ms (×4) |
+| longest write gap | 100ms | 400ms (×4.00) |
 | operations ok / failed / unknown | 900 / 2 / 1 | 900 / 2 / 1 |
 | every member at etcd 3.6.16 | 60.0 s | **not reached** in 180 s: timed out \| pods at 3.5.35 |
 | verdicts | all pass | all pass |
