@@ -310,10 +310,10 @@ demo: conformance image images ## Local cluster, operator, etcd clusters under f
 $(LOCALBIN):
 	mkdir -p $(LOCALBIN)
 
+# Tools are built once per machine in ~/.cache/quorate (hack/build-tool.sh), which a fresh clone
+# (CI) finds; bin/ links to them.
 $(CONTROLLER_GEN): | $(LOCALBIN)
-	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
-	mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)
+	ln -sf "$$(hack/build-tool.sh sigs.k8s.io/controller-tools/cmd/controller-gen $(CONTROLLER_TOOLS_VERSION))" $(CONTROLLER_GEN)
 
 $(KUSTOMIZE): | $(LOCALBIN)
-	GOBIN=$(LOCALBIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
-	mv $(LOCALBIN)/kustomize $(KUSTOMIZE)
+	ln -sf "$$(hack/build-tool.sh sigs.k8s.io/kustomize/kustomize/v5 $(KUSTOMIZE_VERSION))" $(KUSTOMIZE)

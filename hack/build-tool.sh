@@ -10,6 +10,8 @@ pkg=${1:?usage: build-tool.sh PACKAGE VERSION}
 version=${2:?usage: build-tool.sh PACKAGE VERSION [TAGS]}
 tags=${3:-}
 name=$(basename "$pkg")
+# A major-version suffix is not the command's name: go install names .../kustomize/v5 kustomize.
+[[ $name =~ ^v[0-9]+$ ]] && name=$(basename "$(dirname "$pkg")")
 dir=$QUORATE_CACHE/tools/$name/$version
 if [ -x "$dir/$name" ]; then echo "$dir/$name"; exit 0; fi
 build() {

@@ -51,15 +51,15 @@ base() {
     build "$c" "$here/images/busybox/Dockerfile" "$REGISTRY/quorate/busybox:local"; rm -rf "$c"
     skopeo copy --quiet --src-tls-verify=false --dest-tls-verify=false "docker://$REGISTRY/quorate/busybox:local" "docker://$REGISTRY/quorate/busybox:local-tar"
   fi
-  if ! has quorate/coredns v1.15.0; then
-    local bin; bin=$("$here/build-tool.sh" github.com/coredns/coredns v1.15.0)
+  if ! has quorate/coredns "$COREDNS_VERSION"; then
+    local bin; bin=$("$here/build-tool.sh" github.com/coredns/coredns "$COREDNS_VERSION")
     c=$(ctx); cp "$bin" "$c/coredns"
-    build "$c" "$here/images/coredns/Dockerfile" "$REGISTRY/quorate/coredns:v1.15.0"; rm -rf "$c"
+    build "$c" "$here/images/coredns/Dockerfile" "$REGISTRY/quorate/coredns:$COREDNS_VERSION"; rm -rf "$c"
   fi
-  if ! has quorate/local-path-provisioner v0.0.30; then
-    local bin; bin=$("$here/build-tool.sh" github.com/rancher/local-path-provisioner v0.0.30)
+  if ! has quorate/local-path-provisioner "$LOCAL_PATH_VERSION"; then
+    local bin; bin=$("$here/build-tool.sh" github.com/rancher/local-path-provisioner "$LOCAL_PATH_VERSION")
     c=$(ctx); cp "$bin" "$c/local-path-provisioner"; mkdir -p "$c/tmp"
-    build "$c" "$here/images/local-path/Dockerfile" "$REGISTRY/quorate/local-path-provisioner:v0.0.30"; rm -rf "$c"
+    build "$c" "$here/images/local-path/Dockerfile" "$REGISTRY/quorate/local-path-provisioner:$LOCAL_PATH_VERSION"; rm -rf "$c"
   fi
 }
 

@@ -6,6 +6,12 @@
 QUORATE_CACHE=${QUORATE_CACHE:-$HOME/.cache/quorate}
 export QUORATE_CACHE
 
+# Versions of the local cluster's add-ons (e2e/localcluster/config.go names their images) and of
+# the S3 gateway, read by hack/images.sh, hack/s3.sh and hack/prebuild.sh.
+COREDNS_VERSION=${COREDNS_VERSION:-v1.15.0}
+LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-v0.0.30}
+VERSITYGW_VERSION=${VERSITYGW_VERSION:-v1.8.0}
+
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 

@@ -10,7 +10,6 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 : "${KUBECONFIG:?KUBECONFIG must name the cluster}"
-VERSITYGW_VERSION=${VERSITYGW_VERSION:-v1.8.0}
 REGISTRY=${REGISTRY:-localhost:5000}
 kubectl=${KUBECTL:-kubectl}
 
