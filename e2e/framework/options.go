@@ -6,8 +6,11 @@ package framework
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/quorate-dev/quorate/e2e/workload"
 	"github.com/quorate-dev/quorate/internal/buildinfo"
@@ -66,6 +69,24 @@ type Options struct {
 	ConvergeTimeout time.Duration
 	// BenchRates are the rates of the rate benchmark (suite=bench-rate).
 	BenchRates string
+	// WorkloadCPU is the workload pod's CPU request ("" or "0": none). Without one the pod is
+	// BestEffort, which the kernel starves first (cgroup cpu.shares 2): its own stalls would
+	// then read as write gaps of the cluster.
+	WorkloadCPU string
+	workloadCPU resource.Quantity
+}
+
+// checkWorkloadCPU parses --workload-cpu.
+func (o *Options) checkWorkloadCPU() error {
+	if o.WorkloadCPU == "" {
+		return nil
+	}
+	q, err := resource.ParseQuantity(o.WorkloadCPU)
+	if err != nil || q.Sign() < 0 {
+		return fmt.Errorf("--workload-cpu=%q is not a CPU quantity such as 250m or 1 (or 0 for no request)", o.WorkloadCPU)
+	}
+	o.workloadCPU = q
+	return nil
 }
 
 // RegisterFlags adds the suite's flags to the global flag set.
@@ -78,6 +99,7 @@ func RegisterFlags() *Options {
 	flag.DurationVar(&o.Duration, "duration", 30*time.Second, "load time of steady phases (before, between and after a scenario's actions)")
 	flag.Float64Var(&o.Rate, "rate", workload.DefaultRate, "operations per second the workload issues")
 	flag.IntVar(&o.Clients, "clients", workload.DefaultClients, "concurrent workload clients (connections)")
+	flag.StringVar(&o.WorkloadCPU, "workload-cpu", "250m", "CPU request of the workload pod (0: none); without one the pod is BestEffort and is starved first when the node is busy, and its own stalls read as write gaps")
 	flag.BoolVar(&o.OpenLoop, "open-loop", false, "the workload issues operations on schedule whether or not earlier ones returned, instead of one at a time per client")
 	o.Budgets.register()
 	flag.StringVar(&o.EtcdVersion, "etcd-version", "3.6.16", "etcd version of the clusters the scenarios create")

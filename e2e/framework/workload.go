@@ -32,6 +32,10 @@ func (r *Run) workloadPod() *corev1.Pod {
 		volumes = []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: cc.Secret}}}}
 		mounts = []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}}
 	}
+	var res corev1.ResourceRequirements
+	if q := r.Suite.Opts.workloadCPU; !q.IsZero() {
+		res.Requests = corev1.ResourceList{corev1.ResourceCPU: q}
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "workload", Namespace: r.Namespace, Labels: map[string]string{"app": "quorate-workload"}},
 		Spec: corev1.PodSpec{
@@ -48,6 +52,7 @@ func (r *Run) workloadPod() *corev1.Pod {
 				Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 2},
 				VolumeMounts:   mounts,
+				Resources:      res,
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532)},
 			}},
