@@ -1,9 +1,14 @@
 // Command quorate-localcluster starts and stops a local Kubernetes cluster built from upstream
 // source (see e2e/localcluster).
 //
-//	quorate-localcluster up     [--name N] [--k8s-version vX.Y.Z]
+//	quorate-localcluster up     [--name N] [--k8s-version vX.Y.Z] [--nodes N]
 //	quorate-localcluster down   [--name N]
 //	quorate-localcluster status [--name N]
+//	quorate-localcluster power-off|power-on|cut|heal [--name N] NODE
+//
+// power-off stops a further node the way a power loss does (its link down, then every process
+// of it killed), power-on starts it again; cut takes it off the network whole, heal joins it
+// again.
 package main
 
 import (
@@ -20,14 +25,16 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: quorate-localcluster up|down|status [--name NAME] [--k8s-version VERSION]")
+		fmt.Fprintln(os.Stderr, "usage: quorate-localcluster up|down|status [--name NAME] [--k8s-version VERSION] [--nodes N]\n       quorate-localcluster power-off|power-on|cut|heal [--name NAME] NODE")
 		os.Exit(64)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	name := fs.String("name", "quorate", "cluster name")
 	version := fs.String("k8s-version", envflag.Or("K8S_VERSION", localcluster.DefaultVersion), "Kubernetes version, one of "+fmt.Sprint(localcluster.Versions))
+	nodes := fs.Int("nodes", 1, fmt.Sprintf("how many nodes (1 to %d): node 1 is this machine, each further one a network namespace with its own containerd, kubelet and kube-proxy", localcluster.MaxNodes))
 	_ = fs.Parse(os.Args[2:])
 	cfg := localcluster.DefaultConfig(*name, *version)
+	cfg.Nodes = *nodes
 	c := localcluster.New(cfg, os.Stderr)
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -40,6 +47,20 @@ func main() {
 		}
 	case "down":
 		err = c.Down(ctx)
+	case "power-off", "power-on", "cut", "heal":
+		if fs.NArg() != 1 {
+			err = fmt.Errorf("%s takes the node's name (kubectl get nodes)", os.Args[1])
+			break
+		}
+		node := localcluster.NewNode(cfg)
+		switch os.Args[1] {
+		case "power-off":
+			err = node.PowerOff(ctx, fs.Arg(0))
+		case "power-on":
+			err = node.PowerOn(ctx, fs.Arg(0))
+		default:
+			err = node.Partition(ctx, fs.Arg(0), os.Args[1] == "cut")
+		}
 	case "status":
 		if c.Running() {
 			fmt.Printf("cluster %s is running; kubeconfig %s\n", cfg.Name, cfg.Kubeconfig)

@@ -14,11 +14,14 @@ import (
 //go:embed addons/*.yaml
 var addonFS embed.FS
 
-// applyAddons installs CoreDNS and the volume provisioner with the cluster's kubectl.
+// applyAddons installs CoreDNS and the volume provisioner with the cluster's kubectl, on node 1
+// (the system pool): a scenario that drains, powers off or cuts off another node does not
+// take the cluster's name service or volume provisioner with it.
 func (c *Cluster) applyAddons(ctx context.Context) error {
 	data := map[string]string{
 		"CoreDNSImage": CoreDNSImage, "LocalPathImage": LocalPathImage, "HelperImage": HelperImage,
-		"DNSIP": c.cfg.DNSIP, "VolumeDir": c.cfg.path("volumes"), "VolumeDirB": c.cfg.path("volumes-b"),
+		"SystemPool": fmt.Sprintf("{%s: %s}", PoolLabel, PoolSystem),
+		"DNSIP":      c.cfg.DNSIP, "VolumeDir": c.cfg.path("volumes"), "VolumeDirB": c.cfg.path("volumes-b"),
 	}
 	for _, f := range []string{"addons/coredns.yaml", "addons/local-path.yaml"} {
 		t, err := template.ParseFS(addonFS, f)

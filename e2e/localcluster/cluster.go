@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -46,11 +44,18 @@ func (c *Cluster) logf(format string, args ...any) {
 // The daemons in start order; Down stops them in reverse, kubelet first.
 var daemonOrder = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet", "kube-proxy"}
 
-// Running reports whether the cluster's daemons are all alive.
+// Running reports whether the cluster's daemons are all alive, every node's too.
 func (c *Cluster) Running() bool {
 	for _, d := range daemonOrder {
 		if _, ok := c.running(d); !ok {
 			return false
+		}
+	}
+	for _, n := range c.cfg.startedNodes()[1:] {
+		for _, d := range n.daemons(c) {
+			if _, ok := c.running(d.name); !ok {
+				return false
+			}
 		}
 	}
 	return true
@@ -96,6 +101,9 @@ func (c *Cluster) Prepare(ctx context.Context) error {
 func (c *Cluster) preflight() error {
 	if os.Geteuid() != 0 {
 		return errNotRoot
+	}
+	if c.cfg.Nodes < 1 || c.cfg.Nodes > MaxNodes {
+		return fmt.Errorf("a local cluster has 1 to %d nodes, not %d", MaxNodes, c.cfg.Nodes)
 	}
 	if _, err := os.Stat(c.cfg.StateDir); err == nil {
 		return fmt.Errorf("%s is left over from a previous cluster that is not running: run `make cluster-down` (or `quorate-localcluster down`) to remove it", c.cfg.StateDir)
@@ -185,37 +193,26 @@ func (c *Cluster) up(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	for _, d := range []daemon{c.controllerManagerDaemon(), c.schedulerDaemon(), c.containerdDaemon()} {
+	for _, d := range []daemon{c.controllerManagerDaemon(), c.schedulerDaemon()} {
 		if err := c.start(d); err != nil {
 			return err
 		}
 	}
-	if err := c.waitFor(ctx, "containerd", "the containerd CRI socket", time.Minute, func(ctx context.Context) error {
-		_, err := os.Stat(c.cfg.ContainerdSocket())
-		return err
-	}); err != nil {
+	if err := c.startNodeDaemons(ctx, c.cfg.node(1)); err != nil {
 		return err
 	}
-	for _, d := range []daemon{c.kubeletDaemon(), c.kubeProxyDaemon()} {
-		if err := c.start(d); err != nil {
-			return err
+	nodes := []nodeSpec{c.cfg.node(1)}
+	for i := 2; i <= c.cfg.Nodes; i++ {
+		n := c.cfg.node(i)
+		if err := c.startNode(ctx, n); err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
 		}
+		nodes = append(nodes, n)
 	}
-	if err := c.waitFor(ctx, "kubelet", "node "+c.cfg.NodeName+" Ready", 3*time.Minute, func(ctx context.Context) error {
-		n, err := cs.CoreV1().Nodes().Get(ctx, c.cfg.NodeName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-				return nil
-			}
-		}
-		return fmt.Errorf("node not Ready")
-	}); err != nil {
+	if err := c.waitNodesReady(ctx, cs, nodes); err != nil {
 		return err
 	}
-	c.logf("node Ready %s after etcd (%s after start)", time.Since(etcdReady).Round(100*time.Millisecond), time.Since(t0).Round(100*time.Millisecond))
+	c.logf("%d node(s) Ready %s after etcd (%s after start)", len(nodes), time.Since(etcdReady).Round(100*time.Millisecond), time.Since(t0).Round(100*time.Millisecond))
 	if err := c.applyAddons(ctx); err != nil {
 		return err
 	}
@@ -251,9 +248,14 @@ func (c *Cluster) Down(ctx context.Context) error {
 	}
 	start := time.Now()
 	c.stopExternal()
+	var errs []error
+	nodes := c.cfg.startedNodes()
+	for _, n := range nodes[1:] {
+		errs = append(errs, c.stopNode(ctx, n)...)
+	}
 	c.stop("kubelet", 20*time.Second)
 	if _, ok := c.running("containerd"); ok {
-		if err := c.removeAllPods(ctx); err != nil {
+		if err := c.removeAllPods(ctx, c.cfg.ContainerdSocket()); err != nil {
 			c.logf("removing pods through CRI: %v", err)
 		}
 	}
@@ -262,17 +264,20 @@ func (c *Cluster) Down(ctx context.Context) error {
 			c.stop(daemonOrder[i], 15*time.Second)
 		}
 	}
-	if n := c.killShims(); n > 0 {
+	if n := killShims(c.cfg.ContainerdSocket()); n > 0 {
 		c.logf("killed %d leftover containerd shims", n)
 	}
-	var errs []error
 	errs = append(errs, c.teardownNetwork(ctx)...)
 	if n, err := unmountUnder(c.cfg.StateDir); err != nil {
 		errs = append(errs, err)
 	} else if n > 0 {
 		c.logf("unmounted %d mounts", n)
 	}
-	if n := removeKubepodsCgroups(); n > 0 {
+	var cgroupRoots []string
+	for _, n := range nodes[1:] {
+		cgroupRoots = append(cgroupRoots, n.cgroupRoot)
+	}
+	if n := removeKubepodsCgroups(cgroupRoots); n > 0 {
 		c.logf("removed %d pod cgroups", n)
 	}
 	for _, d := range []string{"/var/log/pods", "/var/log/containers"} {
@@ -323,13 +328,17 @@ func unmountUnder(dir string) (int, error) {
 	return len(points), errors.Join(errs...)
 }
 
-// removeKubepodsCgroups removes the cgroups the kubelet created (cgroupfs driver), leaves
-// first.
-func removeKubepodsCgroups() int {
+// removeKubepodsCgroups removes the cgroups node 1's kubelet created (cgroupfs driver) and the
+// cgroup roots of the further nodes, leaves first.
+func removeKubepodsCgroups(nodeRoots []string) int {
 	n := 0
-	roots, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
-	if u, err := os.Stat("/sys/fs/cgroup/unified/kubepods"); err == nil && u.IsDir() {
-		roots = append(roots, "/sys/fs/cgroup/unified/kubepods")
+	var roots []string
+	for _, r := range append([]string{"/kubepods"}, nodeRoots...) {
+		for _, h := range cgroupHierarchies() {
+			if fi, err := os.Stat(filepath.Join(h, r)); err == nil && fi.IsDir() {
+				roots = append(roots, filepath.Join(h, r))
+			}
+		}
 	}
 	for _, root := range roots {
 		var dirs []string

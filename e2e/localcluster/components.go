@@ -2,8 +2,6 @@ package localcluster
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 )
 
 func (c *Cluster) pki(name string) string { return c.cfg.path("pki", name) }
@@ -96,11 +94,15 @@ func (c *Cluster) schedulerDaemon() daemon {
 	}}
 }
 
-func (c *Cluster) containerdDaemon() daemon {
-	return daemon{name: "containerd", args: []string{"containerd", "--config", c.cfg.path("containerd", "config.toml")}}
+func (c *Cluster) containerdDaemon(n nodeSpec) daemon {
+	return daemon{name: n.daemon("containerd"), args: []string{"containerd", "--config", n.path("containerd", "config.toml")}}
 }
 
-func (c *Cluster) kubeletConfig() string {
+func (c *Cluster) kubeletConfig(n nodeSpec) string {
+	cgroupRoot := ""
+	if n.cgroupRoot != "" {
+		cgroupRoot = "cgroupRoot: " + n.cgroupRoot + "\n"
+	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %[1]s
@@ -136,22 +138,23 @@ evictionHard:
   nodefs.available: "1%%"
   nodefs.inodesFree: "1%%"
   imagefs.available: "1%%"
-`, c.cfg.NodeIP, c.pki("ca.crt"), c.pki("kubelet.crt"), c.pki("kubelet.key"), c.cfg.ContainerdSocket(), c.cfg.DNSIP)
+%[7]s`, n.ip, c.pki("ca.crt"), c.pki(n.certName("kubelet")+".crt"), c.pki(n.certName("kubelet")+".key"), n.socket(), c.cfg.DNSIP, cgroupRoot)
 }
 
-func (c *Cluster) kubeletDaemon() daemon {
-	return daemon{name: "kubelet", args: []string{c.cfg.k8sBin("kubelet"),
-		"--config=" + c.cfg.path("kubelet-config.yaml"),
-		"--kubeconfig=" + c.cfg.path("kubelet-client.kubeconfig"),
-		"--root-dir=" + c.cfg.path("kubelet"),
-		"--cert-dir=" + c.cfg.path("kubelet", "pki"),
-		"--hostname-override=" + c.cfg.NodeName,
-		"--node-ip=" + c.cfg.NodeIP,
+func (c *Cluster) kubeletDaemon(n nodeSpec) daemon {
+	return daemon{name: n.daemon("kubelet"), args: n.inNetns(c.cfg.k8sBin("kubelet"),
+		"--config="+n.path("kubelet-config.yaml"),
+		"--kubeconfig="+n.path(n.certName("kubelet-client")+".kubeconfig"),
+		"--root-dir="+n.path("kubelet"),
+		"--cert-dir="+n.path("kubelet", "pki"),
+		"--hostname-override="+n.name,
+		"--node-ip="+n.ip,
+		"--node-labels="+PoolLabel+"="+n.pool(),
 		"--v=1",
-	}}
+	)}
 }
 
-func (c *Cluster) kubeProxyConfig() string {
+func (c *Cluster) kubeProxyConfig(n nodeSpec) string {
 	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
@@ -166,28 +169,12 @@ conntrack:
   maxPerCore: 0
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
-`, c.cfg.path("kube-proxy.kubeconfig"), c.cfg.PodCIDR, c.cfg.NodeName, c.cfg.NodeIP)
+`, c.cfg.path("kube-proxy.kubeconfig"), c.cfg.PodCIDR, n.name, n.ip)
 }
 
-func (c *Cluster) kubeProxyDaemon() daemon {
-	return daemon{name: "kube-proxy", args: []string{c.cfg.k8sBin("kube-proxy"), "--config=" + c.cfg.path("kube-proxy-config.yaml"), "--v=1"}}
+func (c *Cluster) kubeProxyDaemon(n nodeSpec) daemon {
+	return daemon{name: n.daemon("kube-proxy"), args: n.inNetns(c.cfg.k8sBin("kube-proxy"), "--config="+n.path("kube-proxy-config.yaml"), "--v=1")}
 }
 
-// writeConfigs writes every configuration file the daemons read.
-func (c *Cluster) writeConfigs() error {
-	files := map[string]string{
-		c.cfg.path("containerd", "config.toml"):           c.containerdConfig(),
-		c.cfg.path("cni", "net.d", "10-quorate.conflist"): c.cniConfig(),
-		c.cfg.path("kubelet-config.yaml"):                 c.kubeletConfig(),
-		c.cfg.path("kube-proxy-config.yaml"):              c.kubeProxyConfig(),
-	}
-	for p, content := range files {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// writeConfigs writes every configuration file node 1's daemons read.
+func (c *Cluster) writeConfigs() error { return c.writeNodeConfigs(c.cfg.node(1)) }

@@ -37,6 +37,10 @@ type Config struct {
 	StateDir    string // everything the running cluster writes; removed by Down
 	Kubeconfig  string // where the admin kubeconfig is written for the user
 
+	// Nodes is how many nodes the cluster has. Node 1 is this machine itself; every further
+	// node is a network namespace on NodeBridge with its own containerd, kubelet and
+	// kube-proxy (nodes.go).
+	Nodes       int
 	NodeName    string
 	NodeBridge  string
 	NodeIP      string
@@ -71,6 +75,7 @@ func DefaultConfig(name, version string) Config {
 		RepoRoot: root, CacheDir: cache,
 		StateDir:   filepath.Join("/var/lib/quorate", name),
 		Kubeconfig: filepath.Join(home, ".kube", "quorate-"+name+".yaml"),
+		Nodes:      1,
 		NodeName:   name + "-node-1", NodeBridge: "quorate0", NodeIP: "10.87.0.1", NodeCIDR: "10.87.0.1/24",
 		CNIBridge: "qcni0", PodCIDR: "10.244.0.0/16", NodePodCIDR: "10.244.0.0/24",
 		ServiceCIDR: "10.96.0.0/16", APIServerIP: "10.96.0.1", DNSIP: "10.96.0.10",

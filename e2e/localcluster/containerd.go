@@ -21,7 +21,16 @@ import (
 // restrict_oom_score_adj: this VM lacks CAP_SYS_RESOURCE, so runc cannot set the negative
 // oom_score_adj of the sandbox ("can't get final child's PID from pipe: EOF") unless it is
 // clamped to the current value.
-func (c *Cluster) containerdConfig() string {
+//
+// A further node's containerd runs in the host's network namespace (see nodeSpec): its CNI
+// plugins are wrappers that enter the node's namespace, and its streaming server listens at the
+// node bridge's address.
+func (c *Cluster) containerdConfig(n nodeSpec) string {
+	cniBin, stream := "/usr/lib/cni", ""
+	if n.netns != "" {
+		cniBin = n.path("cni", "bin")
+		stream = fmt.Sprintf("  stream_server_address = %q\n", c.cfg.NodeIP)
+	}
 	return fmt.Sprintf(`version = 2
 root = %[1]q
 state = %[2]q
@@ -37,7 +46,7 @@ state = %[2]q
   restrict_oom_score_adj = true
   enable_unprivileged_ports = true
   enable_unprivileged_icmp = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
+%[10]s  [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
@@ -45,7 +54,7 @@ state = %[2]q
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+    bin_dir = %[11]q
     conf_dir = %[6]q
   [plugins."io.containerd.grpc.v1.cri".registry]
     [plugins."io.containerd.grpc.v1.cri".registry.mirrors."%[7]s"]
@@ -55,12 +64,12 @@ state = %[2]q
 
 [plugins."io.containerd.internal.v1.opt"]
   path = %[8]q
-`, c.cfg.path("containerd", "root"), c.cfg.path("containerd", "state"), c.cfg.ContainerdSocket(),
-		c.cfg.ContainerdSocket()+".ttrpc", PauseImage, c.cfg.path("cni", "net.d"), c.cfg.Registry, c.cfg.path("containerd", "opt"), RegistryAlias)
+`, n.path("containerd", "root"), n.path("containerd", "state"), n.socket(),
+		n.socket()+".ttrpc", PauseImage, n.path("cni", "net.d"), c.cfg.Registry, n.path("containerd", "opt"), RegistryAlias, stream, cniBin)
 }
 
-func (c *Cluster) criClient(ctx context.Context) (runtimeapi.RuntimeServiceClient, func(), error) {
-	conn, err := grpc.NewClient("unix://"+c.cfg.ContainerdSocket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+func criClient(socket string) (runtimeapi.RuntimeServiceClient, func(), error) {
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -69,11 +78,11 @@ func (c *Cluster) criClient(ctx context.Context) (runtimeapi.RuntimeServiceClien
 
 // removeAllPods stops and removes every pod sandbox through CRI, which kills the containers
 // and runs CNI DEL (freeing IPs, deleting veths and network namespaces).
-func (c *Cluster) removeAllPods(ctx context.Context) error {
-	if _, err := os.Stat(c.cfg.ContainerdSocket()); err != nil {
+func (c *Cluster) removeAllPods(ctx context.Context, socket string) error {
+	if _, err := os.Stat(socket); err != nil {
 		return nil
 	}
-	rt, closeFn, err := c.criClient(ctx)
+	rt, closeFn, err := criClient(socket)
 	if err != nil {
 		return err
 	}
@@ -96,10 +105,19 @@ func (c *Cluster) removeAllPods(ctx context.Context) error {
 	return nil
 }
 
-// killShims kills containerd shims (and so their containers) that still belong to this
-// cluster's containerd after it stopped.
-func (c *Cluster) killShims() int {
-	n := 0
+// killShims kills the containerd shims (and so their containers) that still belong to the
+// containerd of socket after it stopped.
+func killShims(socket string) int {
+	pids := shimPIDs(socket)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return len(pids)
+}
+
+// shimPIDs are the containerd shims of the containerd of socket.
+func shimPIDs(socket string) []int {
+	var pids []int
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
@@ -107,13 +125,12 @@ func (c *Cluster) killShims() int {
 			continue
 		}
 		cmd := strings.ReplaceAll(string(b), "\x00", " ")
-		if strings.Contains(cmd, "containerd-shim") && strings.Contains(cmd, c.cfg.ContainerdSocket()) {
+		if strings.Contains(cmd, "containerd-shim") && strings.Contains(cmd, " "+socket+" ") {
 			var pid int
 			if _, err := fmt.Sscanf(p, "/proc/%d/cmdline", &pid); err == nil {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				n++
+				pids = append(pids, pid)
 			}
 		}
 	}
-	return n
+	return pids
 }

@@ -61,13 +61,21 @@ func (c *Cluster) setupNetwork(ctx context.Context) error {
 	if err := run(ctx, "ip", "link", "set", c.cfg.NodeBridge, "up"); err != nil {
 		return err
 	}
-	// Pods may reach each other, Services and the node; nothing else.
+	// Pods and further nodes may reach each other, Services and the nodes; nothing else. (Their
+	// traffic to the host itself is not forwarded; Services are translated before this chain.)
 	_ = run(ctx, "iptables", "-w", "-N", egressChain)
 	if err := run(ctx, "iptables", "-w", "-F", egressChain); err != nil {
 		return err
 	}
-	if err := run(ctx, "iptables", "-w", "-A", egressChain, "-s", c.cfg.PodCIDR, "!", "-o", c.cfg.CNIBridge, "-j", "REJECT"); err != nil {
-		return err
+	for _, rule := range [][]string{
+		{"-d", c.cfg.PodCIDR, "-j", "RETURN"},
+		{"-d", c.cfg.NodeCIDR, "-j", "RETURN"},
+		{"-s", c.cfg.PodCIDR, "-j", "REJECT"},
+		{"-s", c.cfg.NodeCIDR, "-j", "REJECT"},
+	} {
+		if err := run(ctx, "iptables", append([]string{"-w", "-A", egressChain}, rule...)...); err != nil {
+			return err
+		}
 	}
 	if exec.CommandContext(ctx, "iptables", "-w", "-C", "FORWARD", "-j", egressChain).Run() != nil {
 		if err := run(ctx, "iptables", "-w", "-I", "FORWARD", "1", "-j", egressChain); err != nil {
@@ -168,7 +176,7 @@ func (c *Cluster) teardownNetwork(ctx context.Context) []error {
 
 // cniConfig is the pod network: a bridge with host-local IPAM and port mapping. ipMasq is off:
 // pod traffic is never translated towards the outside, where it may not go.
-func (c *Cluster) cniConfig() string {
+func (c *Cluster) cniConfig(n nodeSpec) string {
 	return fmt.Sprintf(`{
   "cniVersion": "0.4.0",
   "name": "quorate",
@@ -189,5 +197,5 @@ func (c *Cluster) cniConfig() string {
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
-`, c.cfg.CNIBridge, c.cfg.NodePodCIDR, c.cfg.path("cni", "ipam"))
+`, c.cfg.CNIBridge, n.podCIDR, n.path("cni", "ipam"))
 }

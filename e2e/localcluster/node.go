@@ -8,19 +8,21 @@ import (
 	"path/filepath"
 	"slices"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Node gives scenarios what only the node can do: stop a container the way a crash or a power
-// loss does (the kubelet restarts it), and reach the directory behind a volume. The local
-// cluster's node is this machine.
-type Node struct{ cfg Config }
+// loss does (the kubelet restarts it), reach the directory behind a volume, and, with several
+// nodes, lose or cut off a whole node. The local cluster's nodes are this machine (node 1) and
+// network namespaces on it: their volumes and containers are all here.
+type Node struct {
+	cfg Config
+	c   *Cluster
+}
 
-// NewNode returns the node of the local cluster cfg describes.
-func NewNode(cfg Config) *Node { return &Node{cfg: cfg} }
+// NewNode returns the nodes of the local cluster cfg describes.
+func NewNode(cfg Config) *Node { return &Node{cfg: cfg, c: New(cfg, os.Stderr)} }
 
 // Addresses are the node's addresses that pods see: its own, which they reach it at, and the
 // pod bridge's gateway, which connections from the node to pods come from.
@@ -38,12 +40,23 @@ func (n *Node) Addresses() []net.IP {
 // whose names are in pods (every pod of the namespace when pods is empty), and only the
 // container named container when it is not empty. It returns how many it stopped.
 func (n *Node) KillContainers(ctx context.Context, namespace string, pods []string, container string) (int, error) {
-	conn, err := grpc.NewClient("unix://"+n.cfg.ContainerdSocket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	total := 0
+	for _, node := range n.cfg.startedNodes() {
+		k, err := killContainers(ctx, node.socket(), namespace, pods, container)
+		total += k
+		if err != nil {
+			return total, fmt.Errorf("node %s: %w", node.name, err)
+		}
+	}
+	return total, nil
+}
+
+func killContainers(ctx context.Context, socket, namespace string, pods []string, container string) (int, error) {
+	rt, closeFn, err := criClient(socket)
 	if err != nil {
 		return 0, err
 	}
-	defer func() { _ = conn.Close() }()
-	rt := runtimeapi.NewRuntimeServiceClient(conn)
+	defer closeFn()
 	filter := &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
 		LabelSelector: map[string]string{"io.kubernetes.pod.namespace": namespace},

@@ -61,8 +61,6 @@ func (c *Cluster) writePKI() error {
 		{"controller-manager", ca, pki.Request{CommonName: "system:kube-controller-manager", Organization: []string{}, Usage: pki.ClientOnly}},
 		{"scheduler", ca, pki.Request{CommonName: "system:kube-scheduler", Organization: []string{}, Usage: pki.ClientOnly}},
 		{"kube-proxy", ca, pki.Request{CommonName: "system:kube-proxy", Organization: []string{}, Usage: pki.ClientOnly}},
-		{"kubelet-client", ca, pki.Request{CommonName: "system:node:" + c.cfg.NodeName, Organization: []string{"system:nodes"}, Usage: pki.ClientOnly}},
-		{"kubelet", ca, pki.Request{CommonName: c.cfg.NodeName, Usage: pki.ServerAndClient, DNSNames: []string{c.cfg.NodeName, "localhost"}, IPs: []net.IP{nodeIP}}},
 	}
 	for _, ct := range certs {
 		pair, err := ct.ca.Sign(ct.req, now)
@@ -76,12 +74,12 @@ func (c *Cluster) writePKI() error {
 			return err
 		}
 	}
-	for _, user := range []string{"admin", "controller-manager", "scheduler", "kube-proxy", "kubelet-client"} {
+	for _, user := range []string{"admin", "controller-manager", "scheduler", "kube-proxy"} {
 		if err := c.writeKubeconfig(c.cfg.path(user+".kubeconfig"), user); err != nil {
 			return err
 		}
 	}
-	return nil
+	return c.writeNodePKI(c.cfg.node(1))
 }
 
 // writeKubeconfig writes a kubeconfig that authenticates with the named client certificate,

@@ -23,6 +23,7 @@ import (
 // cluster. LoadImage pushes an image to the local registry the node pulls from.
 type Provider struct {
 	name, version string
+	nodes         int
 	cluster       *Cluster
 	restConfig    *rest.Config
 }
@@ -49,6 +50,9 @@ func (p *Provider) WithVersion(version string) support.E2EClusterProvider {
 	p.version = ResolveVersion(version)
 	return p
 }
+
+// WithNodes sets how many nodes a cluster the provider starts has (1 when unset).
+func (p *Provider) WithNodes(n int) *Provider { p.nodes = n; return p }
 
 // WithPath is accepted for interface compatibility; binaries come from the build cache.
 func (p *Provider) WithPath(string) support.E2EClusterProvider { return p }
@@ -78,7 +82,11 @@ func ResolveVersion(v string) string {
 
 func (p *Provider) handle() *Cluster {
 	if p.cluster == nil {
-		p.cluster = New(DefaultConfig(p.name, p.version), os.Stderr)
+		cfg := DefaultConfig(p.name, p.version)
+		if p.nodes > 0 {
+			cfg.Nodes = p.nodes
+		}
+		p.cluster = New(cfg, os.Stderr)
 	}
 	return p.cluster
 }
