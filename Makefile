@@ -182,9 +182,10 @@ olm-catalog: ## Build the operator and bundle images of the previous and the cur
 
 ##@ Local cluster
 
+CLUSTER_NODES ?= 1
 .PHONY: cluster-up
-cluster-up: ## Start a local cluster of K8S_VERSION built from source (KUBECONFIG in ~/.kube/quorate-$(CLUSTER).yaml).
-	go run ./cmd/quorate-localcluster up --name $(CLUSTER) --k8s-version $(K8S_VERSION)
+cluster-up: ## Start a local cluster of K8S_VERSION built from source, with CLUSTER_NODES nodes (KUBECONFIG in ~/.kube/quorate-$(CLUSTER).yaml).
+	go run ./cmd/quorate-localcluster up --name $(CLUSTER) --k8s-version $(K8S_VERSION) --nodes $(CLUSTER_NODES)
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster and remove everything it created.
@@ -236,6 +237,11 @@ e2e-backup: ## Run the backup scenarios (backup to a real S3 store, restore, sch
 .PHONY: s3
 s3: ## Install the S3 object store (versitygw, built from source) on the local cluster (idempotent).
 	KUBECTL=$(KUBECTL) hack/s3.sh
+
+NODES ?= 4
+.PHONY: e2e-nodes
+e2e-nodes: ## Run the node scenarios (the leader's node drained, powered off, cut off) on a local cluster of NODES nodes (node 1 and three for the members).
+	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=nodes REPORT_DIR=$(REPORT_DIR)/nodes CONFORMANCE_FLAGS="--nodes=$(NODES) $(CONFORMANCE_FLAGS)"
 
 .PHONY: e2e-chaos
 e2e-chaos: conformance image images $(KUSTOMIZE) ## Run steady state and scale 3->5->3 under every Chaos Mesh fault (FAULTS narrows: FAULTS=pod-kill-leader,delay).

@@ -3,7 +3,8 @@
 # quorate-system), or, given a NAMESPACE, from config/namespaced into that namespace, managing
 # it alone (the CRD and the manager's ClusterRole must exist: a cluster-wide install has them).
 # OWNERSHIP_TERM and CERTIFICATE_PROPAGATION, when set, are the operator's --ownership-term and
-# --certificate-propagation (the conformance suite shortens them).
+# --certificate-propagation (the conformance suite shortens them). NODE_SELECTOR=KEY=VALUE, when
+# set, keeps the manager on those nodes (the node scenarios keep it off the nodes they act on).
 # Usage: hack/deploy.sh KUSTOMIZE KUBECTL IMAGE ETCD_IMAGE_REPOSITORY [NAMESPACE]
 set -euo pipefail
 kustomize=$1 kubectl=$2 img=$3 etcd_repo=$4 ns=${5:-}
@@ -25,6 +26,12 @@ if [ -n "${CERTIFICATE_PROPAGATION:-}" ]; then
     - op: add
       path: /spec/template/spec/containers/0/env/-
       value: {name: CERTIFICATE_PROPAGATION, value: \"$CERTIFICATE_PROPAGATION\"}"
+fi
+if [ -n "${NODE_SELECTOR:-}" ]; then
+  extra="$extra
+    - op: add
+      path: /spec/template/spec/nodeSelector
+      value: {\"${NODE_SELECTOR%%=*}\": \"${NODE_SELECTOR#*=}\"}"
 fi
 cat >"$overlay/kustomization.yaml" <<YAML
 resources:

@@ -46,12 +46,16 @@ func TestMain(m *testing.M) {
 }
 
 // TestConformance runs every scenario; --labels (scenario=NAME, suite=core|negative|safety|chaos|
-// chaos-negative|olm|migration|backup|bench|bench-rate|peers, operator=NAME, operation=NAME, fault=NAME, base=steady|scale, install-mode=NAME) and --feature pick
+// chaos-negative|olm|migration|backup|bench|bench-rate|peers|nodes, operator=NAME, operation=NAME, fault=NAME, base=steady|scale, install-mode=NAME) and --feature pick
 // some. The OLM scenarios install Quorate themselves, so they are part of the run only when
 // their catalogs are given (--olm-catalogs or --install-olm).
 func TestConformance(t *testing.T) {
 	scenarios := append(append(append(All(opts), SafetyScenarios()...), ChaosScenarios(opts.OperatorNS)...), BackupScenarios()...)
 	scenarios = append(scenarios, MigrateIn(), MigrateInFirewalled())
+	if opts.Provider == "local" && opts.Nodes > 1 {
+		// They power nodes off and cut them off, which only the local cluster's nodes can.
+		scenarios = append(scenarios, NodeScenarios()...)
+	}
 	if opts.Install {
 		scenarios = append(scenarios, ScopeMigration(opts.OperatorNS))
 	}

@@ -81,7 +81,7 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 	s := &Suite{Opts: opts, kubectl: "kubectl", scorecardOut: os.Stdout, Report: &report.Report{Title: "Quorate conformance", Quorate: buildinfo.Version, Generated: time.Now()}, Labels: cfg.Labels()}
 	switch opts.Provider {
 	case "local":
-		p := localcluster.NewProvider()
+		p := localcluster.NewProvider().WithNodes(opts.Nodes)
 		p.WithVersion(opts.K8sVersion)
 		lc := localcluster.DefaultConfig(opts.ClusterName, localcluster.ResolveVersion(opts.K8sVersion))
 		s.kubectl = lc.Kubectl()
@@ -203,6 +203,11 @@ func (s *Suite) install(ctx context.Context, kubeconfig string) error {
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "deploy.sh"), kustomize, s.kubectl, s.Opts.OperatorImage, etcdRepository())
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "OWNERSHIP_TERM="+s.Opts.OwnershipTerm.String(), "CERTIFICATE_PROPAGATION="+s.Opts.CertPropagation.String())
+	if s.Node != nil && s.Opts.Nodes > 1 {
+		// The node scenarios drain, power off and cut off the etcd pool's nodes: the operator
+		// stays on node 1 with the control plane, as the workload does.
+		cmd.Env = append(cmd.Env, "NODE_SELECTOR="+localcluster.PoolLabel+"="+localcluster.PoolSystem)
+	}
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("installing Quorate: %w", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/e2e/localcluster"
 	"github.com/quorate-dev/quorate/e2e/report"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -58,6 +59,9 @@ type Scenario struct {
 	// NeedsNode: the scenario acts on the node (kills containers, wipes volumes), which only
 	// the local provider can do.
 	NeedsNode bool
+	// Nodes is how many Ready nodes of the local cluster's etcd pool the scenario needs (its
+	// members run there, its workload and the operator on node 1); 0: no node scenario.
+	Nodes int
 	// Install, when set, installs the operator for this run (through OLM, say) after the run's
 	// namespace exists and before the EtcdCluster is created.
 	Install func(ctx context.Context, r *Run) error
@@ -82,6 +86,9 @@ type Run struct {
 
 	// electionTimeout of the EtcdCluster, as the API server defaulted it.
 	electionTimeout time.Duration
+	// pools: a node scenario's members run in the local cluster's etcd pool and its workload
+	// on node 1, in the system pool (checkNodes).
+	pools bool
 	// started is when the load started.
 	started time.Time
 	// external are the client URLs of the external cluster (Scenario.External).
@@ -243,6 +250,9 @@ func (r *Run) CreateEtcdCluster(ctx context.Context) error {
 		Spec: v1alpha1.EtcdClusterSpec{Replicas: r.Scenario.Replicas, Version: version, Image: image,
 			Storage: v1alpha1.StorageSpec{Size: resource.MustParse("256Mi")}},
 	}
+	if r.pools {
+		ec.Spec.PodTemplate = &v1alpha1.PodTemplate{NodeSelector: map[string]v1alpha1.LabelValue{localcluster.PoolLabel: localcluster.PoolEtcd}}
+	}
 	if r.Scenario.Spec != nil {
 		r.Scenario.Spec(&ec.Spec)
 	}
@@ -269,6 +279,9 @@ func (r *Run) setup(ctx context.Context) error {
 	}
 	if r.Scenario.NeedsNode && r.Suite.Node == nil {
 		return fmt.Errorf("%s acts on the node's containers and volumes, which only --provider=local can reach; leave it out with --skip-labels=needs=node", r.Scenario.Name)
+	}
+	if err := r.checkNodes(ctx); err != nil {
+		return err
 	}
 	if r.Scenario.Operator != nil {
 		return r.createWithOperator(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/quorate-dev/quorate/e2e/localcluster"
 	"net/url"
 	"os"
 	"strings"
@@ -56,9 +57,18 @@ func (r *Run) workloadPod() *corev1.Pod {
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532)},
 			}},
-			Volumes: volumes,
+			Volumes:      volumes,
+			NodeSelector: r.workloadNodeSelector(),
 		},
 	}
+}
+
+// workloadNodeSelector keeps a node scenario's workload on node 1 (checkNodes).
+func (r *Run) workloadNodeSelector() map[string]string {
+	if !r.pools {
+		return nil
+	}
+	return map[string]string{localcluster.PoolLabel: localcluster.PoolSystem}
 }
 
 // call invokes the workload through the API server's pod proxy; path may carry a query.

@@ -1,0 +1,161 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/quorate-dev/quorate/e2e/framework"
+)
+
+// The node scenarios (suite=nodes) act on whole nodes of a local cluster started with
+// --nodes=4: node 1 holds the control plane, the add-ons and the workload; the members run one
+// on each of nodes 2–4 (the etcd pool), placed there by the operator's default spread. Each
+// scenario acts on the leader's node, the worst case.
+
+func nodeScenario(name string, class framework.Class, steps func(ctx context.Context, r *framework.Run) error) framework.Scenario {
+	return framework.Scenario{Name: name, Labels: map[string]string{"suite": "nodes"}, Replicas: 3, Nodes: 3, Class: class, Steps: steps}
+}
+
+// NodeDrain: the node holding the leader is drained with kubectl drain. The leader's pod is
+// evicted through the Eviction API and hands leadership over before etcd stops; its volume is
+// on the drained node, so it stays Pending. A second drain, of another member's node, must then
+// be refused by the PodDisruptionBudget and evict nothing. Uncordoning brings the member back.
+func NodeDrain() framework.Scenario {
+	return nodeScenario("node-drain", framework.Planned, func(ctx context.Context, r *framework.Run) error {
+		leader, node, err := r.LeaderNode(ctx)
+		if err != nil {
+			return err
+		}
+		r.UncordonOnCleanup(node)
+		r.Phase(fmt.Sprintf("draining %s, which holds the leader %s", node, leader))
+		end := r.Fault("node-drained", fmt.Sprintf("kubectl drain %s (the leader %s's node)", node, leader))
+		defer end()
+		if _, err := r.Drain(ctx, node, 3*time.Minute); err != nil {
+			return err
+		}
+		newLeader, err := r.WaitNewLeader(ctx, leader, 2*time.Minute)
+		if err != nil {
+			return err
+		}
+		r.T.Logf("drained %s; the leader moved from %s to %s", node, leader, newLeader)
+
+		// With one member down the budget allows no further eviction.
+		placed, err := r.MemberNodes(ctx)
+		if err != nil {
+			return err
+		}
+		other := placed[newLeader]
+		r.UncordonOnCleanup(other)
+		r.Phase(fmt.Sprintf("draining %s too, which the PodDisruptionBudget must refuse", other))
+		out, refused := r.Drain(ctx, other, 20*time.Second)
+		if refused == nil {
+			return fmt.Errorf("a second drain, of %s, succeeded while %s's member was down: the PodDisruptionBudget did not hold (kubectl: %s)", other, node, out)
+		}
+		still, err := r.MemberNodes(ctx)
+		if err != nil {
+			return err
+		}
+		if still[newLeader] != other {
+			return fmt.Errorf("the refused drain of %s still evicted the member %s", other, newLeader)
+		}
+		r.T.Logf("the second drain was refused: %v", refused)
+		if err := r.Uncordon(ctx, other); err != nil {
+			return err
+		}
+		r.Phase("uncordoning " + node)
+		if err := r.Uncordon(ctx, node); err != nil {
+			return err
+		}
+		return r.WaitSettled(ctx, 3, 5*time.Minute)
+	})
+}
+
+// NodeLoss: the leader's node loses power: its link goes down and its kubelet, containerd
+// and every container die at once. The other two elect a leader; Kubernetes marks the node
+// NotReady. Power comes back, the kubelet restarts the member with its data, and it rejoins.
+//
+// Its budget is a partition's: a node that loses power falls silent, as a cut-off one does (no
+// connection is closed, nothing says goodbye), so the followers wait out an election timeout
+// that etcd draws between one and two configured ones, where a killed leader pod's closed
+// connections are noticed at once.
+func NodeLoss() framework.Scenario {
+	return nodeScenario("node-loss", framework.Partition, func(ctx context.Context, r *framework.Run) error {
+		leader, node, err := r.LeaderNode(ctx)
+		if err != nil {
+			return err
+		}
+		r.Phase(fmt.Sprintf("powering off %s, which holds the leader %s", node, leader))
+		end := r.Fault("node-lost", fmt.Sprintf("%s powered off (the leader %s's node)", node, leader))
+		defer end()
+		on := false
+		r.OnCleanup(func(ctx context.Context) error {
+			if on {
+				return nil
+			}
+			return r.Suite.Node.PowerOn(ctx, node)
+		})
+		if err := r.Suite.Node.PowerOff(ctx, node); err != nil {
+			return err
+		}
+		newLeader, err := r.WaitNewLeader(ctx, leader, 2*time.Minute)
+		if err != nil {
+			return err
+		}
+		r.T.Logf("%s is off; %s leads", node, newLeader)
+		if err := r.WaitNodeReady(ctx, node, corev1.ConditionUnknown, 3*time.Minute); err != nil {
+			return err
+		}
+		r.Phase("powering " + node + " on")
+		on = true
+		if err := r.Suite.Node.PowerOn(ctx, node); err != nil {
+			return err
+		}
+		if err := r.WaitNodeReady(ctx, node, corev1.ConditionTrue, 3*time.Minute); err != nil {
+			return err
+		}
+		return r.WaitSettled(ctx, 3, 5*time.Minute)
+	})
+}
+
+// NodePartition: the leader's node is cut off the network, whole: the member and the kubelet
+// with it. The side with a quorum elects a leader; the cut-off leader must not serve writes.
+// Healing the partition brings the member back as a follower.
+func NodePartition() framework.Scenario {
+	return nodeScenario("node-partition", framework.Partition, func(ctx context.Context, r *framework.Run) error {
+		leader, node, err := r.LeaderNode(ctx)
+		if err != nil {
+			return err
+		}
+		r.Phase(fmt.Sprintf("cutting %s off, which holds the leader %s", node, leader))
+		end := r.Fault("node-partitioned", fmt.Sprintf("%s cut off the network (the leader %s's node)", node, leader))
+		defer end()
+		if err := r.Suite.Node.Partition(ctx, node, true); err != nil {
+			return err
+		}
+		r.OnCleanup(func(ctx context.Context) error { return r.Suite.Node.Partition(ctx, node, false) })
+		newLeader, err := r.WaitNewLeader(ctx, leader, 2*time.Minute)
+		if err != nil {
+			return err
+		}
+		r.T.Logf("%s is cut off; %s leads", node, newLeader)
+		if err := r.WaitNodeReady(ctx, node, corev1.ConditionUnknown, 3*time.Minute); err != nil {
+			return err
+		}
+		r.Phase("healing the partition of " + node)
+		if err := r.Suite.Node.Partition(ctx, node, false); err != nil {
+			return err
+		}
+		if err := r.WaitNodeReady(ctx, node, corev1.ConditionTrue, 3*time.Minute); err != nil {
+			return err
+		}
+		return r.WaitSettled(ctx, 3, 5*time.Minute)
+	})
+}
+
+// NodeScenarios are the scenarios that need several nodes.
+func NodeScenarios() []framework.Scenario {
+	return []framework.Scenario{NodeDrain(), NodeLoss(), NodePartition()}
+}
