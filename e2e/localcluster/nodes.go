@@ -377,13 +377,15 @@ func (c *Cluster) stopNode(ctx context.Context, n nodeSpec) []error {
 		c.logf("killed %d leftover containerd shims of %s", k, n.name)
 	}
 	if n.netns != "" {
-		if _, err := os.Stat(n.netnsPath()); err == nil {
-			if err := run(ctx, "ip", "netns", "del", n.netns); err != nil {
+		// The veth first (its peer goes with it): deleting the namespace first would take the
+		// pair away in the background, racing a delete of the host's end.
+		if linkExists(n.veth()) {
+			if err := run(ctx, "ip", "link", "del", n.veth()); err != nil {
 				errs = append(errs, err)
 			}
 		}
-		if linkExists(n.veth()) {
-			if err := run(ctx, "ip", "link", "del", n.veth()); err != nil {
+		if _, err := os.Stat(n.netnsPath()); err == nil {
+			if err := run(ctx, "ip", "netns", "del", n.netns); err != nil {
 				errs = append(errs, err)
 			}
 		}
