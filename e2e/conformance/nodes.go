@@ -73,44 +73,47 @@ func NodeDrain() framework.Scenario {
 	})
 }
 
-// NodeLoss: the leader's node loses power: its link goes down and its kubelet, containerd
-// and every container die at once. The other two elect a leader; Kubernetes marks the node
-// NotReady. Power comes back, the kubelet restarts the member with its data, and it rejoins.
-//
-// Its budget is a partition's: a node that loses power falls silent, as a cut-off one does (no
-// connection is closed, nothing says goodbye), so the followers wait out an election timeout
-// that etcd draws between one and two configured ones, where a killed leader pod's closed
-// connections are noticed at once.
-func NodeLoss() framework.Scenario {
-	return nodeScenario("node-loss", framework.Partition, func(ctx context.Context, r *framework.Run) error {
+// A nodeOutage takes the leader's node away and brings it back: the scenario waits for a new
+// leader (in the operator's status) and for Kubernetes to mark the node NotReady (Unknown)
+// before it ends the outage, then for the node to be Ready and the cluster settled.
+type nodeOutage struct {
+	name, fault string
+	// what the phases and the fault say: doing (the node, the leader), done (the node),
+	// undoing (the node).
+	doing, done, undoing string
+	take, restore        func(ctx context.Context, r *framework.Run, node string) error
+}
+
+func (o nodeOutage) scenario() framework.Scenario {
+	return nodeScenario(o.name, framework.Partition, func(ctx context.Context, r *framework.Run) error {
 		leader, node, err := r.LeaderNode(ctx)
 		if err != nil {
 			return err
 		}
-		r.Phase(fmt.Sprintf("powering off %s, which holds the leader %s", node, leader))
-		end := r.Fault("node-lost", fmt.Sprintf("%s powered off (the leader %s's node)", node, leader))
+		r.Phase(fmt.Sprintf(o.doing, node, leader))
+		end := r.Fault(o.fault, fmt.Sprintf(o.doing, node, leader))
 		defer end()
-		on := false
+		restored := false
 		r.OnCleanup(func(ctx context.Context) error {
-			if on {
+			if restored {
 				return nil
 			}
-			return r.Suite.Node.PowerOn(ctx, node)
+			return o.restore(ctx, r, node)
 		})
-		if err := r.Suite.Node.PowerOff(ctx, node); err != nil {
+		if err := o.take(ctx, r, node); err != nil {
 			return err
 		}
 		newLeader, err := r.WaitNewLeader(ctx, leader, 2*time.Minute)
 		if err != nil {
 			return err
 		}
-		r.T.Logf("%s is off; %s leads", node, newLeader)
+		r.T.Logf("%s; %s leads", fmt.Sprintf(o.done, node), newLeader)
 		if err := r.WaitNodeReady(ctx, node, corev1.ConditionUnknown, 3*time.Minute); err != nil {
 			return err
 		}
-		r.Phase("powering " + node + " on")
-		on = true
-		if err := r.Suite.Node.PowerOn(ctx, node); err != nil {
+		r.Phase(fmt.Sprintf(o.undoing, node))
+		restored = true
+		if err := o.restore(ctx, r, node); err != nil {
 			return err
 		}
 		if err := r.WaitNodeReady(ctx, node, corev1.ConditionTrue, 3*time.Minute); err != nil {
@@ -120,39 +123,37 @@ func NodeLoss() framework.Scenario {
 	})
 }
 
+// NodeLoss: the leader's node loses power: its link goes down and its kubelet, containerd
+// and every container die at once. The other two elect a leader; Kubernetes marks the node
+// NotReady. Power comes back, the kubelet restarts the member with its data, and it rejoins.
+//
+// Its budget is a partition's: a node that loses power falls silent, as a cut-off one does (no
+// connection is closed, nothing says goodbye), so the followers wait out an election timeout
+// that etcd draws between one and two configured ones, where a killed leader pod's closed
+// connections are noticed at once.
+func NodeLoss() framework.Scenario {
+	return nodeOutage{name: "node-loss", fault: "node-lost",
+		doing: "powering off %s, which holds the leader %s", done: "%s is off", undoing: "powering %s on",
+		take: func(ctx context.Context, r *framework.Run, node string) error {
+			return r.Suite.Node.PowerOff(ctx, node)
+		},
+		restore: func(ctx context.Context, r *framework.Run, node string) error { return r.Suite.Node.PowerOn(ctx, node) },
+	}.scenario()
+}
+
 // NodePartition: the leader's node is cut off the network, whole: the member and the kubelet
 // with it. The side with a quorum elects a leader; the cut-off leader must not serve writes.
 // Healing the partition brings the member back as a follower.
 func NodePartition() framework.Scenario {
-	return nodeScenario("node-partition", framework.Partition, func(ctx context.Context, r *framework.Run) error {
-		leader, node, err := r.LeaderNode(ctx)
-		if err != nil {
-			return err
-		}
-		r.Phase(fmt.Sprintf("cutting %s off, which holds the leader %s", node, leader))
-		end := r.Fault("node-partitioned", fmt.Sprintf("%s cut off the network (the leader %s's node)", node, leader))
-		defer end()
-		if err := r.Suite.Node.Partition(ctx, node, true); err != nil {
-			return err
-		}
-		r.OnCleanup(func(ctx context.Context) error { return r.Suite.Node.Partition(ctx, node, false) })
-		newLeader, err := r.WaitNewLeader(ctx, leader, 2*time.Minute)
-		if err != nil {
-			return err
-		}
-		r.T.Logf("%s is cut off; %s leads", node, newLeader)
-		if err := r.WaitNodeReady(ctx, node, corev1.ConditionUnknown, 3*time.Minute); err != nil {
-			return err
-		}
-		r.Phase("healing the partition of " + node)
-		if err := r.Suite.Node.Partition(ctx, node, false); err != nil {
-			return err
-		}
-		if err := r.WaitNodeReady(ctx, node, corev1.ConditionTrue, 3*time.Minute); err != nil {
-			return err
-		}
-		return r.WaitSettled(ctx, 3, 5*time.Minute)
-	})
+	return nodeOutage{name: "node-partition", fault: "node-partitioned",
+		doing: "cutting %s off the network, which holds the leader %s", done: "%s is cut off", undoing: "healing the partition of %s",
+		take: func(ctx context.Context, r *framework.Run, node string) error {
+			return r.Suite.Node.Partition(ctx, node, true)
+		},
+		restore: func(ctx context.Context, r *framework.Run, node string) error {
+			return r.Suite.Node.Partition(ctx, node, false)
+		},
+	}.scenario()
 }
 
 // NodeScenarios are the scenarios that need several nodes.

@@ -405,18 +405,24 @@ func (c Config) findNode(name string) (nodeSpec, error) {
 	return nodeSpec{}, fmt.Errorf("the local cluster %s has no node %q (its nodes: %s)", c.Name, name, strings.Join(names, ", "))
 }
 
+// furtherNode returns the started node named name, which must not be node 1.
+func (c Config) furtherNode(name string) (nodeSpec, error) {
+	n, err := c.findNode(name)
+	if err == nil && n.netns == "" {
+		err = errHostNode
+	}
+	return n, err
+}
+
 var errHostNode = errors.New("node 1 is this machine itself, which runs the control plane: only a further node (--nodes > 1) can be lost or partitioned")
 
 // PowerOff stops node name the way a power loss does: its link goes down first, so that no
 // process's last words (a FIN, a reset) reach anyone, then its kubelet, kube-proxy, containerd,
 // shims and every container are killed at once. PowerOn starts it again.
 func (nd *Node) PowerOff(ctx context.Context, name string) error {
-	n, err := nd.cfg.findNode(name)
+	n, err := nd.cfg.furtherNode(name)
 	if err != nil {
 		return err
-	}
-	if n.netns == "" {
-		return errHostNode
 	}
 	if err := run(ctx, "ip", "link", "set", n.veth(), "down"); err != nil {
 		return err
@@ -438,12 +444,9 @@ func (nd *Node) PowerOff(ctx context.Context, name string) error {
 // PowerOn joins a node PowerOff stopped to the network again and starts its daemons; its
 // kubelet then restarts its pods.
 func (nd *Node) PowerOn(ctx context.Context, name string) error {
-	n, err := nd.cfg.findNode(name)
+	n, err := nd.cfg.furtherNode(name)
 	if err != nil {
 		return err
-	}
-	if n.netns == "" {
-		return errHostNode
 	}
 	for _, d := range []string{"kubelet", "kube-proxy", "containerd"} {
 		if _, ok := nd.c.running(n.daemon(d)); ok {
@@ -459,12 +462,9 @@ func (nd *Node) PowerOn(ctx context.Context, name string) error {
 // Partition cuts node name off the network (the host's end of its link goes down: nothing
 // reaches it or leaves it, and connections hang rather than fail), or joins it again.
 func (nd *Node) Partition(ctx context.Context, name string, cut bool) error {
-	n, err := nd.cfg.findNode(name)
+	n, err := nd.cfg.furtherNode(name)
 	if err != nil {
 		return err
-	}
-	if n.netns == "" {
-		return errHostNode
 	}
 	state := "up"
 	if cut {
