@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/quorate-dev/quorate/e2e/localcluster"
 	"net/url"
 	"os"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/quorate-dev/quorate/e2e/localcluster"
 )
 
 func (r *Run) workloadPod() *corev1.Pod {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -41,21 +42,20 @@ func (c *Cluster) logf(format string, args ...any) {
 	fmt.Fprintf(c.out, "[%s] localcluster: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-// The daemons in start order; Down stops them in reverse, kubelet first.
-var daemonOrder = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet", "kube-proxy"}
+// The control plane's daemons in start order; Down stops them in reverse, after every node's.
+var controlPlane = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 
-// Running reports whether the cluster's daemons are all alive, every node's too.
+// Running reports whether the control plane's daemons and every node's are all alive.
 func (c *Cluster) Running() bool {
-	for _, d := range daemonOrder {
-		if _, ok := c.running(d); !ok {
-			return false
+	names := slices.Clone(controlPlane)
+	for _, n := range c.cfg.startedNodes() {
+		for _, d := range n.daemons(c) {
+			names = append(names, d.name)
 		}
 	}
-	for _, n := range c.cfg.startedNodes()[1:] {
-		for _, d := range n.daemons(c) {
-			if _, ok := c.running(d.name); !ok {
-				return false
-			}
+	for _, d := range names {
+		if _, ok := c.running(d); !ok {
+			return false
 		}
 	}
 	return true
@@ -250,22 +250,11 @@ func (c *Cluster) Down(ctx context.Context) error {
 	c.stopExternal()
 	var errs []error
 	nodes := c.cfg.startedNodes()
-	for _, n := range nodes[1:] {
-		errs = append(errs, c.stopNode(ctx, n)...)
+	for i := len(nodes) - 1; i >= 0; i-- {
+		errs = append(errs, c.stopNode(ctx, nodes[i])...)
 	}
-	c.stop("kubelet", 20*time.Second)
-	if _, ok := c.running("containerd"); ok {
-		if err := c.removeAllPods(ctx, c.cfg.ContainerdSocket()); err != nil {
-			c.logf("removing pods through CRI: %v", err)
-		}
-	}
-	for i := len(daemonOrder) - 1; i >= 0; i-- {
-		if daemonOrder[i] != "kubelet" {
-			c.stop(daemonOrder[i], 15*time.Second)
-		}
-	}
-	if n := killShims(c.cfg.ContainerdSocket()); n > 0 {
-		c.logf("killed %d leftover containerd shims", n)
+	for i := len(controlPlane) - 1; i >= 0; i-- {
+		c.stop(controlPlane[i], 15*time.Second)
 	}
 	errs = append(errs, c.teardownNetwork(ctx)...)
 	if n, err := unmountUnder(c.cfg.StateDir); err != nil {

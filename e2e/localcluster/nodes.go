@@ -361,8 +361,8 @@ func (c *Cluster) waitNodesReady(ctx context.Context, cs kubernetes.Interface, n
 	return nil
 }
 
-// stopNode stops node n's daemons and removes its pods, containers and network namespace. The
-// cgroups and mounts go with the cluster's.
+// stopNode stops node n's daemons and removes its pods, containers and network namespace (a
+// further node's). The cgroups and mounts go with the cluster's.
 func (c *Cluster) stopNode(ctx context.Context, n nodeSpec) []error {
 	var errs []error
 	c.stop(n.daemon("kubelet"), 20*time.Second)
