@@ -33,25 +33,20 @@ func (w *watchers) mark(m history.WatchMark) {
 	w.mu.Unlock()
 }
 
-// run starts n watchers from revision from.
-func (w *watchers) run(ctx context.Context, n int, from int64) {
+// run starts a watcher on each client from revision from; each closes its client when it ends.
+func (w *watchers) run(ctx context.Context, clients []*clientv3.Client, from int64) {
 	w.last = map[int]int64{}
-	for i := 0; i < n; i++ {
+	for i, c := range clients {
 		w.done.Add(1)
 		go func() {
 			defer w.done.Done()
-			w.watch(ctx, i, from)
+			defer c.Close()
+			w.watch(ctx, c, i, from)
 		}()
 	}
 }
 
-func (w *watchers) watch(ctx context.Context, id int, next int64) {
-	c, err := w.r.newClient()
-	if err != nil {
-		w.mark(history.WatchMark{Watcher: id, Kind: history.WatchBroken, Error: err.Error()})
-		return
-	}
-	defer c.Close()
+func (w *watchers) watch(ctx context.Context, c *clientv3.Client, id int, next int64) {
 	for ctx.Err() == nil {
 		w.mark(history.WatchMark{Watcher: id, Kind: history.WatchStart, Revision: next})
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))

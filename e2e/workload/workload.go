@@ -126,26 +126,29 @@ func (r *Runner) Start() error {
 	if r.running {
 		return nil
 	}
-	clients := make([]*clientv3.Client, r.cfg.Clients)
+	// The watchers' clients are made and warmed up with the load's, so that none of them
+	// connects after the history starts.
+	all := make([]*clientv3.Client, r.cfg.Clients+max(r.cfg.Watchers, 0))
 	closeAll := func() {
-		for _, c := range clients {
+		for _, c := range all {
 			if c != nil {
 				c.Close()
 			}
 		}
 	}
-	for i := range clients {
+	for i := range all {
 		c, err := r.newClient()
 		if err != nil {
 			closeAll()
 			return err
 		}
-		clients[i] = c
+		all[i] = c
 	}
-	if err := r.warmUp(clients); err != nil {
+	if err := r.warmUp(all); err != nil {
 		closeAll()
 		return err
 	}
+	clients, watchClients := all[:r.cfg.Clients], all[r.cfg.Clients:]
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.running = cancel, true
 	if r.cfg.Watchers > 0 {
@@ -160,7 +163,7 @@ func (r *Runner) Start() error {
 		}
 		wctx, wcancel := context.WithCancel(context.Background())
 		r.watch, r.wcancel = &watchers{r: r}, wcancel
-		r.watch.run(wctx, r.cfg.Watchers, rev+1)
+		r.watch.run(wctx, watchClients, rev+1)
 	}
 	r.start, r.end = time.Now().UnixNano(), 0
 	if r.cfg.OpenLoop {
@@ -194,7 +197,14 @@ func (r *Runner) warmUp(clients []*clientv3.Client) error {
 			defer wg.Done()
 			for {
 				octx, ocancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
-				_, err := c.Get(octx, r.cfg.Prefix+"warm-up")
+				// Learn the members' own URLs now (the sync the client repeats every
+				// AutoSyncInterval) and read through them: the first sync moves every
+				// connection from the Service to the members, dozens of TLS handshakes that
+				// stalled writes for up to 128 ms when they came 5 s into the history.
+				err := c.Sync(octx)
+				if err == nil {
+					_, err = c.Get(octx, r.cfg.Prefix+"warm-up")
+				}
 				ocancel()
 				errs[i] = err
 				if err == nil {
