@@ -68,11 +68,19 @@ etcd() {
   # The image's layout version: a second tag, so that images built before etcdutl was added
   # are rebuilt (the operator names them by the release alone).
   local layout=$v-layout3
-  has quorate/etcd "$v" && has quorate/etcd "$layout" && return 0
-  local bin; bin=$("$here/build-etcd.sh" "$v")
-  local c; c=$(ctx); cp "$bin/etcd" "$bin/etcdctl" "$bin/etcdutl" "$c/"; mkdir -p "$c/tmp"
-  build "$c" "$here/images/etcd/Dockerfile" "$REGISTRY/quorate/etcd:$v"; rm -rf "$c"
-  skopeo copy --quiet --src-tls-verify=false --dest-tls-verify=false "docker://$REGISTRY/quorate/etcd:$v" "docker://$REGISTRY/quorate/etcd:$layout"
+  if ! has quorate/etcd "$v" || ! has quorate/etcd "$layout"; then
+    local bin; bin=$("$here/build-etcd.sh" "$v")
+    local c; c=$(ctx); cp "$bin/etcd" "$bin/etcdctl" "$bin/etcdutl" "$c/"; mkdir -p "$c/tmp"
+    build "$c" "$here/images/etcd/Dockerfile" "$REGISTRY/quorate/etcd:$v"; rm -rf "$c"
+    tag quorate/etcd "$v" "$layout"
+  fi
+  # The release without its v (3.6.16) as well: the etcd-io operator names its images so when
+  # run with bare versions (quorate-conformance --peers-bare-versions).
+  has quorate/etcd "${v#v}" || tag quorate/etcd "$v" "${v#v}"
+}
+
+tag() { # tag REPO TAG NEWTAG: the same image under another tag
+  skopeo copy --quiet --src-tls-verify=false --dest-tls-verify=false "docker://$REGISTRY/$1:$2" "docker://$REGISTRY/$1:$3"
 }
 
 # content_tag VERSION FILES...: VERSION plus a hash of the files, so that a rebuilt binary gets

@@ -17,12 +17,14 @@ import (
 // BenchScenarios are runs repetitions of each benchmark:
 //   - bench-etcd-upgrade: a rolling etcd upgrade of 3 members (--etcd-upgrade-from to
 //     --etcd-version);
-//   - bench-pod-deletion: the leader's pod deleted, as kubectl delete pod does.
+//   - bench-pod-deletion: the leader's pod deleted, as kubectl delete pod does;
+//   - bench-<peer>-etcd-upgrade: the same upgrade by each operator --peers names, through its
+//     own custom resource (label operator=<peer>).
 func BenchScenarios(opts *framework.Options, runs int) []framework.Scenario {
 	var out []framework.Scenario
 	for i := 1; i <= runs; i++ {
 		labels := func(base string) map[string]string {
-			return map[string]string{"suite": "bench", "base": base, "run": fmt.Sprintf("%02d", i)}
+			return map[string]string{"suite": "bench", "base": base, "operator": framework.Quorate{}.Name(), "run": fmt.Sprintf("%02d", i)}
 		}
 		out = append(out,
 			framework.Scenario{Name: fmt.Sprintf("bench-etcd-upgrade-%02d", i), Labels: labels("etcd-upgrade"), Replicas: 3,
@@ -38,6 +40,14 @@ func BenchScenarios(opts *framework.Options, runs int) []framework.Scenario {
 					return r.DeletePod(ctx, leader, 3)
 				}},
 		)
+		for _, n := range opts.PeerNames() {
+			peer := framework.Peers[n]
+			l := labels("etcd-upgrade")
+			l["operator"] = n
+			up := upgrade("etcd-upgrade", opts.UpgradeFrom, opts.EtcdVersion, opts.ConvergeTimeout)
+			out = append(out, framework.Scenario{Name: fmt.Sprintf("bench-%s-etcd-upgrade-%02d", n, i), Labels: l, Replicas: 3,
+				Class: framework.Planned, OpenLoop: true, Version: up.Version, Operator: peer, Steps: up.Steps})
+		}
 	}
 	return out
 }

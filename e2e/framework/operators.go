@@ -111,7 +111,8 @@ type Peer struct {
 	name string
 	gvk  schema.GroupVersionKind
 	// replicas and version are the paths of the member count and etcd version in the spec;
-	// versionPrefix is put before the version there (etcd-io names image tags, "v3.6.16").
+	// versionPrefix is put before the version there (etcd-io names image tags, "v3.6.16"),
+	// unless --peers-bare-versions.
 	replicas, version []string
 	versionPrefix     string
 	// spec is the rest of the spec at creation (storage).
@@ -156,7 +157,7 @@ func (p *Peer) Create(ctx context.Context, r *Run, replicas int32, version strin
 	if err := unstructured.SetNestedField(u.Object, int64(replicas), p.replicas...); err != nil {
 		return err
 	}
-	if err := unstructured.SetNestedField(u.Object, p.versionPrefix+version, p.version...); err != nil {
+	if err := unstructured.SetNestedField(u.Object, p.versionValue(r, version), p.version...); err != nil {
 		return err
 	}
 	if err := r.Suite.Client.Create(ctx, u); err != nil {
@@ -190,8 +191,18 @@ func (p *Peer) SetReplicas(ctx context.Context, r *Run, n int32) error {
 }
 
 func (p *Peer) SetVersion(ctx context.Context, r *Run, version string) error {
-	r.Event("action", "etcd-upgrade", fmt.Sprintf("%s = %s", strings.Join(p.version, "."), p.versionPrefix+version))
-	return p.patch(ctx, r, p.versionPrefix+version, p.version)
+	v := p.versionValue(r, version)
+	r.Event("action", "etcd-upgrade", fmt.Sprintf("%s = %s", strings.Join(p.version, "."), v))
+	return p.patch(ctx, r, v, p.version)
+}
+
+// versionValue is how the spec names etcd version: with the peer's prefix, unless
+// --peers-bare-versions asks for the bare release.
+func (p *Peer) versionValue(r *Run, version string) string {
+	if r.Suite.Opts.PeersBareVersions {
+		return version
+	}
+	return p.versionPrefix + version
 }
 
 func (p *Peer) Volume(pod string) string { return p.volume(pod) }

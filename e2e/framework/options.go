@@ -67,6 +67,10 @@ type Options struct {
 	// PeersEtcdRepository is the etcd image repository the peers are installed with (the
 	// Quorate install's when empty).
 	PeersEtcdRepository string
+	// PeersBareVersions gives the peers etcd versions without a leading v ("3.6.16"), which
+	// the etcd-io operator's version parser accepts (it rejects "v3.6.16", and then never
+	// upgrades); hack/images.sh tags every etcd image both ways.
+	PeersBareVersions bool
 	// ConvergeTimeout is how long the side-by-side benchmark waits for an operator to converge
 	// after each operation before it writes the operation down as not done.
 	ConvergeTimeout time.Duration
@@ -127,6 +131,7 @@ func RegisterFlags() *Options {
 	flag.DurationVar(&o.OwnershipTerm, "ownership-term", 20*time.Second, "--ownership-term of the operators the suite installs (shorter than the operator's default, so that the scope-migration scenario's takeovers are quick)")
 	flag.IntVar(&o.BenchRuns, "bench-runs", 0, "run each benchmark scenario (suite=bench: a rolling etcd upgrade, the leader's pod deleted) this many times; quorate-report bench summarises them")
 	flag.StringVar(&o.Peers, "peers", "", "run the side-by-side benchmark (suite=peers) against these other etcd operators too, comma-separated: etcd-io, cozystack (built from their source and installed with hack/peers.sh); quorate-report peers tabulates it")
+	flag.BoolVar(&o.PeersBareVersions, "peers-bare-versions", false, "give the peers etcd versions and image tags without the leading v (3.6.16): the etcd-io operator's parser rejects v3.6.16 and then never upgrades (docs/measurements.md)")
 	flag.StringVar(&o.PeersEtcdRepository, "peers-etcd-repository", "", "etcd image repository of the peers (default: Quorate's, $ETCD_IMAGE_REPOSITORY or localhost:5000/quorate/etcd); make bench-peers gives the local registry's name without a port, registry.quorate.local/quorate/etcd, because the etcd-io operator reads the version after the first ':' of the image")
 	flag.DurationVar(&o.ConvergeTimeout, "converge-timeout", 5*time.Minute, "how long the side-by-side benchmark waits for an operator to converge after an operation before writing it down as not done")
 	flag.StringVar(&o.BenchRates, "bench-rates", "250,500,1000,2000,4000", "operations per second of the rate benchmark's runs (suite=bench-rate: a steady 3-member cluster under the open-loop load at each rate)")

@@ -22,36 +22,52 @@ func (b BenchRun) Clean() bool { return b.Failed == 0 && b.Unknown == 0 }
 
 // BenchSummary is the distribution of one benchmark over its runs.
 type BenchSummary struct {
-	Base string     `json:"base"`
-	Runs []BenchRun `json:"runs"`
+	Base string `json:"base"`
+	// Operator is the operator the runs drove (label operator; "quorate" when unlabelled).
+	Operator string     `json:"operator"`
+	Runs     []BenchRun `json:"runs"`
 	// Median, P95 (nearest rank) and Max of the runs' longest write gaps.
 	Median, P95, Max time.Duration
 	// Within50ms and Within100ms count the runs whose longest gap stayed within the bound;
-	// Clean the runs without a failed or unknown operation; Passed the runs whose every
-	// checker reached its expected verdict.
-	Within50ms, Within100ms, Clean, Passed int
+	// NoFailed the runs without a failed operation; Clean the runs without a failed or
+	// unknown one; Passed the runs whose every checker reached its expected verdict.
+	Within50ms, Within100ms, NoFailed, Clean, Passed int
 }
 
-// Bench summarises the benchmark scenarios (label suite=bench) of a report, per base label.
+// Bench summarises the benchmark scenarios (label suite=bench) of a report, per base label
+// and operator: by base, Quorate first, then the other operators by name.
 func Bench(r *Report) []BenchSummary {
-	by := map[string]*BenchSummary{}
-	var bases []string
+	type key struct{ base, operator string }
+	by := map[key]*BenchSummary{}
+	var keys []key
 	for _, s := range r.Scenarios {
 		if s.Labels["suite"] != "bench" {
 			continue
 		}
-		base := s.Labels["base"]
-		if by[base] == nil {
-			by[base] = &BenchSummary{Base: base}
-			bases = append(bases, base)
+		k := key{s.Labels["base"], s.Labels["operator"]}
+		if k.operator == "" {
+			k.operator = "quorate"
 		}
-		by[base].Runs = append(by[base].Runs, BenchRun{Name: s.Name, LongestGap: s.Stats.MaxWriteGap, OK: s.Stats.OK,
+		if by[k] == nil {
+			by[k] = &BenchSummary{Base: k.base, Operator: k.operator}
+			keys = append(keys, k)
+		}
+		by[k].Runs = append(by[k].Runs, BenchRun{Name: s.Name, LongestGap: s.Stats.MaxWriteGap, OK: s.Stats.OK,
 			Failed: s.Stats.Fail, Unknown: s.Stats.Unknown, Passed: s.Passed() && s.Error == ""})
 	}
-	sort.Strings(bases)
-	out := make([]BenchSummary, 0, len(bases))
-	for _, b := range bases {
-		sum := by[b]
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.base != b.base {
+			return a.base < b.base
+		}
+		if (a.operator == "quorate") != (b.operator == "quorate") {
+			return a.operator == "quorate"
+		}
+		return a.operator < b.operator
+	})
+	out := make([]BenchSummary, 0, len(keys))
+	for _, k := range keys {
+		sum := by[k]
 		gaps := make([]time.Duration, 0, len(sum.Runs))
 		for _, run := range sum.Runs {
 			gaps = append(gaps, run.LongestGap)
@@ -60,6 +76,9 @@ func Bench(r *Report) []BenchSummary {
 			}
 			if run.LongestGap <= 100*time.Millisecond {
 				sum.Within100ms++
+			}
+			if run.Failed == 0 {
+				sum.NoFailed++
 			}
 			if run.Clean() {
 				sum.Clean++
@@ -86,12 +105,12 @@ func Bench(r *Report) []BenchSummary {
 func BenchMarkdown(r *Report, sums []BenchSummary) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Benchmarks\n\nKubernetes %s, Quorate %s, generated %s.\n\n", r.K8sVersion, r.Quorate, r.Generated.UTC().Format(time.RFC3339))
-	b.WriteString("| benchmark | runs | longest write gap: median | p95 | max | runs ≤ 50 ms | runs ≤ 100 ms | runs without a failed or unknown operation | runs passed |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| benchmark | operator | runs | longest write gap: median | p95 | max | runs ≤ 50 ms | runs ≤ 100 ms | runs without a failed operation | runs without a failed or unknown operation | runs passed |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range sums {
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %d | %d | %d | %d |\n", s.Base, len(s.Runs), ms(s.Median), ms(s.P95), ms(s.Max), s.Within50ms, s.Within100ms, s.Clean, s.Passed)
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %d | %d | %d | %d | %d |\n", s.Base, s.Operator, len(s.Runs), ms(s.Median), ms(s.P95), ms(s.Max), s.Within50ms, s.Within100ms, s.NoFailed, s.Clean, s.Passed)
 	}
 	for _, s := range sums {
-		fmt.Fprintf(&b, "\n## %s\n\n| run | longest write gap | ops ok/failed/unknown | passed |\n|---|---|---|---|\n", s.Base)
+		fmt.Fprintf(&b, "\n## %s, %s\n\n| run | longest write gap | ops ok/failed/unknown | passed |\n|---|---|---|---|\n", s.Base, s.Operator)
 		for _, run := range s.Runs {
 			fmt.Fprintf(&b, "| %s | %s | %d/%d/%d | %s |\n", run.Name, ms(run.LongestGap), run.OK, run.Failed, run.Unknown, mark(run.Passed))
 		}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,7 +12,7 @@ import (
 )
 
 func benchScenario(base string, run int, gap time.Duration, fail, unknown int) Scenario {
-	return Scenario{Name: base + "-" + string(rune('a'+run)), Labels: map[string]string{"suite": "bench", "base": base},
+	return Scenario{Name: base + "-" + string(rune('a'+run)), Labels: map[string]string{"suite": "bench", "base": base, "run": fmt.Sprint(run)},
 		Verdicts: []history.Verdict{{Checker: "availability", Status: history.VerdictPass}},
 		Stats:    availability.Stats{MaxWriteGap: gap, OK: 1000, Fail: fail, Unknown: unknown}}
 }
@@ -29,23 +30,49 @@ func TestBench(t *testing.T) {
 		r.Scenarios = append(r.Scenarios, benchScenario("upgrade", i, g*time.Millisecond, fail, 0))
 	}
 	r.Scenarios = append(r.Scenarios, benchScenario("delete", 0, 80*time.Millisecond, 0, 1))
+	// Another operator's runs of the same benchmark are a distribution of their own, after
+	// Quorate's.
+	for i, g := range []time.Duration{900, 1200, 2500} {
+		sc := benchScenario("upgrade", i, g*time.Millisecond, 1, 3)
+		sc.Labels["operator"] = "etcd-io"
+		r.Scenarios = append([]Scenario{sc}, r.Scenarios...)
+	}
 	sums := Bench(r)
-	if len(sums) != 2 || sums[0].Base != "delete" || sums[1].Base != "upgrade" {
-		t.Fatalf("bases: %+v", sums)
+	var order []string
+	for _, s := range sums {
+		order = append(order, s.Base+"/"+s.Operator)
+	}
+	if want := []string{"delete/quorate", "upgrade/quorate", "upgrade/etcd-io"}; !reflect.DeepEqual(order, want) {
+		t.Fatalf("benchmarks %v, want %v", order, want)
 	}
 	up := sums[1]
 	up.Runs = nil
-	want := BenchSummary{Base: "upgrade", Median: 42500 * time.Microsecond, P95: 110 * time.Millisecond, Max: 110 * time.Millisecond,
-		Within50ms: 7, Within100ms: 9, Clean: 9, Passed: 10}
+	want := BenchSummary{Base: "upgrade", Operator: "quorate", Median: 42500 * time.Microsecond, P95: 110 * time.Millisecond, Max: 110 * time.Millisecond,
+		Within50ms: 7, Within100ms: 9, NoFailed: 9, Clean: 9, Passed: 10}
 	if !reflect.DeepEqual(up, want) {
 		t.Fatalf("upgrade summary\n got %+v\nwant %+v", up, want)
 	}
 	del := sums[0]
-	if del.Median != 80*time.Millisecond || del.Clean != 0 || del.Within100ms != 1 || del.Within50ms != 0 {
-		t.Fatalf("delete summary %+v", del)
+	del.Runs = nil
+	want = BenchSummary{Base: "delete", Operator: "quorate", Median: 80 * time.Millisecond, P95: 80 * time.Millisecond, Max: 80 * time.Millisecond,
+		Within50ms: 0, Within100ms: 1, NoFailed: 1, Clean: 0, Passed: 1}
+	if !reflect.DeepEqual(del, want) {
+		t.Fatalf("delete summary\n got %+v\nwant %+v", del, want)
+	}
+	peer := sums[2]
+	peer.Runs = nil
+	want = BenchSummary{Base: "upgrade", Operator: "etcd-io", Median: 1200 * time.Millisecond, P95: 2500 * time.Millisecond, Max: 2500 * time.Millisecond, Passed: 3}
+	if !reflect.DeepEqual(peer, want) {
+		t.Fatalf("etcd-io summary\n got %+v\nwant %+v", peer, want)
 	}
 	md := BenchMarkdown(r, sums)
-	if !strings.Contains(md, "| upgrade | 10 | 42.5ms | 110ms | 110ms | 7 | 9 | 9 | 10 |") {
-		t.Errorf("markdown:\n%s", md)
+	for _, line := range []string{
+		"| upgrade | quorate | 10 | 42.5ms | 110ms | 110ms | 7 | 9 | 9 | 9 | 10 |",
+		"| upgrade | etcd-io | 3 | 1.2s | 2.5s | 2.5s | 0 | 0 | 0 | 0 | 3 |",
+		"## upgrade, etcd-io",
+	} {
+		if !strings.Contains(md, line+"\n") {
+			t.Errorf("the markdown has no line %q:\n%s", line, md)
+		}
 	}
 }
