@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/e2e/report"
 )
 
@@ -70,6 +71,9 @@ func bench(dir string) {
 	sums, rates := report.Bench(r), report.Rates(r)
 	if len(sums) == 0 && len(rates) == 0 {
 		fail(fmt.Errorf("%s/report.json holds no benchmark scenario (suite=bench or bench-rate)", dir))
+	}
+	if err := report.WithHandovers(sums, func(f string) (*history.History, error) { return history.Load(filepath.Join(dir, f)) }); err != nil {
+		fail(fmt.Errorf("reading the runs' histories for their leader handovers: %w", err))
 	}
 	md := report.BenchMarkdown(r, sums)
 	if len(rates) > 0 {

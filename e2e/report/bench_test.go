@@ -67,12 +67,72 @@ func TestBench(t *testing.T) {
 	}
 	md := BenchMarkdown(r, sums)
 	for _, line := range []string{
-		"| upgrade | quorate | 10 | 42.5ms | 110ms | 110ms | 7 | 9 | 9 | 9 | 10 |",
-		"| upgrade | etcd-io | 3 | 1.2s | 2.5s | 2.5s | 0 | 0 | 0 | 0 | 3 |",
+		"| upgrade | quorate | 10 | 42.5ms | 110ms | 110ms | 7 | 9 | 9 | 9 | 10 | — | — |",
+		"| upgrade | etcd-io | 3 | 1.2s | 2.5s | 2.5s | 0 | 0 | 0 | 0 | 3 | — | — |",
 		"## upgrade, etcd-io",
 	} {
 		if !strings.Contains(md, line+"\n") {
 			t.Errorf("the markdown has no line %q:\n%s", line, md)
 		}
+	}
+}
+
+// WithHandovers reads each run's history and adds the longest gap at a change of leader, and
+// its distribution over the runs that had one.
+func TestBenchHandovers(t *testing.T) {
+	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
+	// handover is a history with writes every 5 ms but for a stall of d at 500 ms, which the
+	// poller saw as a new term (samples at 450 and 700 ms).
+	handover := func(d int64) *history.History {
+		h := &history.History{End: ms(1000), Samples: []history.Sample{{Time: ms(450), RaftTerm: 2}, {Time: ms(700), RaftTerm: 3}}}
+		for at := int64(5); at < 1000; at += 5 {
+			if at > 500 && at < 500+d {
+				continue
+			}
+			h.Ops = append(h.Ops, history.Op{Type: history.Put, Call: ms(at) - 1, Return: ms(at), Status: history.OK})
+		}
+		return h
+	}
+	files := map[string]*history.History{"a.json": handover(40), "b.json": handover(90), "c.json": handover(20),
+		"d.json": {End: ms(1000), Samples: []history.Sample{{Time: ms(450), RaftTerm: 2}}}}
+	r := &Report{}
+	for _, f := range []string{"a.json", "b.json", "c.json", "d.json"} {
+		sc := benchScenario("upgrade", len(r.Scenarios), 100*time.Millisecond, 0, 0)
+		sc.History = f
+		r.Scenarios = append(r.Scenarios, sc)
+	}
+	sums := Bench(r)
+	err := WithHandovers(sums, func(f string) (*history.History, error) {
+		if h, ok := files[f]; ok {
+			return h, nil
+		}
+		return nil, fmt.Errorf("no history %s", f)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, run := range sums[0].Runs {
+		got = append(got, fmt.Sprintf("%d:%s", run.Handovers, run.HandoverGap))
+	}
+	if want := []string{"1:40ms", "1:90ms", "1:20ms", "0:0s"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("runs' handover gaps %v, want %v", got, want)
+	}
+	if s := sums[0]; s.HandoverRuns != 3 || s.HandoverMedian != 40*time.Millisecond || s.HandoverMax != 90*time.Millisecond {
+		t.Fatalf("handover distribution: %d runs, median %s, max %s", s.HandoverRuns, s.HandoverMedian, s.HandoverMax)
+	}
+	md := BenchMarkdown(r, sums)
+	for _, line := range []string{
+		"| upgrade | quorate | 4 | 100ms | 100ms | 100ms | 0 | 4 | 4 | 4 | 4 | 40ms (3 runs) | 90ms |",
+		"| upgrade-b | 100ms | 1: 90ms | 1000/0/0 | PASS |",
+		"| upgrade-d | 100ms | — | 1000/0/0 | PASS |",
+	} {
+		if !strings.Contains(md, line+"\n") {
+			t.Errorf("the markdown has no line %q:\n%s", line, md)
+		}
+	}
+	sums[0].Runs[0].History = "missing.json"
+	if err := WithHandovers(sums, func(f string) (*history.History, error) { return nil, fmt.Errorf("no history %s", f) }); err == nil {
+		t.Error("a missing history file was not reported")
 	}
 }
