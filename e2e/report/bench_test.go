@@ -65,13 +65,17 @@ func TestBench(t *testing.T) {
 	if !reflect.DeepEqual(peer, want) {
 		t.Fatalf("etcd-io summary\n got %+v\nwant %+v", peer, want)
 	}
-	md := BenchMarkdown(r, sums)
-	for _, line := range []string{
+	hasLines(t, BenchMarkdown(r, sums),
 		"| upgrade | quorate | 10 | 42.5ms | 110ms | 110ms | 7 | 9 | 9 | 9 | 10 | — | — |",
 		"| upgrade | etcd-io | 3 | 1.2s | 2.5s | 2.5s | 0 | 0 | 0 | 0 | 3 | — | — |",
-		"## upgrade, etcd-io",
-	} {
-		if !strings.Contains(md, line+"\n") {
+		"## upgrade, etcd-io")
+}
+
+// hasLines fails t for each of lines that is not a whole line of md.
+func hasLines(t *testing.T, md string, lines ...string) {
+	t.Helper()
+	for _, line := range lines {
+		if !strings.Contains("\n"+md, "\n"+line+"\n") {
 			t.Errorf("the markdown has no line %q:\n%s", line, md)
 		}
 	}
@@ -121,16 +125,10 @@ func TestBenchHandovers(t *testing.T) {
 	if s := sums[0]; s.HandoverRuns != 3 || s.HandoverMedian != 40*time.Millisecond || s.HandoverMax != 90*time.Millisecond {
 		t.Fatalf("handover distribution: %d runs, median %s, max %s", s.HandoverRuns, s.HandoverMedian, s.HandoverMax)
 	}
-	md := BenchMarkdown(r, sums)
-	for _, line := range []string{
+	hasLines(t, BenchMarkdown(r, sums),
 		"| upgrade | quorate | 4 | 100ms | 100ms | 100ms | 0 | 4 | 4 | 4 | 4 | 40ms (3 runs) | 90ms |",
 		"| upgrade-b | 100ms | 1: 90ms | 1000/0/0 | PASS |",
-		"| upgrade-d | 100ms | — | 1000/0/0 | PASS |",
-	} {
-		if !strings.Contains(md, line+"\n") {
-			t.Errorf("the markdown has no line %q:\n%s", line, md)
-		}
-	}
+		"| upgrade-d | 100ms | — | 1000/0/0 | PASS |")
 	sums[0].Runs[0].History = "missing.json"
 	if err := WithHandovers(sums, func(f string) (*history.History, error) { return nil, fmt.Errorf("no history %s", f) }); err == nil {
 		t.Error("a missing history file was not reported")
