@@ -196,15 +196,16 @@ func (r *Runner) warmUp(clients []*clientv3.Client) error {
 		go func() {
 			defer wg.Done()
 			for {
-				octx, ocancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
 				// Learn the members' own URLs now (the sync the client repeats every
-				// AutoSyncInterval) and read through them: the first sync moves every
+				// AutoSyncInterval), then read through them: the first sync moves every
 				// connection from the Service to the members, dozens of TLS handshakes that
-				// stalled writes for up to 128 ms when they came 5 s into the history.
-				err := c.Sync(octx)
-				if err == nil {
-					_, err = c.Get(octx, r.cfg.Prefix+"warm-up")
-				}
+				// stalled writes for up to 128 ms when they came 5 s into the history. A sync
+				// that fails leaves the endpoints as they were, as the periodic one does.
+				sctx, scancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
+				_ = c.Sync(sctx)
+				scancel()
+				octx, ocancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
+				_, err := c.Get(octx, r.cfg.Prefix+"warm-up")
 				ocancel()
 				errs[i] = err
 				if err == nil {
