@@ -116,7 +116,6 @@ func Analyze(h *history.History, width time.Duration) Stats {
 		s.Windows[i].Start = h.Start + int64(i)*int64(width)
 	}
 	var lat []time.Duration
-	var acks []int64
 	for _, o := range h.Ops {
 		s.Total++
 		i := int((o.Call - h.Start) / int64(width))
@@ -138,11 +137,8 @@ func Analyze(h *history.History, width time.Duration) Stats {
 			s.Unknown++
 			s.Windows[i].Unknown++
 		}
-		if o.Acknowledged() {
-			acks = append(acks, o.Return)
-		}
 	}
-	sort.Slice(acks, func(i, j int) bool { return acks[i] < acks[j] })
+	acks := ackTimes(h)
 	// Gaps are counted from the first acknowledged write; the time before it is FirstWrite.
 	// Without any acknowledged write the whole run is one gap.
 	prev := h.Start
@@ -178,6 +174,18 @@ func Analyze(h *history.History, width time.Duration) Stats {
 		s.Max = lat[len(lat)-1]
 	}
 	return s
+}
+
+// ackTimes are the times at which h's writes were acknowledged, in order.
+func ackTimes(h *history.History) []int64 {
+	var acks []int64
+	for _, o := range h.Ops {
+		if o.Acknowledged() {
+			acks = append(acks, o.Return)
+		}
+	}
+	sort.Slice(acks, func(i, j int) bool { return acks[i] < acks[j] })
+	return acks
 }
 
 // SuccessRatio is OK over all operations.

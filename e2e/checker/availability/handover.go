@@ -31,13 +31,7 @@ func Handovers(h *history.History) []Handover {
 		}
 	}
 	sort.SliceStable(samples, func(i, j int) bool { return samples[i].Time < samples[j].Time })
-	var acks []int64
-	for _, o := range h.Ops {
-		if o.Acknowledged() {
-			acks = append(acks, o.Return)
-		}
-	}
-	sort.Slice(acks, func(i, j int) bool { return acks[i] < acks[j] })
+	acks := ackTimes(h)
 	var out []Handover
 	var term uint64
 	var lastAtTerm int64
