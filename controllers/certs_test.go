@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -127,25 +128,8 @@ func TestCARotation(t *testing.T) {
 		t.Fatal("the renewal did not renew the server certificate, or changed its CA")
 	}
 
-	podUIDs := map[string]map[types.UID]bool{}
-	wctx, stopWatch := context.WithCancel(ctx)
+	podUIDs, stopWatch := watchPodUIDs(t, ns)
 	defer stopWatch()
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for wctx.Err() == nil {
-			var pods corev1.PodList
-			if err := k8s.List(wctx, &pods, client.InNamespace(ns)); err == nil {
-				for _, p := range pods.Items {
-					if podUIDs[p.Name] == nil {
-						podUIDs[p.Name] = map[types.UID]bool{}
-					}
-					podUIDs[p.Name][p.UID] = true
-				}
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
 	patchCluster(t, ns, "demo", func(c *v1alpha1.EtcdCluster) { c.Spec.TLS.RotateCA = "ca-2" })
 	phases := []string{}
 	waitFor(t, ns, "demo", "the rotation to complete", func(c *v1alpha1.EtcdCluster) error {
@@ -199,10 +183,60 @@ func TestCARotation(t *testing.T) {
 	// Each member restarted twice: to trust both CAs, then the new one alone (pods seen by
 	// the watcher above: Events are rate-limited per object and cannot be counted on).
 	stopWatch()
-	<-watched
 	for _, m := range []string{"demo-0", "demo-1", "demo-2"} {
 		if n := len(podUIDs[m]); n != 3 {
 			t.Errorf("%s ran in %d pods, want 3 (the first, then one per trust change)", m, n)
 		}
+	}
+}
+
+// watchPodUIDs records the UID of every pod in ns from now until stop returns: a watch from
+// the listed resourceVersion, resumed from the last event it received, so that a pod that
+// lived for less than a polling interval, or while the API server was slow to answer, is seen
+// as well.
+func watchPodUIDs(t *testing.T, ns string) (map[string]map[types.UID]bool, func()) {
+	t.Helper()
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uids := map[string]map[types.UID]bool{}
+	record := func(p *corev1.Pod) {
+		if uids[p.Name] == nil {
+			uids[p.Name] = map[types.UID]bool{}
+		}
+		uids[p.Name][p.UID] = true
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var list corev1.PodList
+	if err := wc.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		record(&list.Items[i])
+	}
+	rv := list.ResourceVersion
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+			if err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			for ev := range w.ResultChan() {
+				if p, ok := ev.Object.(*corev1.Pod); ok {
+					record(p)
+					rv = p.ResourceVersion
+				}
+			}
+			w.Stop()
+		}
+	}()
+	return uids, func() {
+		cancel()
+		<-done
 	}
 }
