@@ -256,6 +256,13 @@ func (c *Cluster) Down(ctx context.Context) error {
 	for i := len(controlPlane) - 1; i >= 0; i-- {
 		c.stop(controlPlane[i], 15*time.Second)
 	}
+	// Every containerd of the cluster is stopped: what pod namespaces are left with no process
+	// in them, a killed one left behind (this cluster's, or an earlier one's).
+	if n, err := removeOrphanPodNetns(ctx); err != nil {
+		errs = append(errs, err)
+	} else if n > 0 {
+		c.logf("removed %d pod network namespaces no process was in", n)
+	}
 	errs = append(errs, c.teardownNetwork(ctx)...)
 	if n, err := unmountUnder(c.cfg.StateDir); err != nil {
 		errs = append(errs, err)

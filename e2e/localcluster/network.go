@@ -2,12 +2,15 @@ package localcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 )
 
 const egressChain = "QUORATE-EGRESS"
@@ -198,4 +201,76 @@ func (c *Cluster) cniConfig(n nodeSpec) string {
   ]
 }
 `, c.cfg.CNIBridge, n.podCIDR, n.path("cni", "ipam"))
+}
+
+// removeOrphanPodNetns deletes the pod network namespaces (/run/netns/cni-*) that no process
+// is in. containerd deletes a pod's namespace with the pod; one that was killed (a CI run cut
+// off, a node lost for good) leaves them behind, each holding a veth. A namespace some process
+// is in belongs to a running pod, maybe of another cluster on this machine, and is kept.
+func removeOrphanPodNetns(ctx context.Context) (int, error) {
+	entries, err := os.ReadDir(netnsDir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	files := map[string]uint64{}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "cni-") {
+			continue
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(netnsDir, e.Name()), &st); err == nil {
+			files[e.Name()] = st.Ino
+		}
+	}
+	if len(files) == 0 {
+		return 0, nil
+	}
+	var errs []error
+	n := 0
+	for _, name := range orphanNetns(files, netnsInUse()) {
+		if err := run(ctx, "ip", "netns", "del", name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+const netnsDir = "/run/netns"
+
+// orphanNetns names, sorted, the namespaces (name → inode) whose inode no process is in.
+func orphanNetns(files map[string]uint64, inUse map[uint64]bool) []string {
+	var out []string
+	for name, ino := range files {
+		if !inUse[ino] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// netnsInUse is the set of network namespace inodes some process is in.
+func netnsInUse() map[uint64]bool {
+	used := map[uint64]bool{}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		link, err := os.Readlink(filepath.Join("/proc", p.Name(), "ns", "net"))
+		if err != nil {
+			continue
+		}
+		if ino, err := netnsInode(link); err == nil {
+			used[ino] = true
+		}
+	}
+	return used
+}
+
+// netnsInode reads the inode out of a /proc/PID/ns/net link ("net:[INODE]").
+func netnsInode(link string) (uint64, error) {
+	return strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(link, "net:["), "]"), 10, 64)
 }
