@@ -2,6 +2,9 @@ package controllers
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -10,11 +13,11 @@ import (
 
 // CacheOptions is what the operator's cache holds: the given namespaces (none: every
 // namespace), no object's managedFields (the operator never reads them, and at thousands of
-// clusters they are tens of MiB: make bench-scale), and of pods only what the operator reads
-// (resources.PodForCache).
+// clusters they are tens of MiB: make bench-scale), of pods only what the operator reads
+// (resources.PodForCache), and of the other kinds what trimForCache keeps.
 func CacheOptions(namespaces ...string) cache.Options {
 	opts := cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: trimForCache,
 		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: resources.PodForCache}},
 	}
 	if len(namespaces) > 0 {
@@ -24,4 +27,39 @@ func CacheOptions(namespaces ...string) cache.Options {
 		}
 	}
 	return opts
+}
+
+// trimForCache is the cache's transform for every kind but pods. Each cached object is kept
+// for as long as its cluster lives, so at thousands of clusters every field counts (make
+// bench-scale, docs/measurements.md). It drops managedFields, and:
+//   - of the Services, the PodDisruptionBudget and the NetworkPolicy, their spec and status:
+//     the operator writes them only through apply, which compares the hash annotation and
+//     updates a fresh read from the API server, never the cached copy;
+//   - of a Secret's metadata (the manager caches no Secret's data: secretMemo), all but what
+//     the operator reads from it: the name and resourceVersion (secretMemo compares them) and
+//     the owner references (which cluster a change wakes up), with the UID and the deletion
+//     timestamp.
+//
+// Anything else (a tombstone, another kind) keeps all but its managedFields.
+func trimForCache(obj any) (any, error) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return obj, nil
+	}
+	o.SetManagedFields(nil)
+	switch o := o.(type) {
+	case *corev1.Service:
+		o.Spec, o.Status = corev1.ServiceSpec{}, corev1.ServiceStatus{}
+	case *policyv1.PodDisruptionBudget:
+		o.Spec, o.Status = policyv1.PodDisruptionBudgetSpec{}, policyv1.PodDisruptionBudgetStatus{}
+	case *networkingv1.NetworkPolicy:
+		o.Spec = networkingv1.NetworkPolicySpec{}
+	case *metav1.PartialObjectMetadata:
+		if o.Kind == "Secret" {
+			m := o.ObjectMeta
+			o.ObjectMeta = metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+				OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp}
+		}
+	}
+	return o, nil
 }

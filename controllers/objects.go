@@ -127,7 +127,8 @@ func (r *Reconciler) upkeep(ctx context.Context, c *v1alpha1.EtcdCluster, o *obs
 	return nil
 }
 
-// apply creates desired, or updates the existing object with update() when its hash is stale.
+// apply creates desired, or updates the existing object with update() when its hash is stale
+// (read again from the API server first: the cached copy is metadata alone).
 // An existing object that c does not control is not touched: the error names it.
 func (r *Reconciler) apply(ctx context.Context, c *v1alpha1.EtcdCluster, desired, existing client.Object, update func(client.Object)) error {
 	err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
@@ -144,6 +145,17 @@ func (r *Reconciler) apply(ctx context.Context, c *v1alpha1.EtcdCluster, desired
 		return err
 	}
 	want := desired.GetAnnotations()[names.AnnotationObjectHash]
+	if existing.GetAnnotations()[names.AnnotationObjectHash] == want {
+		return nil
+	}
+	// The cache keeps only the metadata of what apply writes (trimForCache): the update
+	// starts from the object as the API server has it now.
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if err := controlled(c, existing); err != nil {
+		return err
+	}
 	if existing.GetAnnotations()[names.AnnotationObjectHash] == want {
 		return nil
 	}

@@ -339,10 +339,12 @@ func restoreContainers(c *v1alpha1.EtcdCluster, p MemberPod, im Images) []corev1
 // with their flags, environment and mounts, volumes, affinity, the defaults the API server adds)
 // is most of its size, and the operator reads only its node and whether the etcd container
 // forces a new cluster (ForcesNewCluster). So the cache keeps a pod's metadata (managedFields
-// apart) and status whole, its node, its containers' names, and of their commands only
-// --force-new-cluster. A cached pod is therefore never a base to write from: the operator builds
-// pods with Pod and only creates and deletes them. Anything that is not a pod (a tombstone)
-// passes unchanged.
+// apart), its node, its containers' names, and of their commands only --force-new-cluster. Of
+// its status it keeps the phase, reason and message, the conditions, the pod's IP, and of each
+// container's status its name, state, last state, readiness and restarts (where the launcher's
+// and the backup's termination messages are): not the images, IDs, resources and mounts. A
+// cached pod is therefore never a base to write from: the operator builds pods with Pod and
+// only creates and deletes them. Anything that is not a pod (a tombstone) passes unchanged.
 func PodForCache(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -357,7 +359,22 @@ func PodForCache(obj any) (any, error) {
 		}
 	}
 	p.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: containers}
+	st := p.Status
+	p.Status = corev1.PodStatus{Phase: st.Phase, Reason: st.Reason, Message: st.Message, Conditions: st.Conditions, PodIP: st.PodIP,
+		InitContainerStatuses: containerStatusesForCache(st.InitContainerStatuses), ContainerStatuses: containerStatusesForCache(st.ContainerStatuses)}
 	return p, nil
+}
+
+func containerStatusesForCache(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i, cs := range in {
+		out[i] = corev1.ContainerStatus{Name: cs.Name, State: cs.State, LastTerminationState: cs.LastTerminationState,
+			Ready: cs.Ready, RestartCount: cs.RestartCount, Started: cs.Started}
+	}
+	return out
 }
 
 // LauncherRefusal is the launcher's refusal to start etcd, read from the etcd container's

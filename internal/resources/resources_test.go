@@ -271,9 +271,20 @@ func TestPodForCache(t *testing.T) {
 		}
 		pod.Spec.NodeName = "node-a"
 		pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "quorate-operator", Operation: metav1.ManagedFieldsOperationApply}}
-		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.7",
-			ContainerStatuses: []corev1.ContainerStatus{{Name: EtcdContainer, LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: "refused"}}}}}
-		want := &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy(), Status: *pod.Status.DeepCopy(), Spec: corev1.PodSpec{NodeName: "node-a"}}
+		started := metav1.Now()
+		kept := corev1.PodStatus{Phase: corev1.PodRunning, Reason: "r", Message: "m", PodIP: "10.0.0.7",
+			Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: started}},
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "fetch", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: EtcdContainer, Ready: true, RestartCount: 2, Started: ptr.To(true),
+				State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: "refused"}}}}}
+		pod.Status = *kept.DeepCopy()
+		pod.Status.HostIP, pod.Status.PodIPs, pod.Status.QOSClass, pod.Status.StartTime = "192.168.0.2", []corev1.PodIP{{IP: "10.0.0.7"}}, corev1.PodQOSBurstable, &started
+		for _, cs := range []*corev1.ContainerStatus{&pod.Status.InitContainerStatuses[0], &pod.Status.ContainerStatuses[0]} {
+			cs.Image, cs.ImageID, cs.ContainerID = "etcd:3.6.16", "sha256:1", "containerd://2"
+			cs.VolumeMounts = []corev1.VolumeMountStatus{{Name: "data", MountPath: "/var/lib/etcd"}}
+		}
+		want := &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy(), Status: kept, Spec: corev1.PodSpec{NodeName: "node-a"}}
 		want.ManagedFields = nil
 		want.Spec.Containers = []corev1.Container{{Name: EtcdContainer}}
 		if force {

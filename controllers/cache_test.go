@@ -1,0 +1,69 @@
+package controllers
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+)
+
+func TestTrimForCache(t *testing.T) {
+	now := metav1.Now()
+	full := metav1.ObjectMeta{
+		Name: "demo-ca", Namespace: "db", UID: "u-1", ResourceVersion: "42", Generation: 3, CreationTimestamp: now, DeletionTimestamp: &now,
+		Labels:          map[string]string{"etcd.quorate.dev/cluster": "demo"},
+		Annotations:     map[string]string{"etcd.quorate.dev/object-hash": "abc"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "etcd.quorate.dev/v1alpha1", Kind: "EtcdCluster", Name: "demo", UID: "c-1", Controller: ptr.To(true)}},
+		Finalizers:      []string{"f"},
+		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "quorate-operator"}},
+	}
+	withoutManaged := *full.DeepCopy()
+	withoutManaged.ManagedFields = nil
+	secretMeta := func(kind string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}, ObjectMeta: *full.DeepCopy()}
+	}
+	tombstone := cache.DeletedFinalStateUnknown{Key: "db/demo-ca", Obj: secretMeta("Secret")}
+
+	for _, tc := range []struct {
+		name    string
+		in, out any
+	}{
+		{"a Secret's metadata keeps what the operator reads", secretMeta("Secret"), &metav1.PartialObjectMetadata{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Name: "demo-ca", Namespace: "db", UID: "u-1", ResourceVersion: "42", DeletionTimestamp: &now,
+				OwnerReferences: full.OwnerReferences},
+		}},
+		{"another kind's metadata is whole but for managedFields", secretMeta("ConfigMap"),
+			&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: withoutManaged}},
+		{"a Service keeps its metadata", &corev1.Service{ObjectMeta: *full.DeepCopy(),
+			Spec:   corev1.ServiceSpec{ClusterIP: "10.0.0.1", Ports: []corev1.ServicePort{{Port: 2379}}, Selector: map[string]string{"a": "b"}},
+			Status: corev1.ServiceStatus{Conditions: []metav1.Condition{{Type: "x"}}},
+		}, &corev1.Service{ObjectMeta: withoutManaged}},
+		{"a PDB keeps its metadata", &policyv1.PodDisruptionBudget{ObjectMeta: *full.DeepCopy(),
+			Spec:   policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(2))},
+			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1},
+		}, &policyv1.PodDisruptionBudget{ObjectMeta: withoutManaged}},
+		{"a NetworkPolicy keeps its metadata", &networkingv1.NetworkPolicy{ObjectMeta: *full.DeepCopy(),
+			Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}},
+		}, &networkingv1.NetworkPolicy{ObjectMeta: withoutManaged}},
+		{"an EtcdCluster is whole but for managedFields", &v1alpha1.EtcdCluster{ObjectMeta: *full.DeepCopy(), Spec: v1alpha1.EtcdClusterSpec{Replicas: 3}},
+			&v1alpha1.EtcdCluster{ObjectMeta: withoutManaged, Spec: v1alpha1.EtcdClusterSpec{Replicas: 3}}},
+		{"a tombstone passes unchanged", tombstone, tombstone},
+	} {
+		got, err := trimForCache(tc.in)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if d := cmp.Diff(tc.out, got); d != "" {
+			t.Errorf("%s: trimForCache (-want +got):\n%s", tc.name, d)
+		}
+	}
+}
