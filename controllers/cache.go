@@ -35,6 +35,9 @@ func CacheOptions(namespaces ...string) cache.Options {
 //   - of the Services, the PodDisruptionBudget and the NetworkPolicy, their spec and status:
 //     the operator writes them only through apply, which compares the hash annotation and
 //     updates a fresh read from the API server, never the cached copy;
+//   - of a member's PVC, of its spec the StorageClass and the storage it asks for, of its
+//     status the phase and conditions (judgeVolume); the operator patches PVCs (a merge patch
+//     of what it changes) and never updates one whole;
 //   - of a Secret's metadata (the manager caches no Secret's data: secretMemo), all but what
 //     the operator reads from it: the name and resourceVersion (secretMemo compares them) and
 //     the owner references (which cluster a change wakes up), with the UID and the deletion
@@ -54,6 +57,13 @@ func trimForCache(obj any) (any, error) {
 		o.Spec, o.Status = policyv1.PodDisruptionBudgetSpec{}, policyv1.PodDisruptionBudgetStatus{}
 	case *networkingv1.NetworkPolicy:
 		o.Spec = networkingv1.NetworkPolicySpec{}
+	case *corev1.PersistentVolumeClaim:
+		var req corev1.ResourceList
+		if q, ok := o.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+			req = corev1.ResourceList{corev1.ResourceStorage: q}
+		}
+		o.Spec = corev1.PersistentVolumeClaimSpec{StorageClassName: o.Spec.StorageClassName, Resources: corev1.VolumeResourceRequirements{Requests: req}}
+		o.Status = corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase, Conditions: o.Status.Conditions}
 	case *metav1.PartialObjectMetadata:
 		if o.Kind == "Secret" {
 			m := o.ObjectMeta

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
@@ -54,6 +55,20 @@ func TestTrimForCache(t *testing.T) {
 		{"a NetworkPolicy keeps its metadata", &networkingv1.NetworkPolicy{ObjectMeta: *full.DeepCopy(),
 			Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}},
 		}, &networkingv1.NetworkPolicy{ObjectMeta: withoutManaged}},
+		{"a PVC keeps what judgeVolume reads", &corev1.PersistentVolumeClaim{ObjectMeta: *full.DeepCopy(),
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("local"), VolumeName: "pv-1", AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi"), corev1.ResourceCPU: resource.MustParse("1")},
+					Limits: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")}}},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+				Conditions: []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimFileSystemResizePending, Status: corev1.ConditionTrue}}},
+		}, &corev1.PersistentVolumeClaim{ObjectMeta: withoutManaged,
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("local"),
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound,
+				Conditions: []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimFileSystemResizePending, Status: corev1.ConditionTrue}}},
+		}},
+		{"a PVC without a storage request keeps none", &corev1.PersistentVolumeClaim{ObjectMeta: *full.DeepCopy(), Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}},
+			&corev1.PersistentVolumeClaim{ObjectMeta: withoutManaged}},
 		{"an EtcdCluster is whole but for managedFields", &v1alpha1.EtcdCluster{ObjectMeta: *full.DeepCopy(), Spec: v1alpha1.EtcdClusterSpec{Replicas: 3}},
 			&v1alpha1.EtcdCluster{ObjectMeta: withoutManaged, Spec: v1alpha1.EtcdClusterSpec{Replicas: 3}}},
 		{"a tombstone passes unchanged", tombstone, tombstone},
