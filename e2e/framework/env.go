@@ -148,6 +148,12 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 			return ctx, err
 		}
 		fmt.Fprintf(os.Stderr, "report written to %s (index.html, summary.md, junit.xml)\n", opts.ReportDir)
+		if failures := s.Report.Failures(); len(failures) > 0 {
+			fmt.Fprintf(os.Stderr, "%d scenario result(s) not as expected (details in summary.md):\n", len(failures))
+			for _, f := range failures {
+				fmt.Fprintf(os.Stderr, "  %s\n", f)
+			}
+		}
 		if opts.Scorecard {
 			return ctx, s.Report.WriteScorecard(s.scorecardOut)
 		}

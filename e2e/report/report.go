@@ -67,6 +67,26 @@ func (s Scenario) Passed() bool {
 	return true
 }
 
+// Failures says, a line each, why the scenarios that did not pass failed: the error that
+// stopped a scenario, and each checker that missed its expected verdict with its reason. The
+// suite prints them last, so that the end of a run's output names the cause.
+func (r *Report) Failures() []string {
+	var out []string
+	for _, s := range r.Scenarios {
+		if s.Error != "" {
+			out = append(out, fmt.Sprintf("%s: did not run to its end: %s", s.Name, s.Error))
+		} else if len(s.Verdicts) == 0 {
+			out = append(out, s.Name+": no verdict")
+		}
+		for _, v := range s.Verdicts {
+			if !s.Expect(v.Checker).Met(v) {
+				out = append(out, fmt.Sprintf("%s: %s %s: %s", s.Name, v.Checker, verdictCell(s, v.Checker), v.Reason))
+			}
+		}
+	}
+	return out
+}
+
 // Expect is what the scenario expects of a checker.
 func (s Scenario) Expect(checker string) history.Expectation {
 	if want, ok := s.Expected[checker]; ok {

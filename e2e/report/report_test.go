@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,18 @@ func TestReportFiles(t *testing.T) {
 		if got := r.Scenarios[i].Passed(); got != want {
 			t.Errorf("%s: Passed() = %v, want %v", r.Scenarios[i].Name, got, want)
 		}
+	}
+	stopped := scenario("stopped", false, history.ExpectPass)
+	stopped.Error = "scaling to 5: timed out"
+	r2 := &Report{Scenarios: append(slices.Clone(r.Scenarios), stopped)}
+	wantFailures := []string{
+		"unexpected-gap: availability FAIL: " + r.Scenarios[2].Verdicts[1].Reason,
+		"wrong-failure: availability FAIL (write-gap, expected first-write): " + r.Scenarios[3].Verdicts[1].Reason,
+		"expected-failure-passed: availability PASS (expected fail): " + r.Scenarios[4].Verdicts[1].Reason,
+		"stopped: did not run to its end: scaling to 5: timed out",
+	}
+	if got := r2.Failures(); !slices.Equal(got, wantFailures) {
+		t.Errorf("Failures():\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantFailures, "\n"))
 	}
 	dir := t.TempDir()
 	if err := r.Write(dir); err != nil {
