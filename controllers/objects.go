@@ -141,23 +141,24 @@ func (r *Reconciler) apply(ctx context.Context, c *v1alpha1.EtcdCluster, desired
 	if err != nil {
 		return err
 	}
-	if err := controlled(c, existing); err != nil {
-		return err
-	}
 	want := desired.GetAnnotations()[names.AnnotationObjectHash]
-	if existing.GetAnnotations()[names.AnnotationObjectHash] == want {
-		return nil
+	// settled: existing is c's and carries the hash of what c wants.
+	settled := func() (bool, error) {
+		if err := controlled(c, existing); err != nil {
+			return false, err
+		}
+		return existing.GetAnnotations()[names.AnnotationObjectHash] == want, nil
+	}
+	if ok, err := settled(); ok || err != nil {
+		return err
 	}
 	// The cache keeps only the metadata of what apply writes (trimForCache): the update
 	// starts from the object as the API server has it now.
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if err := controlled(c, existing); err != nil {
+	if ok, err := settled(); ok || err != nil {
 		return err
-	}
-	if existing.GetAnnotations()[names.AnnotationObjectHash] == want {
-		return nil
 	}
 	update(existing)
 	ann := existing.GetAnnotations()
