@@ -128,7 +128,9 @@ const (
 
 // disagreement returns the longest continuous time during which some current member's view
 // of membership differed from the majority's, and when it started. A member that is not in
-// the majority's view (one just removed) is not a current member.
+// the majority's view (one just removed) is not a current member. Nor is a member that follows
+// no leader (cut off by a partition, say): it cannot learn of a change until it rejoins, and
+// it commits nothing meanwhile, so its stale view is no second cluster.
 func disagreement(samples []history.Sample, b Bounds) (time.Duration, int64) {
 	latest := map[string]history.Sample{}
 	var worst time.Duration
@@ -143,6 +145,9 @@ func disagreement(samples []history.Sample, b Bounds) (time.Duration, int64) {
 		for ep, l := range latest {
 			if s.Time-l.Time > int64(b.Staleness) {
 				delete(latest, ep)
+				continue
+			}
+			if l.Leader == 0 {
 				continue
 			}
 			counts[view(l.Members)]++

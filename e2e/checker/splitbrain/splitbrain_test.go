@@ -107,6 +107,21 @@ func TestCheck(t *testing.T) {
 				s.Members = []uint64{1, 2, 3, 4}
 			}
 		}), history.ExpectFail(CodeMembershipDisagreement), "disagreed about membership"},
+		{"a member cut off from the leader keeps its old view until it rejoins", poll(80, func(r int, s *history.Sample) {
+			s.Members = []uint64{1, 2, 3, 4} // member 4 is not polled
+			switch {
+			case r > 10 && s.Endpoint == "10.0.0.1" && r <= 60:
+				s.Leader = 0 // partitioned, so it cannot learn that member 4 was removed
+			case r > 10:
+				s.Leader, s.RaftTerm, s.Members = 2, 3, []uint64{1, 2, 3}
+			}
+		}), history.Expectation{Status: history.VerdictPass}, ""},
+		{"a member that follows a leader keeps an old view for long", poll(80, func(r int, s *history.Sample) {
+			s.Members = []uint64{1, 2, 3, 4}
+			if r > 10 && s.Endpoint != "10.0.0.1" {
+				s.Members = []uint64{1, 2, 3}
+			}
+		}), history.ExpectFail(CodeMembershipDisagreement), "disagreed about membership"},
 		{"no member answered", poll(4, func(r int, s *history.Sample) { s.Error, s.ClusterID = "refused", 0 }), history.Expectation{Status: history.VerdictInconclusive, Code: CodeNoSamples}, "inconclusive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
