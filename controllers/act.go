@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/quorum"
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
@@ -166,6 +168,9 @@ func (r *Reconciler) actOnMembership(ctx context.Context, c *v1alpha1.EtcdCluste
 		log.Info("promoted learner", "member", a.Member)
 
 	case planner.Remove:
+		if err := o.keepsQuorum(ctx, a.ID, a.Member); err != nil {
+			return stepResult{requeueAfter: removalProbeTimeout}, err
+		}
 		if err := o.client.Remove(ctx, a.ID); err != nil {
 			return next, err
 		}
@@ -310,4 +315,60 @@ func initialClusterFor(c *v1alpha1.EtcdCluster, o *observation, member string) s
 	}
 	sort.Strings(list)
 	return strings.Join(append([]string{resources.InitialCluster(c, list)}, externalPeers(c, o)...), ",")
+}
+
+// removalProbeTimeout bounds the probe of each voter that stays when one is removed: a member
+// that follows a leader answers in milliseconds, one cut off from it never does.
+const removalProbeTimeout = 2 * time.Second
+
+// keepsQuorum checks, right before the voter victim is removed, that a quorum of the voters
+// that stay reach a leader with a quorum at this moment (etcd.Client.Reaches, in parallel).
+// The pass's observation may be seconds old, and a partition since then turns a removal into
+// a lost quorum: 5 voters with 2 cut off keep a quorum, 4 with the same 2 cut off do not.
+// etcd's own check (--strict-reconfig-check) counts a peer as active until its connection
+// times out, seconds after a partition. Removing a learner changes no quorum: no probe.
+func (o *observation) keepsQuorum(ctx context.Context, victim uint64, victimName string) error {
+	var stay []etcd.Member
+	for _, m := range o.members {
+		switch {
+		case m.ID == victim && m.IsLearner:
+			return nil
+		case m.ID != victim && !m.IsLearner:
+			stay = append(stay, m)
+		}
+	}
+	errs := make([]error, len(stay))
+	var wg sync.WaitGroup
+	for i, m := range stay {
+		ep, ok := o.endpoints[m.Name]
+		if !ok {
+			ep, ok = o.externalEndpointOf(m.ID)
+		}
+		if !ok {
+			errs[i] = errors.New("no address")
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = o.client.Reaches(ctx, ep, removalProbeTimeout)
+		}()
+	}
+	wg.Wait()
+	need := quorum.Of(len(stay))
+	var cutOff []string
+	for i, err := range errs {
+		if err != nil {
+			name := stay[i].Name
+			if name == "" {
+				name = names.FormatID(stay[i].ID)
+			}
+			cutOff = append(cutOff, fmt.Sprintf("%s (%v)", name, err))
+		}
+	}
+	if len(stay)-len(cutOff) >= need {
+		return nil
+	}
+	return fmt.Errorf("not removing member %s yet: %d of the %d voting members that would stay reach a leader with a quorum now, and removing it needs %d; without: %s. The operator looks again in %s; a partition or a member down is the likely cause",
+		victimName, len(stay)-len(cutOff), len(stay), need, strings.Join(cutOff, "; "), removalProbeTimeout)
 }

@@ -96,6 +96,10 @@ type Client interface {
 	// working connection to (etcd_network_active_peers): peer ID -> active. A peer the member
 	// never reached is absent. ErrNoMetrics when the member does not serve /metrics there.
 	ActivePeers(ctx context.Context, ep Endpoint) (map[uint64]bool, error)
+	// Reaches makes a linearizable read through one member alone. It succeeds only while the
+	// member follows a leader that a quorum acknowledges at that moment: a member cut off by a
+	// partition fails it (after timeout), though it may still name a leader for a second or so.
+	Reaches(ctx context.Context, ep Endpoint, timeout time.Duration) error
 	// SyncAuth makes authentication, users and roles match spec (ApplyAuth) and says what
 	// changed.
 	SyncAuth(ctx context.Context, spec AuthSpec) ([]string, error)
@@ -309,6 +313,24 @@ func (r *realClient) ActivePeers(ctx context.Context, ep Endpoint) (map[uint64]b
 		return nil, fmt.Errorf("metrics of %s: %s", ep.Member, resp.Status)
 	}
 	return parseActivePeers(resp.Body)
+}
+
+func (r *realClient) Reaches(ctx context.Context, ep Endpoint, timeout time.Duration) error {
+	c, err := dial(r.cfg, ep)
+	if err != nil {
+		return fmt.Errorf("dialling %s: %w", ep.Member, err)
+	}
+	defer func() { _ = c.Close() }()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	// As etcdctl's endpoint health does: a linearizable read of one key. etcd confirms the
+	// read with the leader and a quorum before it checks permissions, so a refusal means the
+	// member reached them too.
+	_, err = c.Get(ctx, "health", clientv3.WithCountOnly())
+	if err != nil && !errors.Is(err, rpctypes.ErrPermissionDenied) {
+		return fmt.Errorf("a linearizable read through %s: %w", ep.Member, err)
+	}
+	return nil
 }
 
 // parseActivePeers reads etcd_network_active_peers{Local, Remote} from etcd's metrics.

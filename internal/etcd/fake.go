@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Fake is an in-memory etcd cluster for tests. A member starts (publishes its name and begins
@@ -529,6 +530,24 @@ func (c *fakeClient) Defragment(_ context.Context, ep Endpoint) error {
 	f.calls = append(f.calls, "Defragment "+ep.Member)
 	if u, ok := f.dbInUse[ep.Member]; ok {
 		f.dbSize[ep.Member] = u
+	}
+	return nil
+}
+
+// Reaches: the member is up, the cluster has a quorum, and the member and the leader have
+// working connections to each other (Unreach cuts them).
+func (c *fakeClient) Reaches(_ context.Context, ep Endpoint, _ time.Duration) error {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errLocked("Reaches"); err != nil {
+		return err
+	}
+	name := f.atLocked(ep.Member)
+	leader := f.nameOfLocked(f.leader)
+	up := slices.ContainsFunc(f.members, func(m Member) bool { return m.Name == name && f.upLocked(m) })
+	if !up || !f.quorumLocked() || f.unreached[[2]string{name, leader}] || f.unreached[[2]string{leader, name}] {
+		return fmt.Errorf("a linearizable read through %s: context deadline exceeded (fake)", ep.Member)
 	}
 	return nil
 }
