@@ -345,7 +345,7 @@ func (r installer) watchOLM(ctx context.Context, ns string) map[string]time.Time
 			r.Event("olm", kind, text)
 		}
 	}
-	for ctx.Err() == nil {
+	poll := func(ctx context.Context) {
 		var csvs olm.ClusterServiceVersionList
 		if err := r.Suite.Client.List(ctx, &csvs, client.InNamespace(ns)); err == nil {
 			for _, c := range csvs.Items {
@@ -366,11 +366,19 @@ func (r installer) watchOLM(ctx context.Context, ns string) map[string]time.Time
 				}
 			}
 		}
+	}
+	for ctx.Err() == nil {
+		poll(ctx)
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
 		}
 	}
+	// One last look once stopped: what the caller waited for (the new CSV's Succeeded) may have
+	// come after the last poll. Anything earlier was seen by a poll, a second apart at most.
+	last, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	poll(last)
 	return seen
 }
 
