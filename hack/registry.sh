@@ -43,7 +43,10 @@ pods)
   paddr=${2:?usage: registry.sh pods ADDR}
   "$0" start
   up "$paddr" && exit 0
-  ip -o addr show | grep -q " inet ${paddr%:*}/" || die "no interface has ${paddr%:*}: start the local cluster first"
+  # Not `ip | grep -q`: grep leaves at the first match, ip then dies of SIGPIPE, and pipefail
+  # makes the pipeline fail on a machine with many interfaces.
+  addrs=$(ip -o addr show)
+  grep -q " inet ${paddr%:*}/" <<<"$addrs" || die "no interface has ${paddr%:*}: start the local cluster first"
   serve registry-pods "$paddr" '  maintenance:' '    readonly:' '      enabled: true'
   ;;
 stop)
