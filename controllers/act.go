@@ -183,10 +183,7 @@ func (r *Reconciler) actOnMembership(ctx context.Context, c *v1alpha1.EtcdCluste
 		log.Info("removed member", "member", a.Member, "reason", a.Message)
 
 	case planner.MoveLeader:
-		ep, ok := o.endpoints[a.Member]
-		if !ok {
-			ep, ok = o.externalEndpointOf(a.ID)
-		}
+		ep, ok := o.endpointOf(a.Member, a.ID)
 		if !ok {
 			return next, fmt.Errorf("leader %s has no address to send the leadership transfer to", a.Member)
 		}
@@ -340,10 +337,7 @@ func (o *observation) keepsQuorum(ctx context.Context, victim uint64, victimName
 	errs := make([]error, len(stay))
 	var wg sync.WaitGroup
 	for i, m := range stay {
-		ep, ok := o.endpoints[m.Name]
-		if !ok {
-			ep, ok = o.externalEndpointOf(m.ID)
-		}
+		ep, ok := o.endpointOf(m.Name, m.ID)
 		if !ok {
 			errs[i] = errors.New("no address")
 			continue
