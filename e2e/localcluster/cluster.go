@@ -276,7 +276,7 @@ func (c *Cluster) Down(ctx context.Context) error {
 	if n := removeKubepodsCgroups(cgroupRoots); n > 0 {
 		c.logf("removed %d pod cgroups", n)
 	}
-	for _, d := range []string{"/var/log/pods", "/var/log/containers"} {
+	for _, d := range []string{podLogDir, "/var/log/containers"} {
 		entries, _ := os.ReadDir(d)
 		for _, e := range entries {
 			_ = os.RemoveAll(filepath.Join(d, e.Name()))

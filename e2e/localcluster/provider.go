@@ -111,7 +111,9 @@ func (p *Provider) GenerateKubeconfig(...string) (string, error) { return p.GetK
 
 func (p *Provider) GetKubectlContext() string { return "quorate-" + p.handle().cfg.Name }
 
-// ExportLogs copies the daemons' logs into dest.
+// ExportLogs copies the daemons' logs into dest, and the logs of every container named
+// manager (the operators', Quorate's and a peer's, in whatever namespace they were installed)
+// into dest/pods: they say what the operator decided and why.
 func (p *Provider) ExportLogs(_ context.Context, dest string) error {
 	src := p.handle().cfg.path("logs")
 	if err := os.MkdirAll(dest, 0o755); err != nil {
@@ -122,15 +124,45 @@ func (p *Provider) ExportLogs(_ context.Context, dest string) error {
 		return err
 	}
 	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err := copyFile(filepath.Join(src, e.Name()), filepath.Join(dest, e.Name())); err != nil {
+			return err
+		}
+	}
+	return copyContainerLogs(podLogDir, "manager", filepath.Join(dest, "pods"))
+}
+
+// podLogDir is where every node's kubelet writes its containers' logs: the nodes share the
+// host's file system.
+const podLogDir = "/var/log/pods"
+
+// copyContainerLogs copies root/<namespace>_<pod>_<uid>/<container>/<restart>.log of the
+// containers named container into dest, under the same relative paths.
+func copyContainerLogs(root, container, dest string) error {
+	files, err := filepath.Glob(filepath.Join(root, "*", container, "*.log"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		rel, err := filepath.Rel(root, f)
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dest, e.Name()), b, 0o644); err != nil {
+		if err := os.MkdirAll(filepath.Join(dest, filepath.Dir(rel)), 0o755); err != nil {
+			return err
+		}
+		if err := copyFile(f, filepath.Join(dest, rel)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
 }
 
 func (p *Provider) Destroy(ctx context.Context) error { return p.handle().Down(ctx) }
