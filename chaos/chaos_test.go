@@ -71,6 +71,9 @@ func TestTargetsFollowLiveStatus(t *testing.T) {
 		nc.Action != cm.PartitionAction || nc.Direction != cm.Both || *nc.Duration != "1m0s" {
 		t.Errorf("partition-leader: %v -> %v %s %s %v", pods(nc.PodSelector), pods(*nc.Target), nc.Action, nc.Direction, *nc.Duration)
 	}
+	if f.CutOff != 1 {
+		t.Errorf("partition-leader cuts off %d members, want 1", f.CutOff)
+	}
 
 	f, _ = tg.PartitionMinority(ctx, time.Minute)
 	nc = f.Object.(*cm.NetworkChaos).Spec
@@ -80,6 +83,9 @@ func TestTargetsFollowLiveStatus(t *testing.T) {
 	}
 	if f.QuorumLost {
 		t.Error("a minority partition keeps a quorum")
+	}
+	if f.CutOff != 2 {
+		t.Errorf("partition-minority of 5 cuts off %d members, want 2", f.CutOff)
 	}
 
 	f, _ = tg.PartitionMajority(ctx, time.Minute)

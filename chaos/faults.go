@@ -39,6 +39,10 @@ type Fault struct {
 	Object client.Object
 	// QuorumLost is true for faults that leave no side with a quorum: clients must see errors.
 	QuorumLost bool
+	// CutOff is how many members a partition cuts off from the side that keeps a quorum. A
+	// client that sends to each member in turn (etcd's clientv3 does) can wait out its request
+	// timeout on each of them, one after another.
+	CutOff int
 }
 
 // Ref names the Chaos Mesh object, e.g. "NetworkChaos/partition-leader-x1y2".
@@ -199,7 +203,9 @@ func (t Target) PartitionLeader(ctx context.Context, d time.Duration) (Fault, er
 	if len(m.Followers) == 0 {
 		return Fault{}, fmt.Errorf("no follower to partition the leader from")
 	}
-	return t.partition("partition-leader", fmt.Sprintf("partition isolating leader %s from %v for %s", m.Leader, m.Followers, d), d, []string{m.Leader}, m.Followers), nil
+	f := t.partition("partition-leader", fmt.Sprintf("partition isolating leader %s from %v for %s", m.Leader, m.Followers, d), d, []string{m.Leader}, m.Followers)
+	f.CutOff = 1
+	return f, nil
 }
 
 // PartitionMinority cuts the largest minority of followers off from the rest: the rest keep
@@ -215,7 +221,9 @@ func (t Target) PartitionMinority(ctx context.Context, d time.Duration) (Fault, 
 	}
 	minority := m.Followers[:n]
 	rest := without(m.All, minority)
-	return t.partition("partition-minority", fmt.Sprintf("partition of minority %v from %v for %s", minority, rest, d), d, minority, rest), nil
+	f := t.partition("partition-minority", fmt.Sprintf("partition of minority %v from %v for %s", minority, rest, d), d, minority, rest)
+	f.CutOff = len(minority)
+	return f, nil
 }
 
 // PartitionMajority isolates a majority of the members from every other member, each on its

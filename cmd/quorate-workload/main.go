@@ -53,7 +53,7 @@ func main() {
 	flag.IntVar(&keys, "keys", 8, "number of keys")
 	flag.StringVar(&mix, "mix", "put=4,get=4,cas=2", "operation weights")
 	flag.StringVar(&prefix, "prefix", "/quorate-conformance/", "key prefix")
-	flag.DurationVar(&opTimeout, "op-timeout", 2*time.Second, "timeout of one operation")
+	flag.DurationVar(&opTimeout, "op-timeout", workload.DefaultOpTimeout, "timeout of one operation")
 	flag.DurationVar(&pollInterval, "poll-interval", 250*time.Millisecond, "split-brain poller interval (4 Hz or faster)")
 	flag.StringVar(&listen, "listen", ":8080", "HTTP address")
 	flag.IntVar(&watchers, "watchers", 2, "watchers that keep a watch open on the workload's keys and record every event")

@@ -21,9 +21,10 @@ const (
 	// Fault: a single unplanned fault that keeps a quorum, such as the leader's pod or
 	// container killed: an election, and the requests in flight to the member hit.
 	Fault Class = "fault"
-	// Partition: a member cut off from the network. The side with a quorum elects a leader
+	// Partition: members cut off from the network. The side with a quorum elects a leader
 	// after an election timeout that etcd draws between one and two times the configured
-	// one, and the clients of the cut-off member wait out their request timeout.
+	// one, and the clients of the cut-off members wait out their request timeout, on each
+	// of them in turn (Run.budget allows for that).
 	Partition Class = "partition"
 )
 

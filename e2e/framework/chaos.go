@@ -32,6 +32,9 @@ func (r *Run) Inject(ctx context.Context, build func(chaos.Target, context.Conte
 		return err
 	}
 	r.Phase(fmt.Sprintf("fault %s: %s", f.Ref(), f.What))
+	r.mu.Lock()
+	r.cutOff = max(r.cutOff, f.CutOff)
+	r.mu.Unlock()
 	in := &chaos.Injector{Client: r.Suite.Client, Recorder: r}
 	res, err := in.Inject(ctx, f, hold, during)
 	var targets []string

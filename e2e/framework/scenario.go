@@ -14,6 +14,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/e2e/localcluster"
 	"github.com/quorate-dev/quorate/e2e/report"
+	"github.com/quorate-dev/quorate/e2e/workload"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,6 +87,8 @@ type Run struct {
 
 	// electionTimeout of the EtcdCluster, as the API server defaulted it.
 	electionTimeout time.Duration
+	// cutOff is the most members one of the run's partitions cut off from the quorum's side.
+	cutOff int
 	// pools: a node scenario's members run in the local cluster's etcd pool and its workload
 	// on node 1, in the system pool (checkNodes).
 	pools bool
@@ -215,7 +218,24 @@ func (r *Run) budget() availability.Budget {
 	if et == 0 {
 		et = time.Second // etcd's default, before the cluster exists
 	}
-	return rule.Budget(et)
+	r.mu.Lock()
+	cutOff := r.cutOff
+	r.mu.Unlock()
+	return partitionBudget(rule.Budget(et), rule, r.Scenario.Class, cutOff)
+}
+
+// partitionBudget: a client that sends to each member in turn, as etcd's clientv3 does, waits
+// out its request timeout on every member a partition cut off, possibly one after another, so
+// a partition of n members allows n request timeouts and the rule's duration, when that is
+// longer than the class's budget.
+func partitionBudget(b availability.Budget, rule BudgetRule, class Class, cutOff int) availability.Budget {
+	if class != Partition {
+		return b
+	}
+	if wait := time.Duration(cutOff)*workload.DefaultOpTimeout + rule.Gap; wait > b.MaxWriteGap {
+		b.MaxWriteGap = wait
+	}
+	return b
 }
 
 // teardown runs the registered cleanups and deletes the run's namespace, unless the run failed

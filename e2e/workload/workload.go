@@ -59,6 +59,10 @@ const (
 	DefaultClients = 16
 )
 
+// DefaultOpTimeout is how long a client waits for one operation before it records it as
+// unknown (a write) or failed (a read) and sends the next.
+const DefaultOpTimeout = 2 * time.Second
+
 // Runner runs the clients and records the history.
 type Runner struct {
 	cfg     Config
@@ -90,7 +94,7 @@ func New(cfg Config) *Runner {
 		cfg.PutWeight, cfg.GetWeight, cfg.CASWeight = 4, 4, 2
 	}
 	if cfg.OpTimeout <= 0 {
-		cfg.OpTimeout = 2 * time.Second
+		cfg.OpTimeout = DefaultOpTimeout
 	}
 	if cfg.WarmUpTimeout <= 0 {
 		cfg.WarmUpTimeout = 60 * time.Second
