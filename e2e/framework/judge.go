@@ -93,6 +93,10 @@ func (r *Run) execute(ctx context.Context) {
 		t.Logf("saving the history: %v", err)
 	}
 	lin := linearizability.Check(&h, 3*time.Minute, dir)
+	// Again now that the faults the steps injected are known (a partition's budget grows with
+	// the members it cut off).
+	budget = r.budget()
+	res.Budget = budget
 	av, stats := availability.Check(&h, budget)
 	res.Verdicts = []history.Verdict{lin, lostwrites.Check(&h), av, splitbrain.Check(&h, splitbrain.DefaultBounds), watch.Check(&h)}
 	res.Stats = stats
