@@ -18,6 +18,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/e2e/report"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -92,6 +93,7 @@ func (r *Run) execute(ctx context.Context) {
 	if err := h.Save(filepath.Join(dir, res.History)); err != nil {
 		t.Logf("saving the history: %v", err)
 	}
+	r.saveOperatorLog(ctx, metav1.NewTime(res.Start), filepath.Join(dir, "operator-"+history.Slug(sc.Name)+".log"))
 	lin := linearizability.Check(&h, 3*time.Minute, dir)
 	// Again now that the faults the steps injected are known (a partition's budget grows with
 	// the members it cut off).
