@@ -198,11 +198,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.writeStatus(ctx, original, st); err != nil {
 		return ctrl.Result{}, err
 	}
+	if errors.Is(execErr, etcd.ErrUnhealthyCluster) {
+		// A wait, not a failure: etcd takes the change once its members have been connected
+		// long enough. Progressing says so; no backoff, no error log.
+		log.Info("etcd refused a membership change for now; asking again", "action", action.String(), "reason", execErr.Error())
+		return ctrl.Result{RequeueAfter: r.Ownership.renewWithin(unhealthyRetry)}, nil
+	}
 	if execErr != nil {
 		return ctrl.Result{}, execErr
 	}
 	return ctrl.Result{RequeueAfter: r.Ownership.renewWithin(res.requeueAfter)}, nil
 }
+
+// unhealthyRetry is how soon a pass asks again after etcd refused a membership change because
+// its members have not been connected to one another for long enough (etcd.ErrUnhealthyCluster).
+const unhealthyRetry = 2 * time.Second
 
 // fail records an error that stopped the pass before planning, then returns it for backoff.
 func (r *Reconciler) fail(ctx context.Context, original, c *v1alpha1.EtcdCluster, reason string, err error) (ctrl.Result, error) {

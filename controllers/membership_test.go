@@ -244,6 +244,42 @@ func TestFailedStepIsReportedAndRetried(t *testing.T) {
 	}
 }
 
+// etcd refuses a membership change while its members have not been connected to one another
+// for 5 s (a member just restarted): the operator waits and asks again, says why in
+// Progressing, and returns no error for backoff (no error log).
+func TestUnhealthyClusterIsAWait(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	op := startOperator(t, ns, fake)
+	kubelet(t, ns)
+	bootstrap(t, ns, "uh", 3, fake)
+
+	refused := fmt.Errorf("adding learner https://uh-3.uh-peer.%s.svc:2380: %w", ns, etcd.ErrUnhealthyCluster)
+	fake.FailNext("AddLearner", 1000, refused)
+	patchReplicas(t, ns, "uh", 4)
+	c := waitFor(t, ns, "uh", "Progressing=True/StepFailed", func(c *v1alpha1.EtcdCluster) error {
+		if p := condition(c, v1alpha1.ConditionProgressing); p.Reason != v1alpha1.ReasonStepFailed {
+			return fmt.Errorf("Progressing=%s/%s", p.Status, p.Reason)
+		}
+		return nil
+	})
+	want := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonStepFailed,
+		Message: "AddLearner failed: " + refused.Error() + "; retrying", ObservedGeneration: c.Generation}
+	got := condition(c, v1alpha1.ConditionProgressing)
+	got.LastTransitionTime = metav1.Time{}
+	if got != want {
+		t.Errorf("Progressing =\n %+v\nwant\n %+v", got, want)
+	}
+
+	fake.FailNext("AddLearner", 0, nil)
+	waitFor(t, ns, "uh", "4 members once etcd takes the change", settled(4))
+	for _, err := range op.returned() {
+		if errors.Is(err, etcd.ErrUnhealthyCluster) {
+			t.Errorf("a pass returned etcd's refusal for backoff: %v", err)
+		}
+	}
+}
+
 // etcd refuses to promote a learner that has not caught up; the operator asks again until it
 // may, and adds no other learner meanwhile.
 func TestPromotionWaitsForTheLearnerToCatchUp(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,6 +139,16 @@ type operator struct {
 	passes atomic.Int64
 	fake   *etcd.Fake
 	rec    *Reconciler
+
+	mu   sync.Mutex
+	errs []error // what passes returned for backoff
+}
+
+// returned lists the errors passes returned so far.
+func (op *operator) returned() []error {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return slices.Clone(op.errs)
 }
 
 // startOperator starts a manager watching namespace ns whose members are played by fake.
@@ -212,7 +223,13 @@ func startWith(t *testing.T, ns string, fake *etcd.Fake, identity string, deadli
 	}
 	counting := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		op.passes.Add(1)
-		return op.rec.Reconcile(ctx, req)
+		res, err := op.rec.Reconcile(ctx, req)
+		if err != nil {
+			op.mu.Lock()
+			op.errs = append(op.errs, err)
+			op.mu.Unlock()
+		}
+		return res, err
 	})
 	if err := op.rec.setup(mgr, 1, counting); err != nil {
 		t.Fatal(err)

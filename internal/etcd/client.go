@@ -116,6 +116,19 @@ var ErrNoMetrics = errors.New("the member serves no metrics at its client URL")
 // ErrLearnerNotReady is returned by Promote while the learner is still catching up.
 var ErrLearnerNotReady = errors.New("learner is not yet in sync with the leader")
 
+// ErrUnhealthyCluster: etcd refused a membership change because the members it needs have not
+// all been connected to one another for the last 5 s (--strict-reconfig-check), as after a
+// member restarted or came back from a partition. Asking again later is all there is to do.
+var ErrUnhealthyCluster = errors.New("etcd refuses membership changes until the members have been connected to one another for 5 s (etcdserver: unhealthy cluster)")
+
+// membershipErr names etcd's refusal of an unhealthy cluster as ErrUnhealthyCluster.
+func membershipErr(err error) error {
+	if errors.Is(err, rpctypes.ErrUnhealthy) || rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCUnhealthy) {
+		return ErrUnhealthyCluster
+	}
+	return err
+}
+
 // ErrNoEndpoints is returned when there is no member to talk to.
 var ErrNoEndpoints = errors.New("no member endpoints")
 
@@ -189,7 +202,7 @@ func (r *realClient) AddLearner(ctx context.Context, peerURL string) (Member, er
 	defer cancel()
 	resp, err := r.c.MemberAddAsLearner(ctx, []string{peerURL})
 	if err != nil {
-		return Member{}, fmt.Errorf("adding learner %s: %w", peerURL, err)
+		return Member{}, fmt.Errorf("adding learner %s: %w", peerURL, membershipErr(err))
 	}
 	m := resp.Member
 	return Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner}, nil
@@ -202,7 +215,7 @@ func (r *realClient) Promote(ctx context.Context, id uint64) error {
 		if errors.Is(err, rpctypes.ErrMemberLearnerNotReady) || rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCLearnerNotReady) {
 			return ErrLearnerNotReady
 		}
-		return fmt.Errorf("promoting member %x: %w", id, err)
+		return fmt.Errorf("promoting member %x: %w", id, membershipErr(err))
 	}
 	return nil
 }
@@ -211,7 +224,7 @@ func (r *realClient) Remove(ctx context.Context, id uint64) error {
 	ctx, cancel := r.ctx(ctx)
 	defer cancel()
 	if _, err := r.c.MemberRemove(ctx, id); err != nil {
-		return fmt.Errorf("removing member %x: %w", id, err)
+		return fmt.Errorf("removing member %x: %w", id, membershipErr(err))
 	}
 	return nil
 }
