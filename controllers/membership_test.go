@@ -219,19 +219,7 @@ func TestFailedStepIsReportedAndRetried(t *testing.T) {
 
 	fake.FailNext("AddLearner", 1000, errors.New("etcdserver: request timed out"))
 	patchReplicas(t, ns, "sf", 4)
-	c := waitFor(t, ns, "sf", "Progressing=True/StepFailed", func(c *v1alpha1.EtcdCluster) error {
-		if p := condition(c, v1alpha1.ConditionProgressing); p.Reason != v1alpha1.ReasonStepFailed {
-			return fmt.Errorf("Progressing=%s/%s", p.Status, p.Reason)
-		}
-		return nil
-	})
-	want := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonStepFailed,
-		Message: "AddLearner failed: etcdserver: request timed out; retrying", ObservedGeneration: c.Generation}
-	got := condition(c, v1alpha1.ConditionProgressing)
-	got.LastTransitionTime = metav1.Time{}
-	if got != want {
-		t.Errorf("Progressing =\n %+v\nwant\n %+v", got, want)
-	}
+	assertStepFailed(t, ns, "sf", "AddLearner failed: etcdserver: request timed out; retrying")
 	if calls := fake.Calls(); len(calls) != 0 {
 		t.Fatalf("membership changed while every AddLearner failed: %v", calls)
 	}
@@ -241,6 +229,25 @@ func TestFailedStepIsReportedAndRetried(t *testing.T) {
 	wantCalls := []string{"AddLearner https://sf-3.sf-peer." + ns + ".svc:2380", "Promote sf-3"}
 	if got := fake.Calls(); !slices.Equal(got, wantCalls) {
 		t.Fatalf("membership changes:\n got %q\nwant %q", got, wantCalls)
+	}
+}
+
+// assertStepFailed waits for Progressing=True/StepFailed on the cluster and compares the whole
+// condition, with message, against what a failed step reports.
+func assertStepFailed(t *testing.T, ns, name, message string) {
+	t.Helper()
+	c := waitFor(t, ns, name, "Progressing=True/StepFailed", func(c *v1alpha1.EtcdCluster) error {
+		if p := condition(c, v1alpha1.ConditionProgressing); p.Reason != v1alpha1.ReasonStepFailed {
+			return fmt.Errorf("Progressing=%s/%s", p.Status, p.Reason)
+		}
+		return nil
+	})
+	want := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonStepFailed,
+		Message: message, ObservedGeneration: c.Generation}
+	got := condition(c, v1alpha1.ConditionProgressing)
+	got.LastTransitionTime = metav1.Time{}
+	if got != want {
+		t.Errorf("Progressing =\n %+v\nwant\n %+v", got, want)
 	}
 }
 
@@ -257,19 +264,7 @@ func TestUnhealthyClusterIsAWait(t *testing.T) {
 	refused := fmt.Errorf("adding learner https://uh-3.uh-peer.%s.svc:2380: %w", ns, etcd.ErrUnhealthyCluster)
 	fake.FailNext("AddLearner", 1000, refused)
 	patchReplicas(t, ns, "uh", 4)
-	c := waitFor(t, ns, "uh", "Progressing=True/StepFailed", func(c *v1alpha1.EtcdCluster) error {
-		if p := condition(c, v1alpha1.ConditionProgressing); p.Reason != v1alpha1.ReasonStepFailed {
-			return fmt.Errorf("Progressing=%s/%s", p.Status, p.Reason)
-		}
-		return nil
-	})
-	want := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonStepFailed,
-		Message: "AddLearner failed: " + refused.Error() + "; retrying", ObservedGeneration: c.Generation}
-	got := condition(c, v1alpha1.ConditionProgressing)
-	got.LastTransitionTime = metav1.Time{}
-	if got != want {
-		t.Errorf("Progressing =\n %+v\nwant\n %+v", got, want)
-	}
+	assertStepFailed(t, ns, "uh", "AddLearner failed: "+refused.Error()+"; retrying")
 
 	fake.FailNext("AddLearner", 0, nil)
 	waitFor(t, ns, "uh", "4 members once etcd takes the change", settled(4))
