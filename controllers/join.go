@@ -51,7 +51,6 @@ func (o *observation) splitExternal() {
 	}
 }
 
-// externalEndpointOf is the endpoint of spec.bootstrap.join that answered as member id.
 // endpointOf addresses a member: one of the cluster's own by its name, else an external one
 // (spec.bootstrap.join) by its ID.
 func (o *observation) endpointOf(name string, id uint64) (etcd.Endpoint, bool) {
@@ -61,6 +60,7 @@ func (o *observation) endpointOf(name string, id uint64) (etcd.Endpoint, bool) {
 	return o.externalEndpointOf(id)
 }
 
+// externalEndpointOf is the endpoint of spec.bootstrap.join that answered as member id.
 func (o *observation) externalEndpointOf(id uint64) (etcd.Endpoint, bool) {
 	for _, k := range sortedKeys(o.extStatuses) {
 		if o.extStatuses[k].MemberID == id {
