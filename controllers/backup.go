@@ -58,10 +58,10 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	original := b.DeepCopy()
 	res, err := r.step(ctx, b)
-	if serr := r.Status().Patch(ctx, b, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); serr != nil {
-		return ctrl.Result{}, errors.Join(err, serr)
+	if _, serr := patchStatus(ctx, r.Client, b, original); serr != nil {
+		return settle(ctx, ctrl.Result{}, errors.Join(err, serr))
 	}
-	return res, err
+	return settle(ctx, res, err)
 }
 
 func (r *BackupReconciler) step(ctx context.Context, b *v1alpha1.EtcdBackup) (ctrl.Result, error) {

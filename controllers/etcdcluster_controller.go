@@ -88,6 +88,11 @@ func stepRetries() workqueue.TypedRateLimiter[reconcile.Request] {
 // Reconcile is one pass over one EtcdCluster: prepare what members need, observe everything
 // once, settle the cluster's identity, plan one step, take it, and report.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.pass(ctx, req)
+	return settle(ctx, res, err)
+}
+
+func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	c := &v1alpha1.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {

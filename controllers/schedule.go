@@ -67,10 +67,10 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	original := s.DeepCopy()
 	res, err := r.pass(ctx, s)
-	if serr := r.Status().Patch(ctx, s, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); serr != nil {
-		return ctrl.Result{}, errors.Join(err, serr)
+	if _, serr := patchStatus(ctx, r.Client, s, original); serr != nil {
+		return settle(ctx, ctrl.Result{}, errors.Join(err, serr))
 	}
-	return res, err
+	return settle(ctx, res, err)
 }
 
 func (r *ScheduleReconciler) now() time.Time {

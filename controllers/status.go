@@ -260,8 +260,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, original *v1alpha1.EtcdClu
 	}
 	updated := original.DeepCopy()
 	updated.Status = st
-	if err := r.Status().Patch(ctx, updated, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
+	gone, err := patchStatus(ctx, r.Client, updated, original)
+	if err != nil {
 		return fmt.Errorf("writing status: %w", err)
+	}
+	if gone {
+		return nil // deleted since the pass read it: nothing to record or announce
 	}
 	// Until the cache shows this write, a pass would start from the status it replaced.
 	r.Expectations.ExpectOwnerNewerThan(client.ObjectKeyFromObject(original), original.ResourceVersion)
