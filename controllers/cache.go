@@ -8,6 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/intern"
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
@@ -43,7 +45,9 @@ func CacheOptions(namespaces ...string) cache.Options {
 //     the owner references (which cluster a change wakes up), with the UID and the deletion
 //     timestamp.
 //
-// Anything else (a tombstone, another kind) keeps all but its managedFields.
+// What the kept metadata (and an EtcdCluster's conditions) repeat from object to object is
+// shared (package intern). Anything else (a tombstone, another kind) keeps all but its
+// managedFields.
 func trimForCache(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok {
@@ -70,6 +74,9 @@ func trimForCache(obj any) (any, error) {
 			o.ObjectMeta = metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 				OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp}
 		}
+	case *v1alpha1.EtcdCluster:
+		intern.Conditions(o.Status.Conditions)
 	}
+	intern.Meta(o)
 	return o, nil
 }

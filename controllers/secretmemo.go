@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,6 +100,18 @@ func (m *secretMemo) forget(cluster types.NamespacedName) {
 	}
 }
 
+// shed forgets the data of the named Secrets of a namespace but those in keep: a pass reads
+// them again from the API server when it needs them.
+func (m *secretMemo) shed(namespace string, named map[string]string, keep ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name := range named {
+		if !slices.Contains(keep, name) {
+			delete(m.secrets, types.NamespacedName{Namespace: namespace, Name: name})
+		}
+	}
+}
+
 func (m *secretMemo) drop(obj client.Object) {
 	if _, ok := obj.(*corev1.Secret); !ok {
 		return
@@ -117,20 +130,24 @@ type memoClient struct {
 
 func (c memoClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	defer c.memo.drop(obj)
+	secretReadsOf(ctx).markWrite()
 	return c.Client.Create(ctx, obj, opts...)
 }
 
 func (c memoClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	defer c.memo.drop(obj)
+	secretReadsOf(ctx).markWrite()
 	return c.Client.Update(ctx, obj, opts...)
 }
 
 func (c memoClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	defer c.memo.drop(obj)
+	secretReadsOf(ctx).markWrite()
 	return c.Client.Patch(ctx, obj, patch, opts...)
 }
 
 func (c memoClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	defer c.memo.drop(obj)
+	secretReadsOf(ctx).markWrite()
 	return c.Client.Delete(ctx, obj, opts...)
 }

@@ -34,7 +34,9 @@ func serverNames(c *v1alpha1.EtcdCluster) (server, peer []string) {
 }
 
 func (r *Reconciler) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-	return r.secrets.get(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: namespace, Name: name})
+	s, err := r.secrets.get(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: namespace, Name: name})
+	secretReadsOf(ctx).read(name, s, err)
+	return s, err
 }
 
 func tlsSecret(c *v1alpha1.EtcdCluster, name string, caPEM []byte, pair pki.Pair) *corev1.Secret {
@@ -149,15 +151,44 @@ func (r *Reconciler) checkUserTLS(ctx context.Context, c *v1alpha1.EtcdCluster) 
 // ensureTLS makes sure the certificate Secrets exist: it checks user-provided ones, and
 // generates the CAs and the server, peer and client certificates otherwise. A generated leaf
 // certificate is rewritten only to renew it; CAs and user-supplied Secrets never are.
+//
+// A pass that depends on nothing that changed since the last one that found nothing to do
+// takes that one's findings (tlsMemo), and reads no Secret.
 func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+	now := time.Now()
+	inputs := tlsInputs(c, r.certLifetime())
+	if first, ok := r.tlsDone.lookup(ctx, r.Client, c, inputs, now); ok {
+		switch {
+		case first != nil && c.Status.TLS == nil:
+			c.Status.TLS = &v1alpha1.TLSStatus{FirstExpiry: first}
+		case first != nil:
+			c.Status.TLS.FirstExpiry = first
+		case c.Status.TLS != nil:
+			c.Status.TLS.FirstExpiry = nil
+		}
+		r.certificatesCondition(c, now)
+		return nil
+	}
 	if c.Status.TLS != nil {
 		c.Status.TLS.FirstExpiry = nil // found again below, from the Secrets as they are
 	}
-	err := r.ensureTLSSecrets(ctx, c)
-	if err == nil {
-		r.certificatesCondition(c, time.Now())
+	reads := &secretReads{}
+	if err := r.ensureTLSSecrets(withSecretReads(ctx, reads), c); err != nil {
+		return err
 	}
-	return err
+	r.certificatesCondition(c, now)
+	if !reads.wrote {
+		r.tlsDone.record(c, inputs, reads, r.certLifetime(), now)
+		// Their data is read again only when one of them changes. Kept: the client
+		// certificate, used on every pass (clientTLS), and with users the cluster CA, which
+		// their certificates are checked against on every pass (ensureUserSecrets).
+		keep := []string{names.OperatorSecret(c.Name), names.ClientSecret(c.Name), c.Spec.TLS.ClientSecretName}
+		if len(c.Spec.Users) > 0 {
+			keep = append(keep, names.CASecret(c.Name), nextCA(names.CASecret(c.Name)))
+		}
+		r.secrets.shed(c.Namespace, reads.rvs, keep...)
+	}
+	return nil
 }
 
 // ensureTLSSecrets is ensureTLS's work on the Secrets.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/intern"
 	"github.com/quorate-dev/quorate/internal/launcher"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/version"
@@ -362,6 +363,14 @@ func PodForCache(obj any) (any, error) {
 	st := p.Status
 	p.Status = corev1.PodStatus{Phase: st.Phase, Reason: st.Reason, Message: st.Message, Conditions: st.Conditions, PodIP: st.PodIP,
 		InitContainerStatuses: containerStatusesForCache(st.InitContainerStatuses), ContainerStatuses: containerStatusesForCache(st.ContainerStatuses)}
+	intern.Meta(p)
+	for i := range p.Spec.Containers {
+		p.Spec.Containers[i].Name = intern.String(p.Spec.Containers[i].Name)
+	}
+	for i := range p.Status.Conditions {
+		c := &p.Status.Conditions[i]
+		c.Type, c.Status, c.Reason = corev1.PodConditionType(intern.String(string(c.Type))), corev1.ConditionStatus(intern.String(string(c.Status))), intern.String(c.Reason)
+	}
 	return p, nil
 }
 
@@ -371,7 +380,7 @@ func containerStatusesForCache(in []corev1.ContainerStatus) []corev1.ContainerSt
 	}
 	out := make([]corev1.ContainerStatus, len(in))
 	for i, cs := range in {
-		out[i] = corev1.ContainerStatus{Name: cs.Name, State: cs.State, LastTerminationState: cs.LastTerminationState,
+		out[i] = corev1.ContainerStatus{Name: intern.String(cs.Name), State: cs.State, LastTerminationState: cs.LastTerminationState,
 			Ready: cs.Ready, RestartCount: cs.RestartCount, Started: cs.Started}
 	}
 	return out
