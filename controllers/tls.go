@@ -180,9 +180,14 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 	if !reads.wrote {
 		r.tlsDone.record(c, inputs, reads, r.certLifetime(), now)
 		// Their data is read again only when one of them changes. Kept: the client
-		// certificate, used on every pass (clientTLS), and with users the cluster CA, which
-		// their certificates are checked against on every pass (ensureUserSecrets).
-		keep := []string{names.OperatorSecret(c.Name), names.ClientSecret(c.Name), c.Spec.TLS.ClientSecretName}
+		// certificate the operator uses on every pass (clientTLS: its own, or the
+		// applications' for a cluster from before it had its own, or the user's), and with
+		// users the cluster CA, which their certificates are checked against on every pass
+		// (ensureUserSecrets).
+		keep := []string{names.OperatorSecret(c.Name), c.Spec.TLS.ClientSecretName}
+		if rv, read := reads.rvs[names.OperatorSecret(c.Name)]; !read || rv == "" {
+			keep = append(keep, names.ClientSecret(c.Name))
+		}
 		if len(c.Spec.Users) > 0 {
 			keep = append(keep, names.CASecret(c.Name), nextCA(names.CASecret(c.Name)))
 		}
