@@ -71,8 +71,8 @@ func TestTargetsFollowLiveStatus(t *testing.T) {
 		nc.Action != cm.PartitionAction || nc.Direction != cm.Both || *nc.Duration != "1m0s" {
 		t.Errorf("partition-leader: %v -> %v %s %s %v", pods(nc.PodSelector), pods(*nc.Target), nc.Action, nc.Direction, *nc.Duration)
 	}
-	if f.CutOff != 1 {
-		t.Errorf("partition-leader cuts off %d members, want 1", f.CutOff)
+	if f.CutOff != 2 {
+		t.Errorf("partition-leader allows %d request timeouts in a row, want 2 (the writes lost with the leader, then the leader itself)", f.CutOff)
 	}
 
 	f, _ = tg.PartitionMinority(ctx, time.Minute)

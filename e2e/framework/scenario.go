@@ -87,7 +87,7 @@ type Run struct {
 
 	// electionTimeout of the EtcdCluster, as the API server defaulted it.
 	electionTimeout time.Duration
-	// cutOff is the most members one of the run's partitions cut off from the quorum's side.
+	// cutOff is the most request timeouts in a row one of the run's partitions allows (chaos.Fault.CutOff).
 	cutOff int
 	// pools: a node scenario's members run in the local cluster's etcd pool and its workload
 	// on node 1, in the system pool (checkNodes).
