@@ -60,13 +60,11 @@ func (m *secretMemo) warm(ctx context.Context, live client.Reader, cluster types
 // get returns the Secret: the remembered copy while the cache's metadata shows the same
 // resourceVersion, otherwise a fresh read through live, remembered for the next pass.
 func (m *secretMemo) get(ctx context.Context, cached, live client.Reader, key types.NamespacedName) (*corev1.Secret, error) {
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	if err := cached.Get(ctx, key, meta); err == nil {
+	if rv, err := cachedSecretVersion(ctx, cached, key); err == nil {
 		m.mu.Lock()
 		s := m.secrets[key]
 		m.mu.Unlock()
-		if s != nil && s.ResourceVersion == meta.ResourceVersion {
+		if s != nil && s.ResourceVersion == rv {
 			return s.DeepCopy(), nil
 		}
 	}
@@ -86,6 +84,14 @@ func (m *secretMemo) get(ctx context.Context, cached, live client.Reader, key ty
 		delete(m.secrets, key)
 	}
 	return s, err
+}
+
+// cachedSecretVersion is the resourceVersion of a Secret as the metadata cache shows it.
+func cachedSecretVersion(ctx context.Context, cached client.Reader, key types.NamespacedName) (string, error) {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := cached.Get(ctx, key, meta)
+	return meta.ResourceVersion, err
 }
 
 // forget drops what is remembered of a deleted cluster's Secrets (those carrying its label).

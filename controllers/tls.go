@@ -340,7 +340,13 @@ func (r *Reconciler) certLifetime() time.Duration {
 // lifetime is left (one that does not parse is renewed too).
 func (r *Reconciler) renewalDue(s *corev1.Secret, now time.Time) bool {
 	end, err := pki.NotAfter(s.Data[pki.KeyCert])
-	return err != nil || now.After(end.Add(-r.certLifetime()/3))
+	return err != nil || now.After(renewalTime(end, r.certLifetime()))
+}
+
+// renewalTime is when a generated certificate that ends at end is renewed: with a third of
+// the lifetime left.
+func renewalTime(end time.Time, lifetime time.Duration) time.Time {
+	return end.Add(-lifetime / 3)
 }
 
 // renew replaces the certificate and key of a generated Secret in place. Members read their

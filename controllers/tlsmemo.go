@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -67,12 +66,10 @@ func (m *tlsMemo) lookup(ctx context.Context, cached client.Reader, c *v1alpha1.
 		return nil, false
 	}
 	for name, rv := range s.secrets {
-		meta := &metav1.PartialObjectMetadata{}
-		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		err := cached.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, meta)
+		got, err := cachedSecretVersion(ctx, cached, types.NamespacedName{Namespace: c.Namespace, Name: name})
 		switch {
 		case apierrors.IsNotFound(err) && rv == "":
-		case err != nil || meta.ResourceVersion != rv:
+		case err != nil || got != rv:
 			return nil, false
 		}
 	}
@@ -85,7 +82,7 @@ func (m *tlsMemo) record(c *v1alpha1.EtcdCluster, inputs string, reads *secretRe
 	var first *v1alpha1.CertificateExpiry
 	if c.Status.TLS != nil && c.Status.TLS.FirstExpiry != nil {
 		first = c.Status.TLS.FirstExpiry.DeepCopy()
-		if due := first.Time.Add(-lifetime / 3); due.Before(until) {
+		if due := renewalTime(first.Time.Time, lifetime); due.Before(until) {
 			until = due
 		}
 	}
