@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -348,6 +349,20 @@ func TestScheduleRetentionAndDrill(t *testing.T) {
 	})
 	assertEvent(t, ns, v1alpha1.EventBackupsExpired, "retention (maxCount 2, maxAge 0s) deleted EtcdBackups")
 
+	// The drill restores the backup the schedule last saw completed: the newest, once the
+	// schedule has seen it (else a drill of an older one passes and the newest's follows).
+	newest := slices.Max(slices.Collect(maps.Keys(done)))
+	eventually(t, timeout, "the schedule to see "+newest+" completed", func() error {
+		got := &v1alpha1.EtcdBackupSchedule{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "nightly"}, got); err != nil {
+			return err
+		}
+		if got.Status.LastCompletedBackup != newest {
+			return fmt.Errorf("last completed backup %q", got.Status.LastCompletedBackup)
+		}
+		return nil
+	})
+
 	// The drill, turned on now: the scratch cluster restores the newest backup, its member
 	// forms it, the verify Job compares, and the drill passes.
 	patchSchedule(t, ns, "nightly", func(s *v1alpha1.EtcdBackupSchedule) { s.Spec.Drill.Enabled = true })
@@ -358,8 +373,8 @@ func TestScheduleRetentionAndDrill(t *testing.T) {
 			return err
 		}
 		drilled = dc.Spec.Bootstrap.FromBackup.BackupName
-		if dc.Spec.Replicas != 1 || dc.Spec.VolumeRetention != "Delete" || dc.Spec.Version != "3.6.16" {
-			return fmt.Errorf("drill cluster spec %+v", dc.Spec)
+		if drilled != newest || dc.Spec.Replicas != 1 || dc.Spec.VolumeRetention != "Delete" || dc.Spec.Version != "3.6.16" {
+			return fmt.Errorf("drill cluster spec %+v, want a restore of %s", dc.Spec, newest)
 		}
 		return nil
 	})
