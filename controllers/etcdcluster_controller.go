@@ -156,6 +156,13 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
 	}
 	defer obs.close()
+	// What an earlier EtcdCluster of this name left goes first, as the garbage collector
+	// would take it: its pods are no members of this cluster, its volumes no data of it.
+	for _, obj := range obs.leftovers {
+		if _, err := r.removeLeftover(ctx, c, obj); err != nil {
+			return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
+		}
+	}
 	if obs.etcdErr != nil && !errors.Is(obs.etcdErr, etcd.ErrNoEndpoints) {
 		log.Info("etcd did not answer", "error", obs.etcdErr.Error(), "unanswered", len(obs.statusErrs))
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/names"
@@ -141,6 +142,12 @@ func (r *Reconciler) apply(ctx context.Context, c *v1alpha1.EtcdCluster, desired
 	if err != nil {
 		return err
 	}
+	if removed, err := r.removeLeftover(ctx, c, existing); removed || err != nil {
+		if err != nil {
+			return err
+		}
+		return r.recreate(ctx, c, desired)
+	}
 	want := desired.GetAnnotations()[names.AnnotationObjectHash]
 	// settled: existing is c's and carries the hash of what c wants.
 	settled := func() (bool, error) {
@@ -169,6 +176,55 @@ func (r *Reconciler) apply(ctx context.Context, c *v1alpha1.EtcdCluster, desired
 	existing.SetAnnotations(ann)
 	if err := r.Update(ctx, existing); err != nil {
 		return fmt.Errorf("updating %T %s: %w", existing, existing.GetName(), err)
+	}
+	return nil
+}
+
+// removeLeftover deletes obj when an earlier EtcdCluster of c's name controls it: that
+// cluster was deleted and the garbage collector has not removed its dependents yet (a cluster
+// deleted and created again at once, or a schedule's next drill). It reports whether it
+// deleted obj. The earlier cluster is known gone only when the API server shows c itself
+// under that name; the delete carries obj's UID, so nothing made since is removed.
+func (r *Reconciler) removeLeftover(ctx context.Context, c *v1alpha1.EtcdCluster, obj client.Object) (bool, error) {
+	ref := leftoverOf(c, obj)
+	if ref == nil {
+		return false, nil
+	}
+	live := &v1alpha1.EtcdCluster{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(c), live); err != nil || live.UID != c.UID {
+		return false, client.IgnoreNotFound(err)
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return true, nil // deleted already, by an earlier pass or the garbage collector
+	}
+	uid := obj.GetUID()
+	if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("deleting %T %s, left by an earlier EtcdCluster %s: %w", obj, obj.GetName(), c.Name, err)
+	}
+	msg := fmt.Sprintf("deleted %T %s, left by an earlier EtcdCluster %s (UID %s) and not yet garbage-collected, to create this cluster's own", obj, obj.GetName(), c.Name, ref.UID)
+	log.FromContext(ctx).Info(msg)
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventLeftoverRemoved, "%s", msg)
+	return true, nil
+}
+
+// leftoverOf returns obj's controller when that is an EtcdCluster of c's name other than c.
+func leftoverOf(c *v1alpha1.EtcdCluster, obj metav1.Object) *metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil || ref.Kind != "EtcdCluster" || ref.APIVersion != v1alpha1.GroupVersion.String() || ref.Name != c.Name || ref.UID == c.UID {
+		return nil
+	}
+	return ref
+}
+
+// recreate creates obj after removeLeftover deleted the object of its name; one still being
+// deleted (a finalizer holds it) is waited for.
+func (r *Reconciler) recreate(ctx context.Context, c *v1alpha1.EtcdCluster, obj client.Object) error {
+	err := r.Create(ctx, obj)
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("%T %s, left by an earlier EtcdCluster %s, is still being deleted: waiting for it to go", obj, obj.GetName(), c.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 	}
 	return nil
 }

@@ -37,6 +37,9 @@ type observation struct {
 	pvcs      map[string]*corev1.PersistentVolumeClaim
 	// retained are member PVCs of an earlier EtcdCluster of the same name.
 	retained map[string]*corev1.PersistentVolumeClaim
+	// leftovers are member pods and PVCs an earlier EtcdCluster of the same name controls:
+	// deleted since, its dependents not yet garbage-collected.
+	leftovers []client.Object
 	// expandable says, for the StorageClass of each PVC smaller than spec.storage.size,
 	// whether it expands volumes in place.
 	expandable map[string]bool
@@ -120,6 +123,9 @@ func (r *Reconciler) observe(ctx context.Context, c *v1alpha1.EtcdCluster) (*obs
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		if _, ok := names.MemberIndex(c.Name, p.Name); ok && leftoverOf(c, p) != nil {
+			o.leftovers = append(o.leftovers, p)
+		}
 		if _, ok := names.MemberIndex(c.Name, p.Name); ok && metav1.IsControlledBy(p, c) {
 			o.pods[p.Name] = p
 			if p.Status.PodIP != "" && p.DeletionTimestamp.IsZero() {
@@ -139,6 +145,9 @@ func (r *Reconciler) observe(ctx context.Context, c *v1alpha1.EtcdCluster) (*obs
 		switch {
 		case resources.Retained(c, p):
 			o.pvcs[p.Name] = p
+		case leftoverOf(c, p) != nil:
+			// Its cluster's volumeRetention was Delete: it goes, not adopted.
+			o.leftovers = append(o.leftovers, p)
 		case p.DeletionTimestamp.IsZero():
 			o.retained[p.Name] = p
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -85,6 +87,79 @@ func TestForeignObjectIsNotTakenOver(t *testing.T) {
 	}
 }
 
+// A cluster deleted and created again at once finds objects of its names still there,
+// controlled by the deleted one (envtest runs no garbage collector, so they stay): each is
+// deleted, announced by an Event, and made anew for the new cluster: the Services (apply),
+// the member's volume and pod (create), the certificates (made before the cluster forms).
+func TestLeftoversOfAnEarlierClusterAreReplaced(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	ctx := context.Background()
+	first := newCluster(ns, "again", 1)
+	first.Spec.VolumeRetention = v1alpha1.VolumeDelete
+	first = bootstrapCluster(t, first, fake)
+	if err := k8s.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, timeout, "the first cluster to go", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(first), &v1alpha1.EtcdCluster{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("it is still there (%v)", err)
+		}
+		return nil
+	})
+	again := newCluster(ns, "again", 1)
+	again.Spec.VolumeRetention = v1alpha1.VolumeDelete
+	if err := k8s.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	objs := []client.Object{
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.PeerService("again")}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.ClientService("again")}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "again-0"}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "again-0"}},
+	}
+	for _, n := range []string{names.CASecret("again"), names.PeerCASecret("again"), names.ServerSecret("again"),
+		names.PeerSecret("again"), names.ClientSecret("again"), names.OperatorSecret("again")} {
+		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}})
+	}
+	eventually(t, timeout, "the cluster's objects made anew", func() error {
+		for _, o := range objs {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+				return err
+			}
+			if !metav1.IsControlledBy(o, again) {
+				return fmt.Errorf("%T %s is controlled by %+v; cluster status %+v", o, o.GetName(), metav1.GetControllerOf(o), getCluster(t, ns, "again").Status)
+			}
+		}
+		return nil
+	})
+	// One Event per object deleted: the six Secrets, two Services, the NetworkPolicy, the PDB,
+	// the PVC and the pod (client-go combines similar Events past ten into one, counted).
+	eventually(t, timeout, "12 LeftoverRemoved Events", func() error {
+		var evs corev1.EventList
+		if err := k8s.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		n := int32(0)
+		for _, e := range evs.Items {
+			if e.Reason != v1alpha1.EventLeftoverRemoved {
+				continue
+			}
+			if !strings.Contains(e.Message, fmt.Sprintf(", left by an earlier EtcdCluster again (UID %s) and not yet garbage-collected, to create this cluster's own", first.UID)) {
+				return fmt.Errorf("event %q", e.Message)
+			}
+			n += e.Count
+		}
+		if n != 12 {
+			return fmt.Errorf("%d", n)
+		}
+		return nil
+	})
+	assertEvent(t, ns, v1alpha1.EventLeftoverRemoved, "deleted *v1.Secret again-ca, left by an earlier EtcdCluster again (UID "+string(first.UID)+")")
+}
+
 // A member is judged by what answers as that member: an address that answers as another
 // member (an IP taken over after a restart) does not make a down member look healthy.
 func TestHealthIsMatchedByMemberID(t *testing.T) {
@@ -127,7 +202,7 @@ func TestVersionChangeIsCheckedAgainstTheMembers(t *testing.T) {
 		waitFor(t, ns, "ver", "back at 3.5.20", settled(3))
 		wantCondition(t, ns, "ver", cnd(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAllMembersHealthy, "every member is healthy"))
 	}
-	if after := podUIDs(t, ns); !maps(before, after) {
+	if after := podUIDs(t, ns); !maps.Equal(before, after) {
 		t.Fatalf("a refused version change replaced pods: %v -> %v", before, after)
 	}
 }
@@ -143,18 +218,6 @@ func podUIDs(t *testing.T, ns string) map[string]types.UID {
 		out[p.Name] = p.UID
 	}
 	return out
-}
-
-func maps(a, b map[string]types.UID) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // NOSPACE is the cluster's, not a member's: it does not stop the rollout of a larger quota,

@@ -205,6 +205,12 @@ func (r *Reconciler) ensureTLSSecrets(ctx context.Context, c *v1alpha1.EtcdClust
 		return r.checkUserTLS(ctx, c)
 	}
 
+	if c.Status.ClusterID == "" {
+		if err := r.removeLeftoverSecrets(ctx, c); err != nil {
+			return err
+		}
+	}
+
 	// Two CAs: the cluster CA signs the server certificate and the client certificates (the
 	// applications' and the operator's own); the peer CA signs the peer certificate alone, and
 	// members trust only it on the peer port: a client certificate is no peer. Clusters made
@@ -227,6 +233,26 @@ func (r *Reconciler) ensureTLSSecrets(ctx context.Context, c *v1alpha1.EtcdClust
 			if err := r.ensureLeaf(ctx, c, n, a, leafRequest(c, n), renewAll, now); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// removeLeftoverSecrets deletes, before the cluster forms, the Secrets of its namespace that an
+// earlier EtcdCluster of its name still controls (its volumeRetention was Delete and the
+// garbage collector has not removed them yet): the cluster makes its own certificates rather
+// than start on a CA the collector is about to take away. The reads that follow go to the API
+// server (secretMemo holds nothing of a cluster deleted since), so none sees them.
+func (r *Reconciler) removeLeftoverSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	// (The cache keeps no Secret's labels: the owner reference tells.)
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
+		return fmt.Errorf("listing the Secrets of EtcdCluster %s: %w", c.Name, err)
+	}
+	for i := range list.Items {
+		if _, err := r.removeLeftover(ctx, c, &corev1.Secret{ObjectMeta: list.Items[i].ObjectMeta}); err != nil {
+			return err
 		}
 	}
 	return nil

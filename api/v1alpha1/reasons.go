@@ -171,6 +171,10 @@ const (
 	EventOwnershipAcquired  = "OwnershipAcquired"
 	EventOwnershipTakenOver = "OwnershipTakenOver"
 	EventOwnedElsewhere     = "OwnedElsewhere"
+	// EventLeftoverRemoved: an object of one of the cluster's names was still there, controlled
+	// by an earlier EtcdCluster of the same name (deleted, its dependents not yet collected):
+	// the operator deleted it to create the cluster's own.
+	EventLeftoverRemoved = "LeftoverRemoved"
 )
 
 // MembershipEvents are the Event reasons that mark a change of the cluster's membership or of
