@@ -184,7 +184,8 @@ func (r *Reconciler) apply(ctx context.Context, c *v1alpha1.EtcdCluster, desired
 // cluster was deleted and the garbage collector has not removed its dependents yet (a cluster
 // deleted and created again at once, or a schedule's next drill). It reports whether it
 // deleted obj. The earlier cluster is known gone only when the API server shows c itself
-// under that name; the delete carries obj's UID, so nothing made since is removed.
+// under that name; the delete carries obj's UID and resourceVersion, so nothing made or
+// changed since is removed.
 func (r *Reconciler) removeLeftover(ctx context.Context, c *v1alpha1.EtcdCluster, obj client.Object) (bool, error) {
 	ref := leftoverOf(c, obj)
 	if ref == nil {
@@ -197,8 +198,14 @@ func (r *Reconciler) removeLeftover(ctx context.Context, c *v1alpha1.EtcdCluster
 	if obj.GetDeletionTimestamp() != nil {
 		return true, nil // deleted already, by an earlier pass or the garbage collector
 	}
-	uid := obj.GetUID()
-	if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+	// The object as this pass saw it, no later state: one the cache shows before an earlier
+	// pass's delete is not deleted (and announced) twice.
+	uid, rv := obj.GetUID(), obj.GetResourceVersion()
+	err := r.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return true, nil // gone, or changed since: a later pass sees what it is now
+	case err != nil:
 		return false, fmt.Errorf("deleting %T %s, left by an earlier EtcdCluster %s: %w", obj, obj.GetName(), c.Name, err)
 	}
 	msg := fmt.Sprintf("deleted %T %s, left by an earlier EtcdCluster %s (UID %s) and not yet garbage-collected, to create this cluster's own", obj, obj.GetName(), c.Name, ref.UID)
