@@ -230,11 +230,8 @@ func (r *Reconciler) create(ctx context.Context, c *v1alpha1.EtcdCluster, obj, e
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
 		return fmt.Errorf("creating %T %s: it exists, but reading it failed: %w", obj, obj.GetName(), err)
 	}
-	if removed, err := r.removeLeftover(ctx, c, existing); removed || err != nil {
-		if err != nil {
-			return err
-		}
-		return r.recreate(ctx, c, obj)
+	if replaced, err := r.replaceLeftover(ctx, c, existing, obj); replaced {
+		return err
 	}
 	return controlled(c, existing)
 }

@@ -142,11 +142,8 @@ func (r *Reconciler) apply(ctx context.Context, c *v1alpha1.EtcdCluster, desired
 	if err != nil {
 		return err
 	}
-	if removed, err := r.removeLeftover(ctx, c, existing); removed || err != nil {
-		if err != nil {
-			return err
-		}
-		return r.recreate(ctx, c, desired)
+	if replaced, err := r.replaceLeftover(ctx, c, existing, desired); replaced {
+		return err
 	}
 	want := desired.GetAnnotations()[names.AnnotationObjectHash]
 	// settled: existing is c's and carries the hash of what c wants.
@@ -223,17 +220,23 @@ func leftoverOf(c *v1alpha1.EtcdCluster, obj metav1.Object) *metav1.OwnerReferen
 	return ref
 }
 
-// recreate creates obj after removeLeftover deleted the object of its name; one still being
-// deleted (a finalizer holds it) is waited for.
-func (r *Reconciler) recreate(ctx context.Context, c *v1alpha1.EtcdCluster, obj client.Object) error {
-	err := r.Create(ctx, obj)
+// replaceLeftover, for apply and create, which found existing under the name of obj: when
+// existing is a leftover (removeLeftover), it deletes it and creates obj; one still being
+// deleted (a finalizer holds it) is waited for. It reports whether existing was a leftover,
+// with the step's outcome then in err.
+func (r *Reconciler) replaceLeftover(ctx context.Context, c *v1alpha1.EtcdCluster, existing, obj client.Object) (bool, error) {
+	removed, err := r.removeLeftover(ctx, c, existing)
+	if !removed || err != nil {
+		return err != nil, err
+	}
+	err = r.Create(ctx, obj)
 	if apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("%T %s, left by an earlier EtcdCluster %s, is still being deleted: waiting for it to go", obj, obj.GetName(), c.Name)
+		return true, fmt.Errorf("%T %s, left by an earlier EtcdCluster %s, is still being deleted: waiting for it to go", obj, obj.GetName(), c.Name)
 	}
 	if err != nil {
-		return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+		return true, fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 	}
-	return nil
+	return true, nil
 }
 
 // controlled refuses an object of one of c's names that c does not own: the operator never

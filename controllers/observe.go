@@ -123,14 +123,17 @@ func (r *Reconciler) observe(ctx context.Context, c *v1alpha1.EtcdCluster) (*obs
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if _, ok := names.MemberIndex(c.Name, p.Name); ok && leftoverOf(c, p) != nil {
-			o.leftovers = append(o.leftovers, p)
+		if _, ok := names.MemberIndex(c.Name, p.Name); !ok {
+			continue
 		}
-		if _, ok := names.MemberIndex(c.Name, p.Name); ok && metav1.IsControlledBy(p, c) {
+		switch {
+		case metav1.IsControlledBy(p, c):
 			o.pods[p.Name] = p
 			if p.Status.PodIP != "" && p.DeletionTimestamp.IsZero() {
 				o.endpoints[p.Name] = etcd.Endpoint{Member: p.Name, Address: joinHostPort(p.Status.PodIP, names.ClientPort)}
 			}
+		case leftoverOf(c, p) != nil:
+			o.leftovers = append(o.leftovers, p)
 		}
 	}
 	var pvcs corev1.PersistentVolumeClaimList
