@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds, at the lowest CPU priority, the upstream programs CI needs beyond make test, in the
-# order its stages need them: the core stage's etcd release to upgrade from, CoreDNS and the
-# volume provisioner; the S3 gateway (backup scenarios); Chaos Mesh and its rootfs, helm; OLM v0
-# and v1; operator-sdk (scorecard). On a cold machine they build in the CPU time the foreground
-# leaves (downloads, scenarios waiting on their workload). Every builder caches per version
-# under $QUORATE_CACHE and holds a lock while it builds: a stage that needs one waits for it and
-# then finds it built. Does nothing that is cached already.
+# order its stages need them: the etcd release to upgrade from (every make e2e builds its image),
+# CoreDNS and the volume provisioner; the S3 gateway (backup scenarios); the first Kubernetes
+# version's binaries (make test's envtest builds its kube-apiserver and kubectl); Chaos Mesh and
+# its rootfs, helm; OLM v0 and v1; operator-sdk (scorecard); then the second Kubernetes version's
+# binaries (CI's last stage). Usage: hack/prebuild.sh [k8s-version [k8s-version-last]]
+# On a cold machine they build in the CPU time the foreground leaves (downloads, scenarios
+# waiting on their workload). Every builder caches per version under $QUORATE_CACHE and holds
+# a lock while it builds: a stage that needs one waits for it and then finds it built. Does nothing that is cached already.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -19,10 +21,12 @@ run "$here/build-etcd.sh" "${ETCD_UPGRADE_FROM:-v3.5.35}"
 run "$here/build-tool.sh" github.com/coredns/coredns "$COREDNS_VERSION"
 run "$here/build-tool.sh" github.com/rancher/local-path-provisioner "$LOCAL_PATH_VERSION"
 run "$here/build-tool.sh" github.com/versity/versitygw/cmd/versitygw "$VERSITYGW_VERSION"
+[ -z "${1:-}" ] || run "$here/build-k8s.sh" "$1"
 run "$here/build-chaos-mesh.sh"
 run "$here/build-chaos-rootfs.sh"
 run "$here/build-tool.sh" helm.sh/helm/v3/cmd/helm "${HELM_VERSION:-v3.22.0}"
 run "$here/build-olm.sh"
 run "$here/build-olmv1.sh"
 run "$here/build-operator-sdk.sh"
+[ -z "${2:-}" ] || run "$here/build-k8s.sh" "$2"
 log "prebuild: done in $((SECONDS - start))s"
