@@ -166,9 +166,6 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err := c.setupNetwork(ctx); err != nil {
 		return err
 	}
-	if err := c.limitWriteback(); err != nil {
-		c.logf("keeping the host's writeback threshold (a container's exit may stall the members' writes): %v", err)
-	}
 
 	if err := c.start(c.etcdDaemon()); err != nil {
 		return err
@@ -267,9 +264,6 @@ func (c *Cluster) Down(ctx context.Context) error {
 		c.logf("removed %d pod network namespaces no process was in", n)
 	}
 	errs = append(errs, c.teardownNetwork(ctx)...)
-	if err := c.restoreWriteback(); err != nil {
-		c.logf("restoring the host's writeback threshold: %v", err)
-	}
 	if n, err := unmountUnder(c.cfg.StateDir); err != nil {
 		errs = append(errs, err)
 	} else if n > 0 {

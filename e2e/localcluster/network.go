@@ -19,11 +19,8 @@ const egressChain = "QUORATE-EGRESS"
 // bridged traffic (so Service translation works between pods on the same bridge).
 var sysctls = [][2]string{{"net.ipv4.ip_forward", "1"}, {"net.bridge.bridge-nf-call-iptables", "1"}}
 
-// procSys is where sysctls are read and written (a directory of files in tests).
-var procSys = "/proc/sys"
-
 func sysctlPath(key string) string {
-	return filepath.Join(procSys, strings.ReplaceAll(key, ".", "/"))
+	return filepath.Join("/proc/sys", strings.ReplaceAll(key, ".", "/"))
 }
 
 func sysctl(key, value string) error {
