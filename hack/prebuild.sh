@@ -7,7 +7,8 @@
 # binaries (CI's last stage). Usage: hack/prebuild.sh [k8s-version [k8s-version-last]]
 # On a cold machine they build in the CPU time the foreground leaves (downloads, scenarios
 # waiting on their workload). Every builder caches per version under $QUORATE_CACHE and holds
-# a lock while it builds: a stage that needs one waits for it and then finds it built. Does nothing that is cached already.
+# a lock while it builds: a stage that needs one waits for it and then finds it built. Does
+# nothing that is cached already.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
