@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds, at the lowest CPU priority, the upstream programs CI needs beyond make test, in the
 # order its stages need them: the etcd release to upgrade from (every make e2e builds its image),
-# CoreDNS and the volume provisioner; the S3 gateway (backup scenarios); the first Kubernetes
-# version's binaries (make test's envtest builds its kube-apiserver and kubectl); Chaos Mesh and
-# its rootfs, helm; OLM v0 and v1; operator-sdk (scorecard); then the second Kubernetes version's
-# binaries (CI's last stage). Usage: hack/prebuild.sh [k8s-version [k8s-version-last]]
+# the nodes' containerd (e2e/localcluster/config.go names its version), CoreDNS and the volume
+# provisioner; the S3 gateway (backup scenarios); the first Kubernetes version's binaries (make
+# test's envtest builds its kube-apiserver and kubectl); Chaos Mesh and its rootfs, helm; OLM v0
+# and v1; operator-sdk (scorecard); then the second Kubernetes version's binaries (CI's last
+# stage). Usage: hack/prebuild.sh [k8s-version [k8s-version-last]]
 # On a cold machine they build in the CPU time the foreground leaves (downloads, scenarios
 # waiting on their workload). Every builder caches per version under $QUORATE_CACHE and holds
 # a lock while it builds: a stage that needs one waits for it and then finds it built. Does
@@ -19,6 +20,7 @@ run() {
   fi
 }
 run "$here/build-etcd.sh" "${ETCD_UPGRADE_FROM:-v3.5.35}"
+run "$here/build-containerd.sh" "${CONTAINERD_VERSION:-v1.7.34}"
 run "$here/build-tool.sh" github.com/coredns/coredns "$COREDNS_VERSION"
 run "$here/build-tool.sh" github.com/rancher/local-path-provisioner "$LOCAL_PATH_VERSION"
 run "$here/build-tool.sh" github.com/versity/versitygw/cmd/versitygw "$VERSITYGW_VERSION"

@@ -87,6 +87,7 @@ func (c *Cluster) Prepare(ctx context.Context) error {
 		{"install-deps.sh"},
 		{"build-k8s.sh", c.cfg.K8sVersion},
 		{"build-etcd.sh", c.cfg.EtcdVersion},
+		{"build-containerd.sh", c.cfg.ContainerdVersion},
 		{"registry.sh", "start"},
 		{"images.sh", "base"},
 	}

@@ -95,7 +95,7 @@ func (c *Cluster) schedulerDaemon() daemon {
 }
 
 func (c *Cluster) containerdDaemon(n nodeSpec) daemon {
-	return daemon{name: n.daemon("containerd"), args: []string{"containerd", "--config", n.path("containerd", "config.toml")}}
+	return daemon{name: n.daemon("containerd"), args: []string{c.cfg.containerdBin("containerd"), "--config", n.path("containerd", "config.toml")}}
 }
 
 func (c *Cluster) kubeletConfig(n nodeSpec) string {

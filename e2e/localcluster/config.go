@@ -37,6 +37,10 @@ type Config struct {
 	StateDir    string // everything the running cluster writes; removed by Down
 	Kubeconfig  string // where the admin kubeconfig is written for the user
 
+	// ContainerdVersion is the containerd every node runs, built from source
+	// (hack/build-containerd.sh): from 1.7 on it mounts container roots volatile (containerd.go).
+	ContainerdVersion string
+
 	// Nodes is how many nodes the cluster has. Node 1 is this machine itself; every further
 	// node is a network namespace on NodeBridge with its own containerd, kubelet and
 	// kube-proxy (nodes.go).
@@ -71,7 +75,7 @@ func DefaultConfig(name, version string) Config {
 	}
 	root, _ := FindRepoRoot()
 	return Config{
-		Name: name, K8sVersion: version, EtcdVersion: "v3.6.16",
+		Name: name, K8sVersion: version, EtcdVersion: "v3.6.16", ContainerdVersion: "v1.7.34",
 		RepoRoot: root, CacheDir: cache,
 		StateDir:   filepath.Join("/var/lib/quorate", name),
 		Kubeconfig: filepath.Join(home, ".kube", "quorate-"+name+".yaml"),
@@ -109,6 +113,10 @@ func (c Config) path(parts ...string) string {
 
 func (c Config) k8sBin(name string) string {
 	return filepath.Join(c.CacheDir, "k8s", c.K8sVersion, "bin", name)
+}
+
+func (c Config) containerdBin(name string) string {
+	return filepath.Join(c.CacheDir, "containerd", c.ContainerdVersion, "bin", name)
 }
 
 func (c Config) etcdBin() string {
