@@ -38,19 +38,22 @@ func CertRotation() framework.Scenario {
 			// 1. Renewal: the same CA signs new certificates; nothing restarts.
 			r.Phase("renewing every certificate")
 			end := r.Fault("renew", "spec.tls.renewCertificates = renew-1")
+			requested := time.Now()
 			if err := r.Update(ctx, "spec.tls.renewCertificates = renew-1", func(ec *v1alpha1.EtcdCluster) { ec.Spec.TLS.RenewCertificates = "renew-1" }); err != nil {
 				return err
 			}
+			// The files can change before this poll sees the Secret change: the workload's
+			// state is looked for after the spec changed, not after the suite saw the write.
 			written, err := secretChange(ctx, r, secret, before.ResourceVersion)
 			if err != nil {
 				return err
 			}
-			seen, err := r.WaitTLSChange(ctx, written)
+			seen, err := r.WaitTLSChange(ctx, requested)
 			end()
 			if err != nil {
 				return err
 			}
-			r.Event("note", "projection", fmt.Sprintf("the kubelet projected the renewed Secret %s into the workload's files %s after the operator wrote it", secret.Name, seen.Sub(written).Round(100*time.Millisecond)))
+			r.Event("note", "projection", fmt.Sprintf("the kubelet projected the renewed Secret %s into the workload's files %s after the spec changed (the suite saw the operator's write %s after it)", secret.Name, seen.Sub(requested).Round(100*time.Millisecond), written.Sub(requested).Round(100*time.Millisecond)))
 
 			// 2. CA rotation.
 			r.Phase("rotating the CAs")
