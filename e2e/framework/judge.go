@@ -46,6 +46,9 @@ func (r *Run) execute(ctx context.Context) {
 			t.Fatal(res.Error)
 		}
 	}
+	if n := r.Suite.Node; n != nil {
+		t.Logf("%s: the machine's dirty data written back before the load in %s", sc.Name, n.SettleDisk().Round(time.Millisecond))
+	}
 	if err := r.call(ctx, "POST", "start", nil); err != nil {
 		res.Error = err.Error()
 		t.Fatal(err)

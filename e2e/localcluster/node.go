@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -91,6 +93,18 @@ func killContainers(ctx context.Context, socket, namespace string, pods []string
 		}
 	}
 	return stopped, nil
+}
+
+// SettleDisk writes back everything left dirty on this machine's filesystems (sync(2)) and
+// returns how long that took. The cluster, its nodes' containers and volumes, the suite and its
+// reports share one root filesystem, and on ext4 an fsync waits for the data the journal commit
+// carries: a cluster's image imports or the last scenario's saved history, written back 30 s
+// later, held every etcd member's fsync for 1.2-1.6 s inside the next scenario's window. A
+// scenario's load starts on a settled disk; what the scenario itself writes stays in its window.
+func (n *Node) SettleDisk() time.Duration {
+	start := time.Now()
+	syscall.Sync()
+	return time.Since(start)
 }
 
 // VolumeDir is the directory on the node that holds a PersistentVolume's data.
