@@ -4,8 +4,7 @@
 # the nodes' containerd (e2e/localcluster/config.go names its version), CoreDNS and the volume
 # provisioner; the S3 gateway (backup scenarios); the first Kubernetes version's binaries (make
 # test's envtest builds its kube-apiserver and kubectl); Chaos Mesh and its rootfs, helm; OLM v0
-# and v1; operator-sdk (scorecard); then the second Kubernetes version's binaries (CI's last
-# stage). Usage: hack/prebuild.sh [k8s-version [k8s-version-last]]
+# and v1; operator-sdk (scorecard). Usage: hack/prebuild.sh [k8s-version]
 # On a cold machine they build in the CPU time the foreground leaves (downloads, scenarios
 # waiting on their workload). Every builder caches per version under $QUORATE_CACHE and holds
 # a lock while it builds: a stage that needs one waits for it and then finds it built. Does
@@ -20,7 +19,7 @@ run() {
   fi
 }
 run "$here/build-etcd.sh" "${ETCD_UPGRADE_FROM:-v3.5.35}"
-run "$here/build-containerd.sh" "${CONTAINERD_VERSION:-v1.7.34}"
+run "$here/build-containerd.sh" "$(sed -n 's/.*ContainerdVersion: "\(v[^"]*\)".*/\1/p' "$here/../e2e/localcluster/config.go")"
 run "$here/build-tool.sh" github.com/coredns/coredns "$COREDNS_VERSION"
 run "$here/build-tool.sh" github.com/rancher/local-path-provisioner "$LOCAL_PATH_VERSION"
 run "$here/build-tool.sh" github.com/versity/versitygw/cmd/versitygw "$VERSITYGW_VERSION"
@@ -31,5 +30,4 @@ run "$here/build-tool.sh" helm.sh/helm/v3/cmd/helm "${HELM_VERSION:-v3.22.0}"
 run "$here/build-olm.sh"
 run "$here/build-olmv1.sh"
 run "$here/build-operator-sdk.sh"
-[ -z "${2:-}" ] || run "$here/build-k8s.sh" "$2"
 log "prebuild: done in $((SECONDS - start))s"
