@@ -153,6 +153,12 @@ func (c *Cluster) Up(ctx context.Context) error {
 
 func (c *Cluster) up(ctx context.Context) error {
 	t0 := time.Now()
+	if c.cfg.StateInMemory {
+		if err := mountTmpfs(c.cfg.StateDir); err != nil {
+			return err
+		}
+		c.logf("the cluster's state is in memory: a tmpfs on %s (QUORATE_STATE_TMPFS=1)", c.cfg.StateDir)
+	}
 	for _, d := range []string{"", "run", "logs", "volumes", "containerd", "cni/net.d", "kubelet"} {
 		if err := os.MkdirAll(c.cfg.path(d), 0o755); err != nil {
 			return err
@@ -298,6 +304,18 @@ func (c *Cluster) Down(ctx context.Context) error {
 }
 
 // unmountUnder detaches every mount below dir, deepest first.
+// mountTmpfs mounts a tmpfs on dir, creating dir. Its size limit is what the machine's memory
+// allows (tmpfs takes memory only for what is written); Down unmounts it with the rest.
+func mountTmpfs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=75%,mode=0755"); err != nil {
+		return fmt.Errorf("mounting a tmpfs on %s (QUORATE_STATE_TMPFS=1): %w", dir, err)
+	}
+	return nil
+}
+
 func unmountUnder(dir string) (int, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {

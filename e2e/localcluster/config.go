@@ -35,7 +35,12 @@ type Config struct {
 	RepoRoot    string // where hack/ scripts live
 	CacheDir    string // built binaries and images ($QUORATE_CACHE)
 	StateDir    string // everything the running cluster writes; removed by Down
-	Kubeconfig  string // where the admin kubeconfig is written for the user
+	// StateInMemory mounts a tmpfs on StateDir (QUORATE_STATE_TMPFS=1): the nodes' etcd data,
+	// volumes, containerd roots and images then live in memory, and no member's fsync waits on
+	// the machine's disk. CI sets it: its VM's disk at times completes no write for seconds
+	// (docs/local-cluster.md).
+	StateInMemory bool
+	Kubeconfig    string // where the admin kubeconfig is written for the user
 
 	// ContainerdVersion is the containerd every node runs, built from source
 	// (hack/build-containerd.sh): from 1.7 on it mounts container roots volatile (containerd.go).
@@ -77,10 +82,11 @@ func DefaultConfig(name, version string) Config {
 	return Config{
 		Name: name, K8sVersion: version, EtcdVersion: "v3.6.16", ContainerdVersion: "v1.7.34",
 		RepoRoot: root, CacheDir: cache,
-		StateDir:   filepath.Join("/var/lib/quorate", name),
-		Kubeconfig: filepath.Join(home, ".kube", "quorate-"+name+".yaml"),
-		Nodes:      1,
-		NodeName:   name + "-node-1", NodeBridge: "quorate0", NodeIP: "10.87.0.1", NodeCIDR: "10.87.0.1/24",
+		StateDir:      filepath.Join("/var/lib/quorate", name),
+		StateInMemory: os.Getenv("QUORATE_STATE_TMPFS") == "1",
+		Kubeconfig:    filepath.Join(home, ".kube", "quorate-"+name+".yaml"),
+		Nodes:         1,
+		NodeName:      name + "-node-1", NodeBridge: "quorate0", NodeIP: "10.87.0.1", NodeCIDR: "10.87.0.1/24",
 		CNIBridge: "qcni0", PodCIDR: "10.244.0.0/16", NodePodCIDR: "10.244.0.0/24",
 		ServiceCIDR: "10.96.0.0/16", APIServerIP: "10.96.0.1", DNSIP: "10.96.0.10",
 		Registry:       "localhost:5000",
