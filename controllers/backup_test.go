@@ -211,10 +211,13 @@ func TestRestoreFromBackup(t *testing.T) {
 		t.Fatalf("pods created before the backup completed: %v", pods)
 	}
 
-	// The backup completes (its cluster is gone, so its status is written here).
-	got := getBackup(t, ns, "b1")
-	got.Status = v1alpha1.EtcdBackupStatus{Phase: v1alpha1.BackupCompleted, Key: "etcd/" + ns + "/gone/b1.db", SHA256: strings.Repeat("cd", 32), Revision: 7}
-	if err := k8s.Status().Update(ctx, got); err != nil {
+	// The backup completes (its cluster is gone, so its status is written here). The backup
+	// controller may write its Pending status meanwhile: on a conflict, read it again.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got := getBackup(t, ns, "b1")
+		got.Status = v1alpha1.EtcdBackupStatus{Phase: v1alpha1.BackupCompleted, Key: "etcd/" + ns + "/gone/b1.db", SHA256: strings.Repeat("cd", 32), Revision: 7}
+		return k8s.Status().Update(ctx, got)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	var pod *corev1.Pod

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -726,12 +727,15 @@ func TestPodStuckTerminatingIsReported(t *testing.T) {
 	ctx := context.Background()
 	bootstrap(t, ns, "stk", 3, fake)
 	// stk-1's pod keeps a finalizer, as if its kubelet never confirmed it stopped.
+	// The kubelet helper may write the pod's status meanwhile: on a conflict, read it again.
 	p := &corev1.Pod{}
-	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "stk-1"}, p); err != nil {
-		t.Fatal(err)
-	}
-	p.Finalizers = append(p.Finalizers, "test.quorate.dev/unreachable-node")
-	if err := k8s.Update(ctx, p); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "stk-1"}, p); err != nil {
+			return err
+		}
+		p.Finalizers = append(p.Finalizers, "test.quorate.dev/unreachable-node")
+		return k8s.Update(ctx, p)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
