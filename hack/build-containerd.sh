@@ -26,13 +26,7 @@ build() {
   log "building containerd $version and containerd-shim-runc-v2 (cold: a few minutes)"
   (
     cd "$src"
-    printf 'module quorate.local/containerd-build\n\ngo %s\n\nrequire %s %s\n' \
-      "$(go env GOVERSION | sed -E 's/^go([0-9]+\.[0-9]+).*/\1/')" "$m" "$version" >go.mod
-    printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "%s/cmd/containerd"\n\t_ "%s/cmd/containerd-shim-runc-v2"\n)\n' "$m" "$m" >tools.go
-    GOFLAGS=-mod=mod go mod download "$m@$version"
-    local mdir; mdir=$(GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$m")
-    cp "$mdir/go.sum" go.sum && chmod u+w go.sum
-    GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true
+    scratch_module "$m" "$version" "" "$m/cmd/containerd" "$m/cmd/containerd-shim-runc-v2"
     CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -tags "no_btrfs no_devmapper no_zfs no_aufs" \
       -ldflags "-s -w -X $m/version.Version=$version" -o "$dir/bin/" "$m/cmd/containerd" "$m/cmd/containerd-shim-runc-v2"
   )

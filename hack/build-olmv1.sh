@@ -24,13 +24,8 @@ build() {
   log "building OLM v1 (operator-controller $OLMV1_VERSION; cold: several minutes)"
   (
     cd "$src"
-    local go_line; go_line=$(goproxy_get "$m/@v/$OLMV1_VERSION.mod" | sed -n 's/^go //p' | head -1)
-    printf 'module quorate.local/olmv1-build\n\ngo %s\n\nrequire %s %s\n' "$go_line" "$m" "$OLMV1_VERSION" >go.mod
-    printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "%s/cmd/catalogd"\n\t_ "%s/cmd/operator-controller"\n)\n' "$m" "$m" >tools.go
-    GOFLAGS=-mod=mod go mod download "$m@$OLMV1_VERSION"
+    scratch_module "$m" "$OLMV1_VERSION" "" "$m/cmd/catalogd" "$m/cmd/operator-controller"
     local mdir; mdir=$(GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$m")
-    cp "$mdir/go.sum" go.sum && chmod u+w go.sum
-    go mod tidy >/dev/null 2>&1 || go mod tidy
     for c in catalogd operator-controller; do
       CGO_ENABLED=0 go build -trimpath -tags containers_image_openpgp -ldflags "-s -w" -o "$dir/bin/$c" "$m/cmd/$c"
     done

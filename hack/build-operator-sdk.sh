@@ -24,13 +24,9 @@ build() {
   log "building operator-sdk $OSDK_VERSION and scorecard-test (cold: a few minutes)"
   (
     cd "$src"
-    printf 'module quorate.local/osdk-build\n\ngo 1.26.3\n\nrequire %s %s\n\nreplace github.com/operator-framework/ansible-operator-plugins => github.com/operator-framework/ansible-operator-plugins %s\n' \
-      "$m" "$OSDK_VERSION" "$ANSIBLE_PLUGINS_VERSION" >go.mod
-    printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "%s/cmd/operator-sdk"\n\t_ "%s/images/scorecard-test"\n)\n' "$m" "$m" >tools.go
-    GOFLAGS=-mod=mod go mod download "$m@$OSDK_VERSION"
-    local mdir; mdir=$(GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$m")
-    cp "$mdir/go.sum" go.sum && chmod u+w go.sum
-    go mod tidy >/dev/null 2>&1 || go mod tidy
+    local p=github.com/operator-framework/ansible-operator-plugins
+    scratch_module "$m" "$OSDK_VERSION" "replace $p => $p $ANSIBLE_PLUGINS_VERSION" \
+      "$m/cmd/operator-sdk" "$m/images/scorecard-test"
     CGO_ENABLED=0 go build -trimpath -tags containers_image_openpgp -ldflags "-s -w" -o "$dir/bin/" "$m/cmd/operator-sdk" "$m/images/scorecard-test"
   )
   log "built operator-sdk $OSDK_VERSION in $((SECONDS - start))s"

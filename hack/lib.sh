@@ -33,3 +33,23 @@ goproxy_get() {
   [ "$proxy" = direct ] && proxy=https://proxy.golang.org
   curl -fsSL --retry 3 "$proxy/$1"
 }
+
+# scratch_module MODULE VERSION GOMOD_EXTRA PACKAGE...: in the working directory, writes a Go
+# module that requires MODULE at VERSION (GOMOD_EXTRA: further go.mod lines, or "") and imports
+# each PACKAGE in tools.go, starts its go.sum from MODULE's own and tidies it; the caller then
+# `go build`s the packages there. For upstream commands that `go install pkg@version` refuses
+# (their go.mod replaces or excludes modules). Its go line is MODULE's own.
+scratch_module() {
+  local m=$1 v=$2 extra=$3; shift 3
+  {
+    printf 'module quorate.local/%s-build\n\ngo %s\n\nrequire %s %s\n' "$(basename "$m")" \
+      "$(goproxy_get "$m/@v/$v.mod" | sed -n 's/^go //p' | head -1)" "$m" "$v"
+    [ -z "$extra" ] || printf '\n%s\n' "$extra"
+  } >go.mod
+  { printf '//go:build tools\n\npackage tools\n\nimport (\n'; printf '\t_ "%s"\n' "$@"; printf ')\n'; } >tools.go
+  GOFLAGS=-mod=mod go mod download "$m@$v"
+  cp "$(GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$m")/go.sum" go.sum && chmod u+w go.sum
+  # -e: containerd's go.mod excludes a module tidy cannot then resolve; what is really missing
+  # fails the build that follows, which names it.
+  GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true
+}
