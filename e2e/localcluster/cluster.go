@@ -303,7 +303,6 @@ func (c *Cluster) Down(ctx context.Context) error {
 	return nil
 }
 
-// unmountUnder detaches every mount below dir, deepest first.
 // mountTmpfs mounts a tmpfs on dir, creating dir. Its size limit is what the machine's memory
 // allows (tmpfs takes memory only for what is written); Down unmounts it with the rest.
 func mountTmpfs(dir string) error {
@@ -316,6 +315,7 @@ func mountTmpfs(dir string) error {
 	return nil
 }
 
+// unmountUnder detaches every mount below dir, deepest first.
 func unmountUnder(dir string) (int, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
