@@ -4,7 +4,8 @@
 # the nodes' containerd (e2e/localcluster/config.go names its version), CoreDNS and the volume
 # provisioner; the S3 gateway (backup scenarios); the first Kubernetes version's binaries (make
 # test's envtest builds its kube-apiserver and kubectl); Chaos Mesh and its rootfs, helm; OLM v0
-# and v1; operator-sdk (scorecard). Usage: hack/prebuild.sh [k8s-version]
+# and v1; operator-sdk (scorecard); last, a second Kubernetes version's binaries (CI's last stage
+# runs on the oldest of the matrix). Usage: hack/prebuild.sh [k8s-version [second-k8s-version]]
 # On a cold machine they build in the CPU time the foreground leaves (downloads, scenarios
 # waiting on their workload). Every builder caches per version under $QUORATE_CACHE and holds
 # a lock while it builds: a stage that needs one waits for it and then finds it built. Does
@@ -30,4 +31,5 @@ run "$here/build-tool.sh" helm.sh/helm/v3/cmd/helm "${HELM_VERSION:-v3.22.0}"
 run "$here/build-olm.sh"
 run "$here/build-olmv1.sh"
 run "$here/build-operator-sdk.sh"
+[ -z "${2:-}" ] || run "$here/build-k8s.sh" "$2"
 log "prebuild: done in $((SECONDS - start))s"
