@@ -2,14 +2,13 @@ package controllers
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/intern"
+	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
@@ -34,16 +33,16 @@ func CacheOptions(namespaces ...string) cache.Options {
 // trimForCache is the cache's transform for every kind but pods. Each cached object is kept
 // for as long as its cluster lives, so at thousands of clusters every field counts (make
 // bench-scale, docs/measurements.md). It drops managedFields, and:
-//   - of the Services, the PodDisruptionBudget and the NetworkPolicy, their spec and status:
-//     the operator writes them only through apply, which compares the hash annotation and
-//     updates a fresh read from the API server, never the cached copy;
 //   - of a member's PVC, of its spec the StorageClass and the storage it asks for, of its
 //     status the phase and conditions (judgeVolume); the operator patches PVCs (a merge patch
 //     of what it changes) and never updates one whole;
 //   - of a Secret's metadata (the manager caches no Secret's data: secretMemo), all but what
 //     the operator reads from it: the name and resourceVersion (secretMemo compares them) and
 //     the owner references (which cluster a change wakes up), with the UID and the deletion
-//     timestamp.
+//     timestamp;
+//   - of the metadata of the Services, the PodDisruptionBudget and the NetworkPolicy (the
+//     manager caches their metadata alone: apply reads the rest from the API server when it
+//     writes), the same and the hash annotation apply compares.
 //
 // What the kept metadata (and an EtcdCluster's conditions) repeat from object to object is
 // shared (package intern). Anything else (a tombstone, another kind) keeps all but its
@@ -55,12 +54,6 @@ func trimForCache(obj any) (any, error) {
 	}
 	o.SetManagedFields(nil)
 	switch o := o.(type) {
-	case *corev1.Service:
-		o.Spec, o.Status = corev1.ServiceSpec{}, corev1.ServiceStatus{}
-	case *policyv1.PodDisruptionBudget:
-		o.Spec, o.Status = policyv1.PodDisruptionBudgetSpec{}, policyv1.PodDisruptionBudgetStatus{}
-	case *networkingv1.NetworkPolicy:
-		o.Spec = networkingv1.NetworkPolicySpec{}
 	case *corev1.PersistentVolumeClaim:
 		var req corev1.ResourceList
 		if q, ok := o.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
@@ -69,10 +62,14 @@ func trimForCache(obj any) (any, error) {
 		o.Spec = corev1.PersistentVolumeClaimSpec{StorageClassName: o.Spec.StorageClassName, Resources: corev1.VolumeResourceRequirements{Requests: req}}
 		o.Status = corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase, Conditions: o.Status.Conditions}
 	case *metav1.PartialObjectMetadata:
-		if o.Kind == "Secret" {
+		switch o.Kind {
+		case "Secret", "Service", "PodDisruptionBudget", "NetworkPolicy":
 			m := o.ObjectMeta
 			o.ObjectMeta = metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 				OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp}
+			if h, ok := m.Annotations[names.AnnotationObjectHash]; ok && o.Kind != "Secret" {
+				o.Annotations = map[string]string{names.AnnotationObjectHash: h}
+			}
 		}
 	case *v1alpha1.EtcdCluster:
 		intern.Conditions(o.Status.Conditions)

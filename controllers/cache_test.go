@@ -5,11 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -28,33 +25,32 @@ func TestTrimForCache(t *testing.T) {
 	}
 	withoutManaged := *full.DeepCopy()
 	withoutManaged.ManagedFields = nil
-	secretMeta := func(kind string) *metav1.PartialObjectMetadata {
+	meta := func(kind string) *metav1.PartialObjectMetadata {
 		return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}, ObjectMeta: *full.DeepCopy()}
 	}
-	tombstone := cache.DeletedFinalStateUnknown{Key: "db/demo-ca", Obj: secretMeta("Secret")}
+	appliedMeta := func(kind string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind},
+			ObjectMeta: metav1.ObjectMeta{Name: "demo-ca", Namespace: "db", UID: "u-1", ResourceVersion: "42", DeletionTimestamp: &now,
+				Annotations: full.Annotations, OwnerReferences: full.OwnerReferences}}
+	}
+	tombstone := cache.DeletedFinalStateUnknown{Key: "db/demo-ca", Obj: meta("Secret")}
 
 	for _, tc := range []struct {
 		name    string
 		in, out any
 	}{
-		{"a Secret's metadata keeps what the operator reads", secretMeta("Secret"), &metav1.PartialObjectMetadata{
+		{"a Secret's metadata keeps what the operator reads", meta("Secret"), &metav1.PartialObjectMetadata{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 			ObjectMeta: metav1.ObjectMeta{Name: "demo-ca", Namespace: "db", UID: "u-1", ResourceVersion: "42", DeletionTimestamp: &now,
 				OwnerReferences: full.OwnerReferences},
 		}},
-		{"another kind's metadata is whole but for managedFields", secretMeta("ConfigMap"),
+		{"another kind's metadata is whole but for managedFields", meta("ConfigMap"),
 			&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: withoutManaged}},
-		{"a Service keeps its metadata", &corev1.Service{ObjectMeta: *full.DeepCopy(),
-			Spec:   corev1.ServiceSpec{ClusterIP: "10.0.0.1", Ports: []corev1.ServicePort{{Port: 2379}}, Selector: map[string]string{"a": "b"}},
-			Status: corev1.ServiceStatus{Conditions: []metav1.Condition{{Type: "x"}}},
-		}, &corev1.Service{ObjectMeta: withoutManaged}},
-		{"a PDB keeps its metadata", &policyv1.PodDisruptionBudget{ObjectMeta: *full.DeepCopy(),
-			Spec:   policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(2))},
-			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1},
-		}, &policyv1.PodDisruptionBudget{ObjectMeta: withoutManaged}},
-		{"a NetworkPolicy keeps its metadata", &networkingv1.NetworkPolicy{ObjectMeta: *full.DeepCopy(),
-			Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}},
-		}, &networkingv1.NetworkPolicy{ObjectMeta: withoutManaged}},
+		{"a Service's metadata keeps what apply reads", meta("Service"), appliedMeta("Service")},
+		{"a PDB's metadata keeps what apply reads", meta("PodDisruptionBudget"), appliedMeta("PodDisruptionBudget")},
+		{"a NetworkPolicy's metadata keeps what apply reads", meta("NetworkPolicy"), appliedMeta("NetworkPolicy")},
+		{"without a hash annotation, none is kept", func() any { m := meta("Service"); m.Annotations = map[string]string{"other": "x"}; return m }(),
+			func() any { m := appliedMeta("Service"); m.Annotations = nil; return m }()},
 		{"a PVC keeps what judgeVolume reads", &corev1.PersistentVolumeClaim{ObjectMeta: *full.DeepCopy(),
 			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("local"), VolumeName: "pv-1", AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi"), corev1.ResourceCPU: resource.MustParse("1")},

@@ -257,10 +257,10 @@ func (r *Reconciler) setup(mgr ctrl.Manager, concurrency int, rec reconcile.Reco
 		For(&v1alpha1.EtcdCluster{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
-		Owns(&corev1.Service{}).
+		Owns(&corev1.Service{}, builder.OnlyMetadata).
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&policyv1.PodDisruptionBudget{}, builder.OnlyMetadata).
+		Owns(&networkingv1.NetworkPolicy{}, builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: stepRetries()}).
 		Named("etcdcluster").
 		Complete(rec)

@@ -40,8 +40,7 @@ func (r *Reconciler) ensureServices(ctx context.Context, c *v1alpha1.EtcdCluster
 func (r *Reconciler) ensureNetworkPolicy(ctx context.Context, c *v1alpha1.EtcdCluster) error {
 	np := resources.NetworkPolicy(c, r.Operator)
 	if !ptr.Deref(c.Spec.NetworkPolicy.Enabled, true) {
-		existing := &networkingv1.NetworkPolicy{}
-		err := r.Get(ctx, client.ObjectKeyFromObject(np), existing)
+		existing, err := r.cachedMeta(ctx, client.ObjectKeyFromObject(np), np)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -128,11 +127,15 @@ func (r *Reconciler) upkeep(ctx context.Context, c *v1alpha1.EtcdCluster, o *obs
 	return nil
 }
 
-// apply creates desired, or updates the existing object with update() when its hash is stale
-// (read again from the API server first: the cached copy is metadata alone).
-// An existing object that c does not control is not touched: the error names it.
+// apply creates desired, or updates the existing object with update() when its hash is stale.
+// The cache keeps the metadata alone of what apply writes (Owns with OnlyMetadata,
+// trimForCache), which tells a settled object (c's, carrying the hash of what c wants: the
+// steady state, no request); anything else is decided on existing as the API server has it
+// now. An existing object that c does not control is not touched: the error names it.
 func (r *Reconciler) apply(ctx context.Context, c *v1alpha1.EtcdCluster, desired, existing client.Object, update func(client.Object)) error {
-	err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	key := client.ObjectKeyFromObject(desired)
+	want := desired.GetAnnotations()[names.AnnotationObjectHash]
+	cached, err := r.cachedMeta(ctx, key, existing)
 	if apierrors.IsNotFound(err) {
 		if err := r.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %T %s: %w", desired, desired.GetName(), err)
@@ -142,27 +145,20 @@ func (r *Reconciler) apply(ctx context.Context, c *v1alpha1.EtcdCluster, desired
 	if err != nil {
 		return err
 	}
+	if metav1.IsControlledBy(cached, c) && cached.Annotations[names.AnnotationObjectHash] == want {
+		return nil
+	}
+	if err := r.APIReader.Get(ctx, key, existing); err != nil {
+		return client.IgnoreNotFound(err) // gone since: the next pass creates it
+	}
 	if replaced, err := r.replaceLeftover(ctx, c, existing, desired); replaced {
 		return err
 	}
-	want := desired.GetAnnotations()[names.AnnotationObjectHash]
-	// settled: existing is c's and carries the hash of what c wants.
-	settled := func() (bool, error) {
-		if err := controlled(c, existing); err != nil {
-			return false, err
-		}
-		return existing.GetAnnotations()[names.AnnotationObjectHash] == want, nil
-	}
-	if ok, err := settled(); ok || err != nil {
+	if err := controlled(c, existing); err != nil {
 		return err
 	}
-	// The cache keeps only the metadata of what apply writes (trimForCache): the update
-	// starts from the object as the API server has it now.
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if ok, err := settled(); ok || err != nil {
-		return err
+	if existing.GetAnnotations()[names.AnnotationObjectHash] == want {
+		return nil
 	}
 	update(existing)
 	ann := existing.GetAnnotations()
@@ -175,6 +171,19 @@ func (r *Reconciler) apply(ctx context.Context, c *v1alpha1.EtcdCluster, desired
 		return fmt.Errorf("updating %T %s: %w", existing, existing.GetName(), err)
 	}
 	return nil
+}
+
+// cachedMeta reads from the cache the metadata of the object of kind like's under key (a
+// kind the manager caches the metadata of alone: reading like itself from the cache would
+// start a second, whole-object informer).
+func (r *Reconciler) cachedMeta(ctx context.Context, key client.ObjectKey, like client.Object) (*metav1.PartialObjectMetadata, error) {
+	gvk, err := apiutil.GVKForObject(like, r.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m, r.Get(ctx, key, m)
 }
 
 // removeLeftover deletes obj when an earlier EtcdCluster of c's name controls it: that

@@ -14,6 +14,8 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -179,6 +181,15 @@ func startWith(t *testing.T, ns string, fake *etcd.Fake, identity string, deadli
 		t.Fatal(err)
 	}
 	counted := interceptor.NewClient(noWatch{mgr.GetClient()}, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			switch obj.(type) {
+			case *corev1.Service, *policyv1.PodDisruptionBudget, *networkingv1.NetworkPolicy:
+				// The manager caches their metadata alone (Owns with OnlyMetadata): reading
+				// the whole object through the cache would start a second informer.
+				t.Errorf("the reconciler read %T %s through the cache, which holds the metadata alone of that kind (cachedMeta)", obj, key)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			op.writes.add("create", obj)
 			return c.Create(ctx, obj, opts...)
