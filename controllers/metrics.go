@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,6 +42,11 @@ func recordMetrics(c *v1alpha1.EtcdCluster, before, after v1alpha1.EtcdClusterSt
 	metrics.ClusterMembers.WithLabelValues(ns, name, "voter").Set(float64(voters))
 	metrics.ClusterMembers.WithLabelValues(ns, name, "learner").Set(float64(learners))
 	metrics.HealthyVoters.WithLabelValues(ns, name).Set(float64(healthyVoters))
+	if after.TLS != nil && after.TLS.FirstExpiry != nil {
+		metrics.SetCertificateExpiry(ns, name, after.TLS.FirstExpiry.Secret, after.TLS.FirstExpiry.Time.Time)
+	} else {
+		metrics.SetCertificateExpiry(ns, name, "", time.Time{})
+	}
 	was, now := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionDegraded), meta.FindStatusCondition(after.Conditions, v1alpha1.ConditionDegraded)
 	if now != nil && now.Status == metav1.ConditionTrue && now.Reason == v1alpha1.ReasonClusterIDMismatch &&
 		(was == nil || was.Status != metav1.ConditionTrue || was.Reason != v1alpha1.ReasonClusterIDMismatch) {

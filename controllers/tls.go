@@ -17,7 +17,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
-	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
 	"github.com/quorate-dev/quorate/internal/resources"
@@ -70,13 +69,13 @@ func (r *Reconciler) keepSecret(ctx context.Context, c *v1alpha1.EtcdCluster, s 
 	return nil
 }
 
-// recordExpiry exports when the certificate under key of a TLS Secret expires.
+// recordExpiry keeps in status.tls.firstExpiry the certificate under key of a TLS Secret
+// when it is the first to expire (recordMetrics exports it).
 func recordExpiry(c *v1alpha1.EtcdCluster, s *corev1.Secret, key string) {
 	t, err := pki.NotAfter(s.Data[key])
 	if err != nil {
 		return
 	}
-	metrics.CertificateExpiry.WithLabelValues(c.Namespace, c.Name, s.Name).Set(float64(t.Unix()))
 	if c.Status.TLS == nil {
 		c.Status.TLS = &v1alpha1.TLSStatus{}
 	}

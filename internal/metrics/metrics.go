@@ -3,6 +3,7 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,10 +60,11 @@ var (
 		Help: "Voting members that answer, follow a leader and belong to the recorded cluster; quorum is lost below floor(voters/2)+1.",
 	}, []string{"namespace", "cluster"})
 
-	// CertificateExpiry is when the first certificate of each TLS Secret of a cluster expires.
+	// CertificateExpiry is when the cluster's first certificate to expire does, labelled with
+	// the Secret that holds it: one series per cluster (SetCertificateExpiry).
 	CertificateExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "quorate_certificate_expiry_timestamp_seconds",
-		Help: "When the certificate of a cluster's TLS Secret expires (Unix seconds): tls.crt for server, peer and client certificates, ca.crt for CAs.",
+		Help: "When the cluster's first certificate to expire does (Unix seconds), and the TLS Secret that holds it (tls.crt for server, peer and client certificates, ca.crt for CAs).",
 	}, []string{"namespace", "cluster", "secret"})
 
 	// Backups counts finished backups by result.
@@ -97,6 +99,31 @@ var (
 	}, []string{"namespace", "schedule", "cluster"})
 )
 
+// expirySeries is which Secret each cluster's CertificateExpiry series names.
+var expirySeries = struct {
+	sync.Mutex
+	secret map[[2]string]string
+}{secret: map[[2]string]string{}}
+
+// SetCertificateExpiry exports when the cluster's first certificate to expire does, held in
+// Secret secret; secret "" (no certificate) removes the series. A series per Secret would
+// be nine per cluster, most of the metrics' memory at thousands of clusters (make
+// bench-scale); the alerts need the first alone, which status.tls.firstExpiry names too.
+func SetCertificateExpiry(namespace, cluster, secret string, at time.Time) {
+	expirySeries.Lock()
+	defer expirySeries.Unlock()
+	k := [2]string{namespace, cluster}
+	if old, ok := expirySeries.secret[k]; ok && old != secret {
+		CertificateExpiry.DeleteLabelValues(namespace, cluster, old)
+		delete(expirySeries.secret, k)
+	}
+	if secret == "" {
+		return
+	}
+	expirySeries.secret[k] = secret
+	CertificateExpiry.WithLabelValues(namespace, cluster, secret).Set(float64(at.Unix()))
+}
+
 // RecordBackup counts a finished backup, and for a completed one records its time and size.
 func RecordBackup(namespace, cluster string, completed bool, size int64, at time.Time) {
 	if !completed {
@@ -130,6 +157,7 @@ func init() {
 
 // ForgetCluster drops the series of a deleted cluster.
 func ForgetCluster(namespace, cluster string) {
+	SetCertificateExpiry(namespace, cluster, "", time.Time{})
 	labels := prometheus.Labels{"namespace": namespace, "cluster": cluster}
 	for _, v := range []*prometheus.GaugeVec{MemberHealthy, ClusterAvailable, ClusterMembers, ClusterAlarms, CertificateExpiry, HealthyVoters, LastBackup, LastBackupSize, DrillPassed, LastDrill} {
 		v.DeletePartialMatch(labels)
