@@ -340,8 +340,10 @@ func restoreContainers(c *v1alpha1.EtcdCluster, p MemberPod, im Images) []corev1
 // with their flags, environment and mounts, volumes, affinity, the defaults the API server adds)
 // is most of its size, and the operator reads only its node and whether the etcd container
 // forces a new cluster (ForcesNewCluster). So the cache keeps a pod's metadata (managedFields
-// apart), its node, its containers' names, and of their commands only --force-new-cluster. Of
-// its status it keeps the phase, reason and message, the conditions, the pod's IP, and of each
+// apart), its node, and the etcd container (its name and --force-new-cluster) only when it
+// forces a new cluster: a container is over 400 bytes, and at thousands of clusters every pod's
+// would be megabytes (make bench-scale). Of its status it keeps the phase, reason and message,
+// the two conditions the operator reads (Ready, PodScheduled), the pod's IP, and of each
 // container's status its name, state, last state, readiness and restarts (where the launcher's
 // and the backup's termination messages are): not the images, IDs, resources and mounts. A
 // cached pod is therefore never a base to write from: the operator builds pods with Pod and
@@ -352,26 +354,39 @@ func PodForCache(obj any) (any, error) {
 		return obj, nil
 	}
 	p.ManagedFields = nil
-	containers := make([]corev1.Container, len(p.Spec.Containers))
-	for i, c := range p.Spec.Containers {
-		containers[i].Name = c.Name
-		if slices.Contains(c.Command, flagForceNewCluster) {
-			containers[i].Command = []string{flagForceNewCluster}
-		}
+	var containers []corev1.Container
+	if ForcesNewCluster(p) {
+		containers = []corev1.Container{{Name: EtcdContainer, Command: []string{flagForceNewCluster}}}
 	}
 	p.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: containers}
 	st := p.Status
-	p.Status = corev1.PodStatus{Phase: st.Phase, Reason: st.Reason, Message: st.Message, Conditions: st.Conditions, PodIP: st.PodIP,
+	p.Status = corev1.PodStatus{Phase: st.Phase, Reason: st.Reason, Message: st.Message, Conditions: conditionsForCache(st.Conditions), PodIP: st.PodIP,
 		InitContainerStatuses: containerStatusesForCache(st.InitContainerStatuses), ContainerStatuses: containerStatusesForCache(st.ContainerStatuses)}
 	intern.Meta(p)
-	for i := range p.Spec.Containers {
-		p.Spec.Containers[i].Name = intern.String(p.Spec.Containers[i].Name)
-	}
-	for i := range p.Status.Conditions {
-		c := &p.Status.Conditions[i]
-		c.Type, c.Status, c.Reason = corev1.PodConditionType(intern.String(string(c.Type))), corev1.ConditionStatus(intern.String(string(c.Status))), intern.String(c.Reason)
-	}
 	return p, nil
+}
+
+// conditionsForCache are the pod's Ready and PodScheduled conditions, the only ones the
+// operator reads (how long the pod has been ready; why it cannot be scheduled), with their type,
+// status and reason shared.
+func conditionsForCache(in []corev1.PodCondition) []corev1.PodCondition {
+	n := 0
+	for _, c := range in {
+		if c.Type == corev1.PodReady || c.Type == corev1.PodScheduled {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]corev1.PodCondition, 0, n)
+	for _, c := range in {
+		if c.Type == corev1.PodReady || c.Type == corev1.PodScheduled {
+			c.Type, c.Status, c.Reason = corev1.PodConditionType(intern.String(string(c.Type))), corev1.ConditionStatus(intern.String(string(c.Status))), intern.String(c.Reason)
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func containerStatusesForCache(in []corev1.ContainerStatus) []corev1.ContainerStatus {

@@ -260,8 +260,9 @@ func TestEtcdImagePinned(t *testing.T) {
 	}
 }
 
-// The cache keeps a pod's metadata (managedFields apart), status, node, containers' names and
-// --force-new-cluster, so what the operator reads of a pod reads the same from the cache.
+// The cache keeps a pod's metadata (managedFields apart), status (of its conditions Ready and
+// PodScheduled), node and --force-new-cluster, so what the operator reads of a pod reads the
+// same from the cache.
 func TestPodForCache(t *testing.T) {
 	c := cluster()
 	for _, force := range []bool{false, true} {
@@ -273,12 +274,15 @@ func TestPodForCache(t *testing.T) {
 		pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "quorate-operator", Operation: metav1.ManagedFieldsOperationApply}}
 		started := metav1.Now()
 		kept := corev1.PodStatus{Phase: corev1.PodRunning, Reason: "r", Message: "m", PodIP: "10.0.0.7",
-			Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: started}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: started},
+				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available"}},
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: "fetch", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: EtcdContainer, Ready: true, RestartCount: 2, Started: ptr.To(true),
 				State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: "refused"}}}}}
 		pod.Status = *kept.DeepCopy()
+		pod.Status.Conditions = append([]corev1.PodCondition{{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}}, pod.Status.Conditions...)
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue})
 		pod.Status.HostIP, pod.Status.PodIPs, pod.Status.QOSClass, pod.Status.StartTime = "192.168.0.2", []corev1.PodIP{{IP: "10.0.0.7"}}, corev1.PodQOSBurstable, &started
 		for _, cs := range []*corev1.ContainerStatus{&pod.Status.InitContainerStatuses[0], &pod.Status.ContainerStatuses[0]} {
 			cs.Image, cs.ImageID, cs.ContainerID = "etcd:3.6.16", "sha256:1", "containerd://2"
@@ -286,9 +290,8 @@ func TestPodForCache(t *testing.T) {
 		}
 		want := &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy(), Status: kept, Spec: corev1.PodSpec{NodeName: "node-a"}}
 		want.ManagedFields = nil
-		want.Spec.Containers = []corev1.Container{{Name: EtcdContainer}}
 		if force {
-			want.Spec.Containers[0].Command = []string{"--force-new-cluster"}
+			want.Spec.Containers = []corev1.Container{{Name: EtcdContainer, Command: []string{"--force-new-cluster"}}}
 		}
 		got, err := PodForCache(pod.DeepCopy())
 		if err != nil {
