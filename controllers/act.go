@@ -142,7 +142,7 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 func (r *Reconciler) actOnMembership(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, s planner.State, a planner.Action) (stepResult, error) {
 	log := logf.FromContext(ctx)
 	next := stepResult{requeueAfter: r.StepDelay}
-	count := func(change string) { metrics.MembershipChanges.WithLabelValues(c.Namespace, c.Name, change).Inc() }
+	count := func(change string) { metrics.CountMembershipChange(c.Namespace, c.Name, change) }
 	switch a.Kind {
 	case planner.AddLearner:
 		name := s.FreeName(o.memberName)
@@ -245,7 +245,7 @@ func (r *Reconciler) maintain(ctx context.Context, c *v1alpha1.EtcdCluster, o *o
 				return err
 			}
 		}
-		metrics.MembershipChanges.WithLabelValues(c.Namespace, c.Name, "disarm").Inc()
+		metrics.CountMembershipChange(c.Namespace, c.Name, "disarm")
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventAlarmDisarmed, "%s", a.Message)
 	case planner.Defragment:
 		ep, ok := o.endpoints[a.Member]
@@ -255,7 +255,7 @@ func (r *Reconciler) maintain(ctx context.Context, c *v1alpha1.EtcdCluster, o *o
 		if err := o.client.Defragment(ctx, ep); err != nil {
 			return err
 		}
-		metrics.MembershipChanges.WithLabelValues(c.Namespace, c.Name, "defragment").Inc()
+		metrics.CountMembershipChange(c.Namespace, c.Name, "defragment")
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventDefragmented, "%s", a.Message)
 	}
 	return nil

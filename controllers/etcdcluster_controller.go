@@ -205,7 +205,7 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	if execErr != nil {
 		outcome = "Error"
 	}
-	metrics.ReconcileOutcomes.WithLabelValues(c.Namespace, c.Name, outcome).Inc()
+	metrics.CountReconcile(c.Namespace, c.Name, outcome)
 
 	// Report: status once, Events on changes, metrics.
 	st := computeStatus(c, obs, state, action, execErr)
@@ -230,7 +230,7 @@ const unhealthyRetry = 2 * time.Second
 
 // fail records an error that stopped the pass before planning, then returns it for backoff.
 func (r *Reconciler) fail(ctx context.Context, original, c *v1alpha1.EtcdCluster, reason string, err error) (ctrl.Result, error) {
-	metrics.ReconcileOutcomes.WithLabelValues(c.Namespace, c.Name, "Error").Inc()
+	metrics.CountReconcile(c.Namespace, c.Name, "Error")
 	if serr := r.writeStatus(ctx, original, errorStatus(original, c.Status.Operator, c.Generation, reason, err)); serr != nil {
 		return ctrl.Result{}, errors.Join(err, serr)
 	}

@@ -1,12 +1,15 @@
 package controllers
 
 import (
+	"fmt"
+	"maps"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,26 +20,25 @@ import (
 	"github.com/quorate-dev/quorate/internal/pki"
 )
 
-// The gauges the alerts are built on: voters, healthy voters and learners from status, and
-// the first certificate's expiry from status.
+// The gauges the alerts are built on, from status: voters, healthy voters and learners, each
+// member's health, and the first certificate's expiry. Each step compares the cluster's whole
+// set of gauges.
 func TestMetricsFromStatus(t *testing.T) {
 	c := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "metrics-test", Name: "m"}}
 	after := v1alpha1.EtcdClusterStatus{Members: []v1alpha1.MemberStatus{
 		{Name: "m-0", Healthy: true}, {Name: "m-1", Healthy: true}, {Name: "m-2"}, {Name: "m-3", Learner: true, Healthy: true},
 	}}
-	recordMetrics(c, v1alpha1.EtcdClusterStatus{}, after)
 	defer metrics.ForgetCluster("metrics-test", "m")
-	got := map[string]float64{
-		"voters":         testutil.ToFloat64(metrics.ClusterMembers.WithLabelValues("metrics-test", "m", "voter")),
-		"learners":       testutil.ToFloat64(metrics.ClusterMembers.WithLabelValues("metrics-test", "m", "learner")),
-		"healthy voters": testutil.ToFloat64(metrics.HealthyVoters.WithLabelValues("metrics-test", "m")),
-		"m-2 healthy":    testutil.ToFloat64(metrics.MemberHealthy.WithLabelValues("metrics-test", "m", "m-2")),
+	members := map[string]float64{
+		`quorate_cluster_available{}`: 0, `quorate_cluster_healthy_voters{}`: 2,
+		`quorate_cluster_members{role="voter"}`: 3, `quorate_cluster_members{role="learner"}`: 1,
+		`quorate_member_healthy{member="m-0"}`: 1, `quorate_member_healthy{member="m-1"}`: 1, `quorate_member_healthy{member="m-2"}`: 0, `quorate_member_healthy{member="m-3"}`: 1,
+		`quorate_cluster_alarm{alarm="NOSPACE"}`: 0, `quorate_cluster_alarm{alarm="CORRUPT"}`: 0,
 	}
-	want := map[string]float64{"voters": 3, "learners": 1, "healthy voters": 2, "m-2 healthy": 0}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
-		}
+	with := func(k string, v float64) map[string]float64 {
+		out := maps.Clone(members)
+		out[k] = v
+		return out
 	}
 
 	// One series of certificate expiry per cluster: the first certificate to expire, and
@@ -56,36 +58,53 @@ func TestMetricsFromStatus(t *testing.T) {
 		status v1alpha1.EtcdClusterStatus
 		want   map[string]float64
 	}{
-		{"the CA first", withCA, map[string]float64{"m-ca": float64(ca.Cert.NotAfter.Unix())}},
-		{"then the server certificate", withServer, map[string]float64{names.ServerSecret("m"): float64(now.Add(time.Hour).Unix())}},
-		{"then TLS off", v1alpha1.EtcdClusterStatus{}, map[string]float64{}},
+		{"members, no TLS", after, members},
+		{"the CA first", withCA, with(`quorate_certificate_expiry_timestamp_seconds{secret="m-ca"}`, float64(ca.Cert.NotAfter.Unix()))},
+		{"then the server certificate", withServer, with(`quorate_certificate_expiry_timestamp_seconds{secret="`+names.ServerSecret("m")+`"}`, float64(now.Add(time.Hour).Unix()))},
+		{"then TLS off", after, members},
 	} {
 		recordMetrics(c, after, step.status)
-		if d := cmp.Diff(step.want, expirySeries(t, "metrics-test", "m")); d != "" {
-			t.Errorf("%s: quorate_certificate_expiry_timestamp_seconds by secret (-want +got):\n%s", step.name, d)
+		if d := cmp.Diff(step.want, clusterSeries(t, "metrics-test", "m")); d != "" {
+			t.Errorf("%s: the cluster's series (-want +got):\n%s", step.name, d)
 		}
+	}
+	metrics.ForgetCluster("metrics-test", "m")
+	if got := clusterSeries(t, "metrics-test", "m"); len(got) != 0 {
+		t.Errorf("after ForgetCluster the cluster still has series: %v", got)
 	}
 }
 
-// expirySeries is the certificate expiry series of a cluster, by Secret.
-func expirySeries(t *testing.T, namespace, cluster string) map[string]float64 {
+// clusterSeries are the series the operator exports of a cluster, keyed by name and the labels
+// other than namespace and cluster.
+func clusterSeries(t *testing.T, namespace, cluster string) map[string]float64 {
 	t.Helper()
-	ch := make(chan prometheus.Metric, 100)
-	metrics.CertificateExpiry.Collect(ch)
+	ch := make(chan prometheus.Metric, 1000)
+	metrics.Clusters.Collect(ch)
 	close(ch)
 	got := map[string]float64{}
+	name := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for m := range ch {
 		var d dto.Metric
 		if err := m.Write(&d); err != nil {
 			t.Fatal(err)
 		}
-		l := map[string]string{}
+		var ns, cl string
+		var rest []string
 		for _, p := range d.GetLabel() {
-			l[p.GetName()] = p.GetValue()
+			switch p.GetName() {
+			case "namespace":
+				ns = p.GetValue()
+			case "cluster":
+				cl = p.GetValue()
+			default:
+				rest = append(rest, fmt.Sprintf("%s=%q", p.GetName(), p.GetValue()))
+			}
 		}
-		if l["namespace"] == namespace && l["cluster"] == cluster {
-			got[l["secret"]] = d.GetGauge().GetValue()
+		if ns != namespace || cl != cluster {
+			continue
 		}
+		v := d.GetGauge().GetValue() + d.GetCounter().GetValue()
+		got[name.FindStringSubmatch(m.Desc().String())[1]+"{"+strings.Join(rest, ",")+"}"] = v
 	}
 	return got
 }
