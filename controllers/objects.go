@@ -9,6 +9,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -181,9 +182,15 @@ func (r *Reconciler) cachedMeta(ctx context.Context, key client.ObjectKey, like 
 	if err != nil {
 		return nil, err
 	}
+	return metadataOf(ctx, r.Client, gvk, key)
+}
+
+// metadataOf reads the metadata alone of the object of kind gvk at key through reader (from
+// the manager's cache, the metadata informer of that kind).
+func metadataOf(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, key client.ObjectKey) (*metav1.PartialObjectMetadata, error) {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(gvk)
-	return m, r.Get(ctx, key, m)
+	return m, reader.Get(ctx, key, m)
 }
 
 // removeLeftover deletes obj when an earlier EtcdCluster of c's name controls it: that
