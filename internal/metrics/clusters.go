@@ -34,30 +34,31 @@ type Member struct {
 var alarmKinds = []string{planner.AlarmNoSpace, planner.AlarmCorrupt}
 
 var (
-	cl = []string{"namespace", "cluster"}
-
-	descAvailable = prometheus.NewDesc("quorate_cluster_available",
-		"1 while the cluster has a leader and a healthy quorum of voting members.", cl, nil)
-	descMemberHealthy = prometheus.NewDesc("quorate_member_healthy",
-		"1 when the member answers, follows a leader and belongs to the recorded cluster; 0 otherwise.", clAnd("member"), nil)
-	descAlarm = prometheus.NewDesc("quorate_cluster_alarm",
-		"1 while etcd has raised the alarm (NOSPACE, CORRUPT) in the cluster, 0 once it is cleared.", clAnd("alarm"), nil)
-	descMembers = prometheus.NewDesc("quorate_cluster_members",
-		"etcd members of the cluster by role (voter, learner).", clAnd("role"), nil)
-	descHealthyVoters = prometheus.NewDesc("quorate_cluster_healthy_voters",
-		"Voting members that answer, follow a leader and belong to the recorded cluster; quorum is lost below floor(voters/2)+1.", cl, nil)
-	descCertificateExpiry = prometheus.NewDesc("quorate_certificate_expiry_timestamp_seconds",
-		"When the cluster's first certificate to expire does (Unix seconds), and the TLS Secret that holds it (tls.crt for server, peer and client certificates, ca.crt for CAs).", clAnd("secret"), nil)
-	descReconcileOutcomes = prometheus.NewDesc("quorate_reconcile_outcomes_total",
-		"Reconcile passes of EtcdClusters by outcome: the step taken (None, Wait, Halt, AddLearner, ...) or Error.", clAnd("outcome"), nil)
-	descMembershipChanges = prometheus.NewDesc("quorate_membership_changes_total",
-		"etcd membership changes made by the operator, by change (add_learner, promote, remove, move_leader).", clAnd("change"), nil)
-	descClusterIDMismatches = prometheus.NewDesc("quorate_cluster_id_mismatches_total",
-		"Times a member was found to belong to another etcd cluster than the recorded one (membership changes stop).", cl, nil)
+	descAvailable = clusterDesc("quorate_cluster_available",
+		"1 while the cluster has a leader and a healthy quorum of voting members.")
+	descMemberHealthy = clusterDesc("quorate_member_healthy",
+		"1 when the member answers, follows a leader and belongs to the recorded cluster; 0 otherwise.", "member")
+	descAlarm = clusterDesc("quorate_cluster_alarm",
+		"1 while etcd has raised the alarm (NOSPACE, CORRUPT) in the cluster, 0 once it is cleared.", "alarm")
+	descMembers = clusterDesc("quorate_cluster_members",
+		"etcd members of the cluster by role (voter, learner).", "role")
+	descHealthyVoters = clusterDesc("quorate_cluster_healthy_voters",
+		"Voting members that answer, follow a leader and belong to the recorded cluster; quorum is lost below floor(voters/2)+1.")
+	descCertificateExpiry = clusterDesc("quorate_certificate_expiry_timestamp_seconds",
+		"When the cluster's first certificate to expire does (Unix seconds), and the TLS Secret that holds it (tls.crt for server, peer and client certificates, ca.crt for CAs).", "secret")
+	descReconcileOutcomes = clusterDesc("quorate_reconcile_outcomes_total",
+		"Reconcile passes of EtcdClusters by outcome: the step taken (None, Wait, Halt, AddLearner, ...) or Error.", "outcome")
+	descMembershipChanges = clusterDesc("quorate_membership_changes_total",
+		"etcd membership changes made by the operator, by change (add_learner, promote, remove, move_leader).", "change")
+	descClusterIDMismatches = clusterDesc("quorate_cluster_id_mismatches_total",
+		"Times a member was found to belong to another etcd cluster than the recorded one (membership changes stop).")
 )
 
-// clAnd is the labels of a cluster's series and one more.
-func clAnd(label string) []string { return []string{"namespace", "cluster", label} }
+// clusterDesc describes a family of per-cluster series: labels namespace, cluster and the
+// given ones.
+func clusterDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, append([]string{"namespace", "cluster"}, labels...), nil)
+}
 
 // ClusterCollector exports the series of every EtcdCluster from one small record per cluster,
 // made into series at each scrape. A GaugeVec or CounterVec keeps each series with its label
