@@ -97,6 +97,7 @@ func TestSecretMemoWarm(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other-ca", Labels: map[string]string{names.LabelCluster: "other"}}},
 	).Build()
 	var requests []string
+	var lists []*corev1.SecretList
 	live := interceptor.NewClient(store, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			requests = append(requests, "get "+k.Name)
@@ -104,6 +105,7 @@ func TestSecretMemoWarm(t *testing.T) {
 		},
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			requests = append(requests, "list")
+			lists = append(lists, list.(*corev1.SecretList))
 			return c.List(ctx, list, opts...)
 		}})
 	memo := &secretMemo{}
@@ -111,6 +113,17 @@ func TestSecretMemoWarm(t *testing.T) {
 	for range 2 {
 		if err := memo.warm(ctx, live, cluster); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// No remembered Secret is an element of the list it came in: one would keep the whole
+	// list, the shed Secrets' data included, alive as long as it is remembered.
+	for key, s := range memo.secrets {
+		for _, l := range lists {
+			for i := range l.Items {
+				if s == &l.Items[i] {
+					t.Errorf("the memo keeps %s as element %d of the list it was read in", key, i)
+				}
+			}
 		}
 	}
 	for _, name := range []string{"demo-ca", "demo-peer-tls", "other-ca"} {
