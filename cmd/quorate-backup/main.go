@@ -26,6 +26,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/quorate-dev/quorate/internal/backup"
+	"github.com/quorate-dev/quorate/internal/backup/blobstore"
 	"github.com/quorate-dev/quorate/internal/launcher"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
@@ -119,12 +120,12 @@ func saveCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, error
 		}
 		info := backup.Info{Keyspace: ks, SHA256: saved.SHA256, Size: saved.Size, Version: st.Version, ClusterID: names.FormatID(st.Header.ClusterId)}
 		loc := backup.Location{Bucket: *bucket, Key: *key}
-		if err := backup.Store(ctx, loc, path, info); err != nil {
+		if err := blobstore.Store(ctx, loc, path, info); err != nil {
 			return backup.Result{}, err
 		}
 		res := backup.Result{Kind: backup.ResultStored, Member: member, Location: loc.String(), Key: *key, Info: &info}
 		if *retainPrefix != "" {
-			res.Expired, err = backup.Retain(ctx, *bucket, *retainPrefix, backup.Retention{Count: *retainCount, MaxAge: *retainAge}, time.Now())
+			res.Expired, err = blobstore.Retain(ctx, *bucket, *retainPrefix, backup.Retention{Count: *retainCount, MaxAge: *retainAge}, time.Now())
 			if err != nil {
 				// The backup itself is stored and verified; retention is tried again next time.
 				log.Printf("retention: %v", err)
@@ -200,7 +201,7 @@ func fetchCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, erro
 		if err := os.MkdirAll(filepath.Dir(*out), 0o750); err != nil {
 			return backup.Result{}, err
 		}
-		info, err := backup.Fetch(ctx, backup.Location{Bucket: *bucket, Key: *key}, *out, *sha)
+		info, err := blobstore.Fetch(ctx, backup.Location{Bucket: *bucket, Key: *key}, *out, *sha)
 		if err != nil {
 			return backup.Result{}, err
 		}
@@ -258,7 +259,7 @@ func listCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, error
 	bucket := fs.String("bucket", "", "bucket URL (gocloud.dev/blob)")
 	prefix := fs.String("prefix", "", "key prefix")
 	return func() (backup.Result, error) {
-		objects, err := backup.List(ctx, *bucket, *prefix)
+		objects, err := blobstore.List(ctx, *bucket, *prefix)
 		if err != nil {
 			return backup.Result{}, err
 		}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -120,75 +119,6 @@ func TestVerifyRefusesDamagedSnapshots(t *testing.T) {
 	}
 }
 
-// Store uploads and verifies; Fetch downloads and checks the bytes against the recorded
-// SHA-256 and the one asked for; a damaged stored object is refused, and nothing is left
-// behind at the restore's path.
-func TestStoreAndFetch(t *testing.T) {
-	ctx := context.Background()
-	c := client(t, testsupport.StartEtcd(t, "store", false).ClientURL)
-	for i := range 50 {
-		if _, err := c.Put(ctx, fmt.Sprintf("k%d", i), "v"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "snap.db")
-	saved, err := Save(ctx, c, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := Inspect(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bucketDir := t.TempDir()
-	loc := Location{Bucket: "file://" + bucketDir, Key: "ns/demo/b1.db"}
-	info := Info{Keyspace: ks, SHA256: saved.SHA256, Size: saved.Size, Version: "3.6.16", ClusterID: "abc"}
-	if err := Store(ctx, loc, path, info); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "restore.db")
-	got, err := Fetch(ctx, loc, out, saved.SHA256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, info) {
-		t.Fatalf("fetched metadata %+v, stored %+v", got, info)
-	}
-	if b, _ := os.ReadFile(out); len(b) != int(saved.Size) {
-		t.Fatalf("fetched %d bytes, stored %d", len(b), saved.Size)
-	}
-
-	// Asked for another SHA-256: refused.
-	other := filepath.Join(t.TempDir(), "other.db")
-	if _, err := Fetch(ctx, loc, other, strings.Repeat("0", 64)); !errors.Is(err, ErrHashMismatch) {
-		t.Fatalf("Fetch with another hash = %v, want ErrHashMismatch", err)
-	}
-	// The stored bytes damaged: refused, and nothing left at the path.
-	stored := filepath.Join(bucketDir, "ns", "demo", "b1.db")
-	b, err := os.ReadFile(stored)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[5000] ^= 0xff
-	if err := os.WriteFile(stored, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Fetch(ctx, loc, other, ""); !errors.Is(err, ErrIntegrity) {
-		t.Fatalf("Fetch of a damaged object = %v, want ErrIntegrity", err)
-	}
-	for _, p := range []string{other, other + ".part"} {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Errorf("%s left behind after a refused fetch", p)
-		}
-	}
-	// A bucket that does not exist: the error says so and leaves nothing.
-	missing := Location{Bucket: "file://" + filepath.Join(bucketDir, "nope"), Key: "x.db"}
-	if err := Store(ctx, missing, path, info); err == nil || !strings.Contains(err.Error(), "the bucket or object does not exist") {
-		t.Fatalf("Store into a missing bucket: %v", err)
-	}
-}
-
 // Retention keeps the newest objects by count, and none older than the age, but never the
 // newest one.
 func TestRetentionExpired(t *testing.T) {
@@ -210,39 +140,6 @@ func TestRetentionExpired(t *testing.T) {
 	} {
 		if got := tc.r.Expired(objs, now); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: expired %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
-// Retain deletes expired snapshots under its prefix only.
-func TestRetain(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	for _, k := range []string{"s/a.db", "s/b.db", "s/c.db", "other/d.db", "s/notes.txt"} {
-		p := filepath.Join(dir, k)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base := time.Now().Add(-time.Hour)
-	for i, k := range []string{"s/a.db", "s/b.db", "s/c.db"} {
-		if err := os.Chtimes(filepath.Join(dir, k), base, base.Add(time.Duration(i)*time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	deleted, err := Retain(ctx, "file://"+dir, "s/", Retention{Count: 1}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(deleted, []string{"s/a.db", "s/b.db"}) {
-		t.Fatalf("deleted %v", deleted)
-	}
-	for k, want := range map[string]bool{"s/a.db": false, "s/b.db": false, "s/c.db": true, "other/d.db": true, "s/notes.txt": true} {
-		if _, err := os.Stat(filepath.Join(dir, k)); (err == nil) != want {
-			t.Errorf("%s exists: %v, want %v", k, err == nil, want)
 		}
 	}
 }

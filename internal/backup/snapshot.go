@@ -65,12 +65,12 @@ func Verify(path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	return verifyStream(f)
+	return VerifyStream(f)
 }
 
-// verifyStream reads a whole snapshot, checks etcd's integrity hash, and returns the SHA-256
+// VerifyStream reads a whole snapshot, checks etcd's integrity hash, and returns the SHA-256
 // of everything it read.
-func verifyStream(r io.Reader) (string, error) {
+func VerifyStream(r io.Reader) (string, error) {
 	whole, db := sha256.New(), sha256.New()
 	tail := &tailWriter{next: db, keep: integritySize}
 	n, err := io.Copy(io.MultiWriter(whole, tail), r)

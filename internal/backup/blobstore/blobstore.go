@@ -1,4 +1,4 @@
-package backup
+package blobstore
 
 import (
 	"context"
@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,62 +16,15 @@ import (
 	_ "gocloud.dev/blob/gcsblob"   // gs:// URLs
 	_ "gocloud.dev/blob/s3blob"    // s3:// URLs
 	"gocloud.dev/gcerrors"
+
+	"github.com/quorate-dev/quorate/internal/backup"
 )
-
-// Metadata keys of a stored snapshot (lower case: S3 lower-cases user metadata).
-const (
-	MetaRevision     = "etcd-revision"
-	MetaKeys         = "etcd-keys"
-	MetaKeyspaceHash = "etcd-keyspace-sha256"
-	MetaVersion      = "etcd-version"
-	MetaClusterID    = "etcd-cluster-id"
-	MetaSHA256       = "sha256"
-	MetaSize         = "size"
-)
-
-// Info is what the metadata of a stored snapshot records.
-type Info struct {
-	Keyspace
-	SHA256    string `json:"sha256"`
-	Size      int64  `json:"size"`
-	Version   string `json:"etcdVersion"`
-	ClusterID string `json:"clusterID"`
-}
-
-func (i Info) metadata() map[string]string {
-	return map[string]string{
-		MetaRevision: strconv.FormatInt(i.Revision, 10), MetaKeys: strconv.FormatInt(i.Keys, 10), MetaKeyspaceHash: i.Hash,
-		MetaVersion: i.Version, MetaClusterID: i.ClusterID, MetaSHA256: i.SHA256, MetaSize: strconv.FormatInt(i.Size, 10),
-	}
-}
-
-func infoOf(md map[string]string) Info {
-	atoi := func(k string) int64 { n, _ := strconv.ParseInt(md[k], 10, 64); return n }
-	return Info{Keyspace: Keyspace{Revision: atoi(MetaRevision), Keys: atoi(MetaKeys), Hash: md[MetaKeyspaceHash]},
-		SHA256: md[MetaSHA256], Size: atoi(MetaSize), Version: md[MetaVersion], ClusterID: md[MetaClusterID]}
-}
-
-// Location is a bucket URL (gocloud.dev/blob: s3://, gs://, azblob://, file://) and the key of
-// an object in it.
-type Location struct {
-	Bucket string
-	Key    string
-}
-
-func (l Location) String() string {
-	u, err := url.Parse(l.Bucket)
-	if err != nil {
-		return l.Bucket + " " + l.Key
-	}
-	// The query holds connection settings (endpoint, region), never credentials.
-	return u.Scheme + "://" + u.Host + u.Path + "/" + l.Key
-}
 
 // describe turns a storage error into what to do about it; the credentials' Secret is named
 // by the caller, never their values. S3-compatible stores answer many refusals with codes that
 // gocloud.dev does not map (SignatureDoesNotMatch, InsufficientStorage): their names are
 // matched too.
-func describe(op string, loc Location, err error) error {
+func describe(op string, loc backup.Location, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -112,7 +62,7 @@ func describe(op string, loc Location, err error) error {
 // back and checks it: etcd's integrity hash and the SHA-256 of the whole. A failed upload
 // leaves no object (the upload is committed only when it is complete); a stored object that
 // does not verify is deleted.
-func Store(ctx context.Context, loc Location, path string, info Info) error {
+func Store(ctx context.Context, loc backup.Location, path string, info backup.Info) error {
 	b, err := openBucket(ctx, loc)
 	if err != nil {
 		return err
@@ -125,7 +75,7 @@ func Store(ctx context.Context, loc Location, path string, info Info) error {
 	defer f.Close()
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := b.NewWriter(wctx, loc.Key, &blob.WriterOptions{ContentType: "application/octet-stream", Metadata: info.metadata()})
+	w, err := b.NewWriter(wctx, loc.Key, &blob.WriterOptions{ContentType: "application/octet-stream", Metadata: info.Metadata()})
 	if err != nil {
 		return describe("writing", loc, err)
 	}
@@ -151,7 +101,7 @@ func Store(ctx context.Context, loc Location, path string, info Info) error {
 // openBucket opens the bucket of loc and checks, with a small request, that it exists and
 // takes the credentials: a store that refuses an upload half-way may only reset the
 // connection, which says neither.
-func openBucket(ctx context.Context, loc Location) (*blob.Bucket, error) {
+func openBucket(ctx context.Context, loc backup.Location) (*blob.Bucket, error) {
 	b, err := blob.OpenBucket(ctx, loc.Bucket)
 	if err != nil {
 		return nil, describe("opening bucket of", loc, err)
@@ -169,21 +119,21 @@ func openBucket(ctx context.Context, loc Location) (*blob.Bucket, error) {
 
 // readBack streams a stored snapshot, checks etcd's integrity hash and returns its metadata
 // with the SHA-256 it computed.
-func readBack(ctx context.Context, b *blob.Bucket, loc Location) (Info, error) {
+func readBack(ctx context.Context, b *blob.Bucket, loc backup.Location) (backup.Info, error) {
 	attrs, err := b.Attributes(ctx, loc.Key)
 	if err != nil {
-		return Info{}, describe("reading the attributes of", loc, err)
+		return backup.Info{}, describe("reading the attributes of", loc, err)
 	}
 	r, err := b.NewReader(ctx, loc.Key, nil)
 	if err != nil {
-		return Info{}, describe("reading", loc, err)
+		return backup.Info{}, describe("reading", loc, err)
 	}
 	defer r.Close()
-	sum, err := verifyStream(r)
+	sum, err := backup.VerifyStream(r)
 	if err != nil {
-		return Info{}, fmt.Errorf("reading %s: %w", loc, err)
+		return backup.Info{}, fmt.Errorf("reading %s: %w", loc, err)
 	}
-	info := infoOf(attrs.Metadata)
+	info := backup.InfoFromMetadata(attrs.Metadata)
 	info.SHA256 = sum
 	return info, nil
 }
@@ -191,26 +141,26 @@ func readBack(ctx context.Context, b *blob.Bucket, loc Location) (Info, error) {
 // Fetch downloads the snapshot at loc into path for a restore and checks it: etcd's integrity
 // hash, and the SHA-256 recorded in its metadata and, when given, want. It returns the
 // recorded metadata.
-func Fetch(ctx context.Context, loc Location, path, want string) (Info, error) {
+func Fetch(ctx context.Context, loc backup.Location, path, want string) (backup.Info, error) {
 	b, err := blob.OpenBucket(ctx, loc.Bucket)
 	if err != nil {
-		return Info{}, describe("opening bucket of", loc, err)
+		return backup.Info{}, describe("opening bucket of", loc, err)
 	}
 	defer b.Close()
 	attrs, err := b.Attributes(ctx, loc.Key)
 	if err != nil {
-		return Info{}, describe("reading the attributes of", loc, err)
+		return backup.Info{}, describe("reading the attributes of", loc, err)
 	}
-	recorded := infoOf(attrs.Metadata)
+	recorded := backup.InfoFromMetadata(attrs.Metadata)
 	r, err := b.NewReader(ctx, loc.Key, nil)
 	if err != nil {
-		return Info{}, describe("reading", loc, err)
+		return backup.Info{}, describe("reading", loc, err)
 	}
 	defer r.Close()
 	tmp := path + ".part"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600) //nolint:gosec // a path the restore chooses
 	if err != nil {
-		return Info{}, err
+		return backup.Info{}, err
 	}
 	_, err = io.Copy(f, r)
 	if cerr := f.Close(); err == nil {
@@ -218,9 +168,9 @@ func Fetch(ctx context.Context, loc Location, path, want string) (Info, error) {
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		return Info{}, describe("downloading", loc, err)
+		return backup.Info{}, describe("downloading", loc, err)
 	}
-	sum, err := Verify(tmp)
+	sum, err := backup.Verify(tmp)
 	for _, check := range []struct{ what, sha string }{{"its metadata records", recorded.SHA256}, {"the restore asks for", want}} {
 		if err == nil && check.sha != "" && !strings.EqualFold(check.sha, sum) {
 			err = fmt.Errorf("%w: its SHA-256 is %s, %s %s", ErrHashMismatch, sum, check.what, check.sha)
@@ -228,7 +178,7 @@ func Fetch(ctx context.Context, loc Location, path, want string) (Info, error) {
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		return Info{}, fmt.Errorf("refusing the snapshot %s: %w", loc, err)
+		return backup.Info{}, fmt.Errorf("refusing the snapshot %s: %w", loc, err)
 	}
 	recorded.SHA256 = sum
 	return recorded, os.Rename(tmp, path)
@@ -237,51 +187,11 @@ func Fetch(ctx context.Context, loc Location, path, want string) (Info, error) {
 // ErrHashMismatch: a snapshot's bytes are not the ones its backup recorded.
 var ErrHashMismatch = errors.New("the snapshot is not the one backed up")
 
-// Retention keeps at most the newest Count objects, and none older than MaxAge; a zero value
-// does not limit. The newest object is always kept.
-type Retention struct {
-	Count  int
-	MaxAge time.Duration
-}
-
-// Expired returns which of the objects (name -> time) the retention deletes, oldest first: an
-// object goes when it is not among the newest Count, or older than MaxAge; the newest stays.
-func (r Retention) Expired(objects map[string]time.Time, now time.Time) []string {
-	if r.Count <= 0 && r.MaxAge <= 0 {
-		return nil
-	}
-	names := make([]string, 0, len(objects))
-	for n := range objects {
-		names = append(names, n)
-	}
-	// Newest first; ties by name, so the order is stable.
-	sort.Slice(names, func(i, j int) bool {
-		ti, tj := objects[names[i]], objects[names[j]]
-		if !ti.Equal(tj) {
-			return ti.After(tj)
-		}
-		return names[i] > names[j]
-	})
-	var out []string
-	for i, n := range names {
-		if i == 0 {
-			continue
-		}
-		byCount := r.Count > 0 && i >= r.Count
-		byAge := r.MaxAge > 0 && now.Sub(objects[n]) > r.MaxAge
-		if byCount || byAge {
-			out = append(out, n)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return objects[out[i]].Before(objects[out[j]]) })
-	return out
-}
-
 // List returns the keys of the snapshots (.db objects) under prefix, with their times.
 func List(ctx context.Context, bucket, prefix string) (map[string]time.Time, error) {
 	b, err := blob.OpenBucket(ctx, bucket)
 	if err != nil {
-		return nil, describe("opening bucket of", Location{Bucket: bucket, Key: prefix}, err)
+		return nil, describe("opening bucket of", backup.Location{Bucket: bucket, Key: prefix}, err)
 	}
 	defer b.Close()
 	objects := map[string]time.Time{}
@@ -292,7 +202,7 @@ func List(ctx context.Context, bucket, prefix string) (map[string]time.Time, err
 			return objects, nil
 		}
 		if err != nil {
-			return nil, describe("listing", Location{Bucket: bucket, Key: prefix}, err)
+			return nil, describe("listing", backup.Location{Bucket: bucket, Key: prefix}, err)
 		}
 		if !o.IsDir && strings.HasSuffix(o.Key, ".db") {
 			objects[o.Key] = o.ModTime
@@ -302,20 +212,20 @@ func List(ctx context.Context, bucket, prefix string) (map[string]time.Time, err
 
 // Retain deletes the snapshots under prefix in the bucket that the retention lets go, and
 // returns their keys.
-func Retain(ctx context.Context, bucket, prefix string, r Retention, now time.Time) ([]string, error) {
+func Retain(ctx context.Context, bucket, prefix string, r backup.Retention, now time.Time) ([]string, error) {
 	objects, err := List(ctx, bucket, prefix)
 	if err != nil {
 		return nil, err
 	}
 	b, err := blob.OpenBucket(ctx, bucket)
 	if err != nil {
-		return nil, describe("opening bucket of", Location{Bucket: bucket, Key: prefix}, err)
+		return nil, describe("opening bucket of", backup.Location{Bucket: bucket, Key: prefix}, err)
 	}
 	defer b.Close()
 	expired := r.Expired(objects, now)
 	for _, k := range expired {
 		if err := b.Delete(ctx, k); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-			return nil, describe("deleting", Location{Bucket: bucket, Key: k}, err)
+			return nil, describe("deleting", backup.Location{Bucket: bucket, Key: k}, err)
 		}
 	}
 	return expired, nil

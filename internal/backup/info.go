@@ -1,0 +1,99 @@
+package backup
+
+import (
+	"net/url"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Metadata keys of a stored snapshot (lower case: S3 lower-cases user metadata).
+const (
+	MetaRevision     = "etcd-revision"
+	MetaKeys         = "etcd-keys"
+	MetaKeyspaceHash = "etcd-keyspace-sha256"
+	MetaVersion      = "etcd-version"
+	MetaClusterID    = "etcd-cluster-id"
+	MetaSHA256       = "sha256"
+	MetaSize         = "size"
+)
+
+// Info is what the metadata of a stored snapshot records.
+type Info struct {
+	Keyspace
+	SHA256    string `json:"sha256"`
+	Size      int64  `json:"size"`
+	Version   string `json:"etcdVersion"`
+	ClusterID string `json:"clusterID"`
+}
+
+// Metadata is the object metadata the snapshot is stored with.
+func (i Info) Metadata() map[string]string {
+	return map[string]string{
+		MetaRevision: strconv.FormatInt(i.Revision, 10), MetaKeys: strconv.FormatInt(i.Keys, 10), MetaKeyspaceHash: i.Hash,
+		MetaVersion: i.Version, MetaClusterID: i.ClusterID, MetaSHA256: i.SHA256, MetaSize: strconv.FormatInt(i.Size, 10),
+	}
+}
+
+// InfoFromMetadata reads Info back from a stored object's metadata.
+func InfoFromMetadata(md map[string]string) Info {
+	atoi := func(k string) int64 { n, _ := strconv.ParseInt(md[k], 10, 64); return n }
+	return Info{Keyspace: Keyspace{Revision: atoi(MetaRevision), Keys: atoi(MetaKeys), Hash: md[MetaKeyspaceHash]},
+		SHA256: md[MetaSHA256], Size: atoi(MetaSize), Version: md[MetaVersion], ClusterID: md[MetaClusterID]}
+}
+
+// Location is a bucket URL (gocloud.dev/blob: s3://, gs://, azblob://, file://) and the key of
+// an object in it.
+type Location struct {
+	Bucket string
+	Key    string
+}
+
+func (l Location) String() string {
+	u, err := url.Parse(l.Bucket)
+	if err != nil {
+		return l.Bucket + " " + l.Key
+	}
+	// The query holds connection settings (endpoint, region), never credentials.
+	return u.Scheme + "://" + u.Host + u.Path + "/" + l.Key
+}
+
+// Retention keeps at most the newest Count objects, and none older than MaxAge; a zero value
+// does not limit. The newest object is always kept.
+type Retention struct {
+	Count  int
+	MaxAge time.Duration
+}
+
+// Expired returns which of the objects (name -> time) the retention deletes, oldest first: an
+// object goes when it is not among the newest Count, or older than MaxAge; the newest stays.
+func (r Retention) Expired(objects map[string]time.Time, now time.Time) []string {
+	if r.Count <= 0 && r.MaxAge <= 0 {
+		return nil
+	}
+	names := make([]string, 0, len(objects))
+	for n := range objects {
+		names = append(names, n)
+	}
+	// Newest first; ties by name, so the order is stable.
+	sort.Slice(names, func(i, j int) bool {
+		ti, tj := objects[names[i]], objects[names[j]]
+		if !ti.Equal(tj) {
+			return ti.After(tj)
+		}
+		return names[i] > names[j]
+	})
+	var out []string
+	for i, n := range names {
+		if i == 0 {
+			continue
+		}
+		byCount := r.Count > 0 && i >= r.Count
+		byAge := r.MaxAge > 0 && now.Sub(objects[n]) > r.MaxAge
+		if byCount || byAge {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return objects[out[i]].Before(objects[out[j]]) })
+	return out
+}
