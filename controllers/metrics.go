@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -11,7 +13,8 @@ import (
 // recordMetrics publishes the cluster's status as its gauges, and counts a change into a
 // cluster-ID mismatch.
 func recordMetrics(c *v1alpha1.EtcdCluster, before, after v1alpha1.EtcdClusterStatus) {
-	m := metrics.Cluster{Available: meta.IsStatusConditionTrue(after.Conditions, v1alpha1.ConditionAvailable), Alarms: after.Alarms,
+	// The collector keeps m: its slices are its own, not the status's.
+	m := metrics.Cluster{Available: meta.IsStatusConditionTrue(after.Conditions, v1alpha1.ConditionAvailable), Alarms: slices.Clone(after.Alarms),
 		Members: make([]metrics.Member, 0, len(after.Members))}
 	for _, s := range after.Members {
 		m.Members = append(m.Members, metrics.Member{Name: s.Name, Healthy: s.Healthy, Learner: s.Learner})

@@ -3,7 +3,6 @@ package controllers
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,8 @@ import (
 	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
+	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/testsupport"
 )
 
 // The gauges the alerts are built on, from status: voters, healthy voters and learners, each
@@ -68,6 +69,15 @@ func TestMetricsFromStatus(t *testing.T) {
 			t.Errorf("%s: the cluster's series (-want +got):\n%s", step.name, d)
 		}
 	}
+	// The collector keeps what it read: the status changed afterwards changes no series.
+	alarmed := *after.DeepCopy()
+	alarmed.Alarms = []string{planner.AlarmNoSpace}
+	recordMetrics(c, after, alarmed)
+	alarmed.Alarms[0] = planner.AlarmCorrupt
+	alarmed.Members[0].Name = "renamed"
+	if d := cmp.Diff(with(`quorate_cluster_alarm{alarm="NOSPACE"}`, 1), clusterSeries(t, "metrics-test", "m")); d != "" {
+		t.Errorf("NOSPACE raised, then the status changed: the cluster's series (-want +got):\n%s", d)
+	}
 	metrics.ForgetCluster("metrics-test", "m")
 	if got := clusterSeries(t, "metrics-test", "m"); len(got) != 0 {
 		t.Errorf("after ForgetCluster the cluster still has series: %v", got)
@@ -82,7 +92,6 @@ func clusterSeries(t *testing.T, namespace, cluster string) map[string]float64 {
 	metrics.Clusters.Collect(ch)
 	close(ch)
 	got := map[string]float64{}
-	name := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for m := range ch {
 		var d dto.Metric
 		if err := m.Write(&d); err != nil {
@@ -104,7 +113,8 @@ func clusterSeries(t *testing.T, namespace, cluster string) map[string]float64 {
 			continue
 		}
 		v := d.GetGauge().GetValue() + d.GetCounter().GetValue()
-		got[name.FindStringSubmatch(m.Desc().String())[1]+"{"+strings.Join(rest, ",")+"}"] = v
+		name, _ := testsupport.DescName(m.Desc())
+		got[name+"{"+strings.Join(rest, ",")+"}"] = v
 	}
 	return got
 }

@@ -294,13 +294,12 @@ func TestMetricsExist(t *testing.T) {
 // operatorMetrics are the names of the metrics package's collectors.
 func operatorMetrics() map[string]bool {
 	out := map[string]bool{}
-	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for _, c := range metrics.Collectors() {
 		ch := make(chan *prometheus.Desc, 8)
 		go func() { c.Describe(ch); close(ch) }()
 		for d := range ch {
-			if m := fq.FindStringSubmatch(d.String()); m != nil {
-				out[m[1]] = true
+			if name, _ := testsupport.DescName(d); name != "" {
+				out[name] = true
 			}
 		}
 	}

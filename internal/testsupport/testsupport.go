@@ -9,8 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // FreePort returns a loopback TCP port that was free a moment ago.
@@ -92,4 +95,17 @@ func StartEtcdWith(t testing.TB, name string, o EtcdOptions) *Etcd {
 			t.Fatalf("etcd %s is not healthy after a minute: %v", name, err)
 		}
 	}
+}
+
+// descText reads a description's name and help out of its String(): client_golang exports
+// neither.
+var descText = regexp.MustCompile(`fqName: "([^"]+)", help: "([^"]*)"`)
+
+// DescName is the family name and help text of a Prometheus description.
+func DescName(d *prometheus.Desc) (name, help string) {
+	m := descText.FindStringSubmatch(d.String())
+	if m == nil {
+		return "", ""
+	}
+	return m[1], m[2]
 }
