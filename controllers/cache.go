@@ -45,7 +45,7 @@ func CacheOptions(namespaces ...string) cache.Options {
 //     writes), the same and the hash annotation apply compares.
 //
 // What the kept metadata (and an EtcdCluster's conditions) repeat from object to object is
-// shared (package intern). Anything else (a tombstone, another kind) keeps all but its
+// shared (package intern), and the volumes of a cluster share one annotations map. Anything else (a tombstone, another kind) keeps all but its
 // managedFields.
 func trimForCache(obj any) (any, error) {
 	o, ok := obj.(client.Object)
@@ -75,5 +75,8 @@ func trimForCache(obj any) (any, error) {
 		intern.Conditions(o.Status.Conditions)
 	}
 	intern.Meta(o)
+	if pvc, ok := o.(*corev1.PersistentVolumeClaim); ok {
+		pvc.Annotations = intern.SharedMap(pvc.Annotations) // a cluster's volumes carry its UID and cluster ID
+	}
 	return o, nil
 }

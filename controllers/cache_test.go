@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/names"
 )
 
 func TestTrimForCache(t *testing.T) {
@@ -76,5 +78,21 @@ func TestTrimForCache(t *testing.T) {
 		if d := cmp.Diff(tc.out, got); d != "" {
 			t.Errorf("%s: trimForCache (-want +got):\n%s", tc.name, d)
 		}
+	}
+
+	// A cluster's volumes carry equal annotations (its UID, cluster ID and bootstrap size):
+	// their cached copies share one map.
+	var cached []map[string]string
+	for _, m := range []string{"demo-0", "demo-1"} {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: m, Namespace: "db",
+			Annotations: map[string]string{names.AnnotationOwnerUID: "u-1", names.AnnotationClusterID: "c1a55"}}}
+		got, err := trimForCache(pvc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached = append(cached, got.(*corev1.PersistentVolumeClaim).Annotations)
+	}
+	if len(cached[0]) != 2 || reflect.ValueOf(cached[0]).UnsafePointer() != reflect.ValueOf(cached[1]).UnsafePointer() {
+		t.Errorf("the cached volumes of two members hold two maps of annotations %v and %v, not one", cached[0], cached[1])
 	}
 }

@@ -73,3 +73,34 @@ func TestPoolLimit(t *testing.T) {
 		t.Fatalf("an interned string changed: %q", first)
 	}
 }
+
+// Maps with equal entries, decoded apart, become one map with the same entries; a map that
+// differs in one value does not join them; nil and empty maps stay as they are.
+func TestSharedMap(t *testing.T) {
+	decode := func(hash string) map[string]string {
+		return map[string]string{fresh("etcd.quorate.dev/spec-hash"): fresh(hash), fresh("etcd.quorate.dev/owner-uid"): fresh("u-1")}
+	}
+	addr := func(m map[string]string) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
+	a, b, other := SharedMap(decode("h-1")), SharedMap(decode("h-1")), SharedMap(decode("h-2"))
+	if !reflect.DeepEqual(a, decode("h-1")) || !reflect.DeepEqual(other, decode("h-2")) {
+		t.Fatalf("SharedMap changed the entries: %v, %v", a, other)
+	}
+	if addr(a) != addr(b) {
+		t.Errorf("two maps with equal entries are not one map")
+	}
+	if addr(a) == addr(other) {
+		t.Errorf("a map with another value is the same map as %v", a)
+	}
+	for k, v := range other {
+		if !same(k, String(fresh(k))) || !same(v, String(fresh(v))) {
+			t.Errorf("entry %s=%s is not shared", k, v)
+		}
+	}
+	if m := SharedMap(nil); m != nil {
+		t.Errorf("SharedMap(nil) = %v", m)
+	}
+	empty := map[string]string{}
+	if m := SharedMap(empty); m == nil || addr(m) != addr(empty) {
+		t.Errorf("SharedMap of an empty map is not that map")
+	}
+}

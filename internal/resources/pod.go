@@ -363,6 +363,7 @@ func PodForCache(obj any) (any, error) {
 	p.Status = corev1.PodStatus{Phase: st.Phase, Reason: st.Reason, Message: st.Message, Conditions: conditionsForCache(st.Conditions), PodIP: st.PodIP,
 		InitContainerStatuses: containerStatusesForCache(st.InitContainerStatuses), ContainerStatuses: containerStatusesForCache(st.ContainerStatuses)}
 	intern.Meta(p)
+	p.Annotations = intern.SharedMap(p.Annotations) // a cluster's members carry one spec hash
 	return p, nil
 }
 

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -303,6 +304,22 @@ func TestPodForCache(t *testing.T) {
 		if gotForce := ForcesNewCluster(got.(*corev1.Pod)); gotForce != force || ForcesNewCluster(pod) != force {
 			t.Errorf("ForcesNewCluster: %v on the cached pod, %v on the built pod; want %v", gotForce, ForcesNewCluster(pod), force)
 		}
+	}
+	// The members of a cluster carry one spec hash: their cached pods share one map of it.
+	var cached []map[string]string
+	for _, m := range []string{"demo-0", "demo-1"} {
+		pod, err := Pod(c, MemberPod{Member: m, InitialCluster: "demo-0=https://demo-0.demo-peer.ns.svc:2380"}, images)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := PodForCache(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached = append(cached, got.(*corev1.Pod).Annotations)
+	}
+	if len(cached[0]) == 0 || reflect.ValueOf(cached[0]).UnsafePointer() != reflect.ValueOf(cached[1]).UnsafePointer() {
+		t.Errorf("the cached pods of two members hold two maps of annotations %v and %v, not one", cached[0], cached[1])
 	}
 	tombstone := "not a pod"
 	if got, err := PodForCache(tombstone); err != nil || got != tombstone {
