@@ -118,6 +118,13 @@ func (m *secretMemo) shed(namespace string, named map[string]string, keep ...str
 	}
 }
 
+// forgetSecret forgets the data of one Secret.
+func (m *secretMemo) forgetSecret(key types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.secrets, key)
+}
+
 func (m *secretMemo) drop(obj client.Object) {
 	if _, ok := obj.(*corev1.Secret); !ok {
 		return

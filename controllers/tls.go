@@ -172,27 +172,28 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 		c.Status.TLS.FirstExpiry = nil // found again below, from the Secrets as they are
 	}
 	reads := &secretReads{}
-	if err := r.ensureTLSSecrets(withSecretReads(ctx, reads), c); err != nil {
-		return err
-	}
-	r.certificatesCondition(c, now)
-	if !reads.wrote {
-		r.tlsDone.record(c, inputs, reads, r.certLifetime(), now)
-		// Their data is read again only when one of them changes. Kept: the client
-		// certificate the operator uses on every pass (clientTLS: its own, or the
-		// applications' for a cluster from before it had its own, or the user's), and with
-		// users the cluster CA, which their certificates are checked against on every pass
-		// (ensureUserSecrets).
-		keep := []string{names.OperatorSecret(c.Name), c.Spec.TLS.ClientSecretName}
-		if rv, read := reads.rvs[names.OperatorSecret(c.Name)]; !read || rv == "" {
-			keep = append(keep, names.ClientSecret(c.Name))
+	err := r.ensureTLSSecrets(withSecretReads(ctx, reads), c)
+	if err == nil {
+		r.certificatesCondition(c, now)
+		if !reads.wrote {
+			r.tlsDone.record(c, inputs, reads, r.certLifetime(), now)
 		}
-		if len(c.Spec.Users) > 0 {
-			keep = append(keep, names.CASecret(c.Name), nextCA(names.CASecret(c.Name)))
-		}
-		r.secrets.shed(c.Namespace, reads.rvs, keep...)
 	}
-	return nil
+	// Their data is read again only when one of them changes. Kept: the client certificate
+	// the operator uses on every pass (clientTLS: its own, or the applications' for a cluster
+	// from before it had its own, or the user's) until clientTLS has taken what it needs of
+	// it (clientCreds), and with users the cluster CA, which their certificates are checked
+	// against on every pass (ensureUserSecrets). A pass that wrote sheds them too: what it
+	// wrote the memo already forgot, and the rest is read again at most once.
+	keep := []string{names.OperatorSecret(c.Name), c.Spec.TLS.ClientSecretName}
+	if rv, read := reads.rvs[names.OperatorSecret(c.Name)]; !read || rv == "" {
+		keep = append(keep, names.ClientSecret(c.Name))
+	}
+	if len(c.Spec.Users) > 0 {
+		keep = append(keep, names.CASecret(c.Name), nextCA(names.CASecret(c.Name)))
+	}
+	r.secrets.shed(c.Namespace, reads.rvs, keep...)
+	return err
 }
 
 // ensureTLSSecrets is ensureTLS's work on the Secrets.
@@ -428,13 +429,14 @@ func (r *Reconciler) clientTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (*t
 	if c.Spec.TLS.UserProvided() {
 		name = c.Spec.TLS.ClientSecretName
 	}
-	s, err := r.secret(ctx, c.Namespace, name)
+	cluster := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	cred, err := r.clientCred(ctx, cluster, name)
 	if apierrors.IsNotFound(err) && !c.Spec.TLS.UserProvided() {
 		name = names.ClientSecret(c.Name)
-		s, err = r.secret(ctx, c.Namespace, name)
+		cred, err = r.clientCred(ctx, cluster, name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading client certificate secret %s: %w", name, err)
 	}
-	return pki.ClientTLS(s.Data[pki.KeyCert], s.Data[pki.KeyKey], s.Data[pki.KeyCACert], names.ClientHost(c.Name, c.Namespace))
+	return pki.ClientTLS(cred.cert, cred.key, cred.ca, names.ClientHost(c.Name, c.Namespace))
 }
