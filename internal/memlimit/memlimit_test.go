@@ -49,12 +49,28 @@ func TestSet(t *testing.T) {
 	}
 	t.Setenv("GOMEMLIMIT", "")
 	soft, _, err := Set([]string{p})
-	if err != nil || soft != 241591910 || debug.SetMemoryLimit(-1) != 241591910 {
-		t.Errorf("Set = %d, %v; runtime limit %d; want 241591910 (90 %% of 256 MiB) in both", soft, err, debug.SetMemoryLimit(-1))
+	if err != nil || soft != 208<<20 || debug.SetMemoryLimit(-1) != 208<<20 {
+		t.Errorf("Set = %d, %v; runtime limit %d; want 208 MiB (256 MiB less Reserve) in both", soft, err, debug.SetMemoryLimit(-1))
 	}
 	debug.SetMemoryLimit(before)
 	t.Setenv("GOMEMLIMIT", "100MiB")
 	if soft, why, err := Set([]string{p}); err != nil || soft != 0 || why != "GOMEMLIMIT=100MiB is set" || debug.SetMemoryLimit(-1) != before {
 		t.Errorf("with GOMEMLIMIT set: Set = %d, %q, %v and runtime limit %d; want it left to the runtime", soft, why, err, debug.SetMemoryLimit(-1))
+	}
+}
+
+// The soft limit leaves Reserve for the binary's pages, 10 % when that is more, and never takes
+// more than half.
+func TestSoft(t *testing.T) {
+	for _, tc := range []struct{ limit, want int64 }{
+		{64 << 20, 32 << 20},          // half: Reserve would leave 16 MiB
+		{96 << 20, 48 << 20},          // Reserve, and half
+		{256 << 20, 208 << 20},        // Reserve
+		{480 << 20, 432 << 20},        // Reserve and 10 % are equal
+		{1024 << 20, 9663676416 / 10}, // 10 %
+	} {
+		if got := Soft(tc.limit); got != tc.want {
+			t.Errorf("Soft(%d MiB) = %d, want %d", tc.limit>>20, got, tc.want)
+		}
 	}
 }
