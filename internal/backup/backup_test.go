@@ -11,27 +11,16 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/quorate-dev/quorate/internal/testsupport"
 )
-
-func client(t *testing.T, url string) *clientv3.Client {
-	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
 
 // A snapshot of a real etcd holds the keyspace at its revision: Inspect reads from the file
 // exactly what KeyspaceAt reads from the cluster at that revision, and writes after the
 // snapshot change neither.
 func TestSnapshotKeyspace(t *testing.T) {
 	ctx := context.Background()
-	c := client(t, testsupport.StartEtcd(t, "backup", false).ClientURL)
+	c := testsupport.StartEtcd(t, "backup", false).Client(t)
 	for i := range 300 {
 		if _, err := c.Put(ctx, fmt.Sprintf("k%03d", i%120), fmt.Sprintf("v%d", i)); err != nil {
 			t.Fatal(err)
@@ -91,7 +80,7 @@ func TestSnapshotKeyspace(t *testing.T) {
 // A snapshot whose bytes changed, or that was cut short, fails etcd's integrity check.
 func TestVerifyRefusesDamagedSnapshots(t *testing.T) {
 	ctx := context.Background()
-	c := client(t, testsupport.StartEtcd(t, "damaged", false).ClientURL)
+	c := testsupport.StartEtcd(t, "damaged", false).Client(t)
 	if _, err := c.Put(ctx, "k", "v"); err != nil {
 		t.Fatal(err)
 	}

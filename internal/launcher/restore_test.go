@@ -8,10 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/testsupport"
@@ -23,11 +19,7 @@ import (
 func TestRestore(t *testing.T) {
 	ctx := context.Background()
 	src := testsupport.StartEtcd(t, "src", false)
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{src.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := src.Client(t)
 	for i := range 30 {
 		if _, err := c.Put(ctx, fmt.Sprintf("k%02d", i), fmt.Sprintf("v%d", i)); err != nil {
 			t.Fatal(err)
@@ -62,11 +54,7 @@ func TestRestore(t *testing.T) {
 		t.Errorf("the restore's work directory was left: %v", err)
 	}
 	restored := testsupport.StartEtcdWith(t, "m0", testsupport.EtcdOptions{DataDir: o.DataDir, PeerURL: peer})
-	rc, err := clientv3.New(clientv3.Config{Endpoints: []string{restored.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
+	rc := restored.Client(t)
 	got, err := backup.KeyspaceAt(ctx, rc, want.Revision)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // FreePort returns a loopback TCP port that was free a moment ago.
@@ -95,6 +97,17 @@ func StartEtcdWith(t testing.TB, name string, o EtcdOptions) *Etcd {
 			t.Fatalf("etcd %s is not healthy after a minute: %v", name, err)
 		}
 	}
+}
+
+// Client is a plaintext client of the member, closed when the test ends.
+func (e *Etcd) Client(t testing.TB) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{e.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // descText reads a description's name and help out of its String(): client_golang exports

@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/testsupport"
 )
@@ -23,7 +20,7 @@ import (
 // behind at the restore's path.
 func TestStoreAndFetch(t *testing.T) {
 	ctx := context.Background()
-	c := client(t, testsupport.StartEtcd(t, "store", false).ClientURL)
+	c := testsupport.StartEtcd(t, "store", false).Client(t)
 	for i := range 50 {
 		if _, err := c.Put(ctx, fmt.Sprintf("k%d", i), "v"); err != nil {
 			t.Fatal(err)
@@ -118,14 +115,4 @@ func TestRetain(t *testing.T) {
 			t.Errorf("%s exists: %v, want %v", k, err == nil, want)
 		}
 	}
-}
-
-func client(t *testing.T, url string) *clientv3.Client {
-	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
 }
