@@ -45,8 +45,8 @@ func CacheOptions(namespaces ...string) cache.Options {
 //     writes), the same and the hash annotation apply compares.
 //
 // What the kept metadata (and an EtcdCluster's conditions) repeat from object to object is
-// shared (package intern), and the volumes of a cluster share one annotations map. Anything else (a tombstone, another kind) keeps all but its
-// managedFields.
+// shared (package intern), and the volumes of a cluster share one annotations map. Anything
+// else (a tombstone, another kind) keeps all but its managedFields.
 func trimForCache(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok {

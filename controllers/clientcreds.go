@@ -2,61 +2,54 @@ package controllers
 
 import (
 	"context"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quorate-dev/quorate/internal/pki"
 )
 
-// clientCreds keeps, for each cluster, the client certificate every pass dials the members
-// with: the PEM of the certificate, its key and the CA, and the name and resourceVersion of
-// the Secret they were read from. While the cache shows that Secret at that resourceVersion,
-// a pass uses them without reading the Secret. They are all the operator needs of it, so the
-// Secret itself is not kept (secretMemo): a whole Secret, metadata, maps and copies, is about
-// twice the size of its three PEM blocks, kept for every cluster (make bench-scale).
-type clientCreds struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]clientCred // by cluster
-}
+// The memo keeps, for each cluster, the client certificate every pass dials the members with
+// (secretMemo.creds): the PEM of the certificate, its key and the CA, and the resourceVersion
+// of the Secret they were read from. While the cache shows that Secret at that
+// resourceVersion, a pass uses them without reading the Secret. They are all the operator
+// needs of it, so the Secret itself is not kept: a whole Secret, metadata, maps and copies, is
+// about twice the size of its three PEM blocks, kept for every cluster (make bench-scale). A
+// write of the Secret through the reconciler's client drops them at once, as it drops the
+// Secret (memoClient).
 
-// clientCred is a client certificate and where it was read.
+// clientCred is a client certificate, and the cluster and Secret resourceVersion it was read
+// for.
 type clientCred struct {
-	secret, resourceVersion string
-	cert, key, ca           []byte
+	cluster, resourceVersion string
+	cert, key, ca            []byte
 }
 
-func (cc *clientCreds) get(cluster types.NamespacedName) (clientCred, bool) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	c, ok := cc.m[cluster]
+func (m *secretMemo) cred(key types.NamespacedName) (clientCred, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.creds[key]
 	return c, ok
 }
 
-func (cc *clientCreds) set(cluster types.NamespacedName, c clientCred) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.m == nil {
-		cc.m = map[types.NamespacedName]clientCred{}
+// keepCred keeps c, read from the Secret key, and forgets the Secret itself.
+func (m *secretMemo) keepCred(key types.NamespacedName, c clientCred) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.creds == nil {
+		m.creds = map[types.NamespacedName]clientCred{}
 	}
-	cc.m[cluster] = c
-}
-
-// forget drops a deleted cluster's certificate.
-func (cc *clientCreds) forget(cluster types.NamespacedName) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	delete(cc.m, cluster)
+	m.creds[key] = c
+	delete(m.secrets, key)
 }
 
 // clientCred is the client certificate of cluster in the named Secret: the one kept while the
 // cache shows the Secret unchanged, otherwise the Secret read again (through the memo, which
-// then forgets it) and kept.
+// then keeps the certificate instead of the Secret).
 func (r *Reconciler) clientCred(ctx context.Context, cluster types.NamespacedName, name string) (clientCred, error) {
 	key := types.NamespacedName{Namespace: cluster.Namespace, Name: name}
-	if kept, ok := r.creds.get(cluster); ok && kept.secret == name {
+	if kept, ok := r.secrets.cred(key); ok {
 		if rv, err := cachedSecretVersion(ctx, r.Client, key); err == nil && rv == kept.resourceVersion {
-			r.secrets.forgetSecret(key)
+			r.secrets.keepCred(key, kept) // and forget the Secret, if a TLS pass read it again
 			return kept, nil
 		}
 	}
@@ -65,8 +58,7 @@ func (r *Reconciler) clientCred(ctx context.Context, cluster types.NamespacedNam
 		return clientCred{}, err
 	}
 	// s is the pass's own copy: its data's byte slices are kept, not the Secret.
-	c := clientCred{secret: name, resourceVersion: s.ResourceVersion, cert: s.Data[pki.KeyCert], key: s.Data[pki.KeyKey], ca: s.Data[pki.KeyCACert]}
-	r.creds.set(cluster, c)
-	r.secrets.forgetSecret(key)
+	c := clientCred{cluster: cluster.Name, resourceVersion: s.ResourceVersion, cert: s.Data[pki.KeyCert], key: s.Data[pki.KeyKey], ca: s.Data[pki.KeyCACert]}
+	r.secrets.keepCred(key, c)
 	return c, nil
 }

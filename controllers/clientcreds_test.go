@@ -53,7 +53,7 @@ func TestClientCreds(t *testing.T) {
 			t.Errorf("%s: the memo keeps %d Secrets", name, n)
 		}
 	}
-	first := clientCred{secret: key.Name, resourceVersion: rv(), cert: []byte("cert-1"), key: []byte("key-1"), ca: []byte("ca-1")}
+	first := clientCred{cluster: "demo", resourceVersion: rv(), cert: []byte("cert-1"), key: []byte("key-1"), ca: []byte("ca-1")}
 	step("first pass", first, 1)
 	step("the Secret unchanged", first, 1)
 
@@ -65,16 +65,33 @@ func TestClientCreds(t *testing.T) {
 	if err := store.Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	renewed := clientCred{secret: key.Name, resourceVersion: rv(), cert: []byte("cert-2"), key: []byte("key-1"), ca: []byte("ca-1")}
+	renewed := clientCred{cluster: "demo", resourceVersion: rv(), cert: []byte("cert-2"), key: []byte("key-1"), ca: []byte("ca-1")}
 	step("the certificate renewed", renewed, 2)
 
-	// After a restart, the memo holds the Secret from the cluster's first list (warm).
-	r.creds.forget(cluster)
+	// A TLS pass read the Secret again (it reads it at least hourly): the certificate is
+	// still the one kept, and the memo drops the Secret.
 	r.secrets.secrets = map[types.NamespacedName]*corev1.Secret{key: s.DeepCopy()}
-	step("from the memo", renewed, 2)
+	step("after a TLS pass read the Secret", renewed, 2)
 
-	r.creds.forget(cluster)
-	if _, ok := r.creds.get(cluster); ok {
+	// The operator writes the Secret: the certificate kept is dropped at once, before the
+	// cache has seen the write.
+	writer := memoClient{Client: store, memo: &r.secrets}
+	s.Data[pki.KeyCert] = []byte("cert-3")
+	if err := writer.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.secrets.cred(key); ok {
+		t.Errorf("the certificate is still kept after the operator wrote its Secret")
+	}
+	written := clientCred{cluster: "demo", resourceVersion: rv(), cert: []byte("cert-3"), key: []byte("key-1"), ca: []byte("ca-1")}
+	step("after the operator wrote it", written, 3)
+
+	// After a restart, the memo holds the Secret from the cluster's first list (warm).
+	r.secrets = secretMemo{secrets: map[types.NamespacedName]*corev1.Secret{key: s.DeepCopy()}}
+	step("from the memo after a restart", written, 3)
+
+	r.secrets.forget(cluster)
+	if _, ok := r.secrets.cred(key); ok {
 		t.Errorf("the certificate of a deleted cluster is still kept")
 	}
 }

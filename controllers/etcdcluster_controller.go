@@ -59,7 +59,6 @@ type Reconciler struct {
 	Operator resources.Operator
 
 	secrets secretMemo
-	creds   clientCreds
 	tlsDone tlsMemo
 }
 
@@ -101,7 +100,6 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Forget(req.NamespacedName)
 			r.secrets.forget(req.NamespacedName)
-			r.creds.forget(req.NamespacedName)
 			r.tlsDone.forget(req.NamespacedName)
 			r.Ownership.forget(req.NamespacedName)
 			metrics.ForgetCluster(req.Namespace, req.Name)

@@ -22,7 +22,8 @@ import (
 type secretMemo struct {
 	mu      sync.Mutex
 	secrets map[types.NamespacedName]*corev1.Secret
-	warmed  map[types.NamespacedName]bool // clusters whose Secrets were listed in one request
+	warmed  map[types.NamespacedName]bool       // clusters whose Secrets were listed in one request
+	creds   map[types.NamespacedName]clientCred // client certificates, by Secret (clientcreds.go)
 }
 
 // warm lists a cluster's Secrets (those carrying its label: certificates, CAs, users) in one
@@ -104,6 +105,11 @@ func (m *secretMemo) forget(cluster types.NamespacedName) {
 			delete(m.secrets, key)
 		}
 	}
+	for key, c := range m.creds {
+		if key.Namespace == cluster.Namespace && c.cluster == cluster.Name {
+			delete(m.creds, key)
+		}
+	}
 }
 
 // shed forgets the data of the named Secrets of a namespace but those in keep: a pass reads
@@ -118,13 +124,6 @@ func (m *secretMemo) shed(namespace string, named map[string]string, keep ...str
 	}
 }
 
-// forgetSecret forgets the data of one Secret.
-func (m *secretMemo) forgetSecret(key types.NamespacedName) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.secrets, key)
-}
-
 func (m *secretMemo) drop(obj client.Object) {
 	if _, ok := obj.(*corev1.Secret); !ok {
 		return
@@ -132,6 +131,7 @@ func (m *secretMemo) drop(obj client.Object) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.secrets, client.ObjectKeyFromObject(obj))
+	delete(m.creds, client.ObjectKeyFromObject(obj))
 }
 
 // memoClient is the reconciler's client: each Secret it writes or deletes is forgotten by the
