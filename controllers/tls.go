@@ -182,9 +182,10 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 	// Their data is read again only when one of them changes. Kept: the client certificate
 	// the operator uses on every pass (clientTLS: its own, or the applications' for a cluster
 	// from before it had its own, or the user's) until clientTLS has taken what it needs of
-	// it (clientCreds), and with users the cluster CA, which their certificates are checked
-	// against on every pass (ensureUserSecrets). A pass that wrote sheds them too: what it
-	// wrote the memo already forgot, and the rest is read again at most once.
+	// it (clientCred, which keeps its PEM instead), and with users the cluster CA, which
+	// their certificates are checked against on every pass (ensureUserSecrets). A pass that
+	// wrote sheds them too: what it wrote the memo already forgot, and the rest is read again
+	// at most once.
 	keep := []string{names.OperatorSecret(c.Name), c.Spec.TLS.ClientSecretName}
 	if rv, read := reads.rvs[names.OperatorSecret(c.Name)]; !read || rv == "" {
 		keep = append(keep, names.ClientSecret(c.Name))
