@@ -45,7 +45,7 @@ var scheme = runtime.NewScheme()
 // eventCacheEntries is how many Event keys each of the event correlator's caches keeps. With
 // client-go's 4096, the three caches held 13 MB once a thousand clusters had been created (a
 // key is an Event's source, object, reason and message joined: hundreds of bytes), a fifth of
-// the operator's live heap (make bench-scale, docs/measurements.md). Beyond the most recent
+// the operator's live heap (make bench-scale, docs/reports/scale-rounds.md). Beyond the most recent
 // keys an Event is only less aggregated: a repeat is a new Event instead of a higher count, and
 // an object's spam-filter bucket starts full again.
 const eventCacheEntries = 512

@@ -20,7 +20,7 @@ const Fraction = 0.9
 
 // Reserve is what is left of the container's limit for that at least: the operator's binary
 // had 42 MB resident at 5000 clusters, all of it charged to the container (make bench-scale,
-// docs/measurements.md). With 10 % alone, a 256 MiB container left it 26 MiB, and the kernel
+// docs/design.md). With 10 % alone, a 256 MiB container left it 26 MiB, and the kernel
 // reclaimed the binary's pages under the heap until the operator stalled and lost its leader
 // lease.
 const Reserve = 48 << 20

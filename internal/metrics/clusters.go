@@ -66,7 +66,7 @@ func clusterDesc(name, help string, labels ...string) *prometheus.Desc {
 // made into series at each scrape. A GaugeVec or CounterVec keeps each series with its label
 // values and label pairs, about 400 bytes, and a cluster has a dozen: at 5000 clusters that
 // was 25 MB of the operator's heap held between scrapes (make bench-scale,
-// docs/measurements.md). A cluster's series go with it (Forget).
+// docs/reports/scale-rounds.md). A cluster's series go with it (Forget).
 //
 // A scrape makes its series without building label pairs again: a cluster's namespace and
 // name pairs are made once with its record, the pairs of fixed values (roles, alarms,
