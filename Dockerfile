@@ -5,5 +5,7 @@ FROM scratch
 COPY bin/linux_amd64/quorate-operator /quorate-operator
 COPY bin/linux_amd64/quorate-launcher /quorate-launcher
 COPY bin/linux_amd64/quorate-backup /quorate-backup
+# Where certification checks (and users) look for the license of what an image ships.
+COPY LICENSE /licenses/LICENSE
 USER 65532:65532
 ENTRYPOINT ["/quorate-operator"]
