@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -34,63 +35,94 @@ import (
 	"github.com/quorate-dev/quorate/internal/pki"
 )
 
-func main() {
-	var (
-		endpoints, tlsDir, serverName, peerService, mix, prefix, listen string
-		clients, keys, port, watchers                                   int
-		rate                                                            float64
-		openLoop                                                        bool
-		opTimeout, pollInterval, watchRestart                           time.Duration
-	)
-	flag.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs, e.g. https://demo-client.ns.svc:2379")
-	flag.StringVar(&tlsDir, "tls-dir", "", "directory with tls.crt, tls.key and ca.crt of a client certificate (empty: plaintext)")
-	flag.StringVar(&serverName, "server-name", "", "name the members' server certificate must carry (default: the endpoint host)")
-	flag.StringVar(&peerService, "peer-service", "", "DNS name of the cluster's headless peer Service, for the split-brain poller")
-	flag.IntVar(&port, "client-port", 2379, "members' client port")
-	flag.IntVar(&clients, "clients", workload.DefaultClients, "concurrent clients, each with its own connection and (closed loop) one operation at a time")
-	flag.Float64Var(&rate, "rate", workload.DefaultRate, "operations per second over all clients")
-	flag.BoolVar(&openLoop, "open-loop", false, "issue operations on schedule whether or not earlier ones returned (each client connection then carries several at a time)")
-	flag.IntVar(&keys, "keys", 8, "number of keys")
-	flag.StringVar(&mix, "mix", "put=4,get=4,cas=2", "operation weights")
-	flag.StringVar(&prefix, "prefix", "/quorate-conformance/", "key prefix")
-	flag.DurationVar(&opTimeout, "op-timeout", workload.DefaultOpTimeout, "timeout of one operation")
-	flag.DurationVar(&pollInterval, "poll-interval", 250*time.Millisecond, "split-brain poller interval (4 Hz or faster)")
-	flag.StringVar(&listen, "listen", ":8080", "HTTP address")
-	flag.IntVar(&watchers, "watchers", 2, "watchers that keep a watch open on the workload's keys and record every event")
-	flag.DurationVar(&watchRestart, "watch-restart", 10*time.Second, "restart each watch this often, from the revision after its last event, as a client whose connection drops would")
-	flag.Parse()
+// flags are the command's flags.
+type flags struct {
+	endpoints, tlsDir, serverName, peerService, mix, prefix, listen string
+	clients, keys, port, watchers                                   int
+	rate                                                            float64
+	openLoop                                                        bool
+	opTimeout, pollInterval, watchRestart                           time.Duration
+}
 
-	cfg := workload.Config{Endpoints: strings.Split(endpoints, ","), Clients: clients, Rate: rate, Keys: keys, Prefix: prefix, OpTimeout: opTimeout, Seed: time.Now().UnixNano(),
-		Watchers: watchers, WatchRestart: watchRestart, OpenLoop: openLoop}
-	if _, err := fmt.Sscanf(strings.NewReplacer("put=", "", "get=", "", "cas=", "").Replace(mix), "%d,%d,%d", &cfg.PutWeight, &cfg.GetWeight, &cfg.CASWeight); err != nil {
-		log.Fatalf("--mix %q: want put=N,get=N,cas=N", mix)
-	}
+func main() {
+	f := parseFlags()
+	cfg := f.config()
 	seen := &tlsFiles{}
-	if tlsDir != "" {
-		name := serverName
-		if name == "" {
-			name = strings.Split(strings.TrimPrefix(strings.TrimPrefix(cfg.Endpoints[0], "https://"), "http://"), ":")[0]
-		}
-		// The client certificate and the CA bundle are read at every handshake: a renewed
-		// certificate or a rotated CA reaches new connections once the kubelet updates the
-		// mounted Secret, as it must for any client of a cluster whose CA rotates.
-		t, err := pki.FilesTLS(tlsDir, name, nil)
-		if err != nil {
-			log.Fatal(err)
-		}
-		cfg.TLS = t
-		go seen.watch(tlsDir)
+	if f.tlsDir != "" {
+		cfg.TLS = clientTLS(f.tlsDir, f.serverName, cfg.Endpoints[0])
+		go seen.watch(f.tlsDir)
 	}
 	runner := workload.New(cfg)
-	poller := &workload.Poller{PeerService: peerService, Port: port, TLS: cfg.TLS, Interval: pollInterval}
-	var pollOnce sync.Once
+	poller := &workload.Poller{PeerService: f.peerService, Port: f.port, TLS: cfg.TLS, Interval: f.pollInterval}
 	pollCtx, stopPoll := context.WithCancel(context.Background())
 	defer stopPoll()
 
-	reply := func(w http.ResponseWriter, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(v)
+	mux := routes(pollCtx, runner, poller, f.peerService, seen)
+	log.Printf("quorate-workload listening on %s (endpoints %v, %d clients, %.0f ops/s)", f.listen, cfg.Endpoints, f.clients, f.rate)
+	srv := &http.Server{Addr: f.listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	log.Fatal(srv.ListenAndServe())
+}
+
+func parseFlags() flags {
+	var f flags
+	flag.StringVar(&f.endpoints, "endpoints", "", "comma-separated client URLs, e.g. https://demo-client.ns.svc:2379")
+	flag.StringVar(&f.tlsDir, "tls-dir", "", "directory with tls.crt, tls.key and ca.crt of a client certificate (empty: plaintext)")
+	flag.StringVar(&f.serverName, "server-name", "", "name the members' server certificate must carry (default: the endpoint host)")
+	flag.StringVar(&f.peerService, "peer-service", "", "DNS name of the cluster's headless peer Service, for the split-brain poller")
+	flag.IntVar(&f.port, "client-port", 2379, "members' client port")
+	flag.IntVar(&f.clients, "clients", workload.DefaultClients, "concurrent clients, each with its own connection and (closed loop) one operation at a time")
+	flag.Float64Var(&f.rate, "rate", workload.DefaultRate, "operations per second over all clients")
+	flag.BoolVar(&f.openLoop, "open-loop", false, "issue operations on schedule whether or not earlier ones returned (each client connection then carries several at a time)")
+	flag.IntVar(&f.keys, "keys", 8, "number of keys")
+	flag.StringVar(&f.mix, "mix", "put=4,get=4,cas=2", "operation weights")
+	flag.StringVar(&f.prefix, "prefix", "/quorate-conformance/", "key prefix")
+	flag.DurationVar(&f.opTimeout, "op-timeout", workload.DefaultOpTimeout, "timeout of one operation")
+	flag.DurationVar(&f.pollInterval, "poll-interval", 250*time.Millisecond, "split-brain poller interval (4 Hz or faster)")
+	flag.StringVar(&f.listen, "listen", ":8080", "HTTP address")
+	flag.IntVar(&f.watchers, "watchers", 2, "watchers that keep a watch open on the workload's keys and record every event")
+	flag.DurationVar(&f.watchRestart, "watch-restart", 10*time.Second, "restart each watch this often, from the revision after its last event, as a client whose connection drops would")
+	flag.Parse()
+	return f
+}
+
+// config is the workload's configuration from the flags; a --mix it cannot read ends the
+// program.
+func (f flags) config() workload.Config {
+	cfg := workload.Config{Endpoints: strings.Split(f.endpoints, ","), Clients: f.clients, Rate: f.rate, Keys: f.keys, Prefix: f.prefix, OpTimeout: f.opTimeout, Seed: time.Now().UnixNano(),
+		Watchers: f.watchers, WatchRestart: f.watchRestart, OpenLoop: f.openLoop}
+	if _, err := fmt.Sscanf(strings.NewReplacer("put=", "", "get=", "", "cas=", "").Replace(f.mix), "%d,%d,%d", &cfg.PutWeight, &cfg.GetWeight, &cfg.CASWeight); err != nil {
+		log.Fatalf("--mix %q: want put=N,get=N,cas=N", f.mix)
 	}
+	return cfg
+}
+
+// clientTLS is the clients' TLS configuration from the certificate files in tlsDir; the
+// members' certificate must carry serverName, or without one the host of the first endpoint.
+// Files it cannot read end the program.
+func clientTLS(tlsDir, serverName, endpoint string) *tls.Config {
+	name := serverName
+	if name == "" {
+		name = strings.Split(strings.TrimPrefix(strings.TrimPrefix(endpoint, "https://"), "http://"), ":")[0]
+	}
+	// The client certificate and the CA bundle are read at every handshake: a renewed
+	// certificate or a rotated CA reaches new connections once the kubelet updates the
+	// mounted Secret, as it must for any client of a cluster whose CA rotates.
+	t, err := pki.FilesTLS(tlsDir, name, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return t
+}
+
+func reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// routes serves the workload's HTTP API (see the package comment); the split-brain poller
+// starts, with pollCtx, at the first /start when there is a peerService.
+func routes(pollCtx context.Context, runner *workload.Runner, poller *workload.Poller, peerService string, seen *tlsFiles) *http.ServeMux {
+	var pollOnce sync.Once
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("POST /start", func(w http.ResponseWriter, _ *http.Request) {
@@ -142,9 +174,7 @@ func main() {
 		ok, fail, unknown := runner.Counts()
 		reply(w, map[string]any{"ok": ok, "fail": fail, "unknown": unknown, "samples": len(poller.Samples())})
 	})
-	log.Printf("quorate-workload listening on %s (endpoints %v, %d clients, %.0f ops/s)", listen, cfg.Endpoints, clients, rate)
-	srv := &http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	log.Fatal(srv.ListenAndServe())
+	return mux
 }
 
 // tlsFiles records when the mounted certificate files change (the kubelet projecting an

@@ -153,6 +153,27 @@ func (c *Cluster) Up(ctx context.Context) error {
 
 func (c *Cluster) up(ctx context.Context) error {
 	t0 := time.Now()
+	if err := c.prepareState(ctx); err != nil {
+		return err
+	}
+	cs, etcdReady, err := c.startControlPlane(ctx)
+	if err != nil {
+		return err
+	}
+	nodes, err := c.startNodes(ctx, cs)
+	if err != nil {
+		return err
+	}
+	c.logf("%d node(s) Ready %s after etcd (%s after start)", len(nodes), time.Since(etcdReady).Round(100*time.Millisecond), time.Since(t0).Round(100*time.Millisecond))
+	if err := c.applyAddons(ctx); err != nil {
+		return err
+	}
+	return c.installKubeconfig()
+}
+
+// prepareState makes the cluster's state directory (in memory if so configured), its
+// certificates and configuration files, and its network.
+func (c *Cluster) prepareState(ctx context.Context) error {
 	if c.cfg.StateInMemory {
 		if err := mountTmpfs(c.cfg.StateDir); err != nil {
 			return err
@@ -170,59 +191,68 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err := c.writeConfigs(); err != nil {
 		return err
 	}
-	if err := c.setupNetwork(ctx); err != nil {
-		return err
-	}
+	return c.setupNetwork(ctx)
+}
 
+// startControlPlane starts etcd, then the kube-apiserver, then the controller manager and the
+// scheduler, and returns a client of the API server and when etcd was healthy.
+func (c *Cluster) startControlPlane(ctx context.Context) (*kubernetes.Clientset, time.Time, error) {
 	if err := c.start(c.etcdDaemon()); err != nil {
-		return err
+		return nil, time.Time{}, err
 	}
 	if err := c.waitFor(ctx, "etcd", "etcd health", time.Minute, func(ctx context.Context) error {
 		return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/health", c.cfg.EtcdClientPort))
 	}); err != nil {
-		return err
+		return nil, time.Time{}, err
 	}
 	etcdReady := time.Now()
 	if err := c.start(c.apiServerDaemon()); err != nil {
-		return err
+		return nil, etcdReady, err
 	}
 	rc, err := c.RestConfig()
 	if err != nil {
-		return err
+		return nil, etcdReady, err
 	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		return err
+		return nil, etcdReady, err
 	}
 	if err := c.waitFor(ctx, "kube-apiserver", "kube-apiserver /readyz", 2*time.Minute, func(ctx context.Context) error {
 		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err
 	}); err != nil {
-		return err
+		return nil, etcdReady, err
 	}
 	for _, d := range []daemon{c.controllerManagerDaemon(), c.schedulerDaemon()} {
 		if err := c.start(d); err != nil {
-			return err
+			return nil, etcdReady, err
 		}
 	}
+	return cs, etcdReady, nil
+}
+
+// startNodes starts the first node's daemons and the other nodes, and waits until every node
+// is Ready.
+func (c *Cluster) startNodes(ctx context.Context, cs *kubernetes.Clientset) ([]nodeSpec, error) {
 	if err := c.startNodeDaemons(ctx, c.cfg.node(1)); err != nil {
-		return err
+		return nil, err
 	}
 	nodes := []nodeSpec{c.cfg.node(1)}
 	for i := 2; i <= c.cfg.Nodes; i++ {
 		n := c.cfg.node(i)
 		if err := c.startNode(ctx, n); err != nil {
-			return fmt.Errorf("node %s: %w", n.name, err)
+			return nil, fmt.Errorf("node %s: %w", n.name, err)
 		}
 		nodes = append(nodes, n)
 	}
 	if err := c.waitNodesReady(ctx, cs, nodes); err != nil {
-		return err
+		return nil, err
 	}
-	c.logf("%d node(s) Ready %s after etcd (%s after start)", len(nodes), time.Since(etcdReady).Round(100*time.Millisecond), time.Since(t0).Round(100*time.Millisecond))
-	if err := c.applyAddons(ctx); err != nil {
-		return err
-	}
+	return nodes, nil
+}
+
+// installKubeconfig copies the admin kubeconfig to where the configuration says.
+func (c *Cluster) installKubeconfig() error {
 	admin, err := os.ReadFile(c.cfg.path("admin.kubeconfig"))
 	if err != nil {
 		return err

@@ -76,85 +76,113 @@ func run(o options, in io.Reader) error {
 	if err != nil {
 		return err
 	}
-	var csv *operatorsv1alpha1.ClusterServiceVersion
-	var manifests []*unstructured.Unstructured
-	var samples []map[string]any
-	var scorecard []byte
-	roles := map[string][]rbacv1.PolicyRule{}
-	clusterRoles := map[string][]rbacv1.PolicyRule{}
-	bound := map[string]string{} // role name -> service account (for permissions)
-	clusterBound := map[string]string{}
-	var deployment *appsv1.Deployment
+	p := &bundleParts{
+		roles:        map[string][]rbacv1.PolicyRule{},
+		clusterRoles: map[string][]rbacv1.PolicyRule{},
+		bound:        map[string]string{},
+		clusterBound: map[string]string{},
+	}
 	for _, u := range objs {
-		switch u.GetKind() {
-		case "ClusterServiceVersion":
-			csv = &operatorsv1alpha1.ClusterServiceVersion{}
-			if err := convert(u, csv); err != nil {
-				return err
-			}
-		case "CustomResourceDefinition", "Service", "ServiceMonitor", "PrometheusRule", "ConfigMap", "PodDisruptionBudget", "PriorityClass", "VerticalPodAutoscaler", "ConsoleYAMLSample":
-			manifests = append(manifests, u)
-		case "Deployment":
-			deployment = &appsv1.Deployment{}
-			if err := convert(u, deployment); err != nil {
-				return err
-			}
-		case "Role":
-			var r rbacv1.Role
-			if err := convert(u, &r); err != nil {
-				return err
-			}
-			roles[r.Name] = r.Rules
-		case "ClusterRole":
-			var r rbacv1.ClusterRole
-			if err := convert(u, &r); err != nil {
-				return err
-			}
-			clusterRoles[r.Name] = r.Rules
-		case "RoleBinding":
-			var b rbacv1.RoleBinding
-			if err := convert(u, &b); err != nil {
-				return err
-			}
-			for _, s := range b.Subjects {
-				if s.Kind == "ServiceAccount" {
-					bound[b.RoleRef.Name] = s.Name
-				}
-			}
-		case "ClusterRoleBinding":
-			var b rbacv1.ClusterRoleBinding
-			if err := convert(u, &b); err != nil {
-				return err
-			}
-			for _, s := range b.Subjects {
-				if s.Kind == "ServiceAccount" {
-					clusterBound[b.RoleRef.Name] = s.Name
-				}
-			}
-		case "ServiceAccount", "Namespace":
-			// OLM creates the service accounts of the install strategy and the namespace.
-		case "Configuration":
-			b, err := yaml.Marshal(u.Object)
-			if err != nil {
-				return err
-			}
-			scorecard = b
-		default:
-			if strings.HasSuffix(u.GetAPIVersion(), "quorate.dev/v1alpha1") {
-				samples = append(samples, u.Object)
-				continue
-			}
-			return fmt.Errorf("%s %s cannot be part of a bundle", u.GetKind(), u.GetName())
+		if err := p.add(u); err != nil {
+			return err
 		}
 	}
-	if csv == nil || deployment == nil {
+	if p.csv == nil || p.deployment == nil {
 		return errors.New("the input must hold the base ClusterServiceVersion and the operator Deployment")
 	}
-	namespacedScope(clusterRoles, clusterBound, roles, bound)
-	if err := complete(o, csv, deployment, samples, roles, clusterRoles, bound, clusterBound); err != nil {
+	namespacedScope(p.clusterRoles, p.clusterBound, p.roles, p.bound)
+	if err := complete(o, p.csv, p.deployment, p.samples, p.roles, p.clusterRoles, p.bound, p.clusterBound); err != nil {
 		return err
 	}
-	return write(o, csv, manifests, scorecard)
+	return write(o, p.csv, p.manifests, p.scorecard)
+}
+
+// bundleParts are the input's objects, sorted by what the bundle makes of them.
+type bundleParts struct {
+	csv          *operatorsv1alpha1.ClusterServiceVersion
+	manifests    []*unstructured.Unstructured
+	samples      []map[string]any
+	scorecard    []byte
+	roles        map[string][]rbacv1.PolicyRule
+	clusterRoles map[string][]rbacv1.PolicyRule
+	bound        map[string]string // role name -> service account (for permissions)
+	clusterBound map[string]string
+	deployment   *appsv1.Deployment
+}
+
+// add sorts one input object into p, or says why it cannot be part of a bundle.
+func (p *bundleParts) add(u *unstructured.Unstructured) error {
+	switch u.GetKind() {
+	case "ClusterServiceVersion":
+		p.csv = &operatorsv1alpha1.ClusterServiceVersion{}
+		if err := convert(u, p.csv); err != nil {
+			return err
+		}
+	case "CustomResourceDefinition", "Service", "ServiceMonitor", "PrometheusRule", "ConfigMap", "PodDisruptionBudget", "PriorityClass", "VerticalPodAutoscaler", "ConsoleYAMLSample":
+		p.manifests = append(p.manifests, u)
+	case "Deployment":
+		p.deployment = &appsv1.Deployment{}
+		if err := convert(u, p.deployment); err != nil {
+			return err
+		}
+	case "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding":
+		return p.addRBAC(u)
+	case "ServiceAccount", "Namespace":
+		// OLM creates the service accounts of the install strategy and the namespace.
+	case "Configuration":
+		b, err := yaml.Marshal(u.Object)
+		if err != nil {
+			return err
+		}
+		p.scorecard = b
+	default:
+		if strings.HasSuffix(u.GetAPIVersion(), "quorate.dev/v1alpha1") {
+			p.samples = append(p.samples, u.Object)
+			return nil
+		}
+		return fmt.Errorf("%s %s cannot be part of a bundle", u.GetKind(), u.GetName())
+	}
+	return nil
+}
+
+// addRBAC records a Role's or ClusterRole's rules, or the service account a RoleBinding or
+// ClusterRoleBinding binds its role to.
+func (p *bundleParts) addRBAC(u *unstructured.Unstructured) error {
+	switch u.GetKind() {
+	case "Role":
+		var r rbacv1.Role
+		if err := convert(u, &r); err != nil {
+			return err
+		}
+		p.roles[r.Name] = r.Rules
+	case "ClusterRole":
+		var r rbacv1.ClusterRole
+		if err := convert(u, &r); err != nil {
+			return err
+		}
+		p.clusterRoles[r.Name] = r.Rules
+	case "RoleBinding":
+		var b rbacv1.RoleBinding
+		if err := convert(u, &b); err != nil {
+			return err
+		}
+		for _, s := range b.Subjects {
+			if s.Kind == "ServiceAccount" {
+				p.bound[b.RoleRef.Name] = s.Name
+			}
+		}
+	case "ClusterRoleBinding":
+		var b rbacv1.ClusterRoleBinding
+		if err := convert(u, &b); err != nil {
+			return err
+		}
+		for _, s := range b.Subjects {
+			if s.Kind == "ServiceAccount" {
+				p.clusterBound[b.RoleRef.Name] = s.Name
+			}
+		}
+	}
+	return nil
 }
 
 func decode(in io.Reader) ([]*unstructured.Unstructured, error) {

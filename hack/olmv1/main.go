@@ -82,9 +82,30 @@ func transform(in []byte, image, pkiDir, mirror string, now time.Time) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	var kept []obj
-	var secrets []obj
-	namespace := ""
+	kept, secrets, namespace, err := replaceCertificates(docs, ca, pkiDir, now)
+	if err != nil {
+		return nil, err
+	}
+	if namespace == "" {
+		return nil, errors.New("no Namespace in the manifests: render config/overlays/cert-manager")
+	}
+	if err := patchKept(kept, base64.StdEncoding.EncodeToString(ca.CertPEM), mirror); err != nil {
+		return nil, err
+	}
+	if mirror != "" {
+		cm, err := registriesConf(namespace, mirror)
+		if err != nil {
+			return nil, err
+		}
+		kept = append(kept, cm)
+	}
+	return render(append(kept, secrets...), image)
+}
+
+// replaceCertificates drops the cert-manager objects from docs, issuing the Secret of each
+// Certificate that is not a CA's with ca instead, and returns the objects kept, those Secrets
+// and the name of the Namespace in docs (the last one's, "" when there is none).
+func replaceCertificates(docs []obj, ca *pki.CA, pkiDir string, now time.Time) (kept, secrets []obj, namespace string, err error) {
 	for _, o := range docs {
 		apiVersion, _ := o["apiVersion"].(string)
 		kind, _ := o["kind"].(string)
@@ -95,7 +116,7 @@ func transform(in []byte, image, pkiDir, mirror string, now time.Time) ([]byte, 
 			if kind == "Certificate" && !nestedBool(o, "spec", "isCA") {
 				s, err := issue(ca, pkiDir, o, now)
 				if err != nil {
-					return nil, err
+					return nil, nil, "", err
 				}
 				secrets = append(secrets, s)
 			}
@@ -103,10 +124,13 @@ func transform(in []byte, image, pkiDir, mirror string, now time.Time) ([]byte, 
 		}
 		kept = append(kept, o)
 	}
-	if namespace == "" {
-		return nil, errors.New("no Namespace in the manifests: render config/overlays/cert-manager")
-	}
-	caBundle := base64.StdEncoding.EncodeToString(ca.CertPEM)
+	return kept, secrets, namespace, nil
+}
+
+// patchKept puts caBundle into the webhook configurations cert-manager was to inject it into
+// (and drops the injection annotations), and with a mirror mounts its registries.conf into the
+// Deployments.
+func patchKept(kept []obj, caBundle, mirror string) error {
 	for _, o := range kept {
 		switch o["kind"] {
 		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
@@ -121,7 +145,7 @@ func transform(in []byte, image, pkiDir, mirror string, now time.Time) ([]byte, 
 			for _, h := range hooks {
 				cc, _ := h.(obj)["clientConfig"].(obj)
 				if cc == nil {
-					return nil, fmt.Errorf("webhook in %s has no clientConfig", nestedString(o, "metadata", "name"))
+					return fmt.Errorf("webhook in %s has no clientConfig", nestedString(o, "metadata", "name"))
 				}
 				cc["caBundle"] = caBundle
 			}
@@ -131,15 +155,14 @@ func transform(in []byte, image, pkiDir, mirror string, now time.Time) ([]byte, 
 			}
 		}
 	}
-	if mirror != "" {
-		cm, err := registriesConf(namespace, mirror)
-		if err != nil {
-			return nil, err
-		}
-		kept = append(kept, cm)
-	}
+	return nil
+}
+
+// render writes objs as one YAML stream with the upstream images replaced by image, and checks
+// that no upstream image and no cert-manager reference is left.
+func render(objs []obj, image string) ([]byte, error) {
 	var b bytes.Buffer
-	for _, o := range append(kept, secrets...) {
+	for _, o := range objs {
 		y, err := yaml.Marshal(o)
 		if err != nil {
 			return nil, err

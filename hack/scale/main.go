@@ -47,6 +47,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -219,72 +220,117 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("starting the API server (KUBEBUILDER_ASSETS): %w", err)
 	}
 	defer func() { _ = env.Stop() }()
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "quorate-scale", Groups: []string{"system:masters"}}, nil)
+	h, err := newHarness(env, cfg, o)
 	if err != nil {
 		return err
+	}
+	defer func() { _ = h.log.Close() }()
+
+	namespaces, err := h.createNamespaces(ctx)
+	if err != nil {
+		return err
+	}
+	kctx, stopKubelet := context.WithCancel(ctx)
+	defer stopKubelet()
+	kubelet := startKubelet(kctx, h.clientset)
+
+	h.printHeader()
+	if err := h.startOperator(ctx); err != nil {
+		return err
+	}
+	defer h.stopOperator()
+
+	created, err := h.measureCreation(ctx, namespaces[1:], kubelet)
+	if err != nil {
+		return err
+	}
+	// Settle: the last steps (status, Events) of the last clusters.
+	if err := h.waitIdle(ctx, 0); err != nil {
+		return err
+	}
+	time.Sleep(30 * time.Second)
+	if err := h.measureSteady(ctx); err != nil {
+		return err
+	}
+	if err := h.measureColdStart(ctx, created); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(o.out, "scale.md"), []byte(h.report.String()), 0o600)
+}
+
+// newHarness connects to the started API server as a user of its own (whose kubeconfig the
+// operator gets) and creates the operator's log file.
+func newHarness(env *envtest.Environment, cfg *rest.Config, o options) (*harness, error) {
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "quorate-scale", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, err
 	}
 	kc, err := user.KubeConfig()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	h := &harness{o: o, kubeconfig: filepath.Join(o.out, "kubeconfig"), metrics: "127.0.0.1:18480"}
 	if err := os.WriteFile(h.kubeconfig, kc, 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	cfg.QPS, cfg.Burst = 2000, 4000
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
 	if h.k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		return err
+		return nil, err
 	}
 	if h.clientset, err = kubernetes.NewForConfig(cfg); err != nil {
-		return err
+		return nil, err
 	}
 	if h.log, err = os.Create(filepath.Join(o.out, "operator.log")); err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { _ = h.log.Close() }()
+	return h, nil
+}
 
+// createNamespaces creates the operator's namespace and one namespace per 100 clusters, and
+// returns their names, the operator's first.
+func (h *harness) createNamespaces(ctx context.Context) ([]string, error) {
 	namespaces := []string{"quorate-system"}
-	for i := 0; i < (o.clusters+99)/100; i++ {
+	for i := 0; i < (h.o.clusters+99)/100; i++ {
 		namespaces = append(namespaces, fmt.Sprintf("scale-%03d", i))
 	}
 	for _, ns := range namespaces {
 		if err := h.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
+			return nil, err
 		}
 	}
-	kctx, stopKubelet := context.WithCancel(ctx)
-	defer stopKubelet()
-	kubelet := startKubelet(kctx, h.clientset)
+	return namespaces, nil
+}
 
+// printHeader writes the report's title and what was measured on what.
+func (h *harness) printHeader() {
+	o := h.o
 	host, _ := os.Hostname()
 	h.printf("# The operator at %d EtcdClusters\n\n", o.clusters)
 	h.printf("Measured %s on %s (%d CPUs), `go run ./hack/scale -clusters %d` (make bench-scale); operator flags `--kube-api-qps %g --kube-api-burst %d --max-concurrent-reconciles %d %s`. Simulated: the kubelet and etcd (see hack/scale/main.go); real: the API server and the operator.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, cpus(), o.clusters, o.qps, o.burst, o.concurrency, o.extra)
+}
 
-	if err := h.startOperator(ctx); err != nil {
-		return err
-	}
-	defer h.stopOperator()
-
-	// Creation: every cluster, at the given rate, then until every one is Available.
+// measureCreation creates every cluster, at the given rate, then waits until every one is
+// Available, and returns how many were created.
+func (h *harness) measureCreation(ctx context.Context, namespaces []string, kubelet *kubelet) (int, error) {
 	start := time.Now()
-	created, err := h.createClusters(ctx, namespaces[1:])
+	created, err := h.createClusters(ctx, namespaces)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	h.printf("## Creation\n\n- %d EtcdClusters created in %s\n", created, time.Since(start).Round(time.Second))
 	peakRSS := 0.0
 	for {
 		avail, err := h.available(ctx)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		m, err := h.scrapeOperator(ctx)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		peakRSS = max(peakRSS, m.sum("process_resident_memory_bytes"))
 		fmt.Printf("  %s: %d of %d Available, operator RSS %s, queue depth %.0f, pods given addresses %d\n",
@@ -293,19 +339,17 @@ func run(ctx context.Context, o options) error {
 			break
 		}
 		if err := h.alive(); err != nil {
-			return err
+			return 0, err
 		}
 		time.Sleep(10 * time.Second)
 	}
 	h.printf("- every one Available %s after the first was created; peak operator RSS during creation %s\n\n", time.Since(start).Round(time.Second), mib(peakRSS))
+	return created, nil
+}
 
-	// Settle: the last steps (status, Events) of the last clusters.
-	if err := h.waitIdle(ctx, 0); err != nil {
-		return err
-	}
-	time.Sleep(30 * time.Second)
-
-	// The steady window.
+// measureSteady reads the operator's and the API server's metrics before and after the steady
+// window and reports the difference.
+func (h *harness) measureSteady(ctx context.Context) error {
 	m1, err := h.scrapeOperator(ctx)
 	if err != nil {
 		return err
@@ -315,7 +359,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	w0 := time.Now()
-	time.Sleep(o.steady)
+	time.Sleep(h.o.steady)
 	m2, err := h.scrapeOperator(ctx)
 	if err != nil {
 		return err
@@ -324,6 +368,13 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	h.reportSteady(m1, m2, a1, a2, w0)
+	return nil
+}
+
+// reportSteady writes the steady window's table: m1, a1 the operator's and the API server's
+// metrics at its start (w0), m2, a2 at its end.
+func (h *harness) reportSteady(m1, m2, a1, a2 scrape, w0 time.Time) {
 	window := time.Since(w0).Seconds()
 	h.printf("## Steady state (%s window, every cluster settled)\n\n", time.Since(w0).Round(time.Second))
 	h.printf("| measure | value |\n|---|---|\n")
@@ -333,7 +384,7 @@ func run(ctx context.Context, o options) error {
 	reconciles := m2.sum("controller_runtime_reconcile_total", "controller", "etcdcluster") - m1.sum("controller_runtime_reconcile_total", "controller", "etcdcluster")
 	h.printf("| EtcdCluster reconciles | %.1f/s (%.0f) |\n", reconciles/window, reconciles)
 	req1, req2 := m1.by("rest_client_requests_total", "method"), m2.by("rest_client_requests_total", "method")
-	h.printf("| the operator's API requests | %s (QPS %g, burst %d) |\n", perSecond(req1, req2, window), o.qps, o.burst)
+	h.printf("| the operator's API requests | %s (QPS %g, burst %d) |\n", perSecond(req1, req2, window), h.o.qps, h.o.burst)
 	b1, _ := m1.buckets("workqueue_queue_duration_seconds", "name", "etcdcluster")
 	b2, _ := m2.buckets("workqueue_queue_duration_seconds", "name", "etcdcluster")
 	h.printf("| work queue wait p50 / p99 | ≤ %s / ≤ %s |\n", seconds(quantile(b1, b2, 0.5)), seconds(quantile(b1, b2, 0.99)))
@@ -347,10 +398,13 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	h.printf("| writes per steady-state reconcile (Leases apart) | %.4f |\n\n", other/max(reconciles, 1))
+}
 
-	// Cold start: the process stopped and started again on the same clusters.
+// measureColdStart stops the operator and starts it again on the same (created) clusters, and
+// reports the time until every cluster was reconciled once.
+func (h *harness) measureColdStart(ctx context.Context, created int) error {
 	h.stopOperator()
-	a1, err = h.scrapeAPIServer(ctx)
+	a1, err := h.scrapeAPIServer(ctx)
 	if err != nil {
 		return err
 	}
@@ -366,7 +420,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	a2, err = h.scrapeAPIServer(ctx)
+	a2, err := h.scrapeAPIServer(ctx)
 	if err != nil {
 		return err
 	}
@@ -378,7 +432,7 @@ func run(ctx context.Context, o options) error {
 	h.printf("| the operator's API requests | %s |\n", formatWrites(m3.by("rest_client_requests_total", "method")))
 	h.printf("| reads the API server answered, by resource | %s |\n", formatWrites(apiReads(a1, a2)))
 	h.printf("| writes the API server received, by resource | %s |\n\n", formatWrites(apiWrites(a1, a2)))
-	return os.WriteFile(filepath.Join(o.out, "scale.md"), []byte(h.report.String()), 0o600)
+	return nil
 }
 
 func cpus() int {

@@ -57,22 +57,7 @@ func (o Options) tlsConfig() (*tls.Config, error) {
 // Launch checks the volume, starts etcd, records the marker, and returns etcd's exit code.
 func Launch(ctx context.Context, o Options, logw io.Writer) int {
 	logger := log.New(logw, "quorate-launcher: ", log.LstdFlags)
-	refuse := func(err error) int {
-		logger.Print(err)
-		var r *Refusal
-		if !errors.As(err, &r) {
-			// Not a refusal the operator acts on (etcd could not be started at all): the
-			// message is shown as it is.
-			if werr := writeTerminationLog(o.TerminationLogPath, err.Error()); werr != nil {
-				logger.Printf("writing the termination message: %v", werr)
-			}
-			return 2
-		}
-		if werr := WriteTerminationMessage(o.TerminationLogPath, r); werr != nil {
-			logger.Printf("writing the termination message: %v", werr)
-		}
-		return 2
-	}
+	refuse := func(err error) int { return refuseLaunch(o.TerminationLogPath, logger, err) }
 	ann, err := ReadPodAnnotations(o.PodAnnotationsPath)
 	if err != nil {
 		logger.Printf("reading the pod's annotations: %v; checking the volume with the flags alone", err)
@@ -89,33 +74,99 @@ func Launch(ctx context.Context, o Options, logw io.Writer) int {
 
 	waitForDNS(ctx, o.Host, 60*time.Second, logger)
 
+	if err := checkFirstStart(ctx, o, marker, tlsCfg, logger); err != nil {
+		return refuse(err)
+	}
+	return runEtcd(ctx, o, marker, tlsCfg, logger, refuse)
+}
+
+// refuseLaunch logs err, writes the termination message (a Refusal's, which the operator acts
+// on, or err's message as it is) and returns the launcher's exit code for a refusal.
+func refuseLaunch(terminationLogPath string, logger *log.Logger, err error) int {
+	logger.Print(err)
+	var r *Refusal
+	if !errors.As(err, &r) {
+		// Not a refusal the operator acts on (etcd could not be started at all): the
+		// message is shown as it is.
+		if werr := writeTerminationLog(terminationLogPath, err.Error()); werr != nil {
+			logger.Printf("writing the termination message: %v", werr)
+		}
+		return 2
+	}
+	if werr := WriteTerminationMessage(terminationLogPath, r); werr != nil {
+		logger.Printf("writing the termination message: %v", werr)
+	}
+	return 2
+}
+
+// checkFirstStart runs the checks of a member's first start (no data and no marker), in this
+// order: a new cluster's member must not have been bootstrapped before, and a joining member
+// must reach the required peers. A non-nil error is a refusal.
+func checkFirstStart(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.Config, logger *log.Logger) error {
 	if flagValue(o.Command, "initial-cluster-state") == "new" && !HasData(o.DataDir) && marker == nil {
 		peers := PeerClientURLs(flagValue(o.Command, "initial-cluster"), o.Member)
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := CheckNotBootstrappedBefore(cctx, etcd.NewClient, tlsCfg, o.Member, peers)
 		cancel()
 		if err != nil {
-			return refuse(err)
+			return err
 		}
 	}
 
 	if len(o.RequirePeers) > 0 && !HasData(o.DataDir) && marker == nil {
 		tlsFor, err := PeerTLS(o.PeerTLSDir)
 		if err != nil {
-			return refuse(fmt.Errorf("reading the peer certificate from %s: %w", o.PeerTLSDir, err))
+			return fmt.Errorf("reading the peer certificate from %s: %w", o.PeerTLSDir, err)
 		}
 		if err := CheckPeersReachable(ctx, o.RequirePeers, tlsFor, o.RequirePeersFor, 2*time.Second); err != nil {
-			return refuse(err)
+			return err
 		}
 		logger.Printf("every required peer answered: %s", strings.Join(o.RequirePeers, ", "))
 	}
+	return nil
+}
 
+// runEtcd starts etcd, forwards the signals that stop the pod to it, records the marker on a
+// member's first start, and returns etcd's exit code (or refuse's, when etcd could not be
+// started or turned out to belong to another cluster).
+func runEtcd(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.Config, logger *log.Logger, refuse func(error) int) int {
 	// The launcher exists to start etcd with the flags the operator put after --.
 	cmd := exec.Command(o.Command[0], o.Command[1:]...) //nolint:gosec // see above
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return refuse(fmt.Errorf("starting %s: %w", o.Command[0], err))
 	}
+	forwardSignals(ctx, cmd, o, tlsCfg, logger)
+	mctx, stopMarker := context.WithCancel(ctx)
+	mismatch := make(chan error, 1)
+	if marker == nil && (tlsCfg != nil || o.TLSDir == "") {
+		go func() {
+			if err := recordMarker(mctx, o, tlsCfg, logger); err != nil {
+				mismatch <- err
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+			}
+		}()
+	}
+	err := cmd.Wait()
+	stopMarker()
+	select {
+	case m := <-mismatch:
+		return refuse(m)
+	default:
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode()
+	}
+	if err != nil {
+		return refuse(err)
+	}
+	return 0
+}
+
+// forwardSignals passes SIGTERM and SIGINT on to etcd, handing leadership over before the
+// first one.
+func forwardSignals(ctx context.Context, cmd *exec.Cmd, o Options, tlsCfg *tls.Config, logger *log.Logger) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
@@ -133,31 +184,6 @@ func Launch(ctx context.Context, o Options, logw io.Writer) int {
 			_ = cmd.Process.Signal(s)
 		}
 	}()
-	mctx, stopMarker := context.WithCancel(ctx)
-	mismatch := make(chan error, 1)
-	if marker == nil && (tlsCfg != nil || o.TLSDir == "") {
-		go func() {
-			if err := recordMarker(mctx, o, tlsCfg, logger); err != nil {
-				mismatch <- err
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-			}
-		}()
-	}
-	err = cmd.Wait()
-	stopMarker()
-	select {
-	case m := <-mismatch:
-		return refuse(m)
-	default:
-	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return exit.ExitCode()
-	}
-	if err != nil {
-		return refuse(err)
-	}
-	return 0
 }
 
 // handOverTimeout bounds the leadership hand-over before etcd is stopped; the pod's grace
