@@ -30,26 +30,27 @@ import (
 // drill passes; and backups that cannot succeed (wrong keys, no such bucket, an endpoint that
 // does not exist, a full disk) fail with an error that says why, leaving nothing stored.
 func BackupRestore() framework.Scenario {
+	var b *v1alpha1.EtcdBackup
 	return framework.Scenario{Name: "backup-restore", Labels: map[string]string{"suite": "backup"}, Replicas: 3, Class: framework.Planned,
-		Steps: func(ctx context.Context, r *framework.Run) error {
-			if err := r.UseS3(ctx); err != nil {
-				return err
-			}
-			r.Phase("backing up")
-			b, err := r.Backup(ctx, "b1", framework.Storage("backups"))
-			if err != nil {
-				return err
-			}
-			if b.Status.Phase != v1alpha1.BackupCompleted {
-				return fmt.Errorf("EtcdBackup b1 %s: %s", b.Status.Phase, backupMessage(b))
-			}
-			if err := restoreAndVerify(ctx, r, b); err != nil {
-				return err
-			}
-			if err := scheduleAndDrill(ctx, r); err != nil {
-				return err
-			}
-			return badBackups(ctx, r)
+		Steps: []framework.Step{
+			{Name: "use the S3 store", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.UseS3(ctx)
+			}},
+			{Name: "back up to b1", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				r.Phase("backing up")
+				if b, err = r.Backup(ctx, "b1", framework.Storage("backups")); err != nil {
+					return err
+				}
+				if b.Status.Phase != v1alpha1.BackupCompleted {
+					return fmt.Errorf("EtcdBackup b1 %s: %s", b.Status.Phase, backupMessage(b))
+				}
+				return nil
+			}},
+			{Name: "restore b1 into a new cluster and verify its keyspace", Do: func(ctx context.Context, r *framework.Run) error {
+				return restoreAndVerify(ctx, r, b)
+			}},
+			{Name: "scheduled backups with retention and a restore drill", Do: scheduleAndDrill},
+			{Name: "backups that cannot succeed fail and say why", Do: badBackups},
 		}}
 }
 

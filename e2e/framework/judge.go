@@ -62,8 +62,8 @@ func (r *Run) execute(ctx context.Context) {
 	r.Phase("steady load before the scenario")
 	wait(ctx, steady)
 	var stepErr error
-	if sc.Steps != nil {
-		stepErr = sc.Steps(ctx, r)
+	if len(sc.Steps) > 0 {
+		stepErr = r.runSteps(ctx, sc.Name, sc.Steps, t.Logf)
 	}
 	r.Phase("steady load after the scenario")
 	wait(ctx, steady)
@@ -86,8 +86,8 @@ func (r *Run) execute(ctx context.Context) {
 	sort.Slice(h.Events, func(i, j int) bool { return h.Events[i].Time < h.Events[j].Time })
 	res.Events = h.Events
 	if stepErr != nil {
-		res.Error = "scenario steps failed: " + stepErr.Error()
-		t.Errorf("%s: %v", sc.Name, stepErr)
+		res.Error = stepFailure(stepErr)
+		t.Error(res.Error)
 	}
 
 	dir := r.Suite.Opts.ReportDir

@@ -39,9 +39,10 @@ type Scenario struct {
 	// BeforeLoad prepares the cluster with the workload pod ready, before the load and its
 	// history start (filling a database, say, that the load must not see).
 	BeforeLoad func(ctx context.Context, r *Run) error
-	// Steps act on the cluster while the load runs; the load runs for the suite's duration
-	// before and after them.
-	Steps func(ctx context.Context, r *Run) error
+	// Steps act on the cluster, in order, while the load runs; the load runs for the suite's
+	// duration before and after them. The first that fails ends them, and the failure names
+	// the scenario and the step.
+	Steps []Step
 	// Rate overrides the suite's operation rate.
 	Rate float64
 	// MinDuration is the shortest steady load before and after the steps, whatever --duration
@@ -102,6 +103,8 @@ type Run struct {
 	events   []history.Event
 	phase    string
 	cleanups []func(context.Context) error
+	// deferred run when the steps end (Defer).
+	deferred []func()
 }
 
 // OnCleanup registers what teardown undoes besides deleting the run's namespace, newest first.
