@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/quorate-dev/quorate/chaos"
+	"github.com/quorate-dev/quorate/e2e/checker"
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/history"
@@ -82,7 +83,7 @@ func chaosScenario(name string, f Fault, replicas int32, steps []framework.Step)
 	}
 	if f.QuorumLost {
 		sc.Labels["suite"] = "chaos-negative"
-		sc.Expect = map[string]history.Expectation{"availability": history.ExpectFail(availability.CodeWriteGap)}
+		sc.Expect = map[checker.Name]history.Expectation{checker.Availability: history.ExpectFail(availability.CodeWriteGap)}
 	}
 	return sc
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/checker"
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/checker/lostwrites"
 	"github.com/quorate-dev/quorate/e2e/checker/watch"
@@ -25,7 +26,7 @@ var safety = map[string]string{"suite": "safety"}
 
 // outage: the scenario's fault stops writes for real (the operator cannot mask it); every
 // other checker must still pass.
-var outage = map[string]history.Expectation{"availability": history.ExpectFail(availability.CodeWriteGap)}
+var outage = map[checker.Name]history.Expectation{checker.Availability: history.ExpectFail(availability.CodeWriteGap)}
 
 // VolumesDeleted deletes the PVCs of the given members at once while they run (kubectl delete
 // pvc --wait=false): each is replaced add-first, so redundancy never drops.
@@ -99,10 +100,10 @@ func DataWipedSingle() framework.Scenario {
 	var before *v1alpha1.EtcdCluster
 	var cond metav1.Condition
 	return framework.Scenario{Name: "data-wiped-single", Labels: safety, Replicas: 1, Class: framework.Planned, NeedsNode: true,
-		Expect: map[string]history.Expectation{
-			"availability": history.ExpectFail(availability.CodeWriteGap),
-			"lost-writes":  {Status: history.VerdictInconclusive, Code: lostwrites.CodeFinalUnread},
-			"watch":        {Status: history.VerdictInconclusive, Code: watch.CodeFinalUnread},
+		Expect: map[checker.Name]history.Expectation{
+			checker.Availability: history.ExpectFail(availability.CodeWriteGap),
+			checker.LostWrites:   {Status: history.VerdictInconclusive, Code: lostwrites.CodeFinalUnread},
+			checker.Watch:        {Status: history.VerdictInconclusive, Code: watch.CodeFinalUnread},
 		},
 		Steps: []framework.Step{
 			{Name: "read the cluster's status", Do: func(ctx context.Context, r *framework.Run) (err error) {

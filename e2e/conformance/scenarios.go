@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quorate-dev/quorate/e2e/checker"
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/history"
@@ -71,7 +72,7 @@ func QuorumLoss() framework.Scenario {
 	var leader, follower string
 	var end func()
 	return framework.Scenario{Name: "quorum-loss", Labels: map[string]string{"suite": "negative"}, Replicas: 3, Class: framework.Planned,
-		Expect: map[string]history.Expectation{"availability": history.ExpectFail(availability.CodeWriteGap)},
+		Expect: map[checker.Name]history.Expectation{checker.Availability: history.ExpectFail(availability.CodeWriteGap)},
 		Steps: []framework.Step{
 			{Name: "pause the operator", Do: func(ctx context.Context, r *framework.Run) error {
 				return r.SetPaused(ctx, true)

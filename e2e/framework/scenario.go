@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/checker"
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/e2e/localcluster"
@@ -35,7 +36,7 @@ type Scenario struct {
 	Budget availability.Budget
 	// Expect overrides the expected verdict of a checker (all are expected to pass): an
 	// expected failure names the code the checker must fail with.
-	Expect map[string]history.Expectation
+	Expect map[checker.Name]history.Expectation
 	// BeforeLoad prepares the cluster with the workload pod ready, before the load and its
 	// history start (filling a database, say, that the load must not see).
 	BeforeLoad func(ctx context.Context, r *Run) error

@@ -14,23 +14,26 @@ import (
 const maxDetails = 20
 
 // Codes of the lost-writes verdict; a failure carries the code of the first kind of problem.
+// Name is the checker's name in verdicts and reports.
+const Name history.CheckerName = "lost-writes"
+
 const (
-	CodeAllKept = "all-kept"
+	CodeAllKept history.Code = "all-kept"
 	// CodeDeclaredLoss: the only writes missing were acknowledged after the revision of a
 	// forced recovery, which the operator declared may be lost.
-	CodeDeclaredLoss       = "declared-loss"
-	CodeLostWrite          = "lost-write"
-	CodeWrongRevision      = "wrong-revision"
-	CodePhantomWrite       = "phantom-write"
-	CodeFailedWriteApplied = "failed-write-applied"
-	CodeFinalMismatch      = "final-mismatch"
+	CodeDeclaredLoss       history.Code = "declared-loss"
+	CodeLostWrite          history.Code = "lost-write"
+	CodeWrongRevision      history.Code = "wrong-revision"
+	CodePhantomWrite       history.Code = "phantom-write"
+	CodeFailedWriteApplied history.Code = "failed-write-applied"
+	CodeFinalMismatch      history.Code = "final-mismatch"
 	// CodeFinalUnread: the cluster's final state could not be read (inconclusive).
-	CodeFinalUnread = "final-unread"
+	CodeFinalUnread history.Code = "final-unread"
 )
 
 // Check judges the history.
 func Check(h *history.History) history.Verdict {
-	v := history.Verdict{Checker: "lost-writes", Status: history.VerdictInconclusive, Code: CodeFinalUnread}
+	v := history.Verdict{Checker: Name, Status: history.VerdictInconclusive, Code: CodeFinalUnread}
 	if h.Final == nil {
 		v.Reason = "inconclusive: the cluster's final state was not collected"
 		return v
@@ -109,7 +112,7 @@ func Check(h *history.History) history.Verdict {
 	for i, list := range [][]string{lost, wrongRev, phantom, failedApplied, finalMismatch} {
 		problems += len(list)
 		if len(list) > 0 && v.Code == "" {
-			v.Code = []string{CodeLostWrite, CodeWrongRevision, CodePhantomWrite, CodeFailedWriteApplied, CodeFinalMismatch}[i]
+			v.Code = []history.Code{CodeLostWrite, CodeWrongRevision, CodePhantomWrite, CodeFailedWriteApplied, CodeFinalMismatch}[i]
 		}
 		for _, d := range list {
 			if len(v.Details) < maxDetails {
