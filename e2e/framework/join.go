@@ -237,8 +237,8 @@ func (x *External) CheckMovedIn(ctx context.Context, r *Run, n int) error {
 	}
 	since := time.Now().UnixNano()
 	return r.WaitFor(ctx, fmt.Sprintf("%d members to answer with cluster ID %s and only the EtcdCluster's members", n, names.FormatID(x.ClusterID)), time.Minute, func() error {
-		var h history.History
-		if err := r.call(ctx, "GET", "history", &h); err != nil {
+		h, err := r.Workload().History(ctx)
+		if err != nil {
 			return err
 		}
 		last := map[string]history.Sample{}

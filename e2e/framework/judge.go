@@ -65,7 +65,7 @@ func (r *Run) underLoad(ctx context.Context, res *report.Scenario) error {
 	if n := r.Suite.Node; n != nil {
 		t.Logf("%s: the machine's dirty data written back before the load in %s", sc.Name, n.SettleDisk().Round(time.Millisecond))
 	}
-	if err := r.call(ctx, "POST", "start", nil); err != nil {
+	if err := r.Workload().Start(ctx); err != nil {
 		res.Error = err.Error()
 		t.Fatal(err)
 	}
@@ -91,17 +91,18 @@ func (r *Run) underLoad(ctx context.Context, res *report.Scenario) error {
 // the test when the workload does not answer.
 func (r *Run) collect(ctx context.Context, res *report.Scenario) *history.History {
 	t := r.T
-	if err := r.call(ctx, "POST", "stop", nil); err != nil {
+	wl := r.Workload()
+	if err := wl.Stop(ctx); err != nil {
 		res.Error = err.Error()
 		t.Fatal(err)
 	}
-	var h history.History
-	if err := r.call(ctx, "GET", "history", &h); err != nil {
+	h, err := wl.History(ctx)
+	if err != nil {
 		res.Error = err.Error()
 		t.Fatal(err)
 	}
-	var final history.Final
-	if err := r.call(ctx, "POST", "final", &final); err != nil {
+	final, err := wl.Final(ctx)
+	if err != nil {
 		final = history.Final{Error: err.Error()}
 	}
 	h.Final, h.Scenario = &final, r.Scenario.Name
