@@ -16,6 +16,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/resources"
@@ -31,7 +32,7 @@ import (
 // does not exist, a full disk) fail with an error that says why, leaving nothing stored.
 func BackupRestore() framework.Scenario {
 	var b *v1alpha1.EtcdBackup
-	return framework.Scenario{Name: "backup-restore", Labels: map[string]string{"suite": "backup"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "backup-restore", Labels: map[string]string{label.Suite: label.SuiteBackup}, Replicas: 3, Class: framework.Planned,
 		Steps: []framework.Step{
 			{Name: "use the S3 store", Do: func(ctx context.Context, r *framework.Run) error {
 				return r.UseS3(ctx)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 // Benchmark scenarios (suite=bench, make bench): one disruption repeated runs times, each on a
@@ -24,7 +25,7 @@ func BenchScenarios(opts *framework.Options, runs int) []framework.Scenario {
 	var out []framework.Scenario
 	for i := 1; i <= runs; i++ {
 		labels := func(base string) map[string]string {
-			return map[string]string{"suite": "bench", "base": base, "operator": framework.Quorate{}.Name(), "run": fmt.Sprintf("%02d", i)}
+			return map[string]string{label.Suite: label.SuiteBench, label.Base: base, label.Operator: framework.Quorate{}.Name(), label.Run: fmt.Sprintf("%02d", i)}
 		}
 		out = append(out,
 			framework.Scenario{Name: fmt.Sprintf("bench-etcd-upgrade-%02d", i), Labels: labels("etcd-upgrade"), Replicas: 3,
@@ -39,7 +40,7 @@ func BenchScenarios(opts *framework.Options, runs int) []framework.Scenario {
 		for _, n := range opts.PeerNames() {
 			peer := framework.Peers[n]
 			l := labels("etcd-upgrade")
-			l["operator"] = n
+			l[label.Operator] = n
 			up := upgrade("etcd-upgrade", opts.UpgradeFrom, opts.EtcdVersion, opts.ConvergeTimeout)
 			out = append(out, framework.Scenario{Name: fmt.Sprintf("bench-%s-etcd-upgrade-%02d", n, i), Labels: l, Replicas: 3,
 				Class: framework.Planned, OpenLoop: true, Version: up.Version, Operator: peer, Steps: up.Steps()})
@@ -55,7 +56,7 @@ func RateScenarios(rates []float64) []framework.Scenario {
 	var out []framework.Scenario
 	for _, rate := range rates {
 		r := strconv.FormatFloat(rate, 'f', -1, 64)
-		out = append(out, framework.Scenario{Name: "bench-rate-" + r, Labels: map[string]string{"suite": "bench-rate", "rate": r},
+		out = append(out, framework.Scenario{Name: "bench-rate-" + r, Labels: map[string]string{label.Suite: label.SuiteBenchRate, label.Rate: r},
 			Replicas: 3, Class: framework.Planned, OpenLoop: true, Rate: rate,
 			Steps: []framework.Step{{Name: "hold 20 s", Do: func(ctx context.Context, r *framework.Run) error {
 				r.Hold(ctx, 20*time.Second) // a measurement window

@@ -13,6 +13,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
 )
@@ -25,7 +26,7 @@ import (
 // the workload's files is measured.
 func CertRotation() framework.Scenario {
 	c := &certRotation{}
-	return framework.Scenario{Name: "cert-rotation", Labels: map[string]string{"suite": "safety", "security": "tls"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "cert-rotation", Labels: map[string]string{label.Suite: label.SuiteSafety, label.Security: "tls"}, Replicas: 3, Class: framework.Planned,
 		MinDuration: 20 * time.Second,
 		Steps: []framework.Step{
 			{Name: "read the client Secret's CA", Do: c.readCA},

@@ -10,6 +10,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 // faultWindow is how long a fault is held (pod-kill and container-kill happen once; the window
@@ -61,7 +62,7 @@ func Faults(operatorNS string) []Fault {
 			return t.ClockSkew(ctx, -10*time.Minute, faultWindow)
 		}},
 		{Name: "operator-kill", Operator: true, Build: func(t chaos.Target, _ context.Context) (chaos.Fault, error) {
-			return t.OperatorKill(operatorNS, map[string]string{"control-plane": "controller-manager"}, 30*time.Second), nil
+			return t.OperatorKill(operatorNS, label.OperatorLabels(), 30*time.Second), nil
 		}},
 	}
 }
@@ -74,15 +75,15 @@ func windowed(b func(chaos.Target, context.Context, time.Duration) (chaos.Fault,
 
 func chaosScenario(name string, f Fault, replicas int32, steps []framework.Step) framework.Scenario {
 	sc := framework.Scenario{Name: name + "-" + f.Name, Replicas: replicas, Class: framework.Fault, Steps: steps,
-		Labels: map[string]string{"suite": "chaos", "fault": f.Name, "base": name}}
+		Labels: map[string]string{label.Suite: label.SuiteChaos, label.Fault: f.Name, label.Base: name}}
 	if f.Partition {
 		sc.Class = framework.Partition
 	}
 	if f.Needs != "" {
-		sc.Labels["needs"] = f.Needs
+		sc.Labels[label.Needs] = f.Needs
 	}
 	if f.QuorumLost {
-		sc.Labels["suite"] = "chaos-negative"
+		sc.Labels[label.Suite] = label.SuiteChaosNegative
 		sc.Expect = map[checker.Name]history.Expectation{checker.Availability: history.ExpectFail(availability.CodeWriteGap)}
 	}
 	return sc

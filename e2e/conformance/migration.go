@@ -7,6 +7,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/internal/launcher"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
@@ -25,7 +26,7 @@ func ScopeMigration(operatorNS string) framework.Scenario {
 			return r.WaitOwner(ctx, *id)
 		}}
 	}
-	return framework.Scenario{Name: "scope-migration", Labels: map[string]string{"suite": "migration"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "scope-migration", Labels: map[string]string{label.Suite: label.SuiteMigration}, Replicas: 3, Class: framework.Planned,
 		Steps: []framework.Step{
 			{Name: "wait for the cluster-wide install to own the cluster", Do: func(ctx context.Context, r *framework.Run) error {
 				wide, narrow = framework.Identity(operatorNS), framework.Identity(r.Namespace)
@@ -87,7 +88,7 @@ func scaleStep(n int32) framework.Step {
 // on the node (*x, once started) into the run's EtcdCluster, with the go-ahead given at
 // creation when remove is true.
 func joinScenario(name string, remove bool, x **framework.External) framework.Scenario {
-	return framework.Scenario{Name: name, Labels: map[string]string{"suite": "migration"}, Replicas: 3, Class: framework.Planned, NeedsNode: true,
+	return framework.Scenario{Name: name, Labels: map[string]string{label.Suite: label.SuiteMigration}, Replicas: 3, Class: framework.Planned, NeedsNode: true,
 		// Each external member removed fails the requests in flight on it (4-8 at 500 ops/s:
 		// etcd stops a removed member at once), which the success ratio must absorb.
 		MinDuration: 30 * time.Second,

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 // The node scenarios (suite=nodes) act on whole nodes of a local cluster started with
@@ -16,7 +17,7 @@ import (
 // scenario acts on the leader's node, the worst case.
 
 func nodeScenario(name string, class framework.Class, steps []framework.Step) framework.Scenario {
-	return framework.Scenario{Name: name, Labels: map[string]string{"suite": "nodes"}, Replicas: 3, Nodes: 3, Class: class, Steps: steps}
+	return framework.Scenario{Name: name, Labels: map[string]string{label.Suite: label.SuiteNodes}, Replicas: 3, Nodes: 3, Class: class, Steps: steps}
 }
 
 // waitSettled is the step that ends most scenarios: n members, settled.

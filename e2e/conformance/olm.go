@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/e2e/olm"
 )
 
@@ -25,7 +26,9 @@ func OLMScenarios(opts *framework.Options) []framework.Scenario {
 		}
 		return p[0], p[1], nil
 	}
-	labels := func(mode string) map[string]string { return map[string]string{"suite": "olm", "install-mode": mode} }
+	labels := func(mode string) map[string]string {
+		return map[string]string{label.Suite: label.SuiteOLM, label.InstallMode: mode}
+	}
 	scenarios := []framework.Scenario{
 		// A Subscription in a namespace of its own with a global OperatorGroup: the operator
 		// watches every namespace, including the one of the EtcdCluster.
@@ -56,7 +59,7 @@ func olmScopeMigration(catalogs func() (string, string, error)) framework.Scenar
 	var wide *olm.V0
 	var current, wideID, narrowID string
 	var removed time.Time
-	return framework.Scenario{Name: "olm-scope-migration", Labels: map[string]string{"suite": "olm", "install-mode": "AllNamespaces", "migration": "scope"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "olm-scope-migration", Labels: map[string]string{label.Suite: label.SuiteOLM, label.InstallMode: "AllNamespaces", label.Migration: "scope"}, Replicas: 3, Class: framework.Planned,
 		Install: installCurrentAllNamespaces(catalogs, &wide),
 		Steps: []framework.Step{
 			{Name: "wait for the AllNamespaces install to own the cluster", Do: func(ctx context.Context, r *framework.Run) (err error) {
@@ -106,7 +109,7 @@ func olmv1Upgrade(opts *framework.Options, catalogs func() (string, string, erro
 		}
 		return p[0], p[1], nil
 	}
-	return framework.Scenario{Name: "olmv1-upgrade", Labels: map[string]string{"suite": "olm", "olm": "v1", "install-mode": "AllNamespaces"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "olmv1-upgrade", Labels: map[string]string{label.Suite: label.SuiteOLM, label.OLM: "v1", label.InstallMode: "AllNamespaces"}, Replicas: 3, Class: framework.Planned,
 		Install: func(ctx context.Context, r *framework.Run) error {
 			_, current, err := catalogs()
 			if err != nil {
@@ -170,7 +173,7 @@ func installPreviousOwnNamespace(catalogs func() (string, string, error), in **o
 
 func olmUpgrade(catalogs func() (string, string, error)) framework.Scenario {
 	var in *olm.V0
-	return framework.Scenario{Name: "olm-upgrade", Labels: map[string]string{"suite": "olm", "install-mode": "OwnNamespace"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "olm-upgrade", Labels: map[string]string{label.Suite: label.SuiteOLM, label.InstallMode: "OwnNamespace"}, Replicas: 3, Class: framework.Planned,
 		Install: installPreviousOwnNamespace(catalogs, &in),
 		Steps: []framework.Step{{Name: "publish the current release and wait for OLM to upgrade", Do: func(ctx context.Context, r *framework.Run) error {
 			_, current, err := catalogs()
@@ -190,7 +193,7 @@ func olmUpgradeGated(catalogs func() (string, string, error)) framework.Scenario
 	var in *olm.V0
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "volumes"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePersistentVolumeClaims: resource.MustParse("3")}}}
-	return framework.Scenario{Name: "olm-upgrade-gated", Labels: map[string]string{"suite": "olm", "install-mode": "OwnNamespace"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "olm-upgrade-gated", Labels: map[string]string{label.Suite: label.SuiteOLM, label.InstallMode: "OwnNamespace"}, Replicas: 3, Class: framework.Planned,
 		Install: installPreviousOwnNamespace(catalogs, &in),
 		Steps: []framework.Step{{Name: "publish the current release while a volume quota holds a scale to 5", Do: func(ctx context.Context, r *framework.Run) error {
 			_, current, err := catalogs()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -188,7 +189,7 @@ func PeerScenarios(opts *framework.Options) []framework.Scenario {
 			}
 			out = append(out, framework.Scenario{
 				Name:   "peers-" + op.Name() + "-" + po.Name,
-				Labels: map[string]string{"suite": "peers", "operator": op.Name(), "operation": po.Name},
+				Labels: map[string]string{label.Suite: label.SuitePeers, label.Operator: op.Name(), label.Operation: po.Name},
 				// The planned budget: every operation here is one an operator should make
 				// without an outage.
 				Replicas: 3, Class: framework.Planned, Version: po.Version, Operator: op, Steps: steps,

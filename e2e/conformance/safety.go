@@ -17,12 +17,13 @@ import (
 	"github.com/quorate-dev/quorate/e2e/checker/watch"
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 // Safety scenarios (suite=safety): what users do to a cluster, by accident or by design, that
 // must not lose data, split the cluster, or leave it wedged.
 
-var safety = map[string]string{"suite": "safety"}
+var safety = map[string]string{label.Suite: label.SuiteSafety}
 
 // outage: the scenario's fault stops writes for real (the operator cannot mask it); every
 // other checker must still pass.
@@ -400,7 +401,7 @@ func QuorumRecovered() framework.Scenario {
 // (local-path to local-path-b on the local cluster; --storage-classes names them elsewhere):
 // members move one at a time, add-first, the leader last.
 func StorageMigration(from, to string) framework.Scenario {
-	return framework.Scenario{Name: "storage-migration", Labels: map[string]string{"suite": "migration"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "storage-migration", Labels: map[string]string{label.Suite: label.SuiteMigration}, Replicas: 3, Class: framework.Planned,
 		Spec: func(s *v1alpha1.EtcdClusterSpec) { s.Storage.StorageClassName = &from },
 		Steps: []framework.Step{{Name: "migrate the members' storage to " + to, Do: func(ctx context.Context, r *framework.Run) error {
 			return r.MigrateStorage(ctx, to, 3)

@@ -9,23 +9,24 @@ import (
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 // Steady: a 3-member cluster under load, nothing else.
 func Steady() framework.Scenario {
-	return framework.Scenario{Name: "steady", Labels: map[string]string{"suite": "core"}, Replicas: 3, Class: framework.Planned}
+	return framework.Scenario{Name: "steady", Labels: map[string]string{label.Suite: label.SuiteCore}, Replicas: 3, Class: framework.Planned}
 }
 
 // Scale: 1 -> 3 -> 5 -> 3 -> 1 members under load.
 func Scale() framework.Scenario {
-	return framework.Scenario{Name: "scale", Labels: map[string]string{"suite": "core"}, Replicas: 1, Class: framework.Planned,
+	return framework.Scenario{Name: "scale", Labels: map[string]string{label.Suite: label.SuiteCore}, Replicas: 1, Class: framework.Planned,
 		Steps: []framework.Step{scaleStep(3), scaleStep(5), scaleStep(3), scaleStep(1)}}
 }
 
 // PodDeletion: the leader's pod is deleted, then a follower's.
 func PodDeletion() framework.Scenario {
 	var leader, follower string
-	return framework.Scenario{Name: "pod-deletion", Labels: map[string]string{"suite": "core"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "pod-deletion", Labels: map[string]string{label.Suite: label.SuiteCore}, Replicas: 3, Class: framework.Planned,
 		Steps: []framework.Step{
 			{Name: "find the leader", Do: func(ctx context.Context, r *framework.Run) (err error) {
 				leader, err = r.Leader(ctx)
@@ -53,7 +54,7 @@ func PodDeletion() framework.Scenario {
 // VolumeLoss: a member's PVC is deleted; the operator replaces the member with a new one.
 func VolumeLoss() framework.Scenario {
 	var follower string
-	return framework.Scenario{Name: "pvc-loss", Labels: map[string]string{"suite": "core"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "pvc-loss", Labels: map[string]string{label.Suite: label.SuiteCore}, Replicas: 3, Class: framework.Planned,
 		Steps: []framework.Step{
 			{Name: "find a follower", Do: func(ctx context.Context, r *framework.Run) (err error) {
 				follower, err = r.Follower(ctx)
@@ -71,7 +72,7 @@ func VolumeLoss() framework.Scenario {
 func QuorumLoss() framework.Scenario {
 	var leader, follower string
 	var end func()
-	return framework.Scenario{Name: "quorum-loss", Labels: map[string]string{"suite": "negative"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "quorum-loss", Labels: map[string]string{label.Suite: label.SuiteNegative}, Replicas: 3, Class: framework.Planned,
 		Expect: map[checker.Name]history.Expectation{checker.Availability: history.ExpectFail(availability.CodeWriteGap)},
 		Steps: []framework.Step{
 			{Name: "pause the operator", Do: func(ctx context.Context, r *framework.Run) error {
@@ -113,7 +114,7 @@ func QuorumLoss() framework.Scenario {
 // version under load (3.5 -> 3.6 by default: etcd's rolling minor upgrade). The operator
 // replaces one member at a time, the leader last after moving leadership away.
 func EtcdUpgrade(opts *framework.Options) framework.Scenario {
-	return framework.Scenario{Name: "etcd-upgrade", Labels: map[string]string{"suite": "core"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "etcd-upgrade", Labels: map[string]string{label.Suite: label.SuiteCore}, Replicas: 3, Class: framework.Planned,
 		Version: opts.UpgradeFrom,
 		Steps: []framework.Step{{Name: "upgrade etcd to " + opts.EtcdVersion, Do: func(ctx context.Context, r *framework.Run) error {
 			return r.UpgradeEtcd(ctx, opts.EtcdVersion)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/internal/names"
 )
 
@@ -16,7 +17,7 @@ import (
 // servicebinding Secret: every checker passes with authentication on, and the user is refused
 // a write outside its prefix.
 func Users() framework.Scenario {
-	return framework.Scenario{Name: "users", Labels: map[string]string{"suite": "safety", "security": "auth"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "users", Labels: map[string]string{label.Suite: label.SuiteSafety, label.Security: "auth"}, Replicas: 3, Class: framework.Planned,
 		Spec: func(s *v1alpha1.EtcdClusterSpec) {
 			s.Users = []v1alpha1.UserSpec{{Name: "app", ReadWrite: []string{"/quorate-conformance/"}}, {Name: "reports", ReadOnly: []string{"/quorate-conformance/"}}}
 		},

@@ -27,6 +27,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/chaos"
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/e2e/localcluster"
 	"github.com/quorate-dev/quorate/e2e/report"
 	"github.com/quorate-dev/quorate/internal/buildinfo"
@@ -259,7 +260,7 @@ func (r *Run) InstallNamespaced(ctx context.Context, ns string) error {
 // until its pods are gone (its ServiceAccount and bindings go with the namespace).
 func (r *Run) RemoveNamespacedInstall(ctx context.Context, ns string) error {
 	r.Event("action", "uninstall", "Quorate install for namespace "+ns+" removed")
-	return r.DeleteAndWait(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quorate-controller-manager"}})
+	return r.DeleteAndWait(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: label.OperatorDeployment}})
 }
 
 // kustomizeBinary is $KUSTOMIZE or the newest kustomize the Makefile built into bin/.

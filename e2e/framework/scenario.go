@@ -13,6 +13,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/checker"
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/e2e/localcluster"
 	"github.com/quorate-dev/quorate/e2e/report"
 	"github.com/quorate-dev/quorate/e2e/workload"
@@ -176,12 +177,12 @@ func (r *Run) Phase(p string) {
 
 // Feature turns a scenario into an e2e-framework feature labelled with its name and labels.
 func (s *Suite) Feature(sc Scenario) features.Feature {
-	b := features.New(sc.Name).WithLabel("scenario", sc.Name)
+	b := features.New(sc.Name).WithLabel(label.Scenario, sc.Name)
 	for k, v := range sc.Labels {
 		b = b.WithLabel(k, v)
 	}
 	if sc.NeedsNode {
-		b = b.WithLabel("needs", "node")
+		b = b.WithLabel(label.Needs, label.NeedsNode)
 	}
 	key := runKey(sc.Name)
 	return b.
@@ -265,7 +266,7 @@ func (r *Run) CreateEtcdCluster(ctx context.Context) error {
 	version, image := r.Suite.Opts.EtcdVersion, r.Suite.Opts.EtcdImage
 	if r.Scenario.Version != "" {
 		if image != "" {
-			return fmt.Errorf("%s starts at etcd %s and changes version, which an --etcd-image override (one image for every version) cannot do: drop --etcd-image, or leave this scenario out with --skip-labels=scenario=%s", r.Scenario.Name, r.Scenario.Version, r.Scenario.Name)
+			return fmt.Errorf("%s starts at etcd %s and changes version, which an --etcd-image override (one image for every version) cannot do: drop --etcd-image, or leave this scenario out with --skip-labels=%s=%s", r.Scenario.Name, r.Scenario.Version, label.Scenario, r.Scenario.Name)
 		}
 		version = r.Scenario.Version
 	}
@@ -302,7 +303,7 @@ func (r *Run) setup(ctx context.Context) error {
 		}
 	}
 	if r.Scenario.NeedsNode && r.Suite.Node == nil {
-		return fmt.Errorf("%s acts on the node's containers and volumes, which only --provider=local can reach; leave it out with --skip-labels=needs=node", r.Scenario.Name)
+		return fmt.Errorf("%s acts on the node's containers and volumes, which only --provider=local can reach; leave it out with --skip-labels=%s=%s", r.Scenario.Name, label.Needs, label.NeedsNode)
 	}
 	if err := r.checkNodes(ctx); err != nil {
 		return err
