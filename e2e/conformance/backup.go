@@ -16,6 +16,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/resources"
@@ -30,26 +31,27 @@ import (
 // drill passes; and backups that cannot succeed (wrong keys, no such bucket, an endpoint that
 // does not exist, a full disk) fail with an error that says why, leaving nothing stored.
 func BackupRestore() framework.Scenario {
-	return framework.Scenario{Name: "backup-restore", Labels: map[string]string{"suite": "backup"}, Replicas: 3, Class: framework.Planned,
-		Steps: func(ctx context.Context, r *framework.Run) error {
-			if err := r.UseS3(ctx); err != nil {
-				return err
-			}
-			r.Phase("backing up")
-			b, err := r.Backup(ctx, "b1", framework.Storage("backups"))
-			if err != nil {
-				return err
-			}
-			if b.Status.Phase != v1alpha1.BackupCompleted {
-				return fmt.Errorf("EtcdBackup b1 %s: %s", b.Status.Phase, backupMessage(b))
-			}
-			if err := restoreAndVerify(ctx, r, b); err != nil {
-				return err
-			}
-			if err := scheduleAndDrill(ctx, r); err != nil {
-				return err
-			}
-			return badBackups(ctx, r)
+	var b *v1alpha1.EtcdBackup
+	return framework.Scenario{Name: "backup-restore", Labels: map[string]string{label.Suite: label.SuiteBackup}, Replicas: 3, Class: framework.Planned,
+		Steps: []framework.Step{
+			{Name: "use the S3 store", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.UseS3(ctx)
+			}},
+			{Name: "back up to b1", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				r.Phase("backing up")
+				if b, err = r.Backup(ctx, "b1", framework.Storage("backups")); err != nil {
+					return err
+				}
+				if b.Status.Phase != v1alpha1.BackupCompleted {
+					return fmt.Errorf("EtcdBackup b1 %s: %s", b.Status.Phase, backupMessage(b))
+				}
+				return nil
+			}},
+			{Name: "restore b1 into a new cluster and verify its keyspace", Do: func(ctx context.Context, r *framework.Run) error {
+				return restoreAndVerify(ctx, r, b)
+			}},
+			{Name: "scheduled backups with retention and a restore drill", Do: scheduleAndDrill},
+			{Name: "backups that cannot succeed fail and say why", Do: badBackups},
 		}}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 // Benchmark scenarios (suite=bench, make bench): one disruption repeated runs times, each on a
@@ -24,29 +25,25 @@ func BenchScenarios(opts *framework.Options, runs int) []framework.Scenario {
 	var out []framework.Scenario
 	for i := 1; i <= runs; i++ {
 		labels := func(base string) map[string]string {
-			return map[string]string{"suite": "bench", "base": base, "operator": framework.Quorate{}.Name(), "run": fmt.Sprintf("%02d", i)}
+			return map[string]string{label.Suite: label.SuiteBench, label.Base: base, label.Operator: framework.Quorate{}.Name(), label.Run: fmt.Sprintf("%02d", i)}
 		}
 		out = append(out,
 			framework.Scenario{Name: fmt.Sprintf("bench-etcd-upgrade-%02d", i), Labels: labels("etcd-upgrade"), Replicas: 3,
 				Class: framework.Planned, OpenLoop: true, Version: opts.UpgradeFrom,
-				Steps: func(ctx context.Context, r *framework.Run) error { return r.UpgradeEtcd(ctx, opts.EtcdVersion) }},
+				Steps: []framework.Step{{Name: "upgrade etcd to " + opts.EtcdVersion, Do: func(ctx context.Context, r *framework.Run) error {
+					return r.UpgradeEtcd(ctx, opts.EtcdVersion)
+				}}}},
 			framework.Scenario{Name: fmt.Sprintf("bench-pod-deletion-%02d", i), Labels: labels("pod-deletion"), Replicas: 3,
 				Class: framework.Planned, OpenLoop: true,
-				Steps: func(ctx context.Context, r *framework.Run) error {
-					leader, err := r.Leader(ctx)
-					if err != nil {
-						return err
-					}
-					return r.DeletePod(ctx, leader, 3)
-				}},
+				Steps: leaderPodDeletion()},
 		)
 		for _, n := range opts.PeerNames() {
 			peer := framework.Peers[n]
 			l := labels("etcd-upgrade")
-			l["operator"] = n
+			l[label.Operator] = n
 			up := upgrade("etcd-upgrade", opts.UpgradeFrom, opts.EtcdVersion, opts.ConvergeTimeout)
 			out = append(out, framework.Scenario{Name: fmt.Sprintf("bench-%s-etcd-upgrade-%02d", n, i), Labels: l, Replicas: 3,
-				Class: framework.Planned, OpenLoop: true, Version: up.Version, Operator: peer, Steps: up.Steps})
+				Class: framework.Planned, OpenLoop: true, Version: up.Version, Operator: peer, Steps: up.Steps()})
 		}
 	}
 	return out
@@ -59,12 +56,27 @@ func RateScenarios(rates []float64) []framework.Scenario {
 	var out []framework.Scenario
 	for _, rate := range rates {
 		r := strconv.FormatFloat(rate, 'f', -1, 64)
-		out = append(out, framework.Scenario{Name: "bench-rate-" + r, Labels: map[string]string{"suite": "bench-rate", "rate": r},
+		out = append(out, framework.Scenario{Name: "bench-rate-" + r, Labels: map[string]string{label.Suite: label.SuiteBenchRate, label.Rate: r},
 			Replicas: 3, Class: framework.Planned, OpenLoop: true, Rate: rate,
-			Steps: func(ctx context.Context, r *framework.Run) error {
+			Steps: []framework.Step{{Name: "hold 20 s", Do: func(ctx context.Context, r *framework.Run) error {
 				r.Hold(ctx, 20*time.Second) // a measurement window
 				return nil
-			}})
+			}}}})
 	}
 	return out
+}
+
+// leaderPodDeletion: the leader's pod is deleted, as kubectl delete pod does, and 3 members
+// settle again.
+func leaderPodDeletion() []framework.Step {
+	var leader string
+	return []framework.Step{
+		{Name: "find the leader", Do: func(ctx context.Context, r *framework.Run) (err error) {
+			leader, err = r.Leader(ctx)
+			return err
+		}},
+		{Name: "delete the leader's pod and wait for 3 members", Do: func(ctx context.Context, r *framework.Run) error {
+			return r.DeletePod(ctx, leader, 3)
+		}},
+	}
 }

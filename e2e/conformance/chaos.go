@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/quorate-dev/quorate/chaos"
+	"github.com/quorate-dev/quorate/e2e/checker"
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 // faultWindow is how long a fault is held (pod-kill and container-kill happen once; the window
@@ -60,7 +62,7 @@ func Faults(operatorNS string) []Fault {
 			return t.ClockSkew(ctx, -10*time.Minute, faultWindow)
 		}},
 		{Name: "operator-kill", Operator: true, Build: func(t chaos.Target, _ context.Context) (chaos.Fault, error) {
-			return t.OperatorKill(operatorNS, map[string]string{"control-plane": "controller-manager"}, 30*time.Second), nil
+			return t.OperatorKill(operatorNS, label.OperatorLabels(), 30*time.Second), nil
 		}},
 	}
 }
@@ -71,44 +73,48 @@ func windowed(b func(chaos.Target, context.Context, time.Duration) (chaos.Fault,
 	return func(t chaos.Target, ctx context.Context) (chaos.Fault, error) { return b(t, ctx, faultWindow) }
 }
 
-func chaosScenario(name string, f Fault, replicas int32, steps func(context.Context, *framework.Run) error) framework.Scenario {
+func chaosScenario(name string, f Fault, replicas int32, steps []framework.Step) framework.Scenario {
 	sc := framework.Scenario{Name: name + "-" + f.Name, Replicas: replicas, Class: framework.Fault, Steps: steps,
-		Labels: map[string]string{"suite": "chaos", "fault": f.Name, "base": name}}
+		Labels: map[string]string{label.Suite: label.SuiteChaos, label.Fault: f.Name, label.Base: name}}
 	if f.Partition {
 		sc.Class = framework.Partition
 	}
 	if f.Needs != "" {
-		sc.Labels["needs"] = f.Needs
+		sc.Labels[label.Needs] = f.Needs
 	}
 	if f.QuorumLost {
-		sc.Labels["suite"] = "chaos-negative"
-		sc.Expect = map[string]history.Expectation{"availability": history.ExpectFail(availability.CodeWriteGap)}
+		sc.Labels[label.Suite] = label.SuiteChaosNegative
+		sc.Expect = map[checker.Name]history.Expectation{checker.Availability: history.ExpectFail(availability.CodeWriteGap)}
 	}
 	return sc
 }
 
 // SteadyUnder: a 3-member cluster under load while the fault is held, then until it settles.
 func SteadyUnder(f Fault) framework.Scenario {
-	return chaosScenario("steady", f, 3, func(ctx context.Context, r *framework.Run) error {
-		if f.Operator {
-			// With nothing to do the operator's death shows nothing: keep it working by
-			// replacing a member pod while it is being killed.
-			return r.Inject(ctx, f.Build, 0, func(ctx context.Context) error {
-				follower, err := r.Follower(ctx)
-				if err != nil {
-					return err
-				}
-				return r.DeletePod(ctx, follower, 3)
-			})
-		}
-		hold := faultWindow
-		if f.QuorumLost {
-			hold = outageWindow
-		}
-		if err := r.Inject(ctx, f.Build, hold, nil); err != nil {
-			return err
-		}
-		return r.WaitSettled(ctx, 3, 5*time.Minute)
+	if f.Operator {
+		// With nothing to do the operator's death shows nothing: keep it working by
+		// replacing a member pod while it is being killed.
+		return chaosScenario("steady", f, 3, []framework.Step{
+			{Name: "inject " + f.Name + " while a follower's pod is replaced", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.Inject(ctx, f.Build, 0, func(ctx context.Context) error {
+					follower, err := r.Follower(ctx)
+					if err != nil {
+						return err
+					}
+					return r.DeletePod(ctx, follower, 3)
+				})
+			}},
+		})
+	}
+	hold := faultWindow
+	if f.QuorumLost {
+		hold = outageWindow
+	}
+	return chaosScenario("steady", f, 3, []framework.Step{
+		{Name: fmt.Sprintf("inject %s and hold it %s", f.Name, hold), Do: func(ctx context.Context, r *framework.Run) error {
+			return r.Inject(ctx, f.Build, hold, nil)
+		}},
+		waitSettled(3),
 	})
 }
 
@@ -116,30 +122,36 @@ func SteadyUnder(f Fault) framework.Scenario {
 // membership changes (the operator must wait for a quorum): the scale-up is requested during
 // the fault and must complete after it heals.
 func ScaleUnder(f Fault) framework.Scenario {
-	return chaosScenario("scale", f, 3, func(ctx context.Context, r *framework.Run) error {
-		if f.QuorumLost {
-			if err := r.Inject(ctx, f.Build, 0, func(ctx context.Context) error {
-				if err := r.SetReplicas(ctx, 5); err != nil {
-					return err
+	if f.QuorumLost {
+		return chaosScenario("scale", f, 3, []framework.Step{
+			{Name: "inject " + f.Name + " and ask for 5 members during it", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.Inject(ctx, f.Build, 0, func(ctx context.Context) error {
+					if err := r.SetReplicas(ctx, 5); err != nil {
+						return err
+					}
+					r.Hold(ctx, outageWindow)
+					return nil
+				})
+			}},
+			{Name: "wait for 5 members settled after the fault", Do: func(ctx context.Context, r *framework.Run) error {
+				if err := r.WaitSettled(ctx, 5, 5*time.Minute); err != nil {
+					return fmt.Errorf("after the partition healed: %w", err)
 				}
-				r.Hold(ctx, outageWindow)
 				return nil
-			}); err != nil {
-				return err
-			}
-			if err := r.WaitSettled(ctx, 5, 5*time.Minute); err != nil {
-				return fmt.Errorf("after the partition healed: %w", err)
-			}
-			return r.Scale(ctx, 3)
-		}
-		// One-shot faults (kills) are injected at the start of each scaling step.
-		for _, n := range []int32{5, 3} {
-			if err := r.Inject(ctx, f.Build, 0, func(ctx context.Context) error { return r.Scale(ctx, n) }); err != nil {
-				return err
-			}
-		}
-		return r.WaitSettled(ctx, 3, 5*time.Minute)
-	})
+			}},
+			{Name: "scale to 3 members", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.Scale(ctx, 3)
+			}},
+		})
+	}
+	// One-shot faults (kills) are injected at the start of each scaling step.
+	var steps []framework.Step
+	for _, n := range []int32{5, 3} {
+		steps = append(steps, framework.Step{Name: fmt.Sprintf("inject %s and scale to %d members", f.Name, n), Do: func(ctx context.Context, r *framework.Run) error {
+			return r.Inject(ctx, f.Build, 0, func(ctx context.Context) error { return r.Scale(ctx, n) })
+		}})
+	}
+	return chaosScenario("scale", f, 3, append(steps, waitSettled(3)))
 }
 
 // ChaosScenarios: steady state and scale 3->5->3 under every fault of the library.

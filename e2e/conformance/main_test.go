@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 var (
@@ -62,10 +63,10 @@ func TestConformance(t *testing.T) {
 	if opts.BenchRuns > 0 {
 		scenarios = append(scenarios, BenchScenarios(opts, opts.BenchRuns)...)
 	}
-	if opts.Peers != "" || slices.Contains(suite.Labels["suite"], "peers") {
+	if opts.Peers != "" || slices.Contains(suite.Labels[label.Suite], label.SuitePeers) {
 		scenarios = append(scenarios, PeerScenarios(opts)...)
 	}
-	if slices.Contains(suite.Labels["suite"], "bench-rate") {
+	if slices.Contains(suite.Labels[label.Suite], label.SuiteBenchRate) {
 		var rates []float64
 		for _, f := range strings.Split(opts.BenchRates, ",") {
 			rate, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
@@ -81,7 +82,7 @@ func TestConformance(t *testing.T) {
 	}
 	if opts.OLMCatalogs != "" || opts.InstallOLM {
 		scenarios = append(scenarios, OLMScenarios(opts)...)
-	} else if slices.Contains(suite.Labels["suite"], "olm") {
+	} else if slices.Contains(suite.Labels[label.Suite], label.SuiteOLM) {
 		t.Fatal("--labels asks for the OLM scenarios (suite=olm): give their catalogs with --olm-catalogs=PREVIOUS,CURRENT, or --install-olm")
 	}
 	var fs []features.Feature

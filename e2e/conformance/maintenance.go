@@ -22,6 +22,9 @@ import (
 func Defrag() framework.Scenario {
 	// The leadership transfer costs the proposals in flight (raft drops them): 20 s of load on
 	// each side keep the success ratio about the defragmentation, not the window's length.
+	var sizes []string
+	var leader string
+	var end func()
 	return framework.Scenario{Name: "defrag", Labels: safety, Replicas: 3, Class: framework.Planned, MinDuration: 20 * time.Second,
 		BeforeLoad: func(ctx context.Context, r *framework.Run) error {
 			if _, err := r.Fill(ctx, 64); err != nil {
@@ -30,43 +33,46 @@ func Defrag() framework.Scenario {
 			_, err := r.Unfill(ctx)
 			return err
 		},
-		Steps: func(ctx context.Context, r *framework.Run) error {
-			before, err := r.GetCluster(ctx)
-			if err != nil {
-				return err
-			}
-			var sizes []string
-			for _, m := range before.Status.Members {
-				sizes = append(sizes, fmt.Sprintf("%s %d", m.Name, m.DBSize))
-			}
-			leader := before.Status.Leader
-			r.Phase("defragmenting every member")
-			end := r.Fault("defrag", "spec.maintenance.defrag.thresholdPercent = 50 (database files: "+strings.Join(sizes, ", ")+" bytes)")
-			if err := r.Update(ctx, "spec.maintenance.defrag.thresholdPercent = 50", func(ec *v1alpha1.EtcdCluster) {
-				ec.Spec.Maintenance.Defrag = &v1alpha1.DefragSpec{ThresholdPercent: ptr.To[int32](50)}
-			}); err != nil {
-				return err
-			}
-			err = r.WaitFor(ctx, "every member's database file to shrink", 5*time.Minute, func() error {
-				ec, err := r.GetCluster(ctx)
+		Steps: []framework.Step{
+			{Name: "record the members' database sizes and the leader", Do: func(ctx context.Context, r *framework.Run) error {
+				before, err := r.GetCluster(ctx)
 				if err != nil {
 					return err
 				}
-				for _, m := range ec.Status.Members {
-					if m.DBSize > 32<<20 {
-						return fmt.Errorf("%s's database file is %d bytes", m.Name, m.DBSize)
-					}
+				sizes = nil
+				for _, m := range before.Status.Members {
+					sizes = append(sizes, fmt.Sprintf("%s %d", m.Name, m.DBSize))
 				}
+				leader = before.Status.Leader
 				return nil
-			})
-			end()
-			if err != nil {
+			}},
+			{Name: "ask for defragmentation at 50% free", Do: func(ctx context.Context, r *framework.Run) error {
+				r.Phase("defragmenting every member")
+				end = r.Fault("defrag", "spec.maintenance.defrag.thresholdPercent = 50 (database files: "+strings.Join(sizes, ", ")+" bytes)")
+				return r.Update(ctx, "spec.maintenance.defrag.thresholdPercent = 50", func(ec *v1alpha1.EtcdCluster) {
+					ec.Spec.Maintenance.Defrag = &v1alpha1.DefragSpec{ThresholdPercent: ptr.To[int32](50)}
+				})
+			}},
+			{Name: "wait for every member's database file to shrink", Do: func(ctx context.Context, r *framework.Run) error {
+				err := r.WaitFor(ctx, "every member's database file to shrink", 5*time.Minute, func() error {
+					ec, err := r.GetCluster(ctx)
+					if err != nil {
+						return err
+					}
+					for _, m := range ec.Status.Members {
+						if m.DBSize > 32<<20 {
+							return fmt.Errorf("%s's database file is %d bytes", m.Name, m.DBSize)
+						}
+					}
+					return nil
+				})
+				end()
 				return err
-			}
-			if err := r.WaitSettled(ctx, 3, 5*time.Minute); err != nil {
-				return err
-			}
-			return leaderDefragmentedLast(ctx, r, leader)
+			}},
+			waitSettled(3),
+			{Name: "check: the leader was defragmented last", Do: func(ctx context.Context, r *framework.Run) error {
+				return leaderDefragmentedLast(ctx, r, leader)
+			}},
 		}}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/internal/launcher"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
@@ -18,69 +19,76 @@ import (
 // cluster's claim decides which acts. The Events each install wrote prove that no two changed
 // the cluster in overlapping windows.
 func ScopeMigration(operatorNS string) framework.Scenario {
-	return framework.Scenario{Name: "scope-migration", Labels: map[string]string{"suite": "migration"}, Replicas: 3, Class: framework.Planned,
-		Steps: func(ctx context.Context, r *framework.Run) error {
-			wide, narrow := framework.Identity(operatorNS), framework.Identity(r.Namespace)
-			if err := r.WaitOwner(ctx, wide); err != nil {
-				return err
-			}
-			// A namespaced install joins: both see the cluster; the cluster-wide one keeps it.
-			if err := r.InstallNamespaced(ctx, r.Namespace); err != nil {
-				return err
-			}
-			r.OnCleanup(func(ctx context.Context) error { return r.ScaleInstall(ctx, operatorNS, 1) })
-			if err := r.Scale(ctx, 5); err != nil {
-				return err
-			}
-			// The cluster-wide install goes: the namespaced one takes over once the claim expires.
-			wideGone := time.Now()
-			if err := r.ScaleInstall(ctx, operatorNS, 0); err != nil {
-				return err
-			}
-			if err := r.WaitOwner(ctx, narrow); err != nil {
-				return err
-			}
-			if err := r.Scale(ctx, 3); err != nil {
-				return err
-			}
-			// And back: the cluster-wide install returns, the namespaced one goes.
-			if err := r.ScaleInstall(ctx, operatorNS, 1); err != nil {
-				return err
-			}
-			if err := r.Scale(ctx, 5); err != nil {
-				return err
-			}
-			narrowGone := time.Now()
-			if err := r.RemoveNamespacedInstall(ctx, r.Namespace); err != nil {
-				return err
-			}
-			if err := r.WaitOwner(ctx, wide); err != nil {
-				return err
-			}
-			if err := r.Scale(ctx, 3); err != nil {
-				return err
-			}
-			counts, claims, err := r.CheckOwnership(ctx)
-			if err != nil {
-				return err
-			}
-			want := []framework.Claim{{Holder: wide}, {At: wideGone, Holder: narrow}, {At: narrowGone, Holder: wide}}
-			if err := framework.ClaimsInOrder(claims, want); err != nil {
-				return err
-			}
-			if counts[wide] == 0 || counts[narrow] == 0 {
-				return fmt.Errorf("changes by install: %v; want both installs to have managed the cluster", counts)
-			}
-			r.T.Logf("changes by install: %v, each while it held the cluster's claim", counts)
-			return nil
+	var wide, narrow string
+	var wideGone, narrowGone time.Time
+	owner := func(name string, id *string) framework.Step {
+		return framework.Step{Name: "wait for the " + name + " install to own the cluster", Do: func(ctx context.Context, r *framework.Run) error {
+			return r.WaitOwner(ctx, *id)
 		}}
+	}
+	return framework.Scenario{Name: "scope-migration", Labels: map[string]string{label.Suite: label.SuiteMigration}, Replicas: 3, Class: framework.Planned,
+		Steps: []framework.Step{
+			{Name: "wait for the cluster-wide install to own the cluster", Do: func(ctx context.Context, r *framework.Run) error {
+				wide, narrow = framework.Identity(operatorNS), framework.Identity(r.Namespace)
+				return r.WaitOwner(ctx, wide)
+			}},
+			// A namespaced install joins: both see the cluster; the cluster-wide one keeps it.
+			{Name: "install the operator namespaced beside it", Do: func(ctx context.Context, r *framework.Run) error {
+				if err := r.InstallNamespaced(ctx, r.Namespace); err != nil {
+					return err
+				}
+				r.OnCleanup(func(ctx context.Context) error { return r.ScaleInstall(ctx, operatorNS, 1) })
+				return nil
+			}},
+			scaleStep(5),
+			// The cluster-wide install goes: the namespaced one takes over once the claim expires.
+			{Name: "stop the cluster-wide install", Do: func(ctx context.Context, r *framework.Run) error {
+				wideGone = time.Now()
+				return r.ScaleInstall(ctx, operatorNS, 0)
+			}},
+			owner("namespaced", &narrow),
+			scaleStep(3),
+			// And back: the cluster-wide install returns, the namespaced one goes.
+			{Name: "start the cluster-wide install again", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.ScaleInstall(ctx, operatorNS, 1)
+			}},
+			scaleStep(5),
+			{Name: "remove the namespaced install", Do: func(ctx context.Context, r *framework.Run) error {
+				narrowGone = time.Now()
+				return r.RemoveNamespacedInstall(ctx, r.Namespace)
+			}},
+			owner("cluster-wide", &wide),
+			scaleStep(3),
+			{Name: "check: every change made by the claim's holder", Do: func(ctx context.Context, r *framework.Run) error {
+				counts, claims, err := r.CheckOwnership(ctx)
+				if err != nil {
+					return err
+				}
+				want := []framework.Claim{{Holder: wide}, {At: wideGone, Holder: narrow}, {At: narrowGone, Holder: wide}}
+				if err := framework.ClaimsInOrder(claims, want); err != nil {
+					return err
+				}
+				if counts[wide] == 0 || counts[narrow] == 0 {
+					return fmt.Errorf("changes by install: %v; want both installs to have managed the cluster", counts)
+				}
+				r.T.Logf("changes by install: %v, each while it held the cluster's claim", counts)
+				return nil
+			}},
+		}}
+}
+
+// scaleStep scales the cluster to n members and waits for them to settle.
+func scaleStep(n int32) framework.Step {
+	return framework.Step{Name: fmt.Sprintf("scale to %d members", n), Do: func(ctx context.Context, r *framework.Run) error {
+		return r.Scale(ctx, n)
+	}}
 }
 
 // joinScenario is a scenario that moves a 3-member external cluster of plain etcd processes
 // on the node (*x, once started) into the run's EtcdCluster, with the go-ahead given at
 // creation when remove is true.
 func joinScenario(name string, remove bool, x **framework.External) framework.Scenario {
-	return framework.Scenario{Name: name, Labels: map[string]string{"suite": "migration"}, Replicas: 3, Class: framework.Planned, NeedsNode: true,
+	return framework.Scenario{Name: name, Labels: map[string]string{label.Suite: label.SuiteMigration}, Replicas: 3, Class: framework.Planned, NeedsNode: true,
 		// Each external member removed fails the requests in flight on it (4-8 at 500 ops/s:
 		// etcd stops a removed member at once), which the success ratio must absorb.
 		MinDuration: 30 * time.Second,
@@ -108,34 +116,35 @@ func joinScenario(name string, remove bool, x **framework.External) framework.Sc
 func MigrateIn() framework.Scenario {
 	var x *framework.External
 	sc := joinScenario("migrate-in", false, &x)
-	sc.Steps = func(ctx context.Context, r *framework.Run) error {
-		start := time.Now()
-		r.Phase("joining the external cluster")
-		r.Event("action", "create", "created EtcdCluster "+r.Cluster+" with spec.bootstrap.join")
-		if err := r.CreateEtcdCluster(ctx); err != nil {
-			return err
-		}
-		if err := r.WaitJoin(ctx, v1alpha1.JoinWaitingForGoAhead, 10*time.Minute); err != nil {
-			return err
-		}
-		joined := time.Now()
-		r.Phase("removing the external members")
-		if err := r.GoAhead(ctx); err != nil {
-			return err
-		}
-		if err := r.WaitJoin(ctx, v1alpha1.JoinCompleted, 10*time.Minute); err != nil {
-			return err
-		}
-		if err := r.WaitSettled(ctx, 3, 5*time.Minute); err != nil {
-			return err
-		}
-		done := time.Now()
-		if err := x.CheckMovedIn(ctx, r, 3); err != nil {
-			return err
-		}
-		r.T.Logf("migrate-in: 3 members added in %s, 3 external members removed in %s, %s in all; cluster ID %x kept",
-			joined.Sub(start).Round(time.Second), done.Sub(joined).Round(time.Second), done.Sub(start).Round(time.Second), x.ClusterID)
-		return nil
+	var start, joined, done time.Time
+	sc.Steps = []framework.Step{
+		{Name: "create the EtcdCluster joining the external cluster", Do: func(ctx context.Context, r *framework.Run) error {
+			start = time.Now()
+			r.Phase("joining the external cluster")
+			r.Event("action", "create", "created EtcdCluster "+r.Cluster+" with spec.bootstrap.join")
+			return r.CreateEtcdCluster(ctx)
+		}},
+		{Name: "wait for the join to wait for the go-ahead", Do: func(ctx context.Context, r *framework.Run) error {
+			return r.WaitJoin(ctx, v1alpha1.JoinWaitingForGoAhead, 10*time.Minute)
+		}},
+		{Name: "give the go-ahead", Do: func(ctx context.Context, r *framework.Run) error {
+			joined = time.Now()
+			r.Phase("removing the external members")
+			return r.GoAhead(ctx)
+		}},
+		{Name: "wait for the join to complete", Do: func(ctx context.Context, r *framework.Run) error {
+			return r.WaitJoin(ctx, v1alpha1.JoinCompleted, 10*time.Minute)
+		}},
+		waitSettled(3),
+		{Name: "check: moved in with the cluster's ID and data", Do: func(ctx context.Context, r *framework.Run) error {
+			done = time.Now()
+			if err := x.CheckMovedIn(ctx, r, 3); err != nil {
+				return err
+			}
+			r.T.Logf("migrate-in: 3 members added in %s, 3 external members removed in %s, %s in all; cluster ID %x kept",
+				joined.Sub(start).Round(time.Second), done.Sub(joined).Round(time.Second), done.Sub(start).Round(time.Second), x.ClusterID)
+			return nil
+		}},
 	}
 	return sc
 }
@@ -149,69 +158,69 @@ func MigrateIn() framework.Scenario {
 func MigrateInFirewalled() framework.Scenario {
 	var x *framework.External
 	sc := joinScenario("migrate-in-firewalled", true, &x)
-	sc.Steps = func(ctx context.Context, r *framework.Run) error {
-		first := names.Member(r.Cluster, 0)
-		r.Phase("a firewall rejects peer connections both ways")
-		if err := x.Firewall(ctx, r, true, true); err != nil {
-			return err
-		}
-		r.Event("action", "create", "created EtcdCluster "+r.Cluster+" with spec.bootstrap.join")
-		if err := r.CreateEtcdCluster(ctx); err != nil {
-			return err
-		}
-		refusal, err := r.WaitLauncherRefusal(ctx, first, launcher.RefusalPeersUnreachable, 5*time.Minute)
-		if err != nil {
-			return err
-		}
-		r.T.Logf("the launcher of %s refused: %s", first, refusal.Message)
-		err = r.WaitFor(ctx, "Degraded=PeersUnreachable with the launcher's refusal", 2*time.Minute, func() error {
-			return r.WantDegraded(ctx, v1alpha1.ReasonPeersUnreachable, planner.CannotJoin(first, refusal.Message))
-		})
-		if err != nil {
-			return err
-		}
-		if err := r.WantOnlyMembers(ctx, first); err != nil {
-			return err
-		}
-
-		r.Phase("the external members still cannot reach the pods")
-		if err := x.Firewall(ctx, r, false, true); err != nil {
-			return err
-		}
-		err = r.WaitFor(ctx, "Degraded=PeersUnreachable: an external member has no connection to "+first, 5*time.Minute, func() error {
-			var errs []error
-			for i := range x.Names {
-				err := r.WantDegraded(ctx, v1alpha1.ReasonPeersUnreachable, x.External(i).NotConnected(first))
-				if err == nil {
-					return nil
-				}
-				errs = append(errs, err)
+	var first string
+	var start time.Time
+	sc.Steps = []framework.Step{
+		{Name: "firewall peer connections both ways", Do: func(ctx context.Context, r *framework.Run) error {
+			first = names.Member(r.Cluster, 0)
+			r.Phase("a firewall rejects peer connections both ways")
+			return x.Firewall(ctx, r, true, true)
+		}},
+		{Name: "create the EtcdCluster joining the external cluster", Do: func(ctx context.Context, r *framework.Run) error {
+			r.Event("action", "create", "created EtcdCluster "+r.Cluster+" with spec.bootstrap.join")
+			return r.CreateEtcdCluster(ctx)
+		}},
+		{Name: "wait for the first member's launcher to refuse: PeersUnreachable", Do: func(ctx context.Context, r *framework.Run) error {
+			refusal, err := r.WaitLauncherRefusal(ctx, first, launcher.RefusalPeersUnreachable, 5*time.Minute)
+			if err != nil {
+				return err
 			}
-			return errs[0]
-		})
-		if err != nil {
-			return err
-		}
-		if err := r.WantOnlyMembers(ctx, first); err != nil {
-			return err
-		}
-
-		r.Phase("no firewall")
-		start := time.Now()
-		if err := x.Firewall(ctx, r, false, false); err != nil {
-			return err
-		}
-		if err := r.WaitJoin(ctx, v1alpha1.JoinCompleted, 10*time.Minute); err != nil {
-			return err
-		}
-		if err := r.WaitSettled(ctx, 3, 5*time.Minute); err != nil {
-			return err
-		}
-		if err := x.CheckMovedIn(ctx, r, 3); err != nil {
-			return err
-		}
-		r.T.Logf("migrate-in-firewalled: moved in %s after the firewall opened; cluster ID %x kept", time.Since(start).Round(time.Second), x.ClusterID)
-		return nil
+			r.T.Logf("the launcher of %s refused: %s", first, refusal.Message)
+			err = r.WaitFor(ctx, "Degraded=PeersUnreachable with the launcher's refusal", 2*time.Minute, func() error {
+				return r.WantDegraded(ctx, v1alpha1.ReasonPeersUnreachable, planner.CannotJoin(first, refusal.Message))
+			})
+			if err != nil {
+				return err
+			}
+			return r.WantOnlyMembers(ctx, first)
+		}},
+		{Name: "open the firewall from the pods to the external members", Do: func(ctx context.Context, r *framework.Run) error {
+			r.Phase("the external members still cannot reach the pods")
+			return x.Firewall(ctx, r, false, true)
+		}},
+		{Name: "wait for Degraded: an external member has no connection to the first member", Do: func(ctx context.Context, r *framework.Run) error {
+			err := r.WaitFor(ctx, "Degraded=PeersUnreachable: an external member has no connection to "+first, 5*time.Minute, func() error {
+				var errs []error
+				for i := range x.Names {
+					err := r.WantDegraded(ctx, v1alpha1.ReasonPeersUnreachable, x.External(i).NotConnected(first))
+					if err == nil {
+						return nil
+					}
+					errs = append(errs, err)
+				}
+				return errs[0]
+			})
+			if err != nil {
+				return err
+			}
+			return r.WantOnlyMembers(ctx, first)
+		}},
+		{Name: "remove the firewall", Do: func(ctx context.Context, r *framework.Run) error {
+			r.Phase("no firewall")
+			start = time.Now()
+			return x.Firewall(ctx, r, false, false)
+		}},
+		{Name: "wait for the join to complete", Do: func(ctx context.Context, r *framework.Run) error {
+			return r.WaitJoin(ctx, v1alpha1.JoinCompleted, 10*time.Minute)
+		}},
+		waitSettled(3),
+		{Name: "check: moved in with the cluster's ID and data", Do: func(ctx context.Context, r *framework.Run) error {
+			if err := x.CheckMovedIn(ctx, r, 3); err != nil {
+				return err
+			}
+			r.T.Logf("migrate-in-firewalled: moved in %s after the firewall opened; cluster ID %x kept", time.Since(start).Round(time.Second), x.ClusterID)
+			return nil
+		}},
 	}
 	return sc
 }

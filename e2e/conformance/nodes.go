@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 // The node scenarios (suite=nodes) act on whole nodes of a local cluster started with
@@ -15,8 +16,15 @@ import (
 // on each of nodes 2–4 (the etcd pool), placed there by the operator's default spread. Each
 // scenario acts on the leader's node, the worst case.
 
-func nodeScenario(name string, class framework.Class, steps func(ctx context.Context, r *framework.Run) error) framework.Scenario {
-	return framework.Scenario{Name: name, Labels: map[string]string{"suite": "nodes"}, Replicas: 3, Nodes: 3, Class: class, Steps: steps}
+func nodeScenario(name string, class framework.Class, steps []framework.Step) framework.Scenario {
+	return framework.Scenario{Name: name, Labels: map[string]string{label.Suite: label.SuiteNodes}, Replicas: 3, Nodes: 3, Class: class, Steps: steps}
+}
+
+// waitSettled is the step that ends most scenarios: n members, settled.
+func waitSettled(n int32) framework.Step {
+	return framework.Step{Name: fmt.Sprintf("wait for %d members settled", n), Do: func(ctx context.Context, r *framework.Run) error {
+		return r.WaitSettled(ctx, n, 5*time.Minute)
+	}}
 }
 
 // NodeDrain: the node holding the leader is drained with kubectl drain. The leader's pod is
@@ -24,52 +32,57 @@ func nodeScenario(name string, class framework.Class, steps func(ctx context.Con
 // on the drained node, so it stays Pending. A second drain, of another member's node, must then
 // be refused by the PodDisruptionBudget and evict nothing. Uncordoning brings the member back.
 func NodeDrain() framework.Scenario {
-	return nodeScenario("node-drain", framework.Planned, func(ctx context.Context, r *framework.Run) error {
-		leader, node, err := r.LeaderNode(ctx)
-		if err != nil {
+	var leader, node, newLeader, other string
+	return nodeScenario("node-drain", framework.Planned, []framework.Step{
+		{Name: "find the leader's node", Do: func(ctx context.Context, r *framework.Run) (err error) {
+			leader, node, err = r.LeaderNode(ctx)
 			return err
-		}
-		r.UncordonOnCleanup(node)
-		r.Phase(fmt.Sprintf("draining %s, which holds the leader %s", node, leader))
-		end := r.Fault("node-drained", fmt.Sprintf("kubectl drain %s (the leader %s's node)", node, leader))
-		defer end()
-		if _, err := r.Drain(ctx, node, 3*time.Minute); err != nil {
+		}},
+		{Name: "drain the leader's node", Do: func(ctx context.Context, r *framework.Run) error {
+			r.UncordonOnCleanup(node)
+			r.Phase(fmt.Sprintf("draining %s, which holds the leader %s", node, leader))
+			r.Defer(r.Fault("node-drained", fmt.Sprintf("kubectl drain %s (the leader %s's node)", node, leader)))
+			_, err := r.Drain(ctx, node, 3*time.Minute)
 			return err
-		}
-		newLeader, err := r.WaitNewLeader(ctx, leader, 2*time.Minute)
-		if err != nil {
-			return err
-		}
-		r.T.Logf("drained %s; the leader moved from %s to %s", node, leader, newLeader)
-
+		}},
+		{Name: "wait for a new leader", Do: func(ctx context.Context, r *framework.Run) (err error) {
+			if newLeader, err = r.WaitNewLeader(ctx, leader, 2*time.Minute); err != nil {
+				return err
+			}
+			r.T.Logf("drained %s; the leader moved from %s to %s", node, leader, newLeader)
+			return nil
+		}},
 		// With one member down the budget allows no further eviction.
-		placed, err := r.MemberNodes(ctx)
-		if err != nil {
-			return err
-		}
-		other := placed[newLeader]
-		r.UncordonOnCleanup(other)
-		r.Phase(fmt.Sprintf("draining %s too, which the PodDisruptionBudget must refuse", other))
-		out, refused := r.Drain(ctx, other, 20*time.Second)
-		if refused == nil {
-			return fmt.Errorf("a second drain, of %s, succeeded while %s's member was down: the PodDisruptionBudget did not hold (kubectl: %s)", other, node, out)
-		}
-		still, err := r.MemberNodes(ctx)
-		if err != nil {
-			return err
-		}
-		if still[newLeader] != other {
-			return fmt.Errorf("the refused drain of %s still evicted the member %s", other, newLeader)
-		}
-		r.T.Logf("the second drain was refused: %v", refused)
-		if err := r.Uncordon(ctx, other); err != nil {
-			return err
-		}
-		r.Phase("uncordoning " + node)
-		if err := r.Uncordon(ctx, node); err != nil {
-			return err
-		}
-		return r.WaitSettled(ctx, 3, 5*time.Minute)
+		{Name: "drain a second node: refused by the PodDisruptionBudget", Do: func(ctx context.Context, r *framework.Run) error {
+			placed, err := r.MemberNodes(ctx)
+			if err != nil {
+				return err
+			}
+			other = placed[newLeader]
+			r.UncordonOnCleanup(other)
+			r.Phase(fmt.Sprintf("draining %s too, which the PodDisruptionBudget must refuse", other))
+			out, refused := r.Drain(ctx, other, 20*time.Second)
+			if refused == nil {
+				return fmt.Errorf("a second drain, of %s, succeeded while %s's member was down: the PodDisruptionBudget did not hold (kubectl: %s)", other, node, out)
+			}
+			still, err := r.MemberNodes(ctx)
+			if err != nil {
+				return err
+			}
+			if still[newLeader] != other {
+				return fmt.Errorf("the refused drain of %s still evicted the member %s", other, newLeader)
+			}
+			r.T.Logf("the second drain was refused: %v", refused)
+			return nil
+		}},
+		{Name: "uncordon both nodes", Do: func(ctx context.Context, r *framework.Run) error {
+			if err := r.Uncordon(ctx, other); err != nil {
+				return err
+			}
+			r.Phase("uncordoning " + node)
+			return r.Uncordon(ctx, node)
+		}},
+		waitSettled(3),
 	})
 }
 
@@ -85,41 +98,46 @@ type nodeOutage struct {
 }
 
 func (o nodeOutage) scenario() framework.Scenario {
-	return nodeScenario(o.name, framework.Partition, func(ctx context.Context, r *framework.Run) error {
-		leader, node, err := r.LeaderNode(ctx)
-		if err != nil {
+	var leader, node string
+	restored := false
+	return nodeScenario(o.name, framework.Partition, []framework.Step{
+		{Name: "find the leader's node", Do: func(ctx context.Context, r *framework.Run) (err error) {
+			leader, node, err = r.LeaderNode(ctx)
 			return err
-		}
-		r.Phase(fmt.Sprintf(o.doing, node, leader))
-		end := r.Fault(o.fault, fmt.Sprintf(o.doing, node, leader))
-		defer end()
-		restored := false
-		r.OnCleanup(func(ctx context.Context) error {
-			if restored {
-				return nil
+		}},
+		{Name: "take the leader's node away (" + o.fault + ")", Do: func(ctx context.Context, r *framework.Run) error {
+			r.Phase(fmt.Sprintf(o.doing, node, leader))
+			r.Defer(r.Fault(o.fault, fmt.Sprintf(o.doing, node, leader)))
+			restored = false
+			node := node
+			r.OnCleanup(func(ctx context.Context) error {
+				if restored {
+					return nil
+				}
+				return o.restore(ctx, r, node)
+			})
+			return o.take(ctx, r, node)
+		}},
+		{Name: "wait for a new leader", Do: func(ctx context.Context, r *framework.Run) error {
+			newLeader, err := r.WaitNewLeader(ctx, leader, 2*time.Minute)
+			if err != nil {
+				return err
 			}
+			r.T.Logf("%s; %s leads", fmt.Sprintf(o.done, node), newLeader)
+			return nil
+		}},
+		{Name: "wait for the node to be NotReady (Unknown)", Do: func(ctx context.Context, r *framework.Run) error {
+			return r.WaitNodeReady(ctx, node, corev1.ConditionUnknown, 3*time.Minute)
+		}},
+		{Name: "bring the node back", Do: func(ctx context.Context, r *framework.Run) error {
+			r.Phase(fmt.Sprintf(o.undoing, node))
+			restored = true
 			return o.restore(ctx, r, node)
-		})
-		if err := o.take(ctx, r, node); err != nil {
-			return err
-		}
-		newLeader, err := r.WaitNewLeader(ctx, leader, 2*time.Minute)
-		if err != nil {
-			return err
-		}
-		r.T.Logf("%s; %s leads", fmt.Sprintf(o.done, node), newLeader)
-		if err := r.WaitNodeReady(ctx, node, corev1.ConditionUnknown, 3*time.Minute); err != nil {
-			return err
-		}
-		r.Phase(fmt.Sprintf(o.undoing, node))
-		restored = true
-		if err := o.restore(ctx, r, node); err != nil {
-			return err
-		}
-		if err := r.WaitNodeReady(ctx, node, corev1.ConditionTrue, 3*time.Minute); err != nil {
-			return err
-		}
-		return r.WaitSettled(ctx, 3, 5*time.Minute)
+		}},
+		{Name: "wait for the node to be Ready", Do: func(ctx context.Context, r *framework.Run) error {
+			return r.WaitNodeReady(ctx, node, corev1.ConditionTrue, 3*time.Minute)
+		}},
+		waitSettled(3),
 	})
 }
 

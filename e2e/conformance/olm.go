@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/e2e/olm"
 )
 
@@ -25,7 +26,9 @@ func OLMScenarios(opts *framework.Options) []framework.Scenario {
 		}
 		return p[0], p[1], nil
 	}
-	labels := func(mode string) map[string]string { return map[string]string{"suite": "olm", "install-mode": mode} }
+	labels := func(mode string) map[string]string {
+		return map[string]string{label.Suite: label.SuiteOLM, label.InstallMode: mode}
+	}
 	scenarios := []framework.Scenario{
 		// A Subscription in a namespace of its own with a global OperatorGroup: the operator
 		// watches every namespace, including the one of the EtcdCluster.
@@ -54,42 +57,43 @@ func OLMScenarios(opts *framework.Options) []framework.Scenario {
 // made by the claim's holder.
 func olmScopeMigration(catalogs func() (string, string, error)) framework.Scenario {
 	var wide *olm.V0
-	return framework.Scenario{Name: "olm-scope-migration", Labels: map[string]string{"suite": "olm", "install-mode": "AllNamespaces", "migration": "scope"}, Replicas: 3, Class: framework.Planned,
+	var current, wideID, narrowID string
+	var removed time.Time
+	return framework.Scenario{Name: "olm-scope-migration", Labels: map[string]string{label.Suite: label.SuiteOLM, label.InstallMode: "AllNamespaces", label.Migration: "scope"}, Replicas: 3, Class: framework.Planned,
 		Install: installCurrentAllNamespaces(catalogs, &wide),
-		Steps: func(ctx context.Context, r *framework.Run) error {
-			_, current, err := catalogs()
-			if err != nil {
+		Steps: []framework.Step{
+			{Name: "wait for the AllNamespaces install to own the cluster", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				if _, current, err = catalogs(); err != nil {
+					return err
+				}
+				wideID, narrowID = framework.Identity(wide.Namespace), framework.Identity(r.Namespace)
+				return r.WaitOwner(ctx, wideID)
+			}},
+			{Name: "move the install to the cluster's namespace through OLM", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				// Registered last, so run first: the EtcdCluster goes while the operator in its
+				// namespace still runs.
+				r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, r.Namespace) })
+				_, removed, err = olm.MoveV0(ctx, r, wide, r.Namespace, current)
 				return err
-			}
-			wideID, narrowID := framework.Identity(wide.Namespace), framework.Identity(r.Namespace)
-			if err := r.WaitOwner(ctx, wideID); err != nil {
-				return err
-			}
-			// Registered last, so run first: the EtcdCluster goes while the operator in its
-			// namespace still runs.
-			r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, r.Namespace) })
-			_, removed, err := olm.MoveV0(ctx, r, wide, r.Namespace, current)
-			if err != nil {
-				return err
-			}
-			if err := r.WaitOwner(ctx, narrowID); err != nil {
-				return err
-			}
-			if err := r.Scale(ctx, 5); err != nil {
-				return err
-			}
-			counts, claims, err := r.CheckOwnership(ctx)
-			if err != nil {
-				return err
-			}
-			if err := framework.ClaimsInOrder(claims, []framework.Claim{{Holder: wideID}, {At: removed, Holder: narrowID}}); err != nil {
-				return err
-			}
-			if counts[narrowID] == 0 {
-				return fmt.Errorf("changes by install: %v; want the namespaced install to have scaled the cluster", counts)
-			}
-			r.T.Logf("changes by install: %v, each while it held the cluster's claim", counts)
-			return nil
+			}},
+			{Name: "wait for the OwnNamespace install to own the cluster", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.WaitOwner(ctx, narrowID)
+			}},
+			scaleStep(5),
+			{Name: "check: every change made by the claim's holder", Do: func(ctx context.Context, r *framework.Run) error {
+				counts, claims, err := r.CheckOwnership(ctx)
+				if err != nil {
+					return err
+				}
+				if err := framework.ClaimsInOrder(claims, []framework.Claim{{Holder: wideID}, {At: removed, Holder: narrowID}}); err != nil {
+					return err
+				}
+				if counts[narrowID] == 0 {
+					return fmt.Errorf("changes by install: %v; want the namespaced install to have scaled the cluster", counts)
+				}
+				r.T.Logf("changes by install: %v, each while it held the cluster's claim", counts)
+				return nil
+			}},
 		}}
 }
 
@@ -105,7 +109,7 @@ func olmv1Upgrade(opts *framework.Options, catalogs func() (string, string, erro
 		}
 		return p[0], p[1], nil
 	}
-	return framework.Scenario{Name: "olmv1-upgrade", Labels: map[string]string{"suite": "olm", "olm": "v1", "install-mode": "AllNamespaces"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "olmv1-upgrade", Labels: map[string]string{label.Suite: label.SuiteOLM, label.OLM: "v1", label.InstallMode: "AllNamespaces"}, Replicas: 3, Class: framework.Planned,
 		Install: func(ctx context.Context, r *framework.Run) error {
 			_, current, err := catalogs()
 			if err != nil {
@@ -123,13 +127,13 @@ func olmv1Upgrade(opts *framework.Options, catalogs func() (string, string, erro
 			r.OnCleanup(func(ctx context.Context) error { return r.DeleteNamespace(ctx, r.Namespace) })
 			return nil
 		},
-		Steps: func(ctx context.Context, r *framework.Run) error {
+		Steps: []framework.Step{{Name: "move the ClusterExtension to the current version", Do: func(ctx context.Context, r *framework.Run) error {
 			_, next, err := versions()
 			if err != nil {
 				return err
 			}
 			return olm.UpgradeV1(ctx, r, in, next)
-		}}
+		}}}}
 }
 
 // installCurrentAllNamespaces installs the current release through OLM v0 for all namespaces,
@@ -169,15 +173,15 @@ func installPreviousOwnNamespace(catalogs func() (string, string, error), in **o
 
 func olmUpgrade(catalogs func() (string, string, error)) framework.Scenario {
 	var in *olm.V0
-	return framework.Scenario{Name: "olm-upgrade", Labels: map[string]string{"suite": "olm", "install-mode": "OwnNamespace"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "olm-upgrade", Labels: map[string]string{label.Suite: label.SuiteOLM, label.InstallMode: "OwnNamespace"}, Replicas: 3, Class: framework.Planned,
 		Install: installPreviousOwnNamespace(catalogs, &in),
-		Steps: func(ctx context.Context, r *framework.Run) error {
+		Steps: []framework.Step{{Name: "publish the current release and wait for OLM to upgrade", Do: func(ctx context.Context, r *framework.Run) error {
 			_, current, err := catalogs()
 			if err != nil {
 				return err
 			}
 			return olm.PublishV0(ctx, r, in, current)
-		}}
+		}}}}
 }
 
 // olmUpgradeGated: as olm-upgrade, but the new release is published while the cluster scales
@@ -189,9 +193,9 @@ func olmUpgradeGated(catalogs func() (string, string, error)) framework.Scenario
 	var in *olm.V0
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "volumes"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePersistentVolumeClaims: resource.MustParse("3")}}}
-	return framework.Scenario{Name: "olm-upgrade-gated", Labels: map[string]string{"suite": "olm", "install-mode": "OwnNamespace"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "olm-upgrade-gated", Labels: map[string]string{label.Suite: label.SuiteOLM, label.InstallMode: "OwnNamespace"}, Replicas: 3, Class: framework.Planned,
 		Install: installPreviousOwnNamespace(catalogs, &in),
-		Steps: func(ctx context.Context, r *framework.Run) error {
+		Steps: []framework.Step{{Name: "publish the current release while a volume quota holds a scale to 5", Do: func(ctx context.Context, r *framework.Run) error {
 			_, current, err := catalogs()
 			if err != nil {
 				return err
@@ -211,5 +215,5 @@ func olmUpgradeGated(catalogs func() (string, string, error)) framework.Scenario
 			}
 			settled := func(ctx context.Context) error { return r.WaitSettled(ctx, 5, 5*time.Minute) }
 			return olm.PublishV0Gated(ctx, r, in, current, time.Minute, busy, release, settled)
-		}}
+		}}}}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +26,9 @@ type PeerOperation struct {
 	Name string
 	// Version is the etcd version the cluster starts at ("": --etcd-version).
 	Version string
-	Steps   func(ctx context.Context, r *framework.Run) error
+	// Steps makes the operation's steps for one run (nil: none): steps share what they
+	// found, so each run gets its own.
+	Steps func() []framework.Step
 }
 
 // PeerOperations are the benchmark's operations. Creation to the first acknowledged write is
@@ -34,95 +37,139 @@ func PeerOperations(opts *framework.Options) []PeerOperation {
 	timeout := opts.ConvergeTimeout
 	return []PeerOperation{
 		{Name: "steady"},
-		{Name: "leader-pod-deleted", Steps: func(ctx context.Context, r *framework.Run) error {
-			leader, err := r.Op().Leader(ctx, r)
-			if err != nil {
+		{Name: "leader-pod-deleted", Steps: func() []framework.Step { return leaderPodDeleted(timeout) }},
+		{Name: "scale-3-5-3", Steps: func() []framework.Step { return peerScale(timeout, 5, 3) }},
+		upgrade("etcd-upgrade-patch", opts.UpgradePatchFrom, opts.EtcdVersion, timeout),
+		upgrade("etcd-upgrade-minor", opts.UpgradeFrom, opts.EtcdVersion, timeout),
+		{Name: "pvc-deleted", Steps: func() []framework.Step { return pvcDeleted(timeout) }},
+	}
+}
+
+// leaderPodDeleted: the leader's pod is deleted, and the operator must bring back 3 members.
+func leaderPodDeleted(timeout time.Duration) []framework.Step {
+	const what = "3 members after the leader's pod was deleted"
+	var leader string
+	var uid types.UID
+	var start time.Time
+	return []framework.Step{
+		{Name: "find the leader's pod", Do: func(ctx context.Context, r *framework.Run) (err error) {
+			if leader, err = r.Op().Leader(ctx, r); err != nil {
 				return err
 			}
-			uid, err := podUID(ctx, r, leader)
-			if err != nil {
-				return err
-			}
-			start := time.Now()
-			end := r.Fault("pod-deleted", "deleted the pod of the leader, "+leader)
-			defer end()
-			if err := r.Suite.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: leader}}); err != nil {
-				return err
-			}
-			// Converged only once the deleted pod is gone: the same name may come back.
-			if err := r.WaitFor(ctx, "the leader's pod to be gone", timeout, func() error { return gone(ctx, r, leader, uid) }); err != nil {
-				r.Timing("3 members after the leader's pod was deleted", start, err)
-				return err
-			}
-			return r.Converge(ctx, "3 members after the leader's pod was deleted", start, 3, "", timeout)
+			uid, err = podUID(ctx, r, leader)
+			return err
 		}},
-		{Name: "scale-3-5-3", Steps: func(ctx context.Context, r *framework.Run) error {
-			for _, n := range []int32{5, 3} {
-				start := time.Now()
-				if err := r.Op().SetReplicas(ctx, r, n); err != nil {
-					return err
-				}
-				if err := r.Converge(ctx, fmt.Sprintf("scaled to %d", n), start, n, "", timeout); err != nil {
-					return err
-				}
+		{Name: "delete the leader's pod", Do: func(ctx context.Context, r *framework.Run) error {
+			start = time.Now()
+			r.Defer(r.Fault("pod-deleted", "deleted the pod of the leader, "+leader))
+			return r.Suite.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: leader}})
+		}},
+		// Converged only once the deleted pod is gone: the same name may come back.
+		{Name: "wait for the leader's pod to be gone", Do: func(ctx context.Context, r *framework.Run) error {
+			if err := r.WaitFor(ctx, "the leader's pod to be gone", timeout, func() error { return gone(ctx, r, leader, uid) }); err != nil {
+				r.Timing(what, start, err)
+				return err
 			}
 			return nil
 		}},
-		upgrade("etcd-upgrade-patch", opts.UpgradePatchFrom, opts.EtcdVersion, timeout),
-		upgrade("etcd-upgrade-minor", opts.UpgradeFrom, opts.EtcdVersion, timeout),
-		{Name: "pvc-deleted", Steps: func(ctx context.Context, r *framework.Run) error {
-			leader, err := r.Op().Leader(ctx, r)
-			if err != nil {
-				return err
-			}
-			// A follower's disk is lost: its claim is deleted, and its pod, which could not
-			// go on without the disk, with it.
-			var victim string
-			var list corev1.PodList
-			if err := r.Suite.Client.List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
-				return err
-			}
-			for _, p := range list.Items {
-				if p.Name != leader && p.Name != "workload" {
-					victim = p.Name
-					break
-				}
-			}
-			if victim == "" {
-				return fmt.Errorf("no follower pod beside the leader %s", leader)
-			}
-			pvc := &corev1.PersistentVolumeClaim{}
-			if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: r.Op().Volume(victim)}, pvc); err != nil {
-				return fmt.Errorf("the claim of %s: %w", victim, err)
-			}
+		{Name: "wait for 3 members converged", Do: func(ctx context.Context, r *framework.Run) error {
+			return r.Converge(ctx, what, start, 3, "", timeout)
+		}},
+	}
+}
+
+// peerScale scales the cluster through the operator to each size in turn.
+func peerScale(timeout time.Duration, sizes ...int32) []framework.Step {
+	var steps []framework.Step
+	for _, n := range sizes {
+		steps = append(steps, framework.Step{Name: fmt.Sprintf("scale to %d members and wait for convergence", n), Do: func(ctx context.Context, r *framework.Run) error {
 			start := time.Now()
-			end := r.Fault("volume-lost", "deleted the PersistentVolumeClaim "+pvc.Name+" of "+victim+" and its pod")
-			defer end()
+			if err := r.Op().SetReplicas(ctx, r, n); err != nil {
+				return err
+			}
+			return r.Converge(ctx, fmt.Sprintf("scaled to %d", n), start, n, "", timeout)
+		}})
+	}
+	return steps
+}
+
+// pvcDeleted: a follower's disk is lost: its claim is deleted, and its pod, which could not go
+// on without the disk, with it.
+func pvcDeleted(timeout time.Duration) []framework.Step {
+	const what = "3 members after a follower's volume was lost"
+	var victim string
+	var pvc *corev1.PersistentVolumeClaim
+	var start time.Time
+	return []framework.Step{
+		{Name: "find a follower's claim", Do: func(ctx context.Context, r *framework.Run) (err error) {
+			victim, pvc, err = followerClaim(ctx, r)
+			return err
+		}},
+		{Name: "delete the follower's claim and pod", Do: func(ctx context.Context, r *framework.Run) error {
+			start = time.Now()
+			r.Defer(r.Fault("volume-lost", "deleted the PersistentVolumeClaim "+pvc.Name+" of "+victim+" and its pod"))
 			if err := r.Suite.Client.Delete(ctx, pvc); err != nil {
 				return err
 			}
 			if err := r.Suite.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: victim}}); err != nil && !apierrors.IsNotFound(err) {
 				return err
 			}
-			what := "3 members after a follower's volume was lost"
+			return nil
+		}},
+		{Name: "wait for the lost claim to be gone", Do: func(ctx context.Context, r *framework.Run) error {
 			if err := r.WaitFor(ctx, "the lost claim to be gone", timeout, func() error {
 				return claimGone(ctx, r, pvc.Name, pvc.UID)
 			}); err != nil {
 				r.Timing(what, start, err)
 				return err
 			}
+			return nil
+		}},
+		{Name: "wait for 3 members converged", Do: func(ctx context.Context, r *framework.Run) error {
 			return r.Converge(ctx, what, start, 3, "", timeout)
 		}},
 	}
 }
 
-func upgrade(name, from, to string, timeout time.Duration) PeerOperation {
-	return PeerOperation{Name: name, Version: from, Steps: func(ctx context.Context, r *framework.Run) error {
-		start := time.Now()
-		if err := r.Op().SetVersion(ctx, r, to); err != nil {
-			return err
+// followerClaim finds a member pod other than the leader's, and its claim.
+func followerClaim(ctx context.Context, r *framework.Run) (string, *corev1.PersistentVolumeClaim, error) {
+	leader, err := r.Op().Leader(ctx, r)
+	if err != nil {
+		return "", nil, err
+	}
+	var victim string
+	var list corev1.PodList
+	if err := r.Suite.Client.List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
+		return "", nil, err
+	}
+	for _, p := range list.Items {
+		if p.Name != leader && p.Name != "workload" {
+			victim = p.Name
+			break
 		}
-		return r.Converge(ctx, fmt.Sprintf("every member at etcd %s", to), start, 3, to, timeout)
+	}
+	if victim == "" {
+		return "", nil, fmt.Errorf("no follower pod beside the leader %s", leader)
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: r.Op().Volume(victim)}, pvc); err != nil {
+		return "", nil, fmt.Errorf("the claim of %s: %w", victim, err)
+	}
+	return victim, pvc, nil
+}
+
+func upgrade(name, from, to string, timeout time.Duration) PeerOperation {
+	return PeerOperation{Name: name, Version: from, Steps: func() []framework.Step {
+		var start time.Time
+		return []framework.Step{
+			{Name: "set the etcd version to " + to, Do: func(ctx context.Context, r *framework.Run) error {
+				start = time.Now()
+				return r.Op().SetVersion(ctx, r, to)
+			}},
+			{Name: "wait for every member at etcd " + to, Do: func(ctx context.Context, r *framework.Run) error {
+				return r.Converge(ctx, fmt.Sprintf("every member at etcd %s", to), start, 3, to, timeout)
+			}},
+		}
 	}}
 }
 
@@ -136,12 +183,16 @@ func PeerScenarios(opts *framework.Options) []framework.Scenario {
 	var out []framework.Scenario
 	for _, po := range PeerOperations(opts) {
 		for _, op := range ops {
+			var steps []framework.Step
+			if po.Steps != nil {
+				steps = po.Steps()
+			}
 			out = append(out, framework.Scenario{
 				Name:   "peers-" + op.Name() + "-" + po.Name,
-				Labels: map[string]string{"suite": "peers", "operator": op.Name(), "operation": po.Name},
+				Labels: map[string]string{label.Suite: label.SuitePeers, label.Operator: op.Name(), label.Operation: po.Name},
 				// The planned budget: every operation here is one an operator should make
 				// without an outage.
-				Replicas: 3, Class: framework.Planned, Version: po.Version, Operator: op, Steps: po.Steps,
+				Replicas: 3, Class: framework.Planned, Version: po.Version, Operator: op, Steps: steps,
 			})
 		}
 	}

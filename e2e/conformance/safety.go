@@ -3,84 +3,92 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/checker"
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/checker/lostwrites"
 	"github.com/quorate-dev/quorate/e2e/checker/watch"
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 // Safety scenarios (suite=safety): what users do to a cluster, by accident or by design, that
 // must not lose data, split the cluster, or leave it wedged.
 
-var safety = map[string]string{"suite": "safety"}
+var safety = map[string]string{label.Suite: label.SuiteSafety}
 
 // outage: the scenario's fault stops writes for real (the operator cannot mask it); every
 // other checker must still pass.
-var outage = map[string]history.Expectation{"availability": history.ExpectFail(availability.CodeWriteGap)}
+var outage = map[checker.Name]history.Expectation{checker.Availability: history.ExpectFail(availability.CodeWriteGap)}
 
 // VolumesDeleted deletes the PVCs of the given members at once while they run (kubectl delete
 // pvc --wait=false): each is replaced add-first, so redundancy never drops.
 func VolumesDeleted(name string, members ...int) framework.Scenario {
+	var ordinals []string
+	for _, i := range members {
+		ordinals = append(ordinals, strconv.Itoa(i))
+	}
 	return framework.Scenario{Name: name, Labels: safety, Replicas: 3, Class: framework.Planned,
-		Steps: func(ctx context.Context, r *framework.Run) error {
+		Steps: []framework.Step{{Name: "delete the volumes of members " + strings.Join(ordinals, ", ") + " at once and wait for their replacement", Do: func(ctx context.Context, r *framework.Run) error {
 			var names []string
 			for _, i := range members {
 				names = append(names, fmt.Sprintf("%s-%d", r.Cluster, i))
 			}
 			return r.ReplaceVolumes(ctx, names, 3)
-		}}
+		}}}}
 }
 
 // DataWiped empties a follower's volume under its running pod and restarts its container: the
 // launcher refuses to start etcd on it (it would rejoin with an empty log, or vote), and the
 // operator replaces the member.
 func DataWiped() framework.Scenario {
+	var follower string
+	var before *v1alpha1.EtcdCluster
 	return framework.Scenario{Name: "data-wiped", Labels: safety, Replicas: 3, Class: framework.Fault, NeedsNode: true,
-		Steps: func(ctx context.Context, r *framework.Run) error {
-			follower, err := r.Follower(ctx)
-			if err != nil {
-				return err
-			}
-			before, err := r.GetCluster(ctx)
-			if err != nil {
-				return err
-			}
-			if err := r.WipeData(ctx, follower); err != nil {
-				return err
-			}
-			// Replaced: the member with the old ID leaves, a new one takes its place.
-			var oldID string
-			for _, m := range before.Status.Members {
-				if m.Name == follower {
-					oldID = m.ID
-				}
-			}
-			err = r.WaitFor(ctx, "the wiped member to be replaced", 5*time.Minute, func() error {
-				ec, err := r.GetCluster(ctx)
-				if err != nil {
+		Steps: []framework.Step{
+			{Name: "find a follower and read the cluster's status", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				if follower, err = r.Follower(ctx); err != nil {
 					return err
 				}
-				for _, m := range ec.Status.Members {
-					if m.ID == oldID {
-						return fmt.Errorf("%s (%s) is still a member", m.Name, m.ID)
+				before, err = r.GetCluster(ctx)
+				return err
+			}},
+			{Name: "wipe the follower's data", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.WipeData(ctx, follower)
+			}},
+			// Replaced: the member with the old ID leaves, a new one takes its place.
+			{Name: "wait for the wiped member to be replaced", Do: func(ctx context.Context, r *framework.Run) error {
+				var oldID string
+				for _, m := range before.Status.Members {
+					if m.Name == follower {
+						oldID = m.ID
 					}
 				}
-				if ec.Status.ClusterID != before.Status.ClusterID {
-					return fmt.Errorf("cluster ID changed from %s to %s", before.Status.ClusterID, ec.Status.ClusterID)
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			return r.WaitSettled(ctx, 3, 5*time.Minute)
+				return r.WaitFor(ctx, "the wiped member to be replaced", 5*time.Minute, func() error {
+					ec, err := r.GetCluster(ctx)
+					if err != nil {
+						return err
+					}
+					for _, m := range ec.Status.Members {
+						if m.ID == oldID {
+							return fmt.Errorf("%s (%s) is still a member", m.Name, m.ID)
+						}
+					}
+					if ec.Status.ClusterID != before.Status.ClusterID {
+						return fmt.Errorf("cluster ID changed from %s to %s", before.Status.ClusterID, ec.Status.ClusterID)
+					}
+					return nil
+				})
+			}},
+			waitSettled(3),
 		}}
 }
 
@@ -90,41 +98,51 @@ func DataWiped() framework.Scenario {
 // final state cannot be read: the lost-writes verdict is inconclusive, where a cluster that
 // came back empty would fail it.
 func DataWipedSingle() framework.Scenario {
+	var before *v1alpha1.EtcdCluster
+	var cond metav1.Condition
 	return framework.Scenario{Name: "data-wiped-single", Labels: safety, Replicas: 1, Class: framework.Planned, NeedsNode: true,
-		Expect: map[string]history.Expectation{
-			"availability": history.ExpectFail(availability.CodeWriteGap),
-			"lost-writes":  {Status: history.VerdictInconclusive, Code: lostwrites.CodeFinalUnread},
-			"watch":        {Status: history.VerdictInconclusive, Code: watch.CodeFinalUnread},
+		Expect: map[checker.Name]history.Expectation{
+			checker.Availability: history.ExpectFail(availability.CodeWriteGap),
+			checker.LostWrites:   {Status: history.VerdictInconclusive, Code: lostwrites.CodeFinalUnread},
+			checker.Watch:        {Status: history.VerdictInconclusive, Code: watch.CodeFinalUnread},
 		},
-		Steps: func(ctx context.Context, r *framework.Run) error {
-			before, err := r.GetCluster(ctx)
-			if err != nil {
+		Steps: []framework.Step{
+			{Name: "read the cluster's status", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				before, err = r.GetCluster(ctx)
 				return err
-			}
-			if err := r.WipeData(ctx, r.Cluster+"-0"); err != nil {
+			}},
+			{Name: "wipe the only member's data", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.WipeData(ctx, r.Cluster+"-0")
+			}},
+			{Name: "wait for Degraded=True/MemberDataLost", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				if cond, err = r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonMemberDataLost, 3*time.Minute); err != nil {
+					return err
+				}
+				r.T.Logf("Degraded: %s", cond.Message)
+				return nil
+			}},
+			{Name: "wait for Available=False/QuorumLost", Do: func(ctx context.Context, r *framework.Run) error {
+				_, err := r.WaitCondition(ctx, v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonQuorumLost, time.Minute)
 				return err
-			}
-			cond, err := r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonMemberDataLost, 3*time.Minute)
-			if err != nil {
-				return err
-			}
-			r.T.Logf("Degraded: %s", cond.Message)
-			if _, err := r.WaitCondition(ctx, v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonQuorumLost, time.Minute); err != nil {
-				return err
-			}
+			}},
 			// It stays down: no second bootstrap, no new cluster ID, while clients keep trying.
-			r.Hold(ctx, 20*time.Second)
-			ec, err := r.GetCluster(ctx)
-			if err != nil {
-				return err
-			}
-			if ec.Status.ClusterID != before.Status.ClusterID {
-				return fmt.Errorf("the cluster ID changed from %s to %s: the member bootstrapped again", before.Status.ClusterID, ec.Status.ClusterID)
-			}
-			if a := ec.Status.Conditions; !strings.Contains(cond.Message, r.Cluster+"-0") {
-				return fmt.Errorf("the Degraded condition does not name the member: %v", a)
-			}
-			return nil
+			{Name: "hold 20 s", Do: func(ctx context.Context, r *framework.Run) error {
+				r.Hold(ctx, 20*time.Second)
+				return nil
+			}},
+			{Name: "check: the same cluster ID, and Degraded names the member", Do: func(ctx context.Context, r *framework.Run) error {
+				ec, err := r.GetCluster(ctx)
+				if err != nil {
+					return err
+				}
+				if ec.Status.ClusterID != before.Status.ClusterID {
+					return fmt.Errorf("the cluster ID changed from %s to %s: the member bootstrapped again", before.Status.ClusterID, ec.Status.ClusterID)
+				}
+				if a := ec.Status.Conditions; !strings.Contains(cond.Message, r.Cluster+"-0") {
+					return fmt.Errorf("the Degraded condition does not name the member: %v", a)
+				}
+				return nil
+			}},
 		}}
 }
 
@@ -135,15 +153,18 @@ var powerLossBudget = availability.Budget{MaxWriteGap: time.Minute, MaxFirstWrit
 // PowerLoss kills every member's etcd at once; each restarts from its data.
 func PowerLoss() framework.Scenario {
 	return framework.Scenario{Name: "power-loss", Labels: safety, Replicas: 3, Budget: powerLossBudget, NeedsNode: true,
-		Steps: func(ctx context.Context, r *framework.Run) error {
-			n, err := r.PowerLoss(ctx)
-			if err != nil {
-				return err
-			}
-			if n != 3 {
-				return fmt.Errorf("killed %d etcd containers, want 3", n)
-			}
-			return r.WaitSettled(ctx, 3, 5*time.Minute)
+		Steps: []framework.Step{
+			{Name: "kill every member's etcd at once", Do: func(ctx context.Context, r *framework.Run) error {
+				n, err := r.PowerLoss(ctx)
+				if err != nil {
+					return err
+				}
+				if n != 3 {
+					return fmt.Errorf("killed %d etcd containers, want 3", n)
+				}
+				return nil
+			}},
+			waitSettled(3),
 		}}
 }
 
@@ -151,54 +172,67 @@ func PowerLoss() framework.Scenario {
 // start, the rollout stops there with the cause, and reverting the spec brings the cluster back
 // without anyone deleting a pod. At most one member is down throughout.
 func BadImageReverted() framework.Scenario {
+	const bad = "localhost:5000/quorate/etcd:does-not-exist"
+	var before map[string]types.UID
+	var original string
+	var end func()
 	return framework.Scenario{Name: "bad-image-reverted", Labels: safety, Replicas: 3, Class: framework.Planned,
-		Steps: func(ctx context.Context, r *framework.Run) error {
-			before, err := r.PodUIDs(ctx)
-			if err != nil {
-				return err
-			}
-			ec, err := r.GetCluster(ctx)
-			if err != nil {
-				return err
-			}
-			original := ec.Spec.Image
-			bad := "localhost:5000/quorate/etcd:does-not-exist"
-			end := r.Fault("bad-image", "spec.image = "+bad)
-			if err := r.Update(ctx, "spec.image = "+bad, func(ec *v1alpha1.EtcdCluster) { ec.Spec.Image = bad }); err != nil {
-				return err
-			}
-			cond, err := r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonRolloutStuck, 5*time.Minute)
-			if err != nil {
-				return err
-			}
-			r.T.Logf("Degraded: %s", cond.Message)
-			if !strings.Contains(cond.Message, "ImagePullBackOff") && !strings.Contains(cond.Message, "ErrImagePull") {
-				return fmt.Errorf("the Degraded condition does not name the image pull error: %s", cond.Message)
-			}
-			// The rollout went no further: two of the three pods are the ones from before.
-			now, err := r.PodUIDs(ctx)
-			if err != nil {
-				return err
-			}
-			kept := 0
-			for m, uid := range before {
-				if now[m] == uid {
-					kept++
+		Steps: []framework.Step{
+			{Name: "record the member pods and the image", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				if before, err = r.PodUIDs(ctx); err != nil {
+					return err
 				}
-			}
-			if kept != 2 {
-				return fmt.Errorf("%d of 3 member pods untouched while the rollout was stuck, want 2", kept)
-			}
-			if err := r.Update(ctx, "spec.image reverted", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Image = original }); err != nil {
+				ec, err := r.GetCluster(ctx)
+				if err != nil {
+					return err
+				}
+				original = ec.Spec.Image
+				return nil
+			}},
+			{Name: "set an image that does not exist", Do: func(ctx context.Context, r *framework.Run) error {
+				end = r.Fault("bad-image", "spec.image = "+bad)
+				return r.Update(ctx, "spec.image = "+bad, func(ec *v1alpha1.EtcdCluster) { ec.Spec.Image = bad })
+			}},
+			{Name: "wait for Degraded=True/RolloutStuck naming the image pull error", Do: func(ctx context.Context, r *framework.Run) error {
+				cond, err := r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonRolloutStuck, 5*time.Minute)
+				if err != nil {
+					return err
+				}
+				r.T.Logf("Degraded: %s", cond.Message)
+				if !strings.Contains(cond.Message, "ImagePullBackOff") && !strings.Contains(cond.Message, "ErrImagePull") {
+					return fmt.Errorf("the Degraded condition does not name the image pull error: %s", cond.Message)
+				}
+				return nil
+			}},
+			// The rollout went no further: two of the three pods are the ones from before.
+			{Name: "check: the rollout stopped at one member", Do: func(ctx context.Context, r *framework.Run) error {
+				now, err := r.PodUIDs(ctx)
+				if err != nil {
+					return err
+				}
+				kept := 0
+				for m, uid := range before {
+					if now[m] == uid {
+						kept++
+					}
+				}
+				if kept != 2 {
+					return fmt.Errorf("%d of 3 member pods untouched while the rollout was stuck, want 2", kept)
+				}
+				return nil
+			}},
+			{Name: "revert the image", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.Update(ctx, "spec.image reverted", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Image = original })
+			}},
+			{Name: "wait for 3 members settled", Do: func(ctx context.Context, r *framework.Run) error {
+				err := r.WaitSettled(ctx, 3, 5*time.Minute)
+				end()
 				return err
-			}
-			err = r.WaitSettled(ctx, 3, 5*time.Minute)
-			end()
-			if err != nil {
+			}},
+			{Name: "wait for Degraded=False/AllMembersHealthy", Do: func(ctx context.Context, r *framework.Run) error {
+				_, err := r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAllMembersHealthy, time.Minute)
 				return err
-			}
-			_, err = r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAllMembersHealthy, time.Minute)
-			return err
+			}},
 		}}
 }
 
@@ -214,47 +248,54 @@ func BadImageReverted() framework.Scenario {
 var noSpaceBudget = availability.Budget{MaxWriteGap: 3 * time.Minute, MaxFirstWrite: 5 * time.Second, MinSuccessRatio: 0.4}
 
 func NoSpace() framework.Scenario {
+	var end func()
 	return framework.Scenario{Name: "nospace", Labels: safety, Replicas: 3, Budget: noSpaceBudget,
 		Spec: func(s *v1alpha1.EtcdClusterSpec) { s.Etcd.QuotaBackendBytes = 16 << 20 },
-		Steps: func(ctx context.Context, r *framework.Run) error {
-			end := r.Fault("nospace", "database filled to its 16 MiB quota")
-			res, err := r.Fill(ctx, 64)
-			if err != nil {
-				return err
-			}
-			if !strings.Contains(res.Error, "database space exceeded") {
-				return fmt.Errorf("filling stopped after %d bytes without NOSPACE: %q", res.Bytes, res.Error)
-			}
-			// The operator reports the alarm; when defragmentation alone frees enough room it
-			// disarms it within seconds, and the condition may be True for less than a poll.
-			r.Phase("NOSPACE: waiting for the operator to report the alarm")
-			if err := r.WaitFor(ctx, "Alarm=True/NoSpace, or an AlarmDisarmed Event", 2*time.Minute, func() error {
-				c, raised, err := r.ConditionIs(ctx, v1alpha1.ConditionAlarm, metav1.ConditionTrue, v1alpha1.ReasonNoSpace)
-				if err != nil || raised {
-					return err
-				}
-				disarmed, err := r.EventsFor(ctx, v1alpha1.EventAlarmDisarmed)
+		Steps: []framework.Step{
+			{Name: "fill the database to its 16 MiB quota: NOSPACE", Do: func(ctx context.Context, r *framework.Run) error {
+				end = r.Fault("nospace", "database filled to its 16 MiB quota")
+				res, err := r.Fill(ctx, 64)
 				if err != nil {
 					return err
 				}
-				if len(disarmed) == 0 {
-					return fmt.Errorf("the Alarm condition is %v and no AlarmDisarmed Event was emitted", c)
+				if !strings.Contains(res.Error, "database space exceeded") {
+					return fmt.Errorf("filling stopped after %d bytes without NOSPACE: %q", res.Bytes, res.Error)
 				}
 				return nil
-			}); err != nil {
+			}},
+			// The operator reports the alarm; when defragmentation alone frees enough room it
+			// disarms it within seconds, and the condition may be True for less than a poll.
+			{Name: "wait for Alarm=True/NoSpace or an AlarmDisarmed Event", Do: func(ctx context.Context, r *framework.Run) error {
+				r.Phase("NOSPACE: waiting for the operator to report the alarm")
+				return r.WaitFor(ctx, "Alarm=True/NoSpace, or an AlarmDisarmed Event", 2*time.Minute, func() error {
+					c, raised, err := r.ConditionIs(ctx, v1alpha1.ConditionAlarm, metav1.ConditionTrue, v1alpha1.ReasonNoSpace)
+					if err != nil || raised {
+						return err
+					}
+					disarmed, err := r.EventsFor(ctx, v1alpha1.EventAlarmDisarmed)
+					if err != nil {
+						return err
+					}
+					if len(disarmed) == 0 {
+						return fmt.Errorf("the Alarm condition is %v and no AlarmDisarmed Event was emitted", c)
+					}
+					return nil
+				})
+			}},
+			{Name: "hold 5 s", Do: func(ctx context.Context, r *framework.Run) error {
+				r.Hold(ctx, 5*time.Second)
+				return nil
+			}},
+			{Name: "raise the quota to 64 MiB", Do: func(ctx context.Context, r *framework.Run) error {
+				r.Phase("NOSPACE: raising the quota to 64 MiB; the operator rolls it out and disarms the alarm")
+				return r.Update(ctx, "spec.etcd.quotaBackendBytes = 64Mi", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Etcd.QuotaBackendBytes = 64 << 20 })
+			}},
+			{Name: "wait for Alarm=False/NoAlarm", Do: func(ctx context.Context, r *framework.Run) error {
+				_, err := r.WaitCondition(ctx, v1alpha1.ConditionAlarm, metav1.ConditionFalse, v1alpha1.ReasonNoAlarm, 10*time.Minute)
+				end()
 				return err
-			}
-			r.Hold(ctx, 5*time.Second)
-			r.Phase("NOSPACE: raising the quota to 64 MiB; the operator rolls it out and disarms the alarm")
-			if err := r.Update(ctx, "spec.etcd.quotaBackendBytes = 64Mi", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Etcd.QuotaBackendBytes = 64 << 20 }); err != nil {
-				return err
-			}
-			_, err = r.WaitCondition(ctx, v1alpha1.ConditionAlarm, metav1.ConditionFalse, v1alpha1.ReasonNoAlarm, 10*time.Minute)
-			end()
-			if err != nil {
-				return err
-			}
-			return r.WaitSettled(ctx, 3, 5*time.Minute)
+			}},
+			waitSettled(3),
 		}}
 }
 
@@ -262,41 +303,48 @@ func NoSpace() framework.Scenario {
 // again under the same name, which stops at the retained volumes, then adopts them: the old
 // cluster restarts with its cluster ID and every acknowledged write.
 func RetainedAndAdopted() framework.Scenario {
+	var clusterID string
+	var spec v1alpha1.EtcdClusterSpec
 	return framework.Scenario{Name: "retained-adopted", Labels: safety, Replicas: 3, Class: framework.Planned, Expect: outage,
-		Steps: func(ctx context.Context, r *framework.Run) error {
-			ec, err := r.GetCluster(ctx)
-			if err != nil {
-				return err
-			}
-			clusterID, spec := ec.Status.ClusterID, ec.Spec
-			end := r.Fault("cluster-deleted", "EtcdCluster deleted and created again")
-			defer end()
-			if err := r.DeleteCluster(ctx); err != nil {
-				return err
-			}
-			spec.AdoptRetainedVolumes = false
-			if err := r.CreateCluster(ctx, spec); err != nil {
-				return err
-			}
-			cond, err := r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonRetainedVolumes, 2*time.Minute)
-			if err != nil {
-				return err
-			}
-			r.T.Logf("Degraded: %s", cond.Message)
-			if err := r.Update(ctx, "spec.adoptRetainedVolumes = true", func(ec *v1alpha1.EtcdCluster) { ec.Spec.AdoptRetainedVolumes = true }); err != nil {
-				return err
-			}
-			if err := r.WaitSettled(ctx, 3, 5*time.Minute); err != nil {
-				return err
-			}
-			ec, err = r.GetCluster(ctx)
-			if err != nil {
-				return err
-			}
-			if ec.Status.ClusterID != clusterID {
-				return fmt.Errorf("the adopted cluster has ID %s, not the retained %s", ec.Status.ClusterID, clusterID)
-			}
-			return nil
+		Steps: []framework.Step{
+			{Name: "record the cluster ID and spec", Do: func(ctx context.Context, r *framework.Run) error {
+				ec, err := r.GetCluster(ctx)
+				if err != nil {
+					return err
+				}
+				clusterID, spec = ec.Status.ClusterID, ec.Spec
+				return nil
+			}},
+			{Name: "delete the EtcdCluster", Do: func(ctx context.Context, r *framework.Run) error {
+				r.Defer(r.Fault("cluster-deleted", "EtcdCluster deleted and created again"))
+				return r.DeleteCluster(ctx)
+			}},
+			{Name: "create it again without adopting the retained volumes", Do: func(ctx context.Context, r *framework.Run) error {
+				spec.AdoptRetainedVolumes = false
+				return r.CreateCluster(ctx, spec)
+			}},
+			{Name: "wait for Degraded=True/RetainedVolumes", Do: func(ctx context.Context, r *framework.Run) error {
+				cond, err := r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonRetainedVolumes, 2*time.Minute)
+				if err != nil {
+					return err
+				}
+				r.T.Logf("Degraded: %s", cond.Message)
+				return nil
+			}},
+			{Name: "adopt the retained volumes", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.Update(ctx, "spec.adoptRetainedVolumes = true", func(ec *v1alpha1.EtcdCluster) { ec.Spec.AdoptRetainedVolumes = true })
+			}},
+			waitSettled(3),
+			{Name: "check: the retained cluster ID", Do: func(ctx context.Context, r *framework.Run) error {
+				ec, err := r.GetCluster(ctx)
+				if err != nil {
+					return err
+				}
+				if ec.Status.ClusterID != clusterID {
+					return fmt.Errorf("the adopted cluster has ID %s, not the retained %s", ec.Status.ClusterID, clusterID)
+				}
+				return nil
+			}},
 		}}
 }
 
@@ -306,39 +354,46 @@ func RetainedAndAdopted() framework.Scenario {
 // Only writes after the survivor's revision may be lost, and the lost-writes checker holds the
 // operator to the revision it declared.
 func QuorumRecovered() framework.Scenario {
+	var leader, follower string
 	return framework.Scenario{Name: "quorum-recovered", Labels: safety, Replicas: 3, Class: framework.Planned, Expect: outage,
-		Steps: func(ctx context.Context, r *framework.Run) error {
-			if err := r.SetPaused(ctx, true); err != nil {
+		Steps: []framework.Step{
+			{Name: "pause the operator", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.SetPaused(ctx, true)
+			}},
+			{Name: "find the leader and a follower", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				if leader, err = r.Leader(ctx); err != nil {
+					return err
+				}
+				follower, err = r.Follower(ctx)
 				return err
-			}
-			leader, err := r.Leader(ctx)
-			if err != nil {
-				return err
-			}
-			follower, err := r.Follower(ctx)
-			if err != nil {
-				return err
-			}
-			end := r.Fault("majority-lost", fmt.Sprintf("volumes and pods of %s and %s deleted while the operator is paused", leader, follower))
-			defer end()
-			if err := r.DeleteMembers(ctx, []string{leader, follower}); err != nil {
-				return err
-			}
-			if err := r.SetPaused(ctx, false); err != nil {
-				return err
-			}
-			cond, err := r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonEtcdUnreachable, 2*time.Minute)
-			if err != nil {
-				return err
-			}
-			r.T.Logf("Degraded (nothing happens without a request): %s", cond.Message)
-			r.Hold(ctx, 10*time.Second)
-			rec, err := r.Recover(ctx, "conformance-1", 3)
-			if err != nil {
-				return err
-			}
-			r.T.Logf("recovered from %s at revision %d", rec.Member, rec.Revision)
-			return nil
+			}},
+			{Name: "delete the volumes and pods of the leader and the follower", Do: func(ctx context.Context, r *framework.Run) error {
+				r.Defer(r.Fault("majority-lost", fmt.Sprintf("volumes and pods of %s and %s deleted while the operator is paused", leader, follower)))
+				return r.DeleteMembers(ctx, []string{leader, follower})
+			}},
+			{Name: "resume the operator", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.SetPaused(ctx, false)
+			}},
+			{Name: "wait for Degraded=True/EtcdUnreachable", Do: func(ctx context.Context, r *framework.Run) error {
+				cond, err := r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonEtcdUnreachable, 2*time.Minute)
+				if err != nil {
+					return err
+				}
+				r.T.Logf("Degraded (nothing happens without a request): %s", cond.Message)
+				return nil
+			}},
+			{Name: "hold 10 s", Do: func(ctx context.Context, r *framework.Run) error {
+				r.Hold(ctx, 10*time.Second)
+				return nil
+			}},
+			{Name: "recover from the survivor", Do: func(ctx context.Context, r *framework.Run) error {
+				rec, err := r.Recover(ctx, "conformance-1", 3)
+				if err != nil {
+					return err
+				}
+				r.T.Logf("recovered from %s at revision %d", rec.Member, rec.Revision)
+				return nil
+			}},
 		}}
 }
 
@@ -346,11 +401,11 @@ func QuorumRecovered() framework.Scenario {
 // (local-path to local-path-b on the local cluster; --storage-classes names them elsewhere):
 // members move one at a time, add-first, the leader last.
 func StorageMigration(from, to string) framework.Scenario {
-	return framework.Scenario{Name: "storage-migration", Labels: map[string]string{"suite": "migration"}, Replicas: 3, Class: framework.Planned,
+	return framework.Scenario{Name: "storage-migration", Labels: map[string]string{label.Suite: label.SuiteMigration}, Replicas: 3, Class: framework.Planned,
 		Spec: func(s *v1alpha1.EtcdClusterSpec) { s.Storage.StorageClassName = &from },
-		Steps: func(ctx context.Context, r *framework.Run) error {
+		Steps: []framework.Step{{Name: "migrate the members' storage to " + to, Do: func(ctx context.Context, r *framework.Run) error {
 			return r.MigrateStorage(ctx, to, 3)
-		}}
+		}}}}
 }
 
 // SafetyScenarios in the order the suite runs them.

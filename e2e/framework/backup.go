@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/internal/backup"
 )
 
@@ -92,7 +93,7 @@ func (s *Suite) ToolImage(ctx context.Context) (string, error) {
 		return s.Opts.OperatorImage, nil
 	}
 	var list appsv1.DeploymentList
-	if err := s.Client.List(ctx, &list, client.InNamespace(s.Opts.OperatorNS), client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
+	if err := s.Client.List(ctx, &list, client.InNamespace(s.Opts.OperatorNS), client.MatchingLabels(label.OperatorLabels())); err != nil {
 		return "", err
 	}
 	for _, d := range list.Items {

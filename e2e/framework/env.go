@@ -27,6 +27,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/chaos"
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/e2e/localcluster"
 	"github.com/quorate-dev/quorate/e2e/report"
 	"github.com/quorate-dev/quorate/internal/buildinfo"
@@ -79,6 +80,18 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 	}
 	testenv := env.NewWithConfig(cfg)
 	s := &Suite{Opts: opts, kubectl: "kubectl", scorecardOut: os.Stdout, Report: &report.Report{Title: "Quorate conformance", Quorate: buildinfo.Version, Generated: time.Now()}, Labels: cfg.Labels()}
+	if err := s.provide(testenv, cfg); err != nil {
+		return nil, nil, err
+	}
+	testenv.Setup(s.connect)
+	testenv.Finish(s.writeReport)
+	return testenv, s, nil
+}
+
+// provide has the environment create and destroy the cluster as --provider says (nothing for
+// an existing cluster).
+func (s *Suite) provide(testenv env.Environment, cfg *envconf.Config) error {
+	opts := s.Opts
 	switch opts.Provider {
 	case "local":
 		p := localcluster.NewProvider().WithNodes(opts.Nodes)
@@ -99,67 +112,74 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 			cfg.WithKubeconfigFile(os.Getenv("KUBECONFIG"))
 		}
 	default:
-		return nil, nil, fmt.Errorf("--provider must be existing, local or kind, not %q", opts.Provider)
+		return fmt.Errorf("--provider must be existing, local or kind, not %q", opts.Provider)
 	}
-	testenv.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-		rc := cfg.Client().RESTConfig()
-		s.kubeconfig = cfg.KubeconfigFile()
-		var err error
-		if s.Client, err = client.New(rc, client.Options{Scheme: Scheme}); err != nil {
+	return nil
+}
+
+// connect makes the suite's clients for the cluster and installs what the options ask for.
+func (s *Suite) connect(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	opts := s.Opts
+	rc := cfg.Client().RESTConfig()
+	s.kubeconfig = cfg.KubeconfigFile()
+	var err error
+	if s.Client, err = client.New(rc, client.Options{Scheme: Scheme}); err != nil {
+		return ctx, err
+	}
+	if s.Clientset, err = kubernetes.NewForConfig(rc); err != nil {
+		return ctx, err
+	}
+	if v, err := s.Clientset.Discovery().ServerVersion(); err == nil {
+		s.Report.K8sVersion = v.GitVersion
+	}
+	if opts.Install {
+		if err := s.install(ctx, cfg.KubeconfigFile()); err != nil {
 			return ctx, err
 		}
-		if s.Clientset, err = kubernetes.NewForConfig(rc); err != nil {
+	}
+	for _, name := range opts.PeerNames() {
+		if err := s.installPeer(ctx, cfg.KubeconfigFile(), name); err != nil {
 			return ctx, err
 		}
-		if v, err := s.Clientset.Discovery().ServerVersion(); err == nil {
-			s.Report.K8sVersion = v.GitVersion
-		}
-		if opts.Install {
-			if err := s.install(ctx, cfg.KubeconfigFile()); err != nil {
-				return ctx, err
-			}
-		}
-		for _, name := range opts.PeerNames() {
-			if err := s.installPeer(ctx, cfg.KubeconfigFile(), name); err != nil {
-				return ctx, err
-			}
-		}
-		if opts.InstallChaos {
-			if err := s.installChaosMesh(ctx, cfg.KubeconfigFile()); err != nil {
-				return ctx, err
-			}
-		}
-		if opts.InstallS3 {
-			if err := s.runHack(ctx, cfg.KubeconfigFile(), "s3.sh"); err != nil {
-				return ctx, fmt.Errorf("installing the S3 object store: %w", err)
-			}
-		}
-		if opts.InstallOLM {
-			if err := s.installOLM(ctx, cfg.KubeconfigFile()); err != nil {
-				return ctx, err
-			}
-		}
-		return ctx, nil
-	})
-	testenv.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if err := s.Report.Write(opts.ReportDir); err != nil {
+	}
+	if opts.InstallChaos {
+		if err := s.installChaosMesh(ctx, cfg.KubeconfigFile()); err != nil {
 			return ctx, err
 		}
-		fmt.Fprintf(os.Stderr, "report written to %s (index.html, summary.md, junit.xml)\n", opts.ReportDir)
-		if failures := s.Report.Failures(); len(failures) > 0 {
-			fmt.Fprintf(os.Stderr, "%d scenario result(s) not as expected (details in summary.md):\n", len(failures))
-			for _, f := range failures {
-				fmt.Fprintf(os.Stderr, "  %s\n", f)
-			}
+	}
+	if opts.InstallS3 {
+		if err := s.runHack(ctx, cfg.KubeconfigFile(), "s3.sh"); err != nil {
+			return ctx, fmt.Errorf("installing the S3 object store: %w", err)
 		}
-		if opts.Scorecard {
-			return ctx, s.Report.WriteScorecard(s.scorecardOut)
+	}
+	if opts.InstallOLM {
+		if err := s.installOLM(ctx, cfg.KubeconfigFile()); err != nil {
+			return ctx, err
 		}
-		return ctx, nil
-	})
-	return testenv, s, nil
+	}
+	return ctx, nil
+}
+
+// writeReport writes the report of every scenario, lists the unexpected results, and the
+// scorecard's status when asked.
+func (s *Suite) writeReport(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	opts := s.Opts
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.Report.Write(opts.ReportDir); err != nil {
+		return ctx, err
+	}
+	fmt.Fprintf(os.Stderr, "report written to %s (index.html, summary.md, junit.xml)\n", opts.ReportDir)
+	if failures := s.Report.Failures(); len(failures) > 0 {
+		fmt.Fprintf(os.Stderr, "%d scenario result(s) not as expected (details in summary.md):\n", len(failures))
+		for _, f := range failures {
+			fmt.Fprintf(os.Stderr, "  %s\n", f)
+		}
+	}
+	if opts.Scorecard {
+		return ctx, s.Report.WriteScorecard(s.scorecardOut)
+	}
+	return ctx, nil
 }
 
 // installPeer builds and installs another etcd operator with hack/peers.sh, with this
@@ -259,7 +279,7 @@ func (r *Run) InstallNamespaced(ctx context.Context, ns string) error {
 // until its pods are gone (its ServiceAccount and bindings go with the namespace).
 func (r *Run) RemoveNamespacedInstall(ctx context.Context, ns string) error {
 	r.Event("action", "uninstall", "Quorate install for namespace "+ns+" removed")
-	return r.DeleteAndWait(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quorate-controller-manager"}})
+	return r.DeleteAndWait(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: label.OperatorDeployment}})
 }
 
 // kustomizeBinary is $KUSTOMIZE or the newest kustomize the Makefile built into bin/.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,57 +53,22 @@ func (r *Run) StartExternal(ctx context.Context, n int) (*External, error) {
 	if r.Suite.Node == nil {
 		return nil, fmt.Errorf("%s starts etcd processes on the node, which only --provider=local can do", r.Scenario.Name)
 	}
-	now := time.Now()
-	ca, err := pki.NewCA("external-etcd-ca", now)
-	if err != nil {
-		return nil, err
-	}
-	// Members check a peer's certificate against the address it connects from (its name, by
-	// reverse lookup): the new members' names with and without the cluster domain, the external
-	// members' addresses as pods see them.
-	ips := r.Suite.Node.Addresses()
 	clientHost := names.ClientHost(r.Cluster, r.Namespace)
-	members := "*." + names.PeerService(r.Cluster) + "." + r.Namespace + ".svc"
-	hosts := []string{members, members + ".cluster.local", clientHost, "localhost"}
-	server, err := ca.Issue("external-etcd", hosts, ips, pki.ServerAndClient, now)
+	certs, err := r.externalCerts(ctx, clientHost)
 	if err != nil {
 		return nil, err
-	}
-	peer, err := ca.Issue("external-etcd-peer", hosts, ips, pki.ServerAndClient, now)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := ca.Issue("quorate-client", nil, nil, pki.ClientOnly, now)
-	if err != nil {
-		return nil, err
-	}
-	for name, p := range map[string]pki.Pair{ExternalServerSecret: server, ExternalPeerSecret: peer, ExternalClientSecret: cl} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace}, Type: corev1.SecretTypeTLS,
-			Data: map[string][]byte{pki.KeyCert: p.CertPEM, pki.KeyKey: p.KeyPEM, pki.KeyCACert: ca.CertPEM}}
-		if err := r.Suite.Client.Create(ctx, s); err != nil {
-			return nil, fmt.Errorf("creating Secret %s: %w", name, err)
-		}
 	}
 	x := &External{}
-	cert, err := tls.X509KeyPair(cl.CertPEM, cl.KeyPEM)
+	cert, err := tls.X509KeyPair(certs.client.CertPEM, certs.client.KeyPEM)
 	if err != nil {
 		return nil, err
 	}
-	var dns corev1.PodList
-	if err := r.Suite.Client.List(ctx, &dns, client.InNamespace("kube-system"), client.MatchingLabels{"k8s-app": "kube-dns"}); err != nil {
+	nameserver, err := r.clusterDNS(ctx)
+	if err != nil {
 		return nil, err
 	}
-	nameserver := ""
-	for _, p := range dns.Items {
-		if p.Status.PodIP != "" && p.DeletionTimestamp.IsZero() {
-			nameserver = p.Status.PodIP
-		}
-	}
-	if nameserver == "" {
-		return nil, fmt.Errorf("no CoreDNS pod (kube-system, k8s-app=kube-dns) has an address for the external members to resolve the new members' names with")
-	}
 	x.etcd, err = r.Suite.Node.StartExternalEtcd(ctx, localcluster.ExternalEtcdSpec{Name: "vm", Members: n, BasePort: 22379, Nameserver: nameserver,
-		CA: ca.CertPEM, ServerCert: server.CertPEM, ServerKey: server.KeyPEM, PeerCert: peer.CertPEM, PeerKey: peer.KeyPEM})
+		CA: certs.ca.CertPEM, ServerCert: certs.server.CertPEM, ServerKey: certs.server.KeyPEM, PeerCert: certs.peer.CertPEM, PeerKey: certs.peer.KeyPEM})
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +79,77 @@ func (r *Run) StartExternal(ctx context.Context, n int) (*External, error) {
 		return nil, err
 	}
 	defer func() { _ = c.Close() }()
-	err = r.WaitFor(ctx, fmt.Sprintf("the %d external members to elect a leader", n), 2*time.Minute, func() error {
+	if err := x.waitLeader(ctx, r, c, n); err != nil {
+		return nil, err
+	}
+	r.Event("action", "external", fmt.Sprintf("external etcd cluster %s started: %s", names.FormatID(x.ClusterID), strings.Join(x.Endpoints, ",")))
+	return x, nil
+}
+
+// externalTLS are the external cluster's CA and the certificates it issued.
+type externalTLS struct {
+	ca                   *pki.CA
+	server, peer, client pki.Pair
+}
+
+// externalCerts makes the external cluster's CA and certificates, and stores them in the
+// Secrets ExternalServerSecret, ExternalPeerSecret and ExternalClientSecret.
+func (r *Run) externalCerts(ctx context.Context, clientHost string) (externalTLS, error) {
+	var certs externalTLS
+	now := time.Now()
+	ca, err := pki.NewCA("external-etcd-ca", now)
+	if err != nil {
+		return certs, err
+	}
+	certs.ca = ca
+	// Members check a peer's certificate against the address it connects from (its name, by
+	// reverse lookup): the new members' names with and without the cluster domain, the external
+	// members' addresses as pods see them.
+	ips := r.Suite.Node.Addresses()
+	members := "*." + names.PeerService(r.Cluster) + "." + r.Namespace + ".svc"
+	hosts := []string{members, members + ".cluster.local", clientHost, "localhost"}
+	if certs.server, err = ca.Issue("external-etcd", hosts, ips, pki.ServerAndClient, now); err != nil {
+		return certs, err
+	}
+	if certs.peer, err = ca.Issue("external-etcd-peer", hosts, ips, pki.ServerAndClient, now); err != nil {
+		return certs, err
+	}
+	if certs.client, err = ca.Issue("quorate-client", nil, nil, pki.ClientOnly, now); err != nil {
+		return certs, err
+	}
+	for name, p := range map[string]pki.Pair{ExternalServerSecret: certs.server, ExternalPeerSecret: certs.peer, ExternalClientSecret: certs.client} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{pki.KeyCert: p.CertPEM, pki.KeyKey: p.KeyPEM, pki.KeyCACert: ca.CertPEM}}
+		if err := r.Suite.Client.Create(ctx, s); err != nil {
+			return certs, fmt.Errorf("creating Secret %s: %w", name, err)
+		}
+	}
+	return certs, nil
+}
+
+// clusterDNS is the address of a CoreDNS pod, for the external members to resolve the new
+// members' names with.
+func (r *Run) clusterDNS(ctx context.Context) (string, error) {
+	var dns corev1.PodList
+	if err := r.Suite.Client.List(ctx, &dns, client.InNamespace("kube-system"), client.MatchingLabels{"k8s-app": "kube-dns"}); err != nil {
+		return "", err
+	}
+	nameserver := ""
+	for _, p := range dns.Items {
+		if p.Status.PodIP != "" && p.DeletionTimestamp.IsZero() {
+			nameserver = p.Status.PodIP
+		}
+	}
+	if nameserver == "" {
+		return "", fmt.Errorf("no CoreDNS pod (kube-system, k8s-app=kube-dns) has an address for the external members to resolve the new members' names with")
+	}
+	return nameserver, nil
+}
+
+// waitLeader waits until every external member reports a leader, and records the cluster's
+// and the members' IDs.
+func (x *External) waitLeader(ctx context.Context, r *Run, c *clientv3.Client, n int) error {
+	return r.WaitFor(ctx, fmt.Sprintf("the %d external members to elect a leader", n), 2*time.Minute, func() error {
 		x.MemberIDs = nil
 		for _, ep := range x.Endpoints {
 			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -130,11 +166,6 @@ func (r *Run) StartExternal(ctx context.Context, n int) (*External, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	r.Event("action", "external", fmt.Sprintf("external etcd cluster %s started: %s", names.FormatID(x.ClusterID), strings.Join(x.Endpoints, ",")))
-	return x, nil
 }
 
 // Firewall rejects peer connections between the external members and the pods: toExternal
@@ -237,8 +268,8 @@ func (x *External) CheckMovedIn(ctx context.Context, r *Run, n int) error {
 	}
 	since := time.Now().UnixNano()
 	return r.WaitFor(ctx, fmt.Sprintf("%d members to answer with cluster ID %s and only the EtcdCluster's members", n, names.FormatID(x.ClusterID)), time.Minute, func() error {
-		var h history.History
-		if err := r.call(ctx, "GET", "history", &h); err != nil {
+		h, err := r.Workload().History(ctx)
+		if err != nil {
 			return err
 		}
 		last := map[string]history.Sample{}

@@ -10,11 +10,7 @@ import (
 	"time"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
-	"github.com/quorate-dev/quorate/e2e/checker/availability"
-	"github.com/quorate-dev/quorate/e2e/checker/linearizability"
-	"github.com/quorate-dev/quorate/e2e/checker/lostwrites"
-	"github.com/quorate-dev/quorate/e2e/checker/splitbrain"
-	"github.com/quorate-dev/quorate/e2e/checker/watch"
+	"github.com/quorate-dev/quorate/e2e/checker"
 	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/e2e/report"
 	corev1 "k8s.io/api/core/v1"
@@ -24,14 +20,7 @@ import (
 
 func (r *Run) execute(ctx context.Context) {
 	t, sc := r.T, r.Scenario
-	budget := r.budget()
-	res := report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Budget: budget, Class: string(sc.Class), Expected: map[string]history.Expectation{}}
-	for _, c := range report.Checkers {
-		res.Expected[c] = history.ExpectPass
-	}
-	for c, want := range sc.Expect {
-		res.Expected[c] = want
-	}
+	res := report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Budget: r.budget(), Class: string(sc.Class), Expected: expectations(sc.Expect)}
 	defer func() {
 		res.Duration = time.Since(res.Start)
 		r.mu.Lock()
@@ -40,6 +29,33 @@ func (r *Run) execute(ctx context.Context) {
 		r.Suite.add(res)
 	}()
 
+	stepErr := r.underLoad(ctx, &res)
+	h := r.collect(ctx, &res)
+	if stepErr != nil {
+		res.Error = stepFailure(stepErr)
+		t.Error(res.Error)
+	}
+	r.judge(ctx, &res, h)
+}
+
+// expectations are the verdicts a scenario expects of every checker: a pass unless it says
+// otherwise.
+func expectations(expect map[checker.Name]history.Expectation) map[checker.Name]history.Expectation {
+	out := map[checker.Name]history.Expectation{}
+	for _, c := range checker.Names {
+		out[c] = history.ExpectPass
+	}
+	for c, want := range expect {
+		out[c] = want
+	}
+	return out
+}
+
+// underLoad prepares the cluster, starts the load, and runs the scenario's steps between two
+// spells of steady load; it returns the steps' error. It ends the test when the load cannot
+// start.
+func (r *Run) underLoad(ctx context.Context, res *report.Scenario) error {
+	t, sc := r.T, r.Scenario
 	if sc.BeforeLoad != nil {
 		if err := sc.BeforeLoad(ctx, r); err != nil {
 			res.Error = "preparing the cluster before the load: " + err.Error()
@@ -49,7 +65,7 @@ func (r *Run) execute(ctx context.Context) {
 	if n := r.Suite.Node; n != nil {
 		t.Logf("%s: the machine's dirty data written back before the load in %s", sc.Name, n.SettleDisk().Round(time.Millisecond))
 	}
-	if err := r.call(ctx, "POST", "start", nil); err != nil {
+	if err := r.Workload().Start(ctx); err != nil {
 		res.Error = err.Error()
 		t.Fatal(err)
 	}
@@ -62,34 +78,44 @@ func (r *Run) execute(ctx context.Context) {
 	r.Phase("steady load before the scenario")
 	wait(ctx, steady)
 	var stepErr error
-	if sc.Steps != nil {
-		stepErr = sc.Steps(ctx, r)
+	if len(sc.Steps) > 0 {
+		stepErr = r.runSteps(ctx, sc.Name, sc.Steps, t.Logf)
 	}
 	r.Phase("steady load after the scenario")
 	wait(ctx, steady)
 	stopProgress()
-	if err := r.call(ctx, "POST", "stop", nil); err != nil {
+	return stepErr
+}
+
+// collect stops the load and gathers its history, the final state and the timeline. It ends
+// the test when the workload does not answer.
+func (r *Run) collect(ctx context.Context, res *report.Scenario) *history.History {
+	t := r.T
+	wl := r.Workload()
+	if err := wl.Stop(ctx); err != nil {
 		res.Error = err.Error()
 		t.Fatal(err)
 	}
-	var h history.History
-	if err := r.call(ctx, "GET", "history", &h); err != nil {
+	h, err := wl.History(ctx)
+	if err != nil {
 		res.Error = err.Error()
 		t.Fatal(err)
 	}
-	var final history.Final
-	if err := r.call(ctx, "POST", "final", &final); err != nil {
+	final, err := wl.Final(ctx)
+	if err != nil {
 		final = history.Final{Error: err.Error()}
 	}
-	h.Final, h.Scenario = &final, sc.Name
+	h.Final, h.Scenario = &final, r.Scenario.Name
 	h.Events = append(r.clusterEvents(ctx), r.events...)
 	sort.Slice(h.Events, func(i, j int) bool { return h.Events[i].Time < h.Events[j].Time })
 	res.Events = h.Events
-	if stepErr != nil {
-		res.Error = "scenario steps failed: " + stepErr.Error()
-		t.Errorf("%s: %v", sc.Name, stepErr)
-	}
+	return &h
+}
 
+// judge saves the history and the operator's log, runs every checker, and fails the test for
+// each verdict that is not the expected one.
+func (r *Run) judge(ctx context.Context, res *report.Scenario, h *history.History) {
+	t, sc := r.T, r.Scenario
 	dir := r.Suite.Opts.ReportDir
 	_ = os.MkdirAll(dir, 0o755)
 	res.History = "history-" + history.Slug(sc.Name) + ".json"
@@ -97,15 +123,13 @@ func (r *Run) execute(ctx context.Context) {
 		t.Logf("saving the history: %v", err)
 	}
 	r.saveOperatorLog(ctx, metav1.NewTime(res.Start), filepath.Join(dir, "operator-"+history.Slug(sc.Name)+".log"))
-	lin := linearizability.Check(&h, 3*time.Minute, dir)
-	// Again now that the faults the steps injected are known (a partition's budget grows with
-	// the members it cut off).
-	budget = r.budget()
-	res.Budget = budget
-	av, stats := availability.Check(&h, budget)
-	res.Verdicts = []history.Verdict{lin, lostwrites.Check(&h), av, splitbrain.Check(&h, splitbrain.DefaultBounds), watch.Check(&h)}
+	// The budget again now that the faults the steps injected are known (a partition's
+	// budget grows with the members it cut off).
+	res.Budget = r.budget()
+	verdicts, stats := checker.All(h, checker.Input{Budget: res.Budget, LinearizabilityTimeout: 3 * time.Minute, Dir: dir})
+	res.Verdicts = verdicts
 	res.Stats = stats
-	res.AddLatencies(&h, 4000)
+	res.AddLatencies(h, 4000)
 	for i, v := range res.Verdicts {
 		want := res.Expect(v.Checker)
 		t.Logf("%s (expected %s)", v, want)
@@ -115,7 +139,7 @@ func (r *Run) execute(ctx context.Context) {
 		// Name the faults that were active: during the longest write gap for availability,
 		// during the run for the others.
 		var from, to int64
-		if v.Checker == "availability" {
+		if v.Checker == checker.Availability {
 			from, to = stats.GapStart, stats.GapEnd
 		}
 		if active := faultsDuring(h.Events, from, to); len(active) > 0 {

@@ -8,13 +8,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 // operatorLog is what the operator's pods (in --operator-namespace) logged since the scenario
 // started, each pod's part under a header naming it: what the operator decided during the
 // scenario, and why. A pod deleted meanwhile (operator-kill) took its log with it.
 func (r *Run) operatorLog(ctx context.Context, since metav1.Time) ([]byte, error) {
-	pods, err := r.Suite.Clientset.CoreV1().Pods(r.Suite.Opts.OperatorNS).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})
+	pods, err := r.Suite.Clientset.CoreV1().Pods(r.Suite.Opts.OperatorNS).List(ctx, metav1.ListOptions{LabelSelector: label.OperatorSelector})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/e2e/localcluster"
 	"github.com/quorate-dev/quorate/internal/names"
 )
@@ -27,7 +28,7 @@ func (r *Run) checkNodes(ctx context.Context) error {
 		return nil
 	}
 	if r.Suite.Node == nil {
-		return fmt.Errorf("%s powers nodes off and cuts them off the network, which only --provider=local can do; leave it out with --skip-labels=suite=nodes", r.Scenario.Name)
+		return fmt.Errorf("%s powers nodes off and cuts them off the network, which only --provider=local can do; leave it out with --skip-labels=%s=%s", r.Scenario.Name, label.Suite, label.SuiteNodes)
 	}
 	// A node the previous scenario brought back may not be Ready yet.
 	var ready []string
@@ -42,7 +43,7 @@ func (r *Run) checkNodes(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("%s needs %d Ready nodes for its members besides node 1 and the cluster has %d (%s): start the local cluster with --nodes=%d, or leave it out with --skip-labels=suite=nodes", r.Scenario.Name, want, len(ready), strings.Join(ready, ", "), want+1)
+		return fmt.Errorf("%s needs %d Ready nodes for its members besides node 1 and the cluster has %d (%s): start the local cluster with --nodes=%d, or leave it out with --skip-labels=%s=%s", r.Scenario.Name, want, len(ready), strings.Join(ready, ", "), want+1, label.Suite, label.SuiteNodes)
 	}
 	r.pools = true
 	return nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 // Identity of an install that runs in namespace ns (what it writes in the claims it holds).
@@ -26,7 +27,7 @@ func Identity(ns string) string { return ns + "/quorate-operator" }
 func (r *Run) ScaleInstall(ctx context.Context, ns string, replicas int32) error {
 	c := r.Suite.Client
 	d := &appsv1.Deployment{}
-	key := types.NamespacedName{Namespace: ns, Name: "quorate-controller-manager"}
+	key := types.NamespacedName{Namespace: ns, Name: label.OperatorDeployment}
 	if err := c.Get(ctx, key, d); err != nil {
 		return err
 	}

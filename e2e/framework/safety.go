@@ -289,9 +289,8 @@ func (r *Run) Recover(ctx context.Context, token string, n int32) (*v1alpha1.Rec
 // Fill has the workload write large values outside its keys until the cluster refuses a write
 // (NOSPACE once the database reaches its quota), at most mib MiB.
 func (r *Run) Fill(ctx context.Context, mib int) (workload.FillResult, error) {
-	var res workload.FillResult
 	r.Phase(fmt.Sprintf("filling the database (at most %d MiB)", mib))
-	err := r.call(ctx, "POST", fmt.Sprintf("fill?mib=%d", mib), &res)
+	res, err := r.Workload().Fill(ctx, mib)
 	r.Event("action", "fill", fmt.Sprintf("wrote %d bytes in %d writes; stopped by: %s", res.Bytes, res.Writes, res.Error))
 	return res, err
 }
@@ -299,9 +298,8 @@ func (r *Run) Fill(ctx context.Context, mib int) (workload.FillResult, error) {
 // Unfill has the workload delete what Fill wrote and compact up to the deletion: the members'
 // database files are left with free pages. Only before the load starts (Scenario.BeforeLoad).
 func (r *Run) Unfill(ctx context.Context) (workload.UnfillResult, error) {
-	var res workload.UnfillResult
 	r.Phase("deleting the filler and compacting")
-	err := r.call(ctx, "POST", "unfill", &res)
+	res, err := r.Workload().Unfill(ctx)
 	r.Event("action", "unfill", fmt.Sprintf("deleted %d keys, compacted up to revision %d: %s", res.Deleted, res.Revision, res.Error))
 	if err == nil && res.Error != "" {
 		err = errors.New(res.Error)

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/checker"
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/e2e/localcluster"
 	"github.com/quorate-dev/quorate/e2e/report"
 	"github.com/quorate-dev/quorate/e2e/workload"
@@ -35,13 +37,14 @@ type Scenario struct {
 	Budget availability.Budget
 	// Expect overrides the expected verdict of a checker (all are expected to pass): an
 	// expected failure names the code the checker must fail with.
-	Expect map[string]history.Expectation
+	Expect map[checker.Name]history.Expectation
 	// BeforeLoad prepares the cluster with the workload pod ready, before the load and its
 	// history start (filling a database, say, that the load must not see).
 	BeforeLoad func(ctx context.Context, r *Run) error
-	// Steps act on the cluster while the load runs; the load runs for the suite's duration
-	// before and after them.
-	Steps func(ctx context.Context, r *Run) error
+	// Steps act on the cluster, in order, while the load runs; the load runs for the suite's
+	// duration before and after them. The first that fails ends them, and the failure names
+	// the scenario and the step.
+	Steps []Step
 	// Rate overrides the suite's operation rate.
 	Rate float64
 	// MinDuration is the shortest steady load before and after the steps, whatever --duration
@@ -102,6 +105,8 @@ type Run struct {
 	events   []history.Event
 	phase    string
 	cleanups []func(context.Context) error
+	// deferred run when the steps end (Defer).
+	deferred []func()
 }
 
 // OnCleanup registers what teardown undoes besides deleting the run's namespace, newest first.
@@ -172,12 +177,12 @@ func (r *Run) Phase(p string) {
 
 // Feature turns a scenario into an e2e-framework feature labelled with its name and labels.
 func (s *Suite) Feature(sc Scenario) features.Feature {
-	b := features.New(sc.Name).WithLabel("scenario", sc.Name)
+	b := features.New(sc.Name).WithLabel(label.Scenario, sc.Name)
 	for k, v := range sc.Labels {
 		b = b.WithLabel(k, v)
 	}
 	if sc.NeedsNode {
-		b = b.WithLabel("needs", "node")
+		b = b.WithLabel(label.Needs, label.NeedsNode)
 	}
 	key := runKey(sc.Name)
 	return b.
@@ -261,7 +266,7 @@ func (r *Run) CreateEtcdCluster(ctx context.Context) error {
 	version, image := r.Suite.Opts.EtcdVersion, r.Suite.Opts.EtcdImage
 	if r.Scenario.Version != "" {
 		if image != "" {
-			return fmt.Errorf("%s starts at etcd %s and changes version, which an --etcd-image override (one image for every version) cannot do: drop --etcd-image, or leave this scenario out with --skip-labels=scenario=%s", r.Scenario.Name, r.Scenario.Version, r.Scenario.Name)
+			return fmt.Errorf("%s starts at etcd %s and changes version, which an --etcd-image override (one image for every version) cannot do: drop --etcd-image, or leave this scenario out with --skip-labels=%s=%s", r.Scenario.Name, r.Scenario.Version, label.Scenario, r.Scenario.Name)
 		}
 		version = r.Scenario.Version
 	}
@@ -298,7 +303,7 @@ func (r *Run) setup(ctx context.Context) error {
 		}
 	}
 	if r.Scenario.NeedsNode && r.Suite.Node == nil {
-		return fmt.Errorf("%s acts on the node's containers and volumes, which only --provider=local can reach; leave it out with --skip-labels=needs=node", r.Scenario.Name)
+		return fmt.Errorf("%s acts on the node's containers and volumes, which only --provider=local can reach; leave it out with --skip-labels=%s=%s", r.Scenario.Name, label.Needs, label.NeedsNode)
 	}
 	if err := r.checkNodes(ctx); err != nil {
 		return err

@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/e2e/localcluster"
+	"github.com/quorate-dev/quorate/e2e/workloadapi"
 )
 
 func (r *Run) workloadPod() *corev1.Pod {
@@ -51,8 +51,8 @@ func (r *Run) workloadPod() *corev1.Pod {
 					fmt.Sprintf("--clients=%d", r.Suite.Opts.Clients),
 					fmt.Sprintf("--rate=%g", rate),
 				}, args...),
-				Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 2},
+				Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: workloadapi.Port}},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: workloadapi.Healthz.URLPath(), Port: intstr.FromInt32(workloadapi.Port)}}, PeriodSeconds: 2},
 				VolumeMounts:   mounts,
 				Resources:      res,
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
@@ -72,10 +72,16 @@ func (r *Run) workloadNodeSelector() map[string]string {
 	return map[string]string{localcluster.PoolLabel: localcluster.PoolSystem}
 }
 
-// call invokes the workload through the API server's pod proxy; path may carry a query.
-func (r *Run) call(ctx context.Context, method, path string, out any) error {
+// Workload is the client of the run's workload, through the API server's pod proxy.
+func (r *Run) Workload() workloadapi.Client {
+	return workloadapi.Client{Transport: r.proxy}
+}
+
+// proxy sends a request to the workload through the API server's pod proxy; path may carry a
+// query.
+func (r *Run) proxy(ctx context.Context, method, path string) ([]byte, error) {
 	p, query, _ := strings.Cut(path, "?")
-	req := r.Suite.Clientset.CoreV1().RESTClient().Verb(method).Namespace(r.Namespace).Resource("pods").Name("workload:8080").SubResource("proxy").Suffix(p)
+	req := r.Suite.Clientset.CoreV1().RESTClient().Verb(method).Namespace(r.Namespace).Resource("pods").Name(fmt.Sprintf("workload:%d", workloadapi.Port)).SubResource("proxy").Suffix(p)
 	if values, err := url.ParseQuery(query); err == nil {
 		for k, vs := range values {
 			for _, v := range vs {
@@ -85,14 +91,7 @@ func (r *Run) call(ctx context.Context, method, path string, out any) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
 	defer cancel()
-	body, err := req.DoRaw(ctx)
-	if err != nil {
-		return fmt.Errorf("workload %s %s: %w", method, path, err)
-	}
-	if out != nil {
-		return json.Unmarshal(body, out)
-	}
-	return nil
+	return req.DoRaw(ctx)
 }
 
 // wait blocks for d while the load runs (a measurement window, not a wait for a condition).
@@ -114,8 +113,8 @@ func (r *Run) progress(ctx context.Context, start time.Time) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			var st struct{ OK, Fail, Unknown, Samples int }
-			if err := r.call(ctx, "GET", "stats", &st); err != nil {
+			st, err := r.Workload().Stats(ctx)
+			if err != nil {
 				continue
 			}
 			r.mu.Lock()
@@ -129,26 +128,17 @@ func (r *Run) progress(ctx context.Context, start time.Time) {
 // Probe has the workload write key outside its history and returns etcd's error ("" when the
 // write went through).
 func (r *Run) Probe(ctx context.Context, key string) (string, error) {
-	var res struct {
-		Error string `json:"error"`
-	}
-	err := r.call(ctx, "POST", "probe?key="+url.QueryEscape(key), &res)
+	res, err := r.Workload().Probe(ctx, key)
 	r.Event("action", "probe", fmt.Sprintf("write %s: %q", key, res.Error))
 	return res.Error, err
 }
 
 // TLSChange is one state of the workload's mounted certificate files (GET /tls).
-type TLSChange struct {
-	Time   int64    `json:"time"`
-	CAs    []string `json:"cas"`
-	Issuer string   `json:"issuer"`
-	Serial string   `json:"serial"`
-}
+type TLSChange = workloadapi.TLSChange
 
 // TLSChanges returns every state of the workload's certificate files, the first one included.
 func (r *Run) TLSChanges(ctx context.Context) ([]TLSChange, error) {
-	var out []TLSChange
-	return out, r.call(ctx, "GET", "tls", &out)
+	return r.Workload().TLSChanges(ctx)
 }
 
 // WaitTLSChange waits until the workload's certificate files change after t (the kubelet

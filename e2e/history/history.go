@@ -213,13 +213,19 @@ const (
 	VerdictInconclusive VerdictStatus = "inconclusive"
 )
 
+// CheckerName names a checker; e2e/checker lists them (checker.Names).
+type CheckerName string
+
+// Code names the reason of a verdict for machines; each checker defines its codes.
+type Code string
+
 // Verdict is a checker's judgement of a history.
 type Verdict struct {
-	Checker string        `json:"checker"`
+	Checker CheckerName   `json:"checker"`
 	Status  VerdictStatus `json:"status"`
 	// Code names the reason for machines; each checker defines its codes. An expected
 	// failure is matched by its code, never by the text of Reason.
-	Code    string   `json:"code"`
+	Code    Code     `json:"code"`
 	Reason  string   `json:"reason"`
 	Details []string `json:"details,omitempty"`
 	// Artifacts are files the checker wrote (name -> path), such as a visualization.
@@ -237,14 +243,14 @@ func (v Verdict) String() string {
 // code it must fail with.
 type Expectation struct {
 	Status VerdictStatus `json:"status"`
-	Code   string        `json:"code,omitempty"`
+	Code   Code          `json:"code,omitempty"`
 }
 
 // ExpectPass is what every checker is expected to reach unless a scenario says otherwise.
 var ExpectPass = Expectation{Status: VerdictPass}
 
 // ExpectFail expects a failure with the given code.
-func ExpectFail(code string) Expectation { return Expectation{Status: VerdictFail, Code: code} }
+func ExpectFail(code Code) Expectation { return Expectation{Status: VerdictFail, Code: code} }
 
 // Met reports whether v is what e expects: the same status, and for a failure the same code.
 func (e Expectation) Met(v Verdict) bool {
@@ -258,5 +264,5 @@ func (e Expectation) String() string {
 	if e.Code == "" {
 		return string(e.Status)
 	}
-	return string(e.Status) + " [" + e.Code + "]"
+	return string(e.Status) + " [" + string(e.Code) + "]"
 }

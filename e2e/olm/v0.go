@@ -10,6 +10,7 @@ import (
 	olm "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/internal/upgradegate"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -29,13 +30,13 @@ const (
 	// olmName names the CatalogSource, OperatorGroup and Subscription of an install.
 	olmName = "quorate"
 	// operatorDeployment is the Deployment of the CSV's install strategy.
-	operatorDeployment = "quorate-controller-manager"
+	operatorDeployment = label.OperatorDeployment
 	// operatorServiceAccount is the service account of the CSV's install strategy.
 	operatorServiceAccount = "quorate-controller-manager"
 )
 
 // operatorSelector selects the operator's Deployment, however it was installed.
-var operatorSelector = labels.SelectorFromSet(labels.Set{"app.kubernetes.io/name": "quorate", "control-plane": "controller-manager"})
+var operatorSelector = labels.SelectorFromSet(labels.Set{"app.kubernetes.io/name": "quorate", label.ControlPlane: label.ControlPlaneOperator})
 
 // V0 is one installation of Quorate through OLM.
 type V0 struct {

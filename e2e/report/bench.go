@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 // BenchRun is one run of a benchmark scenario.
@@ -54,10 +55,10 @@ func Bench(r *Report) []BenchSummary {
 	by := map[key]*BenchSummary{}
 	var keys []key
 	for _, s := range r.Scenarios {
-		if s.Labels["suite"] != "bench" {
+		if s.Labels[label.Suite] != label.SuiteBench {
 			continue
 		}
-		k := key{s.Labels["base"], s.Labels["operator"]}
+		k := key{s.Labels[label.Base], s.Labels[label.Operator]}
 		if k.operator == "" {
 			k.operator = "quorate"
 		}
@@ -196,10 +197,10 @@ type RateRow struct {
 func Rates(r *Report) []RateRow {
 	var out []RateRow
 	for _, s := range r.Scenarios {
-		if s.Labels["suite"] != "bench-rate" {
+		if s.Labels[label.Suite] != label.SuiteBenchRate {
 			continue
 		}
-		row := RateRow{Rate: s.Labels["rate"], OKRatio: s.Stats.SuccessRatio(), P50: s.Stats.P50, P99: s.Stats.P99, Gap: s.Stats.MaxWriteGap, Passed: s.Passed()}
+		row := RateRow{Rate: s.Labels[label.Rate], OKRatio: s.Stats.SuccessRatio(), P50: s.Stats.P50, P99: s.Stats.P99, Gap: s.Stats.MaxWriteGap, Passed: s.Passed()}
 		if span := time.Duration(s.HistoryEnd - s.HistoryStart); span > 0 {
 			row.Achieved = float64(s.Stats.Total) / span.Seconds()
 		}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/quorate-dev/quorate/e2e/checker"
 )
 
 // Combine loads the report.json of every subdirectory of root and writes one page, one JUnit
@@ -37,7 +39,7 @@ func Matrix(reports []*Report) string {
 	for _, r := range reports {
 		for _, s := range r.Scenarios {
 			out += "| " + r.K8sVersion + " | " + s.Name + " | " + mark(s.Passed())
-			for _, c := range Checkers {
+			for _, c := range checker.Names {
 				out += " | " + verdictCell(s, c)
 			}
 			out += " |\n"

@@ -48,7 +48,7 @@ func junitOf(reports []*Report) []byte {
 					Failure: &junitFailure{Message: "scenario did not complete", Text: s.Error}})
 			}
 			for _, v := range s.Verdicts {
-				c := junitCase{Name: v.Checker, Classname: class, Time: s.Duration.Seconds(), SystemOut: v.Reason + "\n" + strings.Join(v.Details, "\n")}
+				c := junitCase{Name: string(v.Checker), Classname: class, Time: s.Duration.Seconds(), SystemOut: v.Reason + "\n" + strings.Join(v.Details, "\n")}
 				cell := verdictCell(s, v.Checker)
 				if cell != "pass" && cell != "fail (expected)" {
 					c.Failure = &junitFailure{Message: fmt.Sprintf("%s: %s", cell, v.Reason), Text: strings.Join(v.Details, "\n")}

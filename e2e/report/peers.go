@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 // PeerCell is one operator's result for one operation of the side-by-side benchmark
@@ -35,10 +37,10 @@ type PeerRow struct {
 func Peers(r *Report) (rows []PeerRow, operators []string) {
 	idx := map[string]int{}
 	for _, s := range r.Scenarios {
-		if s.Labels["suite"] != "peers" {
+		if s.Labels[label.Suite] != label.SuitePeers {
 			continue
 		}
-		op, operator := s.Labels["operation"], s.Labels["operator"]
+		op, operator := s.Labels[label.Operation], s.Labels[label.Operator]
 		if !slices.Contains(operators, operator) {
 			operators = append(operators, operator)
 		}

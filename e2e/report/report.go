@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quorate-dev/quorate/e2e/checker"
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
 	"github.com/quorate-dev/quorate/e2e/history"
 )
@@ -27,8 +28,8 @@ type Scenario struct {
 	// Expected is the verdict each checker should reach (a pass unless listed). A scenario
 	// whose fault the operator cannot mask expects the availability verdict to fail, with the
 	// code of the broken budget.
-	Expected map[string]history.Expectation `json:"expected,omitempty"`
-	Budget   availability.Budget            `json:"budget"`
+	Expected map[checker.Name]history.Expectation `json:"expected,omitempty"`
+	Budget   availability.Budget                  `json:"budget"`
 	// Class of the scenario's disruption (planned, fault, partition), which chose the budget;
 	// empty for a scenario with a budget of its own.
 	Class   string             `json:"class,omitempty"`
@@ -88,8 +89,8 @@ func (r *Report) Failures() []string {
 }
 
 // Expect is what the scenario expects of a checker.
-func (s Scenario) Expect(checker string) history.Expectation {
-	if want, ok := s.Expected[checker]; ok {
+func (s Scenario) Expect(name checker.Name) history.Expectation {
+	if want, ok := s.Expected[name]; ok {
 		return want
 	}
 	return history.ExpectPass
@@ -159,12 +160,12 @@ func mark(ok bool) string {
 }
 
 // verdictCell renders a verdict against its expectation for tables.
-func verdictCell(s Scenario, checker string) string {
+func verdictCell(s Scenario, name checker.Name) string {
 	for _, v := range s.Verdicts {
-		if v.Checker != checker {
+		if v.Checker != name {
 			continue
 		}
-		want := s.Expect(checker)
+		want := s.Expect(name)
 		switch {
 		case want.Met(v) && v.Passed():
 			return "pass"
@@ -175,25 +176,22 @@ func verdictCell(s Scenario, checker string) string {
 		case v.Passed():
 			return "PASS (expected fail)"
 		case want.Status == history.VerdictFail:
-			return "FAIL (" + v.Code + ", expected " + want.Code + ")"
+			return "FAIL (" + string(v.Code) + ", expected " + string(want.Code) + ")"
 		}
 		return "FAIL"
 	}
 	return "-"
 }
 
-// Checkers in report order.
-var Checkers = []string{"linearizability", "lost-writes", "availability", "split-brain", "watch"}
-
 // Markdown is the summary.
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\nKubernetes %s, Quorate %s, generated %s.\n\n", r.Title, r.K8sVersion, r.Quorate, r.Generated.UTC().Format(time.RFC3339))
 	fmt.Fprintf(&b, "| scenario | result | %s | longest write gap | ops ok/fail/unknown | p99 latency |\n|---|---|%s---|---|---|\n",
-		strings.Join(Checkers, " | "), strings.Repeat("---|", len(Checkers)))
+		strings.Join(checkerColumns(), " | "), strings.Repeat("---|", len(checker.Names)))
 	for _, s := range r.Scenarios {
-		cells := make([]string, len(Checkers))
-		for i, c := range Checkers {
+		cells := make([]string, len(checker.Names))
+		for i, c := range checker.Names {
 			cells[i] = verdictCell(s, c)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d/%d/%d | %s |\n", s.Name, mark(s.Passed()), strings.Join(cells, " | "),
@@ -232,4 +230,13 @@ func offset(s Scenario, t int64) string {
 		return ""
 	}
 	return fmt.Sprintf("+%.1fs", time.Duration(t-s.HistoryStart).Seconds())
+}
+
+// checkerColumns are the checkers' names as column headings, in report order.
+func checkerColumns() []string {
+	out := make([]string, len(checker.Names))
+	for i, c := range checker.Names {
+		out[i] = string(c)
+	}
+	return out
 }

@@ -25,7 +25,7 @@ func scenario(name string, gap bool, expectAvailability history.Expectation) Sce
 	}
 	v, stats := availability.Check(h, availability.Budget{MaxWriteGap: 2 * time.Second, MinSuccessRatio: 0.5})
 	s := Scenario{Name: name, Start: time.Unix(100, 0), Duration: 30 * time.Second, Stats: stats,
-		Expected: map[string]history.Expectation{"availability": expectAvailability},
+		Expected: map[history.CheckerName]history.Expectation{"availability": expectAvailability},
 		Verdicts: []history.Verdict{{Checker: "linearizability", Status: history.VerdictPass, Code: "linearizable", Reason: "ok"}, v},
 		Events:   []history.Event{{Time: 10 * sec, End: 20 * sec, Kind: "fault", Name: "quorum-loss", Text: "two pods stopped"}, {Time: 5 * sec, Kind: "membership", Name: "MemberAdded", Text: "x"}}}
 	s.AddLatencies(h, 100)

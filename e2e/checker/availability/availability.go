@@ -197,18 +197,21 @@ func (s Stats) SuccessRatio() float64 {
 }
 
 // Codes of the availability verdict; a failure carries the first broken budget's code.
+// Name is the checker's name in verdicts and reports.
+const Name history.CheckerName = "availability"
+
 const (
-	CodeWithinBudget = "within-budget"
-	CodeNoOperations = "no-operations"
-	CodeWriteGap     = "write-gap"
-	CodeFirstWrite   = "first-write"
-	CodeSuccessRatio = "success-ratio"
+	CodeWithinBudget history.Code = "within-budget"
+	CodeNoOperations history.Code = "no-operations"
+	CodeWriteGap     history.Code = "write-gap"
+	CodeFirstWrite   history.Code = "first-write"
+	CodeSuccessRatio history.Code = "success-ratio"
 )
 
 // Check judges h against the budget.
 func Check(h *history.History, b Budget) (history.Verdict, Stats) {
 	s := Analyze(h, time.Second)
-	v := history.Verdict{Checker: "availability"}
+	v := history.Verdict{Checker: Name}
 	rel := func(t int64) string { return fmt.Sprintf("%.1fs", time.Duration(t-h.Start).Seconds()) }
 	v.Details = []string{
 		fmt.Sprintf("%d operations: %d ok, %d failed, %d unknown (%.2f%% ok)", s.Total, s.OK, s.Fail, s.Unknown, 100*s.SuccessRatio()),
@@ -217,7 +220,8 @@ func Check(h *history.History, b Budget) (history.Verdict, Stats) {
 		fmt.Sprintf("latency of successful operations: p50 %s, p90 %s, p99 %s, max %s", s.P50.Round(time.Microsecond*100), s.P90.Round(time.Microsecond*100), s.P99.Round(time.Microsecond*100), s.Max.Round(time.Millisecond)),
 		s.Gaps.Summary(),
 	}
-	var broken, codes []string
+	var broken []string
+	var codes []history.Code
 	if s.Total == 0 {
 		broken, codes = append(broken, "no operation was issued"), append(codes, CodeNoOperations)
 	}

@@ -13,11 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorate-dev/quorate/e2e/checker"
 	"github.com/quorate-dev/quorate/e2e/checker/availability"
-	"github.com/quorate-dev/quorate/e2e/checker/linearizability"
-	"github.com/quorate-dev/quorate/e2e/checker/lostwrites"
-	"github.com/quorate-dev/quorate/e2e/checker/splitbrain"
-	"github.com/quorate-dev/quorate/e2e/checker/watch"
 	"github.com/quorate-dev/quorate/e2e/history"
 )
 
@@ -80,14 +77,14 @@ func TestCorpusCoversEveryVerdictKind(t *testing.T) {
 	seen := map[string]bool{}
 	for _, e := range readManifest(t) {
 		for _, v := range e.Verdicts {
-			seen[v.Checker+" "+string(v.Status)] = true
+			seen[string(v.Checker)+" "+string(v.Status)] = true
 		}
 	}
 	var missing []string
-	for _, c := range []string{"linearizability", "lost-writes", "availability", "split-brain", "watch"} {
+	for _, c := range checker.Names {
 		for _, s := range []history.VerdictStatus{history.VerdictPass, history.VerdictFail} {
-			if !seen[c+" "+string(s)] {
-				missing = append(missing, c+" "+string(s))
+			if !seen[string(c)+" "+string(s)] {
+				missing = append(missing, string(c)+" "+string(s))
 			}
 		}
 	}
@@ -119,22 +116,20 @@ type Entry struct {
 	Inject string              `json:"inject,omitempty"`
 	Budget availability.Budget `json:"budget"`
 	// Expect is what the run expected of a checker (pass unless named), as a scenario does.
-	Expect   map[string]history.Expectation `json:"expect,omitempty"`
-	Verdicts []history.Verdict              `json:"verdicts"`
+	Expect   map[checker.Name]history.Expectation `json:"expect,omitempty"`
+	Verdicts []history.Verdict                    `json:"verdicts"`
 }
 
-func (e Entry) expectation(checker string) history.Expectation {
-	if x, ok := e.Expect[checker]; ok {
+func (e Entry) expectation(name checker.Name) history.Expectation {
+	if x, ok := e.Expect[name]; ok {
 		return x
 	}
 	return history.ExpectPass
 }
 
-// judge runs every checker the way the suite does (e2e/framework/judge.go).
+// judge runs every checker the way the suite does (checker.All).
 func judge(h *history.History, b availability.Budget, dir string) []history.Verdict {
-	lin := linearizability.Check(h, 5*time.Minute, dir)
-	av, _ := availability.Check(h, b)
-	out := []history.Verdict{lin, lostwrites.Check(h), av, splitbrain.Check(h, splitbrain.DefaultBounds), watch.Check(h)}
+	out, _ := checker.All(h, checker.Input{Budget: b, LinearizabilityTimeout: 5 * time.Minute, Dir: dir})
 	for i := range out {
 		out[i].Artifacts = nil // temporary paths
 		for j, d := range out[i].Details {

@@ -222,11 +222,14 @@ func Operations(h *history.History) []porcupine.Operation {
 }
 
 // Codes of the linearizability verdict.
+// Name is the checker's name in verdicts and reports.
+const Name history.CheckerName = "linearizability"
+
 const (
-	CodeLinearizable    = "linearizable"
-	CodeNotLinearizable = "not-linearizable"
+	CodeLinearizable    history.Code = "linearizable"
+	CodeNotLinearizable history.Code = "not-linearizable"
 	// CodeTimeout: porcupine did not finish in time (inconclusive).
-	CodeTimeout = "timeout"
+	CodeTimeout history.Code = "timeout"
 )
 
 // Check judges the history. The keys whose operations etcd's revisions place (see ordered)
@@ -235,7 +238,7 @@ const (
 // violation the search finds (or a timeout) it writes porcupine's visualization into dir, if
 // dir is not empty.
 func Check(h *history.History, timeout time.Duration, dir string) history.Verdict {
-	v := history.Verdict{Checker: "linearizability"}
+	v := history.Verdict{Checker: Name}
 	ops := Operations(h)
 	var searched []porcupine.Operation
 	var broken []string

@@ -14,23 +14,26 @@ import (
 const maxDetails = 20
 
 // Codes of the lost-writes verdict; a failure carries the code of the first kind of problem.
+// Name is the checker's name in verdicts and reports.
+const Name history.CheckerName = "lost-writes"
+
 const (
-	CodeAllKept = "all-kept"
+	CodeAllKept history.Code = "all-kept"
 	// CodeDeclaredLoss: the only writes missing were acknowledged after the revision of a
 	// forced recovery, which the operator declared may be lost.
-	CodeDeclaredLoss       = "declared-loss"
-	CodeLostWrite          = "lost-write"
-	CodeWrongRevision      = "wrong-revision"
-	CodePhantomWrite       = "phantom-write"
-	CodeFailedWriteApplied = "failed-write-applied"
-	CodeFinalMismatch      = "final-mismatch"
+	CodeDeclaredLoss       history.Code = "declared-loss"
+	CodeLostWrite          history.Code = "lost-write"
+	CodeWrongRevision      history.Code = "wrong-revision"
+	CodePhantomWrite       history.Code = "phantom-write"
+	CodeFailedWriteApplied history.Code = "failed-write-applied"
+	CodeFinalMismatch      history.Code = "final-mismatch"
 	// CodeFinalUnread: the cluster's final state could not be read (inconclusive).
-	CodeFinalUnread = "final-unread"
+	CodeFinalUnread history.Code = "final-unread"
 )
 
 // Check judges the history.
 func Check(h *history.History) history.Verdict {
-	v := history.Verdict{Checker: "lost-writes", Status: history.VerdictInconclusive, Code: CodeFinalUnread}
+	v := history.Verdict{Checker: Name, Status: history.VerdictInconclusive, Code: CodeFinalUnread}
 	if h.Final == nil {
 		v.Reason = "inconclusive: the cluster's final state was not collected"
 		return v
@@ -39,13 +42,35 @@ func Check(h *history.History) history.Verdict {
 		v.Reason = "inconclusive: the applied history could not be read completely: " + h.Final.Error
 		return v
 	}
-	// A forced recovery declares that writes after its revision may be lost.
+	f := findings{declared: declaredRevision(h)}
+	issued := f.checkWrites(h)
+	f.checkApplied(h, issued)
+	return f.verdict(v)
+}
+
+// declaredRevision is the lowest revision a forced recovery declared that writes after it
+// may be lost (0: none).
+func declaredRevision(h *history.History) int64 {
 	var declared int64
 	for _, e := range h.Events {
 		if e.Kind == history.EventRecovery && (declared == 0 || e.Revision < declared) {
 			declared = e.Revision
 		}
 	}
+	return declared
+}
+
+// findings are what Check found, problem by problem.
+type findings struct {
+	// declared is the recovery's revision (declaredRevision).
+	declared                                                            int64
+	acked                                                               int
+	lost, declaredLost, wrongRev, phantom, failedApplied, finalMismatch []string
+}
+
+// checkWrites compares every write the clients issued with the cluster's applied history,
+// and returns the writes issued by value.
+func (f *findings) checkWrites(h *history.History) map[string]history.Op {
 	type where struct {
 		key string
 		rev int64
@@ -58,9 +83,8 @@ func Check(h *history.History) history.Verdict {
 			}
 		}
 	}
+	declared := f.declared
 	issued := map[string]history.Op{}
-	acked := 0
-	var lost, declaredLost, wrongRev, phantom, failedApplied, finalMismatch []string
 	for _, o := range h.Ops {
 		if !o.IsWrite() {
 			continue
@@ -68,23 +92,29 @@ func Check(h *history.History) history.Verdict {
 		issued[o.Value] = o
 		if o.Status == history.Fail {
 			if w, ok := applied[o.Value]; ok {
-				failedApplied = append(failedApplied, fmt.Sprintf("%s %s=%s was reported as failed but applied at revision %d", o.Type, o.Key, o.Value, w.rev))
+				f.failedApplied = append(f.failedApplied, fmt.Sprintf("%s %s=%s was reported as failed but applied at revision %d", o.Type, o.Key, o.Value, w.rev))
 			}
 		}
 		if !o.Acknowledged() {
 			continue
 		}
-		acked++
+		f.acked++
 		w, ok := applied[o.Value]
 		switch {
 		case (!ok || w.key != o.Key) && declared != 0 && o.Revision > declared:
-			declaredLost = append(declaredLost, fmt.Sprintf("%s %s=%s acknowledged at revision %d, after the recovery's revision %d", o.Type, o.Key, o.Value, o.Revision, declared))
+			f.declaredLost = append(f.declaredLost, fmt.Sprintf("%s %s=%s acknowledged at revision %d, after the recovery's revision %d", o.Type, o.Key, o.Value, o.Revision, declared))
 		case !ok || w.key != o.Key:
-			lost = append(lost, fmt.Sprintf("%s %s=%s acknowledged at revision %d by client %d is not in the key's history", o.Type, o.Key, o.Value, o.Revision, o.Client))
+			f.lost = append(f.lost, fmt.Sprintf("%s %s=%s acknowledged at revision %d by client %d is not in the key's history", o.Type, o.Key, o.Value, o.Revision, o.Client))
 		case o.Revision != 0 && w.rev != o.Revision:
-			wrongRev = append(wrongRev, fmt.Sprintf("%s %s=%s acknowledged at revision %d but applied at revision %d", o.Type, o.Key, o.Value, o.Revision, w.rev))
+			f.wrongRev = append(f.wrongRev, fmt.Sprintf("%s %s=%s acknowledged at revision %d but applied at revision %d", o.Type, o.Key, o.Value, o.Revision, w.rev))
 		}
 	}
+	return issued
+}
+
+// checkApplied looks, key by key, for applied writes no client issued and for final reads
+// that disagree with the last applied write.
+func (f *findings) checkApplied(h *history.History, issued map[string]history.Op) {
 	keys := make([]string, 0, len(h.Final.Applied))
 	for k := range h.Final.Applied {
 		keys = append(keys, k)
@@ -94,22 +124,26 @@ func Check(h *history.History) history.Verdict {
 		ws := h.Final.Applied[k]
 		for _, w := range ws {
 			if _, ok := issued[w.Value]; !ok && !w.Delete {
-				phantom = append(phantom, fmt.Sprintf("%s=%s at revision %d was never written by a client", k, w.Value, w.ModRevision))
+				f.phantom = append(f.phantom, fmt.Sprintf("%s=%s at revision %d was never written by a client", k, w.Value, w.ModRevision))
 			}
 		}
 		if len(ws) > 0 {
 			last := ws[len(ws)-1]
 			if got, ok := h.Final.Values[k]; !last.Delete && (!ok || got != last.Value) {
-				finalMismatch = append(finalMismatch, fmt.Sprintf("final read of %s is %q but its last applied write is %q", k, got, last.Value))
+				f.finalMismatch = append(f.finalMismatch, fmt.Sprintf("final read of %s is %q but its last applied write is %q", k, got, last.Value))
 			}
 		}
 	}
+}
+
+// verdict turns the findings into v's status, code, reason and details.
+func (f *findings) verdict(v history.Verdict) history.Verdict {
 	problems := 0
 	v.Code = ""
-	for i, list := range [][]string{lost, wrongRev, phantom, failedApplied, finalMismatch} {
+	for i, list := range [][]string{f.lost, f.wrongRev, f.phantom, f.failedApplied, f.finalMismatch} {
 		problems += len(list)
 		if len(list) > 0 && v.Code == "" {
-			v.Code = []string{CodeLostWrite, CodeWrongRevision, CodePhantomWrite, CodeFailedWriteApplied, CodeFinalMismatch}[i]
+			v.Code = []history.Code{CodeLostWrite, CodeWrongRevision, CodePhantomWrite, CodeFailedWriteApplied, CodeFinalMismatch}[i]
 		}
 		for _, d := range list {
 			if len(v.Details) < maxDetails {
@@ -117,19 +151,20 @@ func Check(h *history.History) history.Verdict {
 			}
 		}
 	}
+	acked := f.acked
 	if problems == 0 {
 		v.Status, v.Code = history.VerdictPass, CodeAllKept
 		v.Reason = fmt.Sprintf("all %d acknowledged writes are in the cluster's history", acked)
-		if len(declaredLost) > 0 {
+		if len(f.declaredLost) > 0 {
 			v.Code = CodeDeclaredLoss
 			v.Reason = fmt.Sprintf("%d of %d acknowledged writes are in the cluster's history; the %d missing were all acknowledged after revision %d, from which a forced recovery restarted the cluster (the operator declared them possibly lost)",
-				acked-len(declaredLost), acked, len(declaredLost), declared)
-			v.Details = append(v.Details, declaredLost...)
+				acked-len(f.declaredLost), acked, len(f.declaredLost), f.declared)
+			v.Details = append(v.Details, f.declaredLost...)
 		}
 		return v
 	}
 	v.Status = history.VerdictFail
 	v.Reason = fmt.Sprintf("%d of %d acknowledged writes lost, %d at the wrong revision, %d phantom writes, %d failed writes applied, %d keys whose final read disagrees",
-		len(lost), acked, len(wrongRev), len(phantom), len(failedApplied), len(finalMismatch))
+		len(f.lost), acked, len(f.wrongRev), len(f.phantom), len(f.failedApplied), len(f.finalMismatch))
 	return v
 }

@@ -38,7 +38,7 @@ func view(ms []uint64) string {
 
 // Check judges the samples of h.
 func Check(h *history.History, b Bounds) history.Verdict {
-	v := history.Verdict{Checker: "split-brain"}
+	v := history.Verdict{Checker: Name}
 	samples := append([]history.Sample(nil), h.Samples...)
 	sort.Slice(samples, func(i, j int) bool { return samples[i].Time < samples[j].Time })
 	good := 0
@@ -73,7 +73,8 @@ func Check(h *history.History, b Bounds) history.Verdict {
 		v.Reason = fmt.Sprintf("inconclusive: none of the %d samples reached a member", len(samples))
 		return v
 	}
-	var problems, codes []string
+	var problems []string
+	var codes []history.Code
 	if len(clusterIDs) > 1 {
 		var ids []string
 		for cid, ep := range clusterIDs {
@@ -117,13 +118,16 @@ func Check(h *history.History, b Bounds) history.Verdict {
 }
 
 // Codes of the split-brain verdict.
+// Name is the checker's name in verdicts and reports.
+const Name history.CheckerName = "split-brain"
+
 const (
-	CodeOneLeaderPerTerm       = "one-leader-per-term"
-	CodeClusterIDs             = "cluster-ids"
-	CodeTwoLeaders             = "two-leaders"
-	CodeMembershipDisagreement = "membership-disagreement"
+	CodeOneLeaderPerTerm       history.Code = "one-leader-per-term"
+	CodeClusterIDs             history.Code = "cluster-ids"
+	CodeTwoLeaders             history.Code = "two-leaders"
+	CodeMembershipDisagreement history.Code = "membership-disagreement"
 	// CodeNoSamples: no sample reached a member (inconclusive).
-	CodeNoSamples = "no-samples"
+	CodeNoSamples history.Code = "no-samples"
 )
 
 // disagreement returns the longest continuous time during which some current member's view

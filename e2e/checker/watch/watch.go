@@ -15,16 +15,19 @@ import (
 )
 
 // Codes of the watch verdict; a failure carries the code of the first kind of problem.
+// Name is the checker's name in verdicts and reports.
+const Name history.CheckerName = "watch"
+
 const (
-	CodeInOrder      = "in-order"
-	CodeOutOfOrder   = "out-of-order"
-	CodeDuplicate    = "duplicate"
-	CodeMissedEvent  = "missed-event"
-	CodePhantomEvent = "phantom-event"
+	CodeInOrder      history.Code = "in-order"
+	CodeOutOfOrder   history.Code = "out-of-order"
+	CodeDuplicate    history.Code = "duplicate"
+	CodeMissedEvent  history.Code = "missed-event"
+	CodePhantomEvent history.Code = "phantom-event"
 	// CodeFinalUnread: the applied history could not be read (inconclusive).
-	CodeFinalUnread = "final-unread"
+	CodeFinalUnread history.Code = "final-unread"
 	// CodeNoWatch: the run recorded no watcher (inconclusive).
-	CodeNoWatch = "no-watch"
+	CodeNoWatch history.Code = "no-watch"
 )
 
 const maxDetails = 20
@@ -41,7 +44,7 @@ type at struct {
 
 // Check judges the watchers of h.
 func Check(h *history.History) history.Verdict {
-	v := history.Verdict{Checker: "watch", Status: history.VerdictInconclusive}
+	v := history.Verdict{Checker: Name, Status: history.VerdictInconclusive}
 	if h.Final == nil || h.Final.Error != "" || !h.Final.Complete {
 		v.Code, v.Reason = CodeFinalUnread, "inconclusive: the cluster's applied history could not be read"
 		return v
@@ -83,7 +86,7 @@ func Check(h *history.History) history.Verdict {
 		ids = append(ids, id)
 	}
 	sort.Ints(ids)
-	problems := map[string][]string{}
+	problems := map[history.Code][]string{}
 	delivered := 0
 	if declared != 0 {
 		lastAcked = min(lastAcked, declared)
@@ -92,7 +95,7 @@ func Check(h *history.History) history.Verdict {
 		n := checkWatcher(h, id, applied, lastAcked, declared, problems)
 		delivered += n
 	}
-	for _, code := range []string{CodeOutOfOrder, CodeDuplicate, CodeMissedEvent, CodePhantomEvent} {
+	for _, code := range []history.Code{CodeOutOfOrder, CodeDuplicate, CodeMissedEvent, CodePhantomEvent} {
 		if len(problems[code]) == 0 {
 			continue
 		}
@@ -116,8 +119,8 @@ func Check(h *history.History) history.Verdict {
 }
 
 // checkWatcher judges one watcher and returns how many events it received.
-func checkWatcher(h *history.History, id int, applied map[at]change, lastAcked, declared int64, problems map[string][]string) int {
-	add := func(code, format string, args ...any) {
+func checkWatcher(h *history.History, id int, applied map[at]change, lastAcked, declared int64, problems map[history.Code][]string) int {
+	add := func(code history.Code, format string, args ...any) {
 		problems[code] = append(problems[code], fmt.Sprintf("watcher %d: ", id)+fmt.Sprintf(format, args...))
 	}
 	var marks []history.WatchMark

@@ -1,0 +1,68 @@
+// Package label names the labels of the conformance scenarios (--labels and --skip-labels
+// select by them; quorate-report groups by some) and the labels of the operator's pods.
+package label
+
+// Keys of the scenarios' labels.
+const (
+	// Suite groups scenarios (values: the Suite* constants).
+	Suite = "suite"
+	// Scenario is every scenario's name.
+	Scenario = "scenario"
+	// Needs names what the scenario needs of the cluster: NeedsNode, or a kernel feature a
+	// fault needs (netem).
+	Needs = "needs"
+	// Fault is the chaos fault a scenario injects.
+	Fault = "fault"
+	// Base is the scenario a chaos or benchmark scenario repeats (steady, scale,
+	// etcd-upgrade, pod-deletion).
+	Base = "base"
+	// Operator is the operator a peers or benchmark scenario drives.
+	Operator = "operator"
+	// Operation is the peers benchmark's operation.
+	Operation = "operation"
+	// Run numbers a benchmark's repetitions.
+	Run = "run"
+	// Rate is the operation rate of a bench-rate scenario.
+	Rate = "rate"
+	// InstallMode is how OLM installs the operator (AllNamespaces, OwnNamespace).
+	InstallMode = "install-mode"
+	// OLM is the OLM version of an OLM scenario (v1; v0 unlabelled).
+	OLM = "olm"
+	// Migration is what a scenario migrates (scope).
+	Migration = "migration"
+	// Security is the security feature a scenario exercises (auth, tls).
+	Security = "security"
+)
+
+// Values of Suite.
+const (
+	SuiteCore          = "core"
+	SuiteNegative      = "negative"
+	SuiteSafety        = "safety"
+	SuiteChaos         = "chaos"
+	SuiteChaosNegative = "chaos-negative"
+	SuiteOLM           = "olm"
+	SuiteMigration     = "migration"
+	SuiteBackup        = "backup"
+	SuiteBench         = "bench"
+	SuiteBenchRate     = "bench-rate"
+	SuitePeers         = "peers"
+	SuiteNodes         = "nodes"
+)
+
+// NeedsNode: the scenario acts on the node's containers and volumes (Needs).
+const NeedsNode = "node"
+
+// The operator's pods carry ControlPlane=ControlPlaneOperator (config/manager).
+const (
+	ControlPlane         = "control-plane"
+	ControlPlaneOperator = "controller-manager"
+	// OperatorSelector selects the operator's pods, as a label selector string.
+	OperatorSelector = ControlPlane + "=" + ControlPlaneOperator
+)
+
+// OperatorDeployment is the name of the operator's Deployment in every install.
+const OperatorDeployment = "quorate-controller-manager"
+
+// OperatorLabels are the labels that select the operator's pods, as a map (a new one each call).
+func OperatorLabels() map[string]string { return map[string]string{ControlPlane: ControlPlaneOperator} }

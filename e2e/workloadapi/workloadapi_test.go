@@ -1,0 +1,70 @@
+package workloadapi
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The client sends each call to its route, with its query, and names both in its errors.
+func TestClientRoutes(t *testing.T) {
+	var got []string
+	c := Client{Transport: func(_ context.Context, method, path string) ([]byte, error) {
+		got = append(got, method+" "+path)
+		switch {
+		case strings.HasPrefix(path, "probe"):
+			return []byte(`{"error":"permission denied"}`), nil
+		case strings.HasPrefix(path, "fill"):
+			return []byte(`{"bytes":3}`), nil
+		case path == "stats":
+			return []byte(`{"ok":1,"fail":2,"unknown":3,"samples":4}`), nil
+		case path == "final":
+			return nil, errors.New("boom")
+		}
+		return []byte(`null`), nil
+	}}
+	ctx := context.Background()
+	if res, err := c.Probe(ctx, "/elsewhere/x"); err != nil || res.Error != "permission denied" {
+		t.Errorf("Probe: %+v, %v", res, err)
+	}
+	if res, err := c.Fill(ctx, 64); err != nil || res.Bytes != 3 {
+		t.Errorf("Fill: %+v, %v", res, err)
+	}
+	if st, err := c.Stats(ctx); err != nil || st != (Counts{OK: 1, Fail: 2, Unknown: 3, Samples: 4}) {
+		t.Errorf("Stats: %+v, %v", st, err)
+	}
+	if _, err := c.Final(ctx); err == nil || err.Error() != "workload POST final: boom" {
+		t.Errorf("Final: %v", err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Error(err)
+	}
+	want := []string{"POST probe?key=%2Felsewhere%2Fx", "POST fill?mib=64", "GET stats", "POST final", "POST start"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("sent\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The workload serves every route (cmd/quorate-workload keeps its own pattern strings).
+func TestServerServesEveryRoute(t *testing.T) {
+	files, _ := filepath.Glob("../../cmd/quorate-workload/*.go")
+	var src strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.Write(b)
+	}
+	if src.Len() == 0 {
+		t.Skip("no source of cmd/quorate-workload")
+	}
+	for _, r := range []Route{Healthz, Start, Stop, History, Final, Fill, Unfill, Probe, TLS, Stats} {
+		if !strings.Contains(src.String(), `HandleFunc("`+r.Pattern()+`"`) {
+			t.Errorf("cmd/quorate-workload does not serve %s", r.Pattern())
+		}
+	}
+}
