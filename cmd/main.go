@@ -30,6 +30,8 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/controllers"
+	"github.com/quorate-dev/quorate/controllers/managercache"
+	"github.com/quorate-dev/quorate/controllers/ownership"
 	"github.com/quorate-dev/quorate/internal/envflag"
 	"github.com/quorate-dev/quorate/internal/expectations"
 	"github.com/quorate-dev/quorate/internal/memlimit"
@@ -189,7 +191,7 @@ func main() {
 		Expectations:    expectations.New(2 * time.Minute),
 		ResyncPeriod:    resync,
 		Settings:        controllers.Settings{RollSettle: rollSettle, Deadlines: deadlines},
-		Ownership:       &controllers.Ownership{Identity: id, Term: ownershipTerm},
+		Ownership:       &ownership.Ownership{Identity: id, Term: ownershipTerm},
 		AllowPlaintext:  allowPlaintext,
 		Operator:        operator,
 		CertLifetime:    certLifetime,
@@ -241,7 +243,7 @@ func cacheOptions() cache.Options {
 		}
 		ctrl.Log.WithName("setup").Info("watching namespaces", "namespaces", ns)
 	}
-	return controllers.CacheOptions(namespaces...)
+	return managercache.Options(namespaces...)
 }
 
 // addChecks: healthy while the process runs; ready once the cache has synced (before that,

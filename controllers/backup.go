@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/ownership"
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
@@ -37,7 +38,7 @@ type BackupReconciler struct {
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
 	Images    resources.Images
-	Ownership *Ownership
+	Ownership *ownership.Ownership
 	// APIReader reads the claims (Leases), and a finished Job's pods, without caching them.
 	APIReader client.Reader
 }
@@ -173,7 +174,7 @@ func conditionStatus(ok bool) metav1.ConditionStatus {
 
 // backupTarget is the cluster a Job works on, or why it cannot yet: it does not exist, another
 // install holds its claim, it has no recorded cluster ID, or it is not Available.
-func backupTarget(ctx context.Context, c client.Client, reader client.Reader, o *Ownership, namespace, cluster string) (resources.JobTarget, string, error) {
+func backupTarget(ctx context.Context, c client.Client, reader client.Reader, o *ownership.Ownership, namespace, cluster string) (resources.JobTarget, string, error) {
 	ec := &v1alpha1.EtcdCluster{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: cluster}, ec); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -181,7 +182,7 @@ func backupTarget(ctx context.Context, c client.Client, reader client.Reader, o 
 		}
 		return resources.JobTarget{}, "", err
 	}
-	if held, holder, err := o.holds(ctx, reader, ec); err != nil {
+	if held, holder, err := o.Holds(ctx, reader, ec); err != nil {
 		return resources.JobTarget{}, "", err
 	} else if !held {
 		return resources.JobTarget{}, fmt.Sprintf("EtcdCluster %s is managed by another Quorate install (%s), which takes its backups", cluster, holder), nil

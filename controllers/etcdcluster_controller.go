@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/ownership"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/expectations"
 	"github.com/quorate-dev/quorate/internal/metrics"
@@ -46,7 +47,7 @@ type Reconciler struct {
 	// Settings feed the planner: the roll settle time and the deadlines.
 	Settings Settings
 	// Ownership is this instance's claim on the clusters it manages (nil: no claims).
-	Ownership *Ownership
+	Ownership *ownership.Ownership
 	// AllowPlaintext lets the operator manage clusters with TLS off.
 	AllowPlaintext bool
 	// CertLifetime is the lifetime of the certificates the operator generates (default
@@ -101,7 +102,7 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 			r.Expectations.Forget(req.NamespacedName)
 			r.secrets.forget(req.NamespacedName)
 			r.tlsDone.forget(req.NamespacedName)
-			r.Ownership.forget(req.NamespacedName)
+			r.Ownership.Forget(req.NamespacedName)
 			metrics.ForgetCluster(req.Namespace, req.Name)
 			return ctrl.Result{}, nil
 		}
@@ -121,7 +122,7 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	c.Default()
 
 	// Ownership: only the operator instance that holds the cluster's claim acts on it.
-	owned, holder, err := r.claim(ctx, c)
+	owned, holder, err := r.Ownership.Claim(ctx, r.Client, r.APIReader, r.Recorder, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -216,12 +217,12 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		// A wait, not a failure: etcd takes the change once its members have been connected
 		// long enough. Progressing says so; no backoff, no error log.
 		log.Info("etcd refused a membership change for now; asking again", "action", action.String(), "reason", execErr.Error())
-		return ctrl.Result{RequeueAfter: r.Ownership.renewWithin(unhealthyRetry)}, nil
+		return ctrl.Result{RequeueAfter: r.Ownership.RenewWithin(unhealthyRetry)}, nil
 	}
 	if execErr != nil {
 		return ctrl.Result{}, execErr
 	}
-	return ctrl.Result{RequeueAfter: r.Ownership.renewWithin(res.requeueAfter)}, nil
+	return ctrl.Result{RequeueAfter: r.Ownership.RenewWithin(res.requeueAfter)}, nil
 }
 
 // unhealthyRetry is how soon a pass asks again after etcd refused a membership change because

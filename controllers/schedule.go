@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/ownership"
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
@@ -36,7 +37,7 @@ type ScheduleReconciler struct {
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
 	Images    resources.Images
-	Ownership *Ownership
+	Ownership *ownership.Ownership
 	APIReader client.Reader
 	// Now is the clock (tests set it).
 	Now func() time.Time
@@ -90,7 +91,7 @@ func (r *ScheduleReconciler) pass(ctx context.Context, s *v1alpha1.EtcdBackupSch
 	src := &v1alpha1.EtcdCluster{}
 	switch err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.ClusterName}, src); {
 	case err == nil:
-		held, _, err := r.Ownership.holds(ctx, r.APIReader, src)
+		held, _, err := r.Ownership.Holds(ctx, r.APIReader, src)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

@@ -34,6 +34,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/managercache"
+	"github.com/quorate-dev/quorate/controllers/ownership"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/expectations"
 	"github.com/quorate-dev/quorate/internal/planner"
@@ -175,7 +177,7 @@ func startWith(t *testing.T, ns string, fake *etcd.Fake, identity string, deadli
 		HealthProbeBindAddress: "0",
 		// Every test starts its own manager with a controller of the same name.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      CacheOptions(ns),
+		Cache:      managercache.Options(ns),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +228,7 @@ func startWith(t *testing.T, ns string, fake *etcd.Fake, identity string, deadli
 		ResyncPeriod: 500 * time.Millisecond,
 		StepDelay:    50 * time.Millisecond,
 		Settings:     Settings{Deadlines: deadlines},
-		Ownership:    &Ownership{Identity: identity, Term: ownershipTerm},
+		Ownership:    &ownership.Ownership{Identity: identity, Term: ownershipTerm},
 		Operator:     resources.Operator{Namespace: "quorate-system", Labels: map[string]string{"control-plane": "controller-manager"}},
 	}
 	for _, f := range configure {

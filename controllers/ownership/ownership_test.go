@@ -1,4 +1,4 @@
-package controllers
+package ownership
 
 import (
 	"context"
@@ -28,12 +28,13 @@ func TestClaimReadsTheLeaseOnlyWhenDue(t *testing.T) {
 		reads++
 		return c.Get(ctx, k, obj, opts...)
 	}})
-	r := &Reconciler{Client: store, APIReader: live, Recorder: record.NewFakeRecorder(10), Ownership: &Ownership{Identity: "ns-a/quorate-operator", Term: time.Minute}}
+	o := &Ownership{Identity: "ns-a/quorate-operator", Term: time.Minute}
+	recorder := record.NewFakeRecorder(10)
 	c := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "demo"}}
 	cluster := types.NamespacedName{Namespace: "ns", Name: "demo"}
 	claim := func(step string, wantAct bool, wantReads int) {
 		t.Helper()
-		act, _, err := r.claim(ctx, c)
+		act, _, err := o.Claim(ctx, store, live, recorder, c)
 		if err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
@@ -46,7 +47,7 @@ func TestClaimReadsTheLeaseOnlyWhenDue(t *testing.T) {
 	claim("still held", true, 1)
 
 	// Due for renewal: read and renewed.
-	r.Ownership.record(cluster, time.Now().Add(20*time.Second))
+	o.record(cluster, time.Now().Add(20*time.Second))
 	claim("due", true, 2)
 	lease := &coordinationv1.Lease{}
 	if err := store.Get(ctx, types.NamespacedName{Namespace: "ns", Name: names.OwnerLease("demo")}, lease); err != nil {
@@ -64,27 +65,12 @@ func TestClaimReadsTheLeaseOnlyWhenDue(t *testing.T) {
 	if err := store.Update(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
-	r.Ownership.record(cluster, time.Now().Add(10*time.Second))
+	o.record(cluster, time.Now().Add(10*time.Second))
 	claim("held elsewhere", false, 3)
 	claim("held elsewhere, read again", false, 4)
 
-	r.Ownership.forget(cluster)
-	if r.Ownership.holding(cluster, time.Now()) {
+	o.Forget(cluster)
+	if o.holding(cluster, time.Now()) {
 		t.Fatal("a forgotten cluster is still held")
-	}
-}
-
-// A waiting pass looks again every 5 s, or at the moment the planner knows its wait ends.
-func TestWaitRetry(t *testing.T) {
-	for _, c := range []struct{ known, want time.Duration }{
-		{0, 5 * time.Second},
-		{-time.Second, 5 * time.Second},
-		{1200 * time.Millisecond, 1200 * time.Millisecond},
-		{5 * time.Second, 5 * time.Second},
-		{time.Minute, 5 * time.Second},
-	} {
-		if got := waitRetry(c.known); got != c.want {
-			t.Errorf("waitRetry(%s) = %s, want %s", c.known, got, c.want)
-		}
 	}
 }

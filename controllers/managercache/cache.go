@@ -1,4 +1,7 @@
-package controllers
+// Package managercache says what the manager's cache holds of each kind the controllers
+// watch (every reconciler shares it): the namespaces, and each object trimmed to what the
+// operator reads.
+package managercache
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -12,11 +15,11 @@ import (
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
-// CacheOptions is what the operator's cache holds: the given namespaces (none: every
+// Options is what the operator's cache holds: the given namespaces (none: every
 // namespace), no object's managedFields (the operator never reads them, and at thousands of
 // clusters they are tens of MiB: make bench-scale), of pods only what the operator reads
 // (resources.PodForCache), and of the other kinds what trimForCache keeps.
-func CacheOptions(namespaces ...string) cache.Options {
+func Options(namespaces ...string) cache.Options {
 	opts := cache.Options{
 		DefaultTransform: trimForCache,
 		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: resources.PodForCache}},

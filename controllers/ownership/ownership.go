@@ -1,4 +1,7 @@
-package controllers
+// Package ownership holds the claims one operator install takes on the EtcdClusters it
+// manages (a Lease per cluster): who may act on a cluster, how soon a settled cluster's claim
+// is renewed, and whether the backup and schedule controllers may act on a cluster.
+package ownership
 
 import (
 	"context"
@@ -11,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,8 +66,8 @@ func (o *Ownership) record(key types.NamespacedName, expires time.Time) {
 	o.held[key] = expires
 }
 
-// forget drops what this instance remembers of a deleted cluster.
-func (o *Ownership) forget(cluster types.NamespacedName) {
+// Forget drops what this instance remembers of a deleted cluster.
+func (o *Ownership) Forget(cluster types.NamespacedName) {
 	if o == nil {
 		return
 	}
@@ -73,10 +77,11 @@ func (o *Ownership) forget(cluster types.NamespacedName) {
 	delete(o.reported, cluster)
 }
 
-// claim makes sure this instance holds the cluster's claim, creating, renewing or taking it
-// over as needed. It returns whether this instance may act, and the holder.
-func (r *Reconciler) claim(ctx context.Context, c *v1alpha1.EtcdCluster) (bool, string, error) {
-	o := r.Ownership
+// Claim makes sure this instance holds the cluster's claim, creating, renewing or taking it
+// over as needed: it reads the Lease through live (uncached), writes it through w, and records
+// an Event through rec when the holder changes. It returns whether this instance may act, and
+// the holder.
+func (o *Ownership) Claim(ctx context.Context, w client.Writer, live client.Reader, rec record.EventRecorder, c *v1alpha1.EtcdCluster) (bool, string, error) {
 	if o == nil || o.Term <= 0 {
 		return true, "", nil
 	}
@@ -88,20 +93,20 @@ func (r *Reconciler) claim(ctx context.Context, c *v1alpha1.EtcdCluster) (bool, 
 	o.record(cluster, time.Time{})
 	key := types.NamespacedName{Namespace: c.Namespace, Name: names.OwnerLease(c.Name)}
 	lease := &coordinationv1.Lease{}
-	err := r.APIReader.Get(ctx, key, lease)
+	err := live.Get(ctx, key, lease)
 	if apierrors.IsNotFound(err) {
 		lease = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: names.ClusterLabels(c.Name)},
 			Spec:       o.spec(now, 0),
 		}
-		if err := r.Create(ctx, lease); err != nil {
+		if err := w.Create(ctx, lease); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return false, "", nil // another instance created it first: look again next pass
 			}
 			return false, "", fmt.Errorf("claiming the cluster (Lease %s): %w", key.Name, err)
 		}
 		o.record(cluster, now.Add(o.Term))
-		r.reportOwner(c, o.Identity, "", v1alpha1.EventOwnershipAcquired)
+		o.reportOwner(rec, c, o.Identity, "", v1alpha1.EventOwnershipAcquired)
 		return true, o.Identity, nil
 	}
 	if err != nil {
@@ -116,7 +121,7 @@ func (r *Reconciler) claim(ctx context.Context, c *v1alpha1.EtcdCluster) (bool, 
 	case holder == o.Identity:
 		lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
 		lease.Spec.LeaseDurationSeconds = ptr.To(int32(o.Term.Seconds()))
-		if err := r.Update(ctx, lease); err != nil {
+		if err := w.Update(ctx, lease); err != nil {
 			if apierrors.IsConflict(err) {
 				return false, holder, nil
 			}
@@ -125,26 +130,26 @@ func (r *Reconciler) claim(ctx context.Context, c *v1alpha1.EtcdCluster) (bool, 
 		o.record(cluster, now.Add(o.Term))
 		return true, holder, nil
 	case holder != "" && now.Before(expires):
-		r.reportOwner(c, holder, "", v1alpha1.EventOwnedElsewhere)
+		o.reportOwner(rec, c, holder, "", v1alpha1.EventOwnedElsewhere)
 		return false, holder, nil
 	}
 	// The claim expired (or was released): take it over.
 	lease.Spec = o.spec(now, ptr.Deref(lease.Spec.LeaseTransitions, 0)+1)
-	if err := r.Update(ctx, lease); err != nil {
+	if err := w.Update(ctx, lease); err != nil {
 		if apierrors.IsConflict(err) {
 			return false, holder, nil
 		}
 		return false, holder, fmt.Errorf("taking over the cluster's claim from %s: %w", holder, err)
 	}
 	o.record(cluster, now.Add(o.Term))
-	r.reportOwner(c, o.Identity, holder, v1alpha1.EventOwnershipTakenOver)
+	o.reportOwner(rec, c, o.Identity, holder, v1alpha1.EventOwnershipTakenOver)
 	return true, o.Identity, nil
 }
 
-// renewWithin shortens a requeue so that the next pass comes while the claim has more than
+// RenewWithin shortens a requeue so that the next pass comes while the claim has more than
 // half its term left: a settled cluster's claim is renewed in time, and never lapses while its
 // holder runs.
-func (o *Ownership) renewWithin(after time.Duration) time.Duration {
+func (o *Ownership) RenewWithin(after time.Duration) time.Duration {
 	if o == nil || o.Term <= 0 {
 		return after
 	}
@@ -168,8 +173,7 @@ func renewed(l *coordinationv1.Lease) time.Time {
 }
 
 // reportOwner records an Event when this instance sees a new holder of a cluster's claim.
-func (r *Reconciler) reportOwner(c *v1alpha1.EtcdCluster, holder, previous, reason string) {
-	o := r.Ownership
+func (o *Ownership) reportOwner(rec record.EventRecorder, c *v1alpha1.EtcdCluster, holder, previous, reason string) {
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 	o.mu.Lock()
 	if o.reported == nil {
@@ -183,18 +187,18 @@ func (r *Reconciler) reportOwner(c *v1alpha1.EtcdCluster, holder, previous, reas
 	}
 	switch reason {
 	case v1alpha1.EventOwnershipAcquired:
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, reason, "operator %s manages this cluster", holder)
+		rec.Eventf(c, corev1.EventTypeNormal, reason, "operator %s manages this cluster", holder)
 	case v1alpha1.EventOwnershipTakenOver:
-		r.Recorder.Eventf(c, corev1.EventTypeWarning, reason, "operator %s took over this cluster from %s, whose claim expired", holder, previous)
+		rec.Eventf(c, corev1.EventTypeWarning, reason, "operator %s took over this cluster from %s, whose claim expired", holder, previous)
 	case v1alpha1.EventOwnedElsewhere:
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, reason, "operator %s sees this cluster but leaves it to %s, which holds its claim", o.Identity, holder)
+		rec.Eventf(c, corev1.EventTypeNormal, reason, "operator %s sees this cluster but leaves it to %s, which holds its claim", o.Identity, holder)
 	}
 }
 
-// holds reports whether this instance holds the cluster's unexpired claim, without renewing
+// Holds reports whether this instance holds the cluster's unexpired claim, without renewing
 // or taking it (the cluster's own reconciler does that): the backup and schedule controllers
 // act on a cluster only while its holder is this instance. With claims off, it always does.
-func (o *Ownership) holds(ctx context.Context, reader client.Reader, c *v1alpha1.EtcdCluster) (bool, string, error) {
+func (o *Ownership) Holds(ctx context.Context, reader client.Reader, c *v1alpha1.EtcdCluster) (bool, string, error) {
 	if o == nil || o.Term <= 0 {
 		return true, "", nil
 	}
