@@ -30,6 +30,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/controllers"
+	"github.com/quorate-dev/quorate/controllers/backup"
 	"github.com/quorate-dev/quorate/controllers/managercache"
 	"github.com/quorate-dev/quorate/controllers/ownership"
 	"github.com/quorate-dev/quorate/internal/envflag"
@@ -202,12 +203,12 @@ func main() {
 		os.Exit(1)
 	}
 	// Backups, schedules and restore drills act on the clusters whose claim r holds.
-	if err := (&controllers.BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+	if err := (&backup.BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 		Recorder: r.Recorder, Images: images, Ownership: r.Ownership}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "setting up the backup controller")
 		os.Exit(1)
 	}
-	if err := (&controllers.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+	if err := (&backup.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 		Recorder: r.Recorder, Images: images, Ownership: r.Ownership}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "setting up the backup schedule controller")
 		os.Exit(1)

@@ -23,9 +23,8 @@ import (
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
+	"github.com/quorate-dev/quorate/internal/testsupport/backupfixture"
 )
-
-var s3 = v1alpha1.BackupStorage{BucketURL: "s3://backups?endpoint=http://s3.local:7070&region=us-east-1&use_path_style=true", Prefix: "etcd/", CredentialsSecret: "s3-keys"}
 
 func getBackup(t *testing.T, ns, name string) *v1alpha1.EtcdBackup {
 	t.Helper()
@@ -97,11 +96,6 @@ func finishJob(t *testing.T, j *batchv1.Job, res backup.Result, failed bool) {
 	}
 }
 
-func stored(member, key string, rev int64) backup.Result {
-	return backup.Result{Kind: backup.ResultStored, Member: member, Location: "s3://backups/" + key, Key: key,
-		Info: &backup.Info{Keyspace: backup.Keyspace{Revision: rev, Keys: 42, Hash: "feed"}, SHA256: strings.Repeat("ab", 32), Size: 8224, Version: "3.6.16", ClusterID: "c1a55"}}
-}
-
 // An EtcdBackup waits for its cluster, then runs a Job that takes the snapshot from the
 // members (the Job's arguments compared whole, the credentials only by the Secret's name);
 // the Job's result becomes the backup's status. A failed Job fails the backup with its error.
@@ -112,7 +106,7 @@ func TestBackup(t *testing.T) {
 	startOperator(t, ns, fake)
 	ctx := context.Background()
 
-	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: ns}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: s3}}
+	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: ns}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: backupfixture.S3}}
 	if err := k8s.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +124,7 @@ func TestBackup(t *testing.T) {
 	ctr := j.Spec.Template.Spec.Containers[0]
 	wantArgs := []string{"/quorate-backup", "save",
 		"--endpoints=demo-0=https://demo-0.demo-peer." + ns + ".svc:2379,demo-1=https://demo-1.demo-peer." + ns + ".svc:2379,demo-2=https://demo-2.demo-peer." + ns + ".svc:2379",
-		"--cluster-id=c1a55", "--bucket=" + s3.BucketURL, "--key=etcd/" + ns + "/demo/b1.db", "--work-dir=/work",
+		"--cluster-id=c1a55", "--bucket=" + backupfixture.S3.BucketURL, "--key=etcd/" + ns + "/demo/b1.db", "--work-dir=/work",
 		"--tls-dir=/etc/quorate/tls", "--server-name=demo-client." + ns + ".svc"}
 	if !slices.Equal(ctr.Command, wantArgs) {
 		t.Fatalf("Job command\n %q\nwant\n %q", ctr.Command, wantArgs)
@@ -148,7 +142,7 @@ func TestBackup(t *testing.T) {
 		return nil
 	})
 
-	finishJob(t, j, stored("demo-1", "etcd/"+ns+"/demo/b1.db", 1234), false)
+	finishJob(t, j, backupfixture.Stored("demo-1", "etcd/"+ns+"/demo/b1.db", 1234), false)
 	eventually(t, timeout, "the backup completed", func() error {
 		got := getBackup(t, ns, "b1")
 		st := got.Status
@@ -168,7 +162,7 @@ func TestBackup(t *testing.T) {
 	assertEvent(t, ns, v1alpha1.EventBackupCompleted, "stored s3://backups/etcd/"+ns+"/demo/b1.db (8224 bytes, revision 1234, 42 keys) from demo-1 and verified it")
 
 	// A failed Job: the backup fails with the Job's error, and stays failed.
-	b2 := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "b2", Namespace: ns}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: s3}}
+	b2 := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "b2", Namespace: ns}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: backupfixture.S3}}
 	if err := k8s.Create(ctx, b2); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +190,7 @@ func TestRestoreFromBackup(t *testing.T) {
 	startOperator(t, ns, fake)
 	ctx := context.Background()
 
-	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: ns}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "gone", Storage: s3}}
+	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: ns}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "gone", Storage: backupfixture.S3}}
 	if err := k8s.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +227,7 @@ func TestRestoreFromBackup(t *testing.T) {
 		t.Fatalf("init containers %v", initNames)
 	}
 	fetch, restore := pod.Spec.InitContainers[1], pod.Spec.InitContainers[2]
-	wantFetch := []string{"/quorate-backup", "fetch", "--bucket=" + s3.BucketURL, "--key=etcd/" + ns + "/gone/b1.db", "--sha256=" + strings.Repeat("cd", 32),
+	wantFetch := []string{"/quorate-backup", "fetch", "--bucket=" + backupfixture.S3.BucketURL, "--key=etcd/" + ns + "/gone/b1.db", "--sha256=" + strings.Repeat("cd", 32),
 		"--out=/var/lib/etcd/restore/snapshot.db", "--data-dir=/var/lib/etcd/data", "--marker=/var/lib/etcd/quorate-member.json"}
 	if !slices.Equal(fetch.Command, wantFetch) || fetch.EnvFrom[0].SecretRef.Name != "s3-keys" || fetch.Image != images.Launcher {
 		t.Fatalf("fetch container %q, env %+v", fetch.Command, fetch.EnvFrom)
@@ -303,7 +297,7 @@ func TestScheduleRetentionAndDrill(t *testing.T) {
 	bootstrap(t, ns, "demo", 3, src)
 
 	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: ns},
-		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: "demo", Schedule: "@every 1s", Storage: s3,
+		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: "demo", Schedule: "@every 1s", Storage: backupfixture.S3,
 			Retention: v1alpha1.BackupRetention{MaxCount: 2}}}
 	if err := k8s.Create(ctx, s); err != nil {
 		t.Fatal(err)
@@ -325,7 +319,7 @@ func TestScheduleRetentionAndDrill(t *testing.T) {
 				!slices.Contains(j.Spec.Template.Spec.Containers[0].Command, "--retain-count=2") {
 				return fmt.Errorf("Job %s does not apply the retention: %q", j.Name, j.Spec.Template.Spec.Containers[0].Command)
 			}
-			finishJob(t, j, stored("demo-1", "etcd/"+ns+"/demo/"+b+".db", int64(100+len(done))), false)
+			finishJob(t, j, backupfixture.Stored("demo-1", "etcd/"+ns+"/demo/"+b+".db", int64(100+len(done))), false)
 			done[b] = true
 		}
 		if len(done) < 4 {

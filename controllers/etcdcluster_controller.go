@@ -23,6 +23,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/controllers/ownership"
+	"github.com/quorate-dev/quorate/controllers/settle"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/expectations"
 	"github.com/quorate-dev/quorate/internal/metrics"
@@ -91,7 +92,7 @@ func stepRetries() workqueue.TypedRateLimiter[reconcile.Request] {
 // once, settle the cluster's identity, plan one step, take it, and report.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	res, err := r.pass(ctx, req)
-	return settle(ctx, res, err)
+	return settle.Result(ctx, res, err)
 }
 
 func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

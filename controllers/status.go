@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/settle"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/quorum"
@@ -260,7 +261,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, original *v1alpha1.EtcdClu
 	}
 	updated := original.DeepCopy()
 	updated.Status = st
-	gone, err := patchStatus(ctx, r.Client, updated, original)
+	gone, err := settle.PatchStatus(ctx, r.Client, updated, original)
 	if err != nil {
 		return fmt.Errorf("writing status: %w", err)
 	}

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/backup"
 	"github.com/quorate-dev/quorate/controllers/managercache"
 	"github.com/quorate-dev/quorate/controllers/ownership"
 	"github.com/quorate-dev/quorate/internal/etcd"
@@ -249,11 +250,11 @@ func startWith(t *testing.T, ns string, fake *etcd.Fake, identity string, deadli
 	}
 	// Backups, schedules and drills run beside, as in the manager (cmd/main.go).
 	recorder := mgr.GetEventRecorderFor("quorate") //nolint:staticcheck // as above
-	if err := (&BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Recorder: recorder,
+	if err := (&backup.BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Recorder: recorder,
 		Images: images, Ownership: op.rec.Ownership}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Recorder: recorder,
+	if err := (&backup.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Recorder: recorder,
 		Images: images, Ownership: op.rec.Ownership}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

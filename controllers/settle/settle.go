@@ -1,4 +1,7 @@
-package controllers
+// Package settle ends the passes of every reconciler alike: the status write that is refused
+// when the object changed since it was read, and the errors that only say a pass acted on an
+// out-of-date view (a conflict, a namespace being deleted), which are retried without backoff.
+package settle
 
 import (
 	"context"
@@ -21,7 +24,7 @@ const (
 	msgNamespaceTerminated = "the namespace is being deleted; nothing more is created in it"
 )
 
-// settle ends a pass. Two errors only say that the pass acted on a view that went out of date,
+// Result ends a pass. Two errors only say that the pass acted on a view that went out of date,
 // and are not failures: they are logged at info level and retried without backoff, or not at
 // all, instead of going to controller-runtime as errors (a logged stack trace and backoff).
 //   - A conflict (the object, or one the pass wrote, changed since it was read): the next pass,
@@ -30,7 +33,7 @@ const (
 //     the object reconciled too, which ends its passes.
 //
 // Every other error is returned as it is.
-func settle(ctx context.Context, res ctrl.Result, err error) (ctrl.Result, error) {
+func Result(ctx context.Context, res ctrl.Result, err error) (ctrl.Result, error) {
 	if err == nil {
 		return res, nil
 	}
@@ -46,10 +49,10 @@ func settle(ctx context.Context, res ctrl.Result, err error) (ctrl.Result, error
 	return res, err
 }
 
-// patchStatus writes obj's status over original's, refused if obj changed since original was
+// PatchStatus writes obj's status over original's, refused if obj changed since original was
 // read. An object deleted since then has no status left to write: that is no error, and gone
 // says so.
-func patchStatus(ctx context.Context, c client.Client, obj, original client.Object) (gone bool, err error) {
+func PatchStatus(ctx context.Context, c client.Client, obj, original client.Object) (gone bool, err error) {
 	err = c.Status().Patch(ctx, obj, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsNotFound(err) {
 		return true, nil

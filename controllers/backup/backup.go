@@ -1,7 +1,9 @@
-package controllers
+// Package backup holds the EtcdBackup and EtcdBackupSchedule reconcilers: a backup is one Job
+// that takes a snapshot of a cluster the install holds the claim of; a schedule creates
+// backups, lets old ones go by its retention, and drills a restore of each new one.
+package backup
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/controllers/ownership"
+	"github.com/quorate-dev/quorate/controllers/settle"
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
@@ -59,10 +62,10 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	original := b.DeepCopy()
 	res, err := r.step(ctx, b)
-	if _, serr := patchStatus(ctx, r.Client, b, original); serr != nil {
-		return settle(ctx, ctrl.Result{}, errors.Join(err, serr))
+	if _, serr := settle.PatchStatus(ctx, r.Client, b, original); serr != nil {
+		return settle.Result(ctx, ctrl.Result{}, errors.Join(err, serr))
 	}
-	return settle(ctx, res, err)
+	return settle.Result(ctx, res, err)
 }
 
 func (r *BackupReconciler) step(ctx context.Context, b *v1alpha1.EtcdBackup) (ctrl.Result, error) {
@@ -293,23 +296,4 @@ func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Named("etcdbackup").
 		Complete(r)
-}
-
-// restoreSource resolves spec.bootstrap.fromBackup: a named EtcdBackup must have Completed.
-func (r *Reconciler) restoreSource(ctx context.Context, c *v1alpha1.EtcdCluster) (*resources.Restore, error) {
-	src := c.Spec.Bootstrap.FromBackup
-	if src.BackupName == "" {
-		return &resources.Restore{Bucket: src.Storage.BucketURL, Key: src.Key, SHA256: src.SHA256, CredentialsSecret: src.Storage.CredentialsSecret}, nil
-	}
-	b := &v1alpha1.EtcdBackup{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: src.BackupName}, b); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("spec.bootstrap.fromBackup names EtcdBackup %s, which does not exist in %s; the cluster starts once it does and has completed", src.BackupName, c.Namespace)
-		}
-		return nil, err
-	}
-	if b.Status.Phase != v1alpha1.BackupCompleted {
-		return nil, fmt.Errorf("EtcdBackup %s is %s, not Completed; the cluster starts once it has completed", b.Name, cmp.Or(b.Status.Phase, v1alpha1.BackupPending))
-	}
-	return &resources.Restore{Bucket: b.Spec.Storage.BucketURL, Key: b.Status.Key, SHA256: b.Status.SHA256, CredentialsSecret: b.Spec.Storage.CredentialsSecret}, nil
 }

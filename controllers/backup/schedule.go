@@ -1,4 +1,4 @@
-package controllers
+package backup
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/controllers/ownership"
+	"github.com/quorate-dev/quorate/controllers/settle"
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
@@ -68,10 +69,10 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	original := s.DeepCopy()
 	res, err := r.pass(ctx, s)
-	if _, serr := patchStatus(ctx, r.Client, s, original); serr != nil {
-		return settle(ctx, ctrl.Result{}, errors.Join(err, serr))
+	if _, serr := settle.PatchStatus(ctx, r.Client, s, original); serr != nil {
+		return settle.Result(ctx, ctrl.Result{}, errors.Join(err, serr))
 	}
-	return settle(ctx, res, err)
+	return settle.Result(ctx, res, err)
 }
 
 func (r *ScheduleReconciler) now() time.Time {

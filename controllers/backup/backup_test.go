@@ -1,4 +1,4 @@
-package controllers
+package backup
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/testsupport/backupfixture"
 )
 
 // The cache can hold a finished Job before its pod's termination message (they come through
@@ -23,7 +24,7 @@ import (
 func TestBackupResultPastAStaleCache(t *testing.T) {
 	ctx := context.Background()
 	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: "ns", UID: types.UID("b1-uid")},
-		Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: s3}}
+		Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: backupfixture.S3}}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "b1-backup", Namespace: "ns", OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: v1alpha1.GroupVersion.String(), Kind: "EtcdBackup", Name: "b1", UID: b.UID, Controller: ptr.To(true)}}},
@@ -38,7 +39,7 @@ func TestBackupResultPastAStaleCache(t *testing.T) {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{st}
 		return p
 	}
-	res := stored("b1-0", "etcd/ns/demo/b1.db", 77)
+	res := backupfixture.Stored("b1-0", "etcd/ns/demo/b1.db", 77)
 	// The cache: the Job finished, its pod still running.
 	cache := fake.NewClientBuilder().WithObjects(job.DeepCopy(), pod(nil)).WithStatusSubresource(&batchv1.Job{}).Build()
 

@@ -1,4 +1,4 @@
-package controllers
+package settle
 
 import (
 	"context"
@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -61,7 +63,7 @@ func TestSettle(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got outcome
 			log := logr.New(messageSink{&got.logs})
-			got.res, got.err = settle(logf.IntoContext(context.Background(), log), tc.res, tc.err)
+			got.res, got.err = Result(logf.IntoContext(context.Background(), log), tc.res, tc.err)
 			if got.res != tc.want.res || got.err != tc.want.err || fmt.Sprint(got.logs) != fmt.Sprint(tc.want.logs) {
 				t.Errorf("settle = %+v, want %+v", got, tc.want)
 			}
@@ -82,12 +84,19 @@ func (s messageSink) WithName(string) logr.LogSink        { return s }
 // A status write for an object deleted since the pass read it has nothing left to write to.
 func TestPatchStatusOfDeletedObject(t *testing.T) {
 	ctx := context.Background()
-	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.EtcdBackup{}).Build()
+	c := fake.NewClientBuilder().WithScheme(testScheme()).WithStatusSubresource(&v1alpha1.EtcdBackup{}).Build()
 	original := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone", ResourceVersion: "7"}}
 	updated := original.DeepCopy()
 	updated.Status.Phase = v1alpha1.BackupRunning
-	gone, err := patchStatus(ctx, c, updated, original)
+	gone, err := PatchStatus(ctx, c, updated, original)
 	if !gone || err != nil {
-		t.Fatalf("patchStatus = %v, %v; want true, nil", gone, err)
+		t.Fatalf("PatchStatus = %v, %v; want true, nil", gone, err)
 	}
+}
+
+// testScheme knows the API's kinds.
+func testScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
 }
