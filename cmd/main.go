@@ -29,8 +29,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
-	"github.com/quorate-dev/quorate/controllers"
 	"github.com/quorate-dev/quorate/controllers/backup"
+	"github.com/quorate-dev/quorate/controllers/etcdcluster"
 	"github.com/quorate-dev/quorate/controllers/managercache"
 	"github.com/quorate-dev/quorate/controllers/ownership"
 	"github.com/quorate-dev/quorate/internal/envflag"
@@ -182,7 +182,7 @@ func main() {
 		os.Exit(1)
 	}
 	id := identity()
-	r := &controllers.Reconciler{
+	r := &etcdcluster.Reconciler{
 		Client:          mgr.GetClient(),
 		APIReader:       mgr.GetAPIReader(),
 		Scheme:          mgr.GetScheme(),
@@ -191,7 +191,7 @@ func main() {
 		EtcdFactory:     etcdFactory(),
 		Expectations:    expectations.New(2 * time.Minute),
 		ResyncPeriod:    resync,
-		Settings:        controllers.Settings{RollSettle: rollSettle, Deadlines: deadlines},
+		Settings:        etcdcluster.Settings{RollSettle: rollSettle, Deadlines: deadlines},
 		Ownership:       &ownership.Ownership{Identity: id, Term: ownershipTerm},
 		AllowPlaintext:  allowPlaintext,
 		Operator:        operator,

@@ -1,0 +1,269 @@
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/ownership"
+	"github.com/quorate-dev/quorate/controllers/settle"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/expectations"
+	"github.com/quorate-dev/quorate/internal/metrics"
+	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/resources"
+)
+
+// Reconciler reconciles EtcdClusters.
+type Reconciler struct {
+	client.Client
+	// APIReader reads Secrets without caching every Secret of the cluster.
+	APIReader    client.Reader
+	Scheme       *runtime.Scheme
+	Recorder     record.EventRecorder
+	Images       resources.Images
+	EtcdFactory  etcd.Factory
+	Expectations *expectations.Expectations
+	// ResyncPeriod is how often a settled cluster's health is checked again.
+	ResyncPeriod time.Duration
+	// StepDelay is the pause after a membership step before the next observation.
+	StepDelay time.Duration
+	// Settings feed the planner: the roll settle time and the deadlines.
+	Settings Settings
+	// Ownership is this instance's claim on the clusters it manages (nil: no claims).
+	Ownership *ownership.Ownership
+	// AllowPlaintext lets the operator manage clusters with TLS off.
+	AllowPlaintext bool
+	// CertLifetime is the lifetime of the certificates the operator generates (default
+	// pki.LeafValidity); they are renewed with a third of it left.
+	CertLifetime time.Duration
+	// CertPropagation is how long each phase of a CA rotation lasts at least: the kubelet's
+	// delay in projecting an updated Secret into the pods that mount it (2 minutes by default).
+	CertPropagation time.Duration
+	// Operator selects the operator's own pods in the clusters' NetworkPolicies.
+	Operator resources.Operator
+
+	secrets secretMemo
+	tlsDone tlsMemo
+}
+
+// The verbs the code uses, and no more (the controllers' tests count every write by verb):
+// +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdbackups,verbs=get;list;watch
+
+// stepRetries paces the passes of a cluster whose step failed: from 5 ms, doubling, but at most
+// 30 s apart (client-go's default goes up to 16 minutes). A step refused for a reason that
+// lifts without touching the cluster (a volume quota, an admission webhook, an API outage)
+// is taken again within 30 s of the reason going, not minutes later.
+func stepRetries() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 30*time.Second),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
+
+// Reconcile is one pass over one EtcdCluster: prepare what members need, observe everything
+// once, settle the cluster's identity, plan one step, take it, and report.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.pass(ctx, req)
+	return settle.Result(ctx, res, err)
+}
+
+func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	c := &v1alpha1.EtcdCluster{}
+	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Expectations.Forget(req.NamespacedName)
+			r.secrets.forget(req.NamespacedName)
+			r.tlsDone.forget(req.NamespacedName)
+			r.Ownership.Forget(req.NamespacedName)
+			metrics.ForgetCluster(req.Namespace, req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		// Owner references let the garbage collector delete members, volumes and secrets.
+		return ctrl.Result{}, nil
+	}
+	if !r.Expectations.OwnerCurrent(req.NamespacedName, c.ResourceVersion) {
+		// The cached cluster predates the operator's last status write: its status is not the
+		// one recorded, and a pass from it would announce and write old news again.
+		log.V(1).Info("cache is behind the operator's last status write", "resourceVersion", c.ResourceVersion)
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	original := c.DeepCopy()
+	c.Default()
+
+	// Ownership: only the operator instance that holds the cluster's claim acts on it.
+	owned, holder, err := r.Ownership.Claim(ctx, r.Client, r.APIReader, r.Recorder, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !owned {
+		log.V(1).Info("another operator instance holds the cluster's claim", "holder", holder)
+		return ctrl.Result{RequeueAfter: r.Ownership.Term / 4}, nil
+	}
+	if err := r.secrets.warm(ctx, r.APIReader, req.NamespacedName); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the cluster's Secrets: %w", err)
+	}
+	c.Status.Operator = holder
+
+	if err := validateSpec(c, r.AllowPlaintext); err != nil {
+		return r.fail(ctx, original, c, v1alpha1.ReasonInvalidSpec, err)
+	}
+	// Prepare: certificates and Services exist before any member needs them.
+	if !c.Spec.Paused {
+		if err := r.ensureTLS(ctx, c); err != nil {
+			return r.fail(ctx, original, c, v1alpha1.ReasonTLSNotReady, err)
+		}
+		if err := r.ensureServices(ctx, c); err != nil {
+			return r.fail(ctx, original, c, v1alpha1.ReasonServicesNotReady, err)
+		}
+		if err := r.ensureNetworkPolicy(ctx, c); err != nil {
+			return r.fail(ctx, original, c, v1alpha1.ReasonNetworkPolicyNotReady, err)
+		}
+	}
+
+	// Observe: Pods, PVCs and etcd, read once; nothing below reads them again.
+	obs, err := r.observe(ctx, c)
+	if err != nil {
+		return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
+	}
+	defer obs.close()
+	// What an earlier EtcdCluster of this name left goes first, as the garbage collector
+	// would take it: its pods are no members of this cluster, its volumes no data of it.
+	for _, obj := range obs.leftovers {
+		if _, err := r.removeLeftover(ctx, c, obj); err != nil {
+			return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
+		}
+	}
+	if obs.etcdErr != nil && !errors.Is(obs.etcdErr, etcd.ErrNoEndpoints) {
+		log.Info("etcd did not answer", "error", obs.etcdErr.Error(), "unanswered", len(obs.statusErrs))
+	}
+	if ok, why := r.Expectations.Satisfied(req.NamespacedName, obs.cached); !ok {
+		log.V(1).Info("cache is behind the operator's own changes", "waiting", why)
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+
+	// Identity: which cluster the members must belong to.
+	clusterID, err := r.identify(ctx, c, obs)
+	if err != nil {
+		return r.fail(ctx, original, c, v1alpha1.ReasonRecordClusterIDFailed, err)
+	}
+
+	// A cluster created from a backup needs it before its members exist.
+	if clusterID == 0 && c.Spec.Bootstrap != nil && c.Spec.Bootstrap.FromBackup != nil {
+		if obs.restore, err = r.restoreSource(ctx, c); err != nil {
+			return r.fail(ctx, original, c, v1alpha1.ReasonRestoreSourceNotReady, err)
+		}
+	}
+
+	// Plan and act: one step.
+	state := obs.buildState(c, clusterID, time.Now(), r.Settings)
+	action := planner.Plan(state, obs.memberName)
+	log.V(1).Info("planned", "action", action.String())
+	res, execErr := r.execute(ctx, c, obs, state, action)
+	if execErr == nil {
+		execErr = r.upkeep(ctx, c, obs, state)
+	}
+	if execErr == nil {
+		execErr = r.syncUsers(ctx, c, obs, action)
+	}
+	if execErr == nil {
+		r.advanceJoin(c, state, action)
+		renewedAll(c)
+		// A CA rotation moves on only from a settled pass (it changes what members trust).
+		r.advanceRotation(c, action.Kind == planner.None, time.Now())
+	}
+	outcome := string(action.Kind)
+	if execErr != nil {
+		outcome = "Error"
+	}
+	metrics.CountReconcile(c.Namespace, c.Name, outcome)
+
+	// Report: status once, Events on changes, metrics.
+	st := computeStatus(c, obs, state, action, execErr)
+	if err := r.writeStatus(ctx, original, st); err != nil {
+		return ctrl.Result{}, err
+	}
+	if errors.Is(execErr, etcd.ErrUnhealthyCluster) {
+		// A wait, not a failure: etcd takes the change once its members have been connected
+		// long enough. Progressing says so; no backoff, no error log.
+		log.Info("etcd refused a membership change for now; asking again", "action", action.String(), "reason", execErr.Error())
+		return ctrl.Result{RequeueAfter: r.Ownership.RenewWithin(unhealthyRetry)}, nil
+	}
+	if execErr != nil {
+		return ctrl.Result{}, execErr
+	}
+	return ctrl.Result{RequeueAfter: r.Ownership.RenewWithin(res.requeueAfter)}, nil
+}
+
+// unhealthyRetry is how soon a pass asks again after etcd refused a membership change because
+// its members have not been connected to one another for long enough (etcd.ErrUnhealthyCluster).
+const unhealthyRetry = 2 * time.Second
+
+// fail records an error that stopped the pass before planning, then returns it for backoff.
+func (r *Reconciler) fail(ctx context.Context, original, c *v1alpha1.EtcdCluster, reason string, err error) (ctrl.Result, error) {
+	metrics.CountReconcile(c.Namespace, c.Name, "Error")
+	if serr := r.writeStatus(ctx, original, errorStatus(original, c.Status.Operator, c.Generation, reason, err)); serr != nil {
+		return ctrl.Result{}, errors.Join(err, serr)
+	}
+	return ctrl.Result{}, fmt.Errorf("%s: %w", reason, err)
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	return r.setup(mgr, concurrency, r)
+}
+
+// setup registers rec (r itself, or a wrapper of it in tests) as the EtcdCluster controller.
+func (r *Reconciler) setup(mgr ctrl.Manager, concurrency int, rec reconcile.Reconciler) error {
+	if r.ResyncPeriod == 0 {
+		r.ResyncPeriod = 30 * time.Second
+	}
+	if r.StepDelay == 0 {
+		r.StepDelay = time.Second
+	}
+	if _, ok := r.Client.(memoClient); !ok {
+		r.Client = memoClient{Client: r.Client, memo: &r.secrets}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.EtcdCluster{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&corev1.Service{}, builder.OnlyMetadata).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
+		Owns(&policyv1.PodDisruptionBudget{}, builder.OnlyMetadata).
+		Owns(&networkingv1.NetworkPolicy{}, builder.OnlyMetadata).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: stepRetries()}).
+		Named("etcdcluster").
+		Complete(rec)
+}
