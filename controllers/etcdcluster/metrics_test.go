@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/certificates"
 	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
@@ -50,7 +51,7 @@ func TestMetricsFromStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Status = *after.DeepCopy()
-	recordExpiry(c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "m-ca"}, Data: map[string][]byte{pki.KeyCACert: ca.CertPEM}}, pki.KeyCACert)
+	certificates.RecordExpiry(c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "m-ca"}, Data: map[string][]byte{pki.KeyCACert: ca.CertPEM}}, pki.KeyCACert)
 	withCA := *c.Status.DeepCopy()
 	withServer := *withCA.DeepCopy()
 	withServer.TLS.FirstExpiry = &v1alpha1.CertificateExpiry{Secret: names.ServerSecret("m"), Time: metav1.NewTime(now.Add(time.Hour).Truncate(time.Second))}

@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"slices"
 	"sort"
@@ -319,4 +320,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// clientTLS is the TLS configuration the operator dials the members with (none in plaintext).
+func (r *Reconciler) clientTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (*tls.Config, error) {
+	if !c.Spec.TLS.IsEnabled() {
+		return nil, nil
+	}
+	return r.certs.ClientTLS(ctx, c)
 }

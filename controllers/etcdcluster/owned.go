@@ -272,3 +272,16 @@ func controlled(c *v1alpha1.EtcdCluster, obj client.Object) error {
 	}
 	return fmt.Errorf("%T %s/%s exists but does not belong to EtcdCluster %s (%s): the operator does not take it over; delete or rename it", obj, obj.GetNamespace(), obj.GetName(), c.Name, owner)
 }
+
+// ownedObjects lends the certificates (certificates.Objects) the reconciler's deletes.
+type ownedObjects struct{ r *Reconciler }
+
+// DeleteOwned is deleteOwned.
+func (o ownedObjects) DeleteOwned(ctx context.Context, c *v1alpha1.EtcdCluster, obj client.Object, reason, why string) error {
+	return o.r.deleteOwned(ctx, c, obj, reason, why)
+}
+
+// RemoveLeftover is removeLeftover.
+func (o ownedObjects) RemoveLeftover(ctx context.Context, c *v1alpha1.EtcdCluster, obj client.Object) (bool, error) {
+	return o.r.removeLeftover(ctx, c, obj)
+}

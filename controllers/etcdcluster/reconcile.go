@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -12,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/certificates"
 	"github.com/quorate-dev/quorate/controllers/ownership"
 	"github.com/quorate-dev/quorate/controllers/settle"
 	"github.com/quorate-dev/quorate/internal/etcd"
@@ -60,8 +63,25 @@ type Reconciler struct {
 	// Operator selects the operator's own pods in the clusters' NetworkPolicies.
 	Operator resources.Operator
 
-	secrets secretMemo
-	tlsDone tlsMemo
+	// certs does the pass's certificate work (package certificates); setup builds it.
+	certs Certificates
+}
+
+// Certificates is what a pass needs of the cluster's certificates (package certificates).
+type Certificates interface {
+	// Warm reads the cluster's Secrets in one request the first time a pass meets the cluster.
+	Warm(ctx context.Context, cluster types.NamespacedName) error
+	// Forget drops what is remembered of a deleted cluster.
+	Forget(cluster types.NamespacedName)
+	// EnsureTLS checks or issues and renews the certificates before any member needs them.
+	EnsureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) error
+	// ClientTLS is the TLS configuration the operator dials the members with.
+	ClientTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (*tls.Config, error)
+	// SyncUsers gives the application users their Secrets and, from a settled pass, etcd's
+	// users and roles.
+	SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etcd.Client, settled bool) error
+	// Advance records a requested renewal as done and moves a CA rotation along.
+	Advance(c *v1alpha1.EtcdCluster, settled bool, now time.Time)
 }
 
 // The verbs the code uses, and no more (the controllers' tests count every write by verb):
@@ -101,8 +121,7 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Forget(req.NamespacedName)
-			r.secrets.forget(req.NamespacedName)
-			r.tlsDone.forget(req.NamespacedName)
+			r.certs.Forget(req.NamespacedName)
 			r.Ownership.Forget(req.NamespacedName)
 			metrics.ForgetCluster(req.Namespace, req.Name)
 			return ctrl.Result{}, nil
@@ -131,7 +150,7 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		log.V(1).Info("another operator instance holds the cluster's claim", "holder", holder)
 		return ctrl.Result{RequeueAfter: r.Ownership.Term / 4}, nil
 	}
-	if err := r.secrets.warm(ctx, r.APIReader, req.NamespacedName); err != nil {
+	if err := r.certs.Warm(ctx, req.NamespacedName); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the cluster's Secrets: %w", err)
 	}
 	c.Status.Operator = holder
@@ -141,7 +160,7 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	}
 	// Prepare: certificates and Services exist before any member needs them.
 	if !c.Spec.Paused {
-		if err := r.ensureTLS(ctx, c); err != nil {
+		if err := r.certs.EnsureTLS(ctx, c); err != nil {
 			return r.fail(ctx, original, c, v1alpha1.ReasonTLSNotReady, err)
 		}
 		if err := r.ensureServices(ctx, c); err != nil {
@@ -195,13 +214,12 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		execErr = r.upkeep(ctx, c, obs, state)
 	}
 	if execErr == nil {
-		execErr = r.syncUsers(ctx, c, obs, action)
+		execErr = r.certs.SyncUsers(ctx, c, obs.client, action.Kind == planner.None)
 	}
 	if execErr == nil {
 		r.advanceJoin(c, state, action)
-		renewedAll(c)
 		// A CA rotation moves on only from a settled pass (it changes what members trust).
-		r.advanceRotation(c, action.Kind == planner.None, time.Now())
+		r.certs.Advance(c, action.Kind == planner.None, time.Now())
 	}
 	outcome := string(action.Kind)
 	if execErr != nil {
@@ -252,8 +270,8 @@ func (r *Reconciler) setup(mgr ctrl.Manager, concurrency int, rec reconcile.Reco
 	if r.StepDelay == 0 {
 		r.StepDelay = time.Second
 	}
-	if _, ok := r.Client.(memoClient); !ok {
-		r.Client = memoClient{Client: r.Client, memo: &r.secrets}
+	if r.certs == nil {
+		r.certs, r.Client = certificates.New(r.Client, r.APIReader, r.Recorder, ownedObjects{r}, r.CertLifetime, r.CertPropagation)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.EtcdCluster{}).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/controllers/settle"
+	"github.com/quorate-dev/quorate/controllers/statuscond"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/quorum"
@@ -146,35 +147,24 @@ func findMember(ms []v1alpha1.MemberStatus, name string) *v1alpha1.MemberStatus 
 	return nil
 }
 
-func newCondition(t string, status bool, reason, message string, gen int64) metav1.Condition {
-	s := metav1.ConditionFalse
-	if status {
-		s = metav1.ConditionTrue
-	}
-	if reason == "" {
-		reason = v1alpha1.ReasonUnknown
-	}
-	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: message, ObservedGeneration: gen}
-}
-
 // availableCondition: True while a quorum of voters is healthy and a leader is elected.
 func availableCondition(s planner.State, sum summary, gen int64) metav1.Condition {
 	need := quorum.Of(sum.voters)
 	hasQuorum := s.ClusterID != 0 && s.EtcdReachable && sum.voters > 0 && sum.healthyVoters >= need
 	switch {
 	case hasQuorum && sum.leader != "":
-		return newCondition(v1alpha1.ConditionAvailable, true, v1alpha1.ReasonQuorumHealthy,
+		return statuscond.New(v1alpha1.ConditionAvailable, true, v1alpha1.ReasonQuorumHealthy,
 			fmt.Sprintf("%d of %d voting members healthy; leader %s", sum.healthyVoters, sum.voters, sum.leader), gen)
 	case s.ClusterID == 0:
-		return newCondition(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonBootstrapping, "the cluster has not formed yet", gen)
+		return statuscond.New(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonBootstrapping, "the cluster has not formed yet", gen)
 	case hasQuorum:
-		return newCondition(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonNoLeader,
+		return statuscond.New(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonNoLeader,
 			"a quorum of members is healthy but no leader is elected yet: etcd is holding an election", gen)
 	case !s.EtcdReachable:
-		return newCondition(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonQuorumLost,
+		return statuscond.New(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonQuorumLost,
 			"no member answers with quorum: clients cannot write; the operator recreates missing member pods from their volumes", gen)
 	}
-	return newCondition(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonQuorumLost,
+	return statuscond.New(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonQuorumLost,
 		fmt.Sprintf("%d of %d voting members healthy, %d needed: clients cannot write; the operator recreates missing member pods from their volumes", sum.healthyVoters, sum.voters, need), gen)
 }
 
@@ -183,11 +173,11 @@ func availableCondition(s planner.State, sum summary, gen int64) metav1.Conditio
 func progressingCondition(a planner.Action, execErr error, gen int64) metav1.Condition {
 	switch {
 	case execErr != nil:
-		return newCondition(v1alpha1.ConditionProgressing, true, v1alpha1.ReasonStepFailed, fmt.Sprintf("%s failed: %v; retrying", a.Kind, execErr), gen)
+		return statuscond.New(v1alpha1.ConditionProgressing, true, v1alpha1.ReasonStepFailed, fmt.Sprintf("%s failed: %v; retrying", a.Kind, execErr), gen)
 	case a.Kind == planner.None || a.Kind == planner.Halt || a.Reason == v1alpha1.ReasonPaused:
-		return newCondition(v1alpha1.ConditionProgressing, false, a.Reason, a.Message, gen)
+		return statuscond.New(v1alpha1.ConditionProgressing, false, a.Reason, a.Message, gen)
 	}
-	return newCondition(v1alpha1.ConditionProgressing, true, a.Reason, a.Message, gen)
+	return statuscond.New(v1alpha1.ConditionProgressing, true, a.Reason, a.Message, gen)
 }
 
 // degradedCondition: True while something needs attention, most urgent first: a step whose
@@ -196,17 +186,17 @@ func progressingCondition(a planner.Action, execErr error, gen int64) metav1.Con
 func degradedCondition(s planner.State, a planner.Action, sum summary, gen int64) metav1.Condition {
 	switch {
 	case a.Attention:
-		return newCondition(v1alpha1.ConditionDegraded, true, a.Reason, a.Message, gen)
+		return statuscond.New(v1alpha1.ConditionDegraded, true, a.Reason, a.Message, gen)
 	case s.ClusterID != 0 && !s.EtcdReachable:
-		return newCondition(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonEtcdUnreachable, a.Message, gen)
+		return statuscond.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonEtcdUnreachable, a.Message, gen)
 	case len(s.Alarms) > 0:
 		c := alarmCondition(s.Alarms, gen)
-		return newCondition(v1alpha1.ConditionDegraded, true, c.Reason, c.Message, gen)
+		return statuscond.New(v1alpha1.ConditionDegraded, true, c.Reason, c.Message, gen)
 	case len(sum.unhealthy) > 0:
-		return newCondition(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonMemberUnhealthy,
+		return statuscond.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonMemberUnhealthy,
 			fmt.Sprintf("unhealthy members: %s; see their pod logs and events", strings.Join(sum.unhealthy, ", ")), gen)
 	}
-	return newCondition(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonAllMembersHealthy, "every member is healthy", gen)
+	return statuscond.New(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonAllMembersHealthy, "every member is healthy", gen)
 }
 
 // storageStatus counts the members whose volume matches spec.storage, while some do not.
@@ -233,22 +223,22 @@ func storageStatus(s planner.State) *v1alpha1.StorageStatus {
 func alarmCondition(alarms []string, gen int64) metav1.Condition {
 	switch {
 	case slices.Contains(alarms, planner.AlarmCorrupt):
-		return newCondition(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonCorrupt,
+		return statuscond.New(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonCorrupt,
 			"etcd raised CORRUPT: a member's data differs from its peers'; find it in the etcd logs and delete its PVC so it is replaced, then disarm the alarm", gen)
 	case slices.Contains(alarms, planner.AlarmNoSpace):
-		return newCondition(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonNoSpace,
+		return statuscond.New(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonNoSpace,
 			"etcd raised NOSPACE: the database reached spec.etcd.quotaBackendBytes; clients can read and delete but not write until the quota is raised (the operator rolls it out and disarms the alarm) or space is freed", gen)
 	case len(alarms) > 0:
-		return newCondition(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonUnknown, "etcd raised "+strings.Join(alarms, ", "), gen)
+		return statuscond.New(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonUnknown, "etcd raised "+strings.Join(alarms, ", "), gen)
 	}
-	return newCondition(v1alpha1.ConditionAlarm, false, v1alpha1.ReasonNoAlarm, "etcd has raised no alarm", gen)
+	return statuscond.New(v1alpha1.ConditionAlarm, false, v1alpha1.ReasonNoAlarm, "etcd has raised no alarm", gen)
 }
 
 // errorStatus is the status of a pass that stopped before it could plan: Degraded names why.
 func errorStatus(original *v1alpha1.EtcdCluster, operator string, gen int64, reason string, err error) v1alpha1.EtcdClusterStatus {
 	st := *original.Status.DeepCopy()
 	st.Operator = operator
-	meta.SetStatusCondition(&st.Conditions, newCondition(v1alpha1.ConditionDegraded, true, reason, err.Error(), gen))
+	meta.SetStatusCondition(&st.Conditions, statuscond.New(v1alpha1.ConditionDegraded, true, reason, err.Error(), gen))
 	return st
 }
 

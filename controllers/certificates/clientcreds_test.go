@@ -1,4 +1,4 @@
-package etcdcluster
+package certificates
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func TestClientCreds(t *testing.T) {
 		liveReads++
 		return c.Get(ctx, k, obj, opts...)
 	}})
-	r := &Reconciler{Client: store, APIReader: live}
+	r := &Manager{Client: store, APIReader: live}
 	rv := func() string {
 		t.Helper()
 		s := &corev1.Secret{}

@@ -1,4 +1,4 @@
-package etcdcluster
+package certificates
 
 import (
 	"bytes"
@@ -63,27 +63,27 @@ type authority struct {
 
 // authorityOf returns the kind's authority in the current phase, creating the CAs it needs,
 // and in Dropping moves the next CA into the CA's Secret.
-func (r *Reconciler) authorityOf(ctx context.Context, c *v1alpha1.EtcdCluster, k caKind) (authority, error) {
+func (m *Manager) authorityOf(ctx context.Context, c *v1alpha1.EtcdCluster, k caKind) (authority, error) {
 	phase := rotationPhase(c)
 	if phase == v1alpha1.CARotationDropping {
-		if err := r.promoteNext(ctx, c, k.base); err != nil {
+		if err := m.promoteNext(ctx, c, k.base); err != nil {
 			return authority{}, err
 		}
 	}
-	base, err := r.ensureCA(ctx, c, k.base)
+	base, err := m.ensureCA(ctx, c, k.base)
 	if err != nil {
 		return authority{}, err
 	}
 	switch phase {
 	case v1alpha1.CARotationTrusting, v1alpha1.CARotationReissuing:
-		next, err := r.ensureCA(ctx, c, nextCA(k.base))
+		next, err := m.ensureCA(ctx, c, nextCA(k.base))
 		if err != nil {
 			return authority{}, err
 		}
 		bundle := joinPEM(base.CertPEM, next.CertPEM)
 		// Whatever the leaves trust now stays trusted until Dropping.
 		for _, l := range k.leaves {
-			if s, err := r.secret(ctx, c.Namespace, l); err == nil {
+			if s, err := m.secret(ctx, c.Namespace, l); err == nil {
 				bundle = joinPEM(bundle, s.Data[pki.KeyCACert])
 			}
 		}
@@ -99,32 +99,32 @@ func (r *Reconciler) authorityOf(ctx context.Context, c *v1alpha1.EtcdCluster, k
 
 // promoteNext makes the next CA the CA: its certificate and key go into the CA's Secret, then
 // the -next Secret is deleted. Done once: later passes find no -next Secret.
-func (r *Reconciler) promoteNext(ctx context.Context, c *v1alpha1.EtcdCluster, base string) error {
-	next, err := r.secret(ctx, c.Namespace, nextCA(base))
+func (m *Manager) promoteNext(ctx context.Context, c *v1alpha1.EtcdCluster, base string) error {
+	next, err := m.secret(ctx, c.Namespace, nextCA(base))
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	cur, err := r.secret(ctx, c.Namespace, base)
+	cur, err := m.secret(ctx, c.Namespace, base)
 	if err != nil {
 		return err
 	}
 	if !bytes.Equal(cur.Data[pki.KeyCACert], next.Data[pki.KeyCACert]) {
 		updated := cur.DeepCopy()
 		updated.Data[pki.KeyCACert], updated.Data[pki.KeyCAKey] = next.Data[pki.KeyCACert], next.Data[pki.KeyCAKey]
-		if err := r.Patch(ctx, updated, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := m.Patch(ctx, updated, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("making the next CA the CA of %s: %w", base, err)
 		}
 	}
-	return r.deleteOwned(ctx, c, next, v1alpha1.EventCARotation, "the next CA is now the CA")
+	return m.Objects.DeleteOwned(ctx, c, next, v1alpha1.EventCARotation, "the next CA is now the CA")
 }
 
 // conform brings a leaf Secret in line with its authority during a rotation: its ca.crt is
 // the bundle, and from Reissuing on its certificate is the signer's. It reports whether it
 // wrote.
-func (r *Reconciler) conform(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret, a authority, req pki.Request, now time.Time) (bool, error) {
+func (m *Manager) conform(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret, a authority, req pki.Request, now time.Time) (bool, error) {
 	if a.bundle == nil {
 		return false, nil
 	}
@@ -134,7 +134,7 @@ func (r *Reconciler) conform(ctx context.Context, c *v1alpha1.EtcdCluster, s *co
 		reissue = !signedBy(s.Data[pki.KeyCert], a.signer)
 	}
 	if reissue {
-		req.Validity = r.certLifetime()
+		req.Validity = m.certLifetime()
 		pair, err := a.signer.Sign(req, now)
 		if err != nil {
 			return false, err
@@ -145,14 +145,14 @@ func (r *Reconciler) conform(ctx context.Context, c *v1alpha1.EtcdCluster, s *co
 	if !reissue && bytes.Equal(s.Data[pki.KeyCACert], a.bundle) {
 		return false, nil
 	}
-	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(s, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := m.Patch(ctx, updated, client.MergeFromWithOptions(s, client.MergeFromWithOptimisticLock{})); err != nil {
 		return false, fmt.Errorf("updating secret %s for the CA rotation: %w", s.Name, err)
 	}
 	what := "now trusts " + describeBundle(a.bundle)
 	if reissue {
 		what = "reissued by " + a.signer.Cert.Subject.CommonName + "; " + what
 	}
-	r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCARotation, "%s %s", s.Name, what)
+	m.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCARotation, "%s %s", s.Name, what)
 	return true, nil
 }
 
@@ -204,7 +204,7 @@ func describeBundle(b []byte) string {
 // nothing) and the propagation delay has passed since the phase began. It only changes the
 // status; the Secrets follow on the next pass (ensureTLS), and the members through
 // TrustGeneration.
-func (r *Reconciler) advanceRotation(c *v1alpha1.EtcdCluster, settled bool, now time.Time) {
+func (m *Manager) advanceRotation(c *v1alpha1.EtcdCluster, settled bool, now time.Time) {
 	want := c.Spec.TLS.RotateCA
 	if want == "" || !c.Spec.TLS.IsEnabled() || c.Spec.TLS.UserProvided() {
 		return
@@ -212,24 +212,31 @@ func (r *Reconciler) advanceRotation(c *v1alpha1.EtcdCluster, settled bool, now 
 	if c.Status.TLS == nil {
 		c.Status.TLS = &v1alpha1.TLSStatus{}
 	}
-	cur := c.Status.TLS.CARotation
-	set := func(phase string) {
+	if phase := nextRotationPhase(want, c.Status.TLS.CARotation, settled, now, m.propagation()); phase != "" {
 		c.Status.TLS.CARotation = &v1alpha1.CARotationStatus{Token: want, Phase: phase, PhaseTime: metav1.NewTime(now)}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCARotation, "CA rotation %s: %s", want, rotationMessages[phase])
+		m.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCARotation, "CA rotation %s: %s", want, rotationMessages[phase])
 	}
+}
+
+// nextRotationPhase is the phase a CA rotation moves to in a pass, or "" when it stays where
+// status records it (cur): a rotation that spec.tls.rotateCA asks for (want) and that has not
+// started begins from a settled pass; one under way moves on from a settled pass once the
+// propagation delay has passed since its phase began; a completed one stays completed.
+func nextRotationPhase(want string, cur *v1alpha1.CARotationStatus, settled bool, now time.Time, propagation time.Duration) string {
 	switch {
 	case cur != nil && cur.Token == want && cur.Phase == v1alpha1.CARotationCompleted:
 	case !settled:
 	case cur == nil || cur.Token != want:
-		set(v1alpha1.CARotationTrusting)
-	case now.Sub(cur.PhaseTime.Time) < r.propagation():
+		return v1alpha1.CARotationTrusting
+	case now.Sub(cur.PhaseTime.Time) < propagation:
 	case cur.Phase == v1alpha1.CARotationTrusting:
-		set(v1alpha1.CARotationReissuing)
+		return v1alpha1.CARotationReissuing
 	case cur.Phase == v1alpha1.CARotationReissuing:
-		set(v1alpha1.CARotationDropping)
+		return v1alpha1.CARotationDropping
 	case cur.Phase == v1alpha1.CARotationDropping:
-		set(v1alpha1.CARotationCompleted)
+		return v1alpha1.CARotationCompleted
 	}
+	return ""
 }
 
 var rotationMessages = map[string]string{
@@ -241,9 +248,9 @@ var rotationMessages = map[string]string{
 
 // propagation is how long a phase lasts at least: the time the kubelet takes to project an
 // updated Secret into the pods that mount it.
-func (r *Reconciler) propagation() time.Duration {
-	if r.CertPropagation > 0 {
-		return r.CertPropagation
+func (m *Manager) propagation() time.Duration {
+	if m.CertPropagation > 0 {
+		return m.CertPropagation
 	}
 	return 2 * time.Minute
 }

@@ -1,4 +1,4 @@
-package etcdcluster
+package certificates
 
 import (
 	"context"
@@ -17,7 +17,6 @@ import (
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
-	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
@@ -25,19 +24,22 @@ import (
 // convention for an etcd binding.
 const UserSecretType corev1.SecretType = "servicebinding.io/etcd"
 
-// syncUsers gives every application user of spec.users its Secret, then, once the cluster is
+// SyncUsers gives every application user of spec.users its Secret, then, once the cluster is
 // settled, makes etcd's users, roles and authentication match (authentication is on while any
 // user is declared). Users' Secrets exist before authentication goes on, so no declared
 // application is locked out; the operator (quorate-operator) and the members' own certificate
 // (used for leadership hand-over) are etcd admins.
-func (r *Reconciler) syncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, a planner.Action) error {
+//
+// cl is the pass's client of the cluster (nil when no member could be dialled), settled says
+// the pass planned no step.
+func (m *Manager) SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etcd.Client, settled bool) error {
 	if c.Spec.Paused || (len(c.Spec.Users) == 0 && !c.Status.AuthEnabled) {
 		return nil
 	}
-	if err := r.ensureUserSecrets(ctx, c); err != nil {
+	if err := m.ensureUserSecrets(ctx, c); err != nil {
 		return err
 	}
-	if a.Kind != planner.None || o.client == nil {
+	if !settled || cl == nil {
 		return nil // one change at a time: membership first
 	}
 	spec := etcd.AuthSpec{Enabled: len(c.Spec.Users) > 0, Admins: []string{names.OperatorCN, names.ServerCN(c.Name)}}
@@ -46,9 +48,9 @@ func (r *Reconciler) syncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, o *
 		spec.Users = append(spec.Users, etcd.User{Name: u.Name, ReadWrite: u.ReadWrite, ReadOnly: u.ReadOnly})
 		declared = append(declared, u.Name)
 	}
-	changes, err := o.client.SyncAuth(ctx, spec)
+	changes, err := cl.SyncAuth(ctx, spec)
 	if len(changes) > 0 {
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventUsersChanged, "etcd authentication: %s", strings.Join(changes, "; "))
+		m.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventUsersChanged, "etcd authentication: %s", strings.Join(changes, "; "))
 	}
 	if err != nil {
 		return fmt.Errorf("applying spec.users to etcd: %w", err)
@@ -61,12 +63,12 @@ func (r *Reconciler) syncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, o *
 // ensureUserSecrets issues each declared user a client certificate (common name: the user)
 // from the cluster CA, renews it like the operator's other certificates, and deletes the
 // Secrets of users no longer declared.
-func (r *Reconciler) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+func (m *Manager) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) error {
 	now := time.Now()
 	var a *authority
 	for _, u := range c.Spec.Users {
 		name := names.UserSecret(c.Name, u.Name)
-		s, err := r.secret(ctx, c.Namespace, name)
+		s, err := m.secret(ctx, c.Namespace, name)
 		found := err == nil
 		switch {
 		case err == nil && !resources.Retained(c, s):
@@ -75,18 +77,18 @@ func (r *Reconciler) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdClus
 			return err
 		}
 		if a == nil {
-			got, err := r.authorityOf(ctx, c, caKinds(c)[0])
+			got, err := m.authorityOf(ctx, c, caKinds(c)[0])
 			if err != nil {
 				return err
 			}
 			a = &got
 		}
-		req := pki.Request{CommonName: u.Name, Usage: pki.ClientOnly, Validity: r.certLifetime()}
+		req := pki.Request{CommonName: u.Name, Usage: pki.ClientOnly, Validity: m.certLifetime()}
 		if found {
-			if wrote, err := r.conform(ctx, c, s, *a, req, now); err != nil || wrote {
+			if wrote, err := m.conform(ctx, c, s, *a, req, now); err != nil || wrote {
 				return err
 			}
-			if !renewAllRequested(c) && !r.renewalDue(s, now) {
+			if !renewAllRequested(c) && !m.renewalDue(s, now) {
 				continue
 			}
 		}
@@ -99,18 +101,18 @@ func (r *Reconciler) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdClus
 			return err
 		}
 		if found {
-			if err := r.renew(ctx, c, s, a.signer, caPEM, pair); err != nil {
+			if err := m.renew(ctx, c, s, a.signer, caPEM, pair); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := r.Create(ctx, userSecret(c, u.Name, caPEM, pair)); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := m.Create(ctx, userSecret(c, u.Name, caPEM, pair)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating secret %s: %w", name, err)
 		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateIssued, "issued %s from %s", name, a.signer.Cert.Subject.CommonName)
+		m.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateIssued, "issued %s from %s", name, a.signer.Cert.Subject.CommonName)
 	}
 	var list corev1.SecretList
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{names.LabelCluster: c.Name}, client.HasLabels{names.LabelUser}); err != nil {
+	if err := m.APIReader.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{names.LabelCluster: c.Name}, client.HasLabels{names.LabelUser}); err != nil {
 		return err
 	}
 	for i := range list.Items {
@@ -119,7 +121,7 @@ func (r *Reconciler) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdClus
 		if slices.ContainsFunc(c.Spec.Users, func(u v1alpha1.UserSpec) bool { return u.Name == user }) || !resources.Retained(c, s) {
 			continue
 		}
-		if err := r.deleteOwned(ctx, c, s, v1alpha1.EventUsersChanged, fmt.Sprintf("user %s is no longer in spec.users", user)); err != nil {
+		if err := m.Objects.DeleteOwned(ctx, c, s, v1alpha1.EventUsersChanged, fmt.Sprintf("user %s is no longer in spec.users", user)); err != nil {
 			return err
 		}
 	}

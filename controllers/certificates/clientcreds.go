@@ -1,4 +1,4 @@
-package etcdcluster
+package certificates
 
 import (
 	"context"
@@ -45,20 +45,20 @@ func (m *secretMemo) keepCred(key types.NamespacedName, c clientCred) {
 // clientCred is the client certificate of cluster in the named Secret: the one kept while the
 // cache shows the Secret unchanged, otherwise the Secret read again (through the memo, which
 // then keeps the certificate instead of the Secret).
-func (r *Reconciler) clientCred(ctx context.Context, cluster types.NamespacedName, name string) (clientCred, error) {
+func (m *Manager) clientCred(ctx context.Context, cluster types.NamespacedName, name string) (clientCred, error) {
 	key := types.NamespacedName{Namespace: cluster.Namespace, Name: name}
-	if kept, ok := r.secrets.cred(key); ok {
-		if rv, err := cachedSecretVersion(ctx, r.Client, key); err == nil && rv == kept.resourceVersion {
-			r.secrets.keepCred(key, kept) // and forget the Secret, if a TLS pass read it again
+	if kept, ok := m.secrets.cred(key); ok {
+		if rv, err := cachedSecretVersion(ctx, m.Client, key); err == nil && rv == kept.resourceVersion {
+			m.secrets.keepCred(key, kept) // and forget the Secret, if a TLS pass read it again
 			return kept, nil
 		}
 	}
-	s, err := r.secret(ctx, cluster.Namespace, name)
+	s, err := m.secret(ctx, cluster.Namespace, name)
 	if err != nil {
 		return clientCred{}, err
 	}
 	// s is the pass's own copy: its data's byte slices are kept, not the Secret.
 	c := clientCred{cluster: cluster.Name, resourceVersion: s.ResourceVersion, cert: s.Data[pki.KeyCert], key: s.Data[pki.KeyKey], ca: s.Data[pki.KeyCACert]}
-	r.secrets.keepCred(key, c)
+	m.secrets.keepCred(key, c)
 	return c, nil
 }

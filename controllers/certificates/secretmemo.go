@@ -1,4 +1,4 @@
-package etcdcluster
+package certificates
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -91,7 +92,9 @@ func (m *secretMemo) get(ctx context.Context, cached, live client.Reader, key ty
 
 // cachedSecretVersion is the resourceVersion of a Secret as the metadata cache shows it.
 func cachedSecretVersion(ctx context.Context, cached client.Reader, key types.NamespacedName) (string, error) {
-	meta, err := metadataOf(ctx, cached, corev1.SchemeGroupVersion.WithKind("Secret"), key)
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := cached.Get(ctx, key, meta)
 	return meta.ResourceVersion, err
 }
 

@@ -1,4 +1,4 @@
-package etcdcluster
+package certificates
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/statuscond"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
 	"github.com/quorate-dev/quorate/internal/resources"
@@ -32,8 +33,8 @@ func serverNames(c *v1alpha1.EtcdCluster) (server, peer []string) {
 	return server, peer
 }
 
-func (r *Reconciler) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-	s, err := r.secrets.get(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: namespace, Name: name})
+func (m *Manager) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	s, err := m.secrets.get(ctx, m.Client, m.APIReader, types.NamespacedName{Namespace: namespace, Name: name})
 	secretReadsOf(ctx).read(name, s, err)
 	return s, err
 }
@@ -52,7 +53,7 @@ func tlsSecret(c *v1alpha1.EtcdCluster, name string, caPEM []byte, pair pki.Pair
 
 // keepSecret makes an operator-generated Secret follow spec.volumeRetention; one retained by
 // an earlier EtcdCluster of the same name is taken over only with spec.adoptRetainedVolumes.
-func (r *Reconciler) keepSecret(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret) error {
+func (m *Manager) keepSecret(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret) error {
 	if !resources.Retained(c, s) && !c.Spec.AdoptRetainedVolumes {
 		return nil
 	}
@@ -63,15 +64,15 @@ func (r *Reconciler) keepSecret(ctx context.Context, c *v1alpha1.EtcdCluster, s 
 	if !resources.SetRetention(c, updated) {
 		return nil
 	}
-	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(s, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+	if err := m.Patch(ctx, updated, client.MergeFromWithOptions(s, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("setting the retention of secret %s: %w", s.Name, err)
 	}
 	return nil
 }
 
-// recordExpiry keeps in status.tls.firstExpiry the certificate under key of a TLS Secret
+// RecordExpiry keeps in status.tls.firstExpiry the certificate under key of a TLS Secret
 // when it is the first to expire (recordMetrics exports it).
-func recordExpiry(c *v1alpha1.EtcdCluster, s *corev1.Secret, key string) {
+func RecordExpiry(c *v1alpha1.EtcdCluster, s *corev1.Secret, key string) {
 	t, err := pki.NotAfter(s.Data[key])
 	if err != nil {
 		return
@@ -87,7 +88,7 @@ func recordExpiry(c *v1alpha1.EtcdCluster, s *corev1.Secret, key string) {
 // certificatesCondition says whether the first certificate to expire does so soon: within a
 // quarter of the certificate lifetime, at most 21 days (generated certificates are renewed
 // with a third left, so one that gets this close was not renewed).
-func (r *Reconciler) certificatesCondition(c *v1alpha1.EtcdCluster, now time.Time) {
+func (m *Manager) certificatesCondition(c *v1alpha1.EtcdCluster, now time.Time) {
 	f := (*v1alpha1.CertificateExpiry)(nil)
 	if c.Status.TLS != nil {
 		f = c.Status.TLS.FirstExpiry
@@ -96,19 +97,19 @@ func (r *Reconciler) certificatesCondition(c *v1alpha1.EtcdCluster, now time.Tim
 		meta.RemoveStatusCondition(&c.Status.Conditions, v1alpha1.ConditionCertificatesValid)
 		return
 	}
-	window := min(21*24*time.Hour, r.certLifetime()/4)
+	window := min(21*24*time.Hour, m.certLifetime()/4)
 	fix := "replace it in its Secret"
 	if !c.Spec.TLS.UserProvided() {
 		fix = "the operator renews its certificates with a third of their lifetime left and has not renewed this one: see the operator's log"
 	}
-	cond := newCondition(v1alpha1.ConditionCertificatesValid, true, v1alpha1.ReasonCertificatesValid,
+	cond := statuscond.New(v1alpha1.ConditionCertificatesValid, true, v1alpha1.ReasonCertificatesValid,
 		fmt.Sprintf("every certificate is valid for more than %s; the first to expire is in Secret %s, at %s", window.Round(time.Second), f.Secret, f.Time.UTC().Format(time.RFC3339)), c.Generation)
 	switch left := f.Time.Sub(now); {
 	case left <= 0:
-		cond = newCondition(v1alpha1.ConditionCertificatesValid, false, v1alpha1.ReasonCertificateExpired,
+		cond = statuscond.New(v1alpha1.ConditionCertificatesValid, false, v1alpha1.ReasonCertificateExpired,
 			fmt.Sprintf("the certificate in Secret %s expired at %s: %s", f.Secret, f.Time.UTC().Format(time.RFC3339), fix), c.Generation)
 	case left <= window:
-		cond = newCondition(v1alpha1.ConditionCertificatesValid, false, v1alpha1.ReasonCertificateExpiring,
+		cond = statuscond.New(v1alpha1.ConditionCertificatesValid, false, v1alpha1.ReasonCertificateExpiring,
 			fmt.Sprintf("the certificate in Secret %s expires at %s, in %s: %s", f.Secret, f.Time.UTC().Format(time.RFC3339), left.Round(time.Minute), fix), c.Generation)
 	}
 	meta.SetStatusCondition(&c.Status.Conditions, cond)
@@ -118,7 +119,7 @@ func (r *Reconciler) certificatesCondition(c *v1alpha1.EtcdCluster, now time.Tim
 // CA; the certificate chains to that CA, is valid now, allows what it is used for, and the
 // server and peer certificates cover the names members and clients dial. A failed check names
 // the Secret, the field and what to fix; no member starts until the Secrets pass.
-func (r *Reconciler) checkUserTLS(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+func (m *Manager) checkUserTLS(ctx context.Context, c *v1alpha1.EtcdCluster) error {
 	member := names.Member(c.Name, 0) + "." + names.PeerService(c.Name) + "." + c.Namespace + ".svc"
 	client := names.ClientHost(c.Name, c.Namespace)
 	for _, u := range []struct {
@@ -129,7 +130,7 @@ func (r *Reconciler) checkUserTLS(ctx context.Context, c *v1alpha1.EtcdCluster) 
 		{"spec.tls.peerSecretName", c.Spec.TLS.PeerSecretName, pki.Check{Usage: pki.ServerAndClient, Hosts: []string{member}}},
 		{"spec.tls.clientSecretName", c.Spec.TLS.ClientSecretName, pki.Check{Usage: pki.ClientOnly}},
 	} {
-		s, err := r.secret(ctx, c.Namespace, u.name)
+		s, err := m.secret(ctx, c.Namespace, u.name)
 		if err != nil {
 			return fmt.Errorf("reading TLS secret %s (named in spec.tls): %w", u.name, err)
 		}
@@ -142,21 +143,21 @@ func (r *Reconciler) checkUserTLS(ctx context.Context, c *v1alpha1.EtcdCluster) 
 		if err := pki.CheckLeaf(s.Data[pki.KeyCert], s.Data[pki.KeyKey], s.Data[pki.KeyCACert], u.check); err != nil {
 			return fmt.Errorf("TLS secret %s (%s): %w; replace its certificate", u.name, u.field, err)
 		}
-		recordExpiry(c, s, pki.KeyCert)
+		RecordExpiry(c, s, pki.KeyCert)
 	}
 	return nil
 }
 
-// ensureTLS makes sure the certificate Secrets exist: it checks user-provided ones, and
+// EnsureTLS makes sure the certificate Secrets exist: it checks user-provided ones, and
 // generates the CAs and the server, peer and client certificates otherwise. A generated leaf
 // certificate is rewritten only to renew it; CAs and user-supplied Secrets never are.
 //
 // A pass that depends on nothing that changed since the last one that found nothing to do
 // takes that one's findings (tlsMemo), and reads no Secret.
-func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+func (m *Manager) EnsureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) error {
 	now := time.Now()
-	inputs := tlsInputs(c, r.certLifetime())
-	if first, ok := r.tlsDone.lookup(ctx, r.Client, c, inputs, now); ok {
+	inputs := tlsInputs(c, m.certLifetime())
+	if first, ok := m.tlsDone.lookup(ctx, m.Client, c, inputs, now); ok {
 		switch {
 		case first != nil && c.Status.TLS == nil:
 			c.Status.TLS = &v1alpha1.TLSStatus{FirstExpiry: first}
@@ -165,18 +166,18 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 		case c.Status.TLS != nil:
 			c.Status.TLS.FirstExpiry = nil
 		}
-		r.certificatesCondition(c, now)
+		m.certificatesCondition(c, now)
 		return nil
 	}
 	if c.Status.TLS != nil {
 		c.Status.TLS.FirstExpiry = nil // found again below, from the Secrets as they are
 	}
 	reads := &secretReads{}
-	err := r.ensureTLSSecrets(withSecretReads(ctx, reads), c)
+	err := m.ensureTLSSecrets(withSecretReads(ctx, reads), c)
 	if err == nil {
-		r.certificatesCondition(c, now)
+		m.certificatesCondition(c, now)
 		if !reads.wrote {
-			r.tlsDone.record(c, inputs, reads, r.certLifetime(), now)
+			m.tlsDone.record(c, inputs, reads, m.certLifetime(), now)
 		}
 	}
 	// Their data is read again only when one of them changes. Kept: the client certificate
@@ -193,21 +194,21 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 	if len(c.Spec.Users) > 0 {
 		keep = append(keep, names.CASecret(c.Name), nextCA(names.CASecret(c.Name)))
 	}
-	r.secrets.shed(c.Namespace, reads.rvs, keep...)
+	m.secrets.shed(c.Namespace, reads.rvs, keep...)
 	return err
 }
 
 // ensureTLSSecrets is ensureTLS's work on the Secrets.
-func (r *Reconciler) ensureTLSSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+func (m *Manager) ensureTLSSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) error {
 	if !c.Spec.TLS.IsEnabled() {
 		return nil
 	}
 	if c.Spec.TLS.UserProvided() {
-		return r.checkUserTLS(ctx, c)
+		return m.checkUserTLS(ctx, c)
 	}
 
 	if c.Status.ClusterID == "" {
-		if err := r.removeLeftoverSecrets(ctx, c); err != nil {
+		if err := m.removeLeftoverSecrets(ctx, c); err != nil {
 			return err
 		}
 	}
@@ -220,18 +221,18 @@ func (r *Reconciler) ensureTLSSecrets(ctx context.Context, c *v1alpha1.EtcdClust
 	now := time.Now()
 	renewAll := renewAllRequested(c)
 	for _, k := range caKinds(c) {
-		a, err := r.authorityOf(ctx, c, k)
+		a, err := m.authorityOf(ctx, c, k)
 		if err != nil {
 			return err
 		}
-		if s, err := r.secret(ctx, c.Namespace, k.base); err == nil {
-			if err := r.keepSecret(ctx, c, s); err != nil {
+		if s, err := m.secret(ctx, c.Namespace, k.base); err == nil {
+			if err := m.keepSecret(ctx, c, s); err != nil {
 				return err
 			}
-			recordExpiry(c, s, pki.KeyCACert)
+			RecordExpiry(c, s, pki.KeyCACert)
 		}
 		for _, n := range k.leaves {
-			if err := r.ensureLeaf(ctx, c, n, a, leafRequest(c, n), renewAll, now); err != nil {
+			if err := m.ensureLeaf(ctx, c, n, a, leafRequest(c, n), renewAll, now); err != nil {
 				return err
 			}
 		}
@@ -244,15 +245,15 @@ func (r *Reconciler) ensureTLSSecrets(ctx context.Context, c *v1alpha1.EtcdClust
 // garbage collector has not removed them yet): the cluster makes its own certificates rather
 // than start on a CA the collector is about to take away. The reads that follow go to the API
 // server (secretMemo holds nothing of a cluster deleted since), so none sees them.
-func (r *Reconciler) removeLeftoverSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+func (m *Manager) removeLeftoverSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) error {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 	// (The cache keeps no Secret's labels: the owner reference tells.)
-	if err := r.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
+	if err := m.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
 		return fmt.Errorf("listing the Secrets of EtcdCluster %s: %w", c.Name, err)
 	}
 	for i := range list.Items {
-		if _, err := r.removeLeftover(ctx, c, &corev1.Secret{ObjectMeta: list.Items[i].ObjectMeta}); err != nil {
+		if _, err := m.Objects.RemoveLeftover(ctx, c, &corev1.Secret{ObjectMeta: list.Items[i].ObjectMeta}); err != nil {
 			return err
 		}
 	}
@@ -293,9 +294,9 @@ func leafRequest(c *v1alpha1.EtcdCluster, secret string) pki.Request {
 // ensureLeaf issues a generated leaf Secret that is missing, brings it in line with a CA
 // rotation, and renews it when a third of its lifetime is left or every certificate is to be
 // renewed (spec.tls.renewCertificates).
-func (r *Reconciler) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, name string, a authority, req pki.Request, renewAll bool, now time.Time) error {
-	req.Validity = r.certLifetime()
-	s, err := r.secret(ctx, c.Namespace, name)
+func (m *Manager) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, name string, a authority, req pki.Request, renewAll bool, now time.Time) error {
+	req.Validity = m.certLifetime()
+	s, err := m.secret(ctx, c.Namespace, name)
 	if apierrors.IsNotFound(err) {
 		pair, err := a.signer.Sign(req, now)
 		if err != nil {
@@ -305,34 +306,34 @@ func (r *Reconciler) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, na
 		if caPEM == nil {
 			caPEM = a.signer.CertPEM
 		}
-		if err := r.Create(ctx, tlsSecret(c, name, caPEM, pair)); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := m.Create(ctx, tlsSecret(c, name, caPEM, pair)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating secret %s: %w", name, err)
 		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateIssued, "issued %s from %s", name, a.signer.Cert.Subject.CommonName)
+		m.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateIssued, "issued %s from %s", name, a.signer.Cert.Subject.CommonName)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if err := r.keepSecret(ctx, c, s); err != nil {
+	if err := m.keepSecret(ctx, c, s); err != nil {
 		return err
 	}
-	if wrote, err := r.conform(ctx, c, s, a, req, now); err != nil || wrote {
+	if wrote, err := m.conform(ctx, c, s, a, req, now); err != nil || wrote {
 		return err
 	}
-	defer recordExpiry(c, s, pki.KeyCert)
-	if (!renewAll && !r.renewalDue(s, now)) || !resources.Retained(c, s) {
+	defer RecordExpiry(c, s, pki.KeyCert)
+	if (!renewAll && !m.renewalDue(s, now)) || !resources.Retained(c, s) {
 		return nil
 	}
 	signer, caPEM := a.signer, a.bundle
 	if caPEM == nil {
 		// Renewed from the CA that signed it, whatever the current layout: members that
 		// have not seen the new certificate yet must still trust it.
-		caName := r.signerOf(ctx, c, s)
+		caName := m.signerOf(ctx, c, s)
 		if caName == "" {
 			return nil
 		}
-		if signer, err = r.ensureCA(ctx, c, caName); err != nil {
+		if signer, err = m.ensureCA(ctx, c, caName); err != nil {
 			return err
 		}
 		caPEM = signer.CertPEM
@@ -341,14 +342,14 @@ func (r *Reconciler) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, na
 	if err != nil {
 		return err
 	}
-	return r.renew(ctx, c, s, signer, caPEM, pair)
+	return m.renew(ctx, c, s, signer, caPEM, pair)
 }
 
 // signerOf names the CA Secret whose certificate is the one s trusts (its ca.crt), or "" when
 // none is (a Secret edited by hand is not renewed).
-func (r *Reconciler) signerOf(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret) string {
+func (m *Manager) signerOf(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret) string {
 	for _, n := range []string{names.CASecret(c.Name), names.PeerCASecret(c.Name)} {
-		if ca, err := r.secret(ctx, c.Namespace, n); err == nil && bytes.Equal(ca.Data[pki.KeyCACert], s.Data[pki.KeyCACert]) {
+		if ca, err := m.secret(ctx, c.Namespace, n); err == nil && bytes.Equal(ca.Data[pki.KeyCACert], s.Data[pki.KeyCACert]) {
 			return n
 		}
 	}
@@ -356,18 +357,18 @@ func (r *Reconciler) signerOf(ctx context.Context, c *v1alpha1.EtcdCluster, s *c
 	return ""
 }
 
-func (r *Reconciler) certLifetime() time.Duration {
-	if r.CertLifetime > 0 {
-		return r.CertLifetime
+func (m *Manager) certLifetime() time.Duration {
+	if m.CertLifetime > 0 {
+		return m.CertLifetime
 	}
 	return pki.LeafValidity
 }
 
 // renewalDue: a generated leaf certificate is renewed once less than a third of the configured
 // lifetime is left (one that does not parse is renewed too).
-func (r *Reconciler) renewalDue(s *corev1.Secret, now time.Time) bool {
+func (m *Manager) renewalDue(s *corev1.Secret, now time.Time) bool {
 	end, err := pki.NotAfter(s.Data[pki.KeyCert])
-	return err != nil || now.After(renewalTime(end, r.certLifetime()))
+	return err != nil || now.After(renewalTime(end, m.certLifetime()))
 }
 
 // renewalTime is when a generated certificate that ends at end is renewed: with a third of
@@ -379,20 +380,20 @@ func renewalTime(end time.Time, lifetime time.Duration) time.Time {
 // renew replaces the certificate and key of a generated Secret in place. Members read their
 // certificates from the mounted Secret on every new TLS handshake, so the new one reaches them
 // when the kubelet updates the volume, without a restart; the old one stays valid meanwhile.
-func (r *Reconciler) renew(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret, ca *pki.CA, caPEM []byte, pair pki.Pair) error {
+func (m *Manager) renew(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret, ca *pki.CA, caPEM []byte, pair pki.Pair) error {
 	updated := s.DeepCopy()
 	updated.Data[pki.KeyCert], updated.Data[pki.KeyKey], updated.Data[pki.KeyCACert] = pair.CertPEM, pair.KeyPEM, caPEM
-	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(s, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := m.Patch(ctx, updated, client.MergeFromWithOptions(s, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("renewing the certificate in secret %s: %w", s.Name, err)
 	}
 	end, _ := pki.NotAfter(pair.CertPEM)
-	r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateRenewed, "renewed %s from %s, valid until %s", s.Name, ca.Cert.Subject.CommonName, end.UTC().Format(time.RFC3339))
-	recordExpiry(c, updated, pki.KeyCert)
+	m.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateRenewed, "renewed %s from %s, valid until %s", s.Name, ca.Cert.Subject.CommonName, end.UTC().Format(time.RFC3339))
+	RecordExpiry(c, updated, pki.KeyCert)
 	return nil
 }
 
-func (r *Reconciler) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster, name string) (*pki.CA, error) {
-	s, err := r.secret(ctx, c.Namespace, name)
+func (m *Manager) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster, name string) (*pki.CA, error) {
+	s, err := m.secret(ctx, c.Namespace, name)
 	if err == nil {
 		return pki.LoadCA(s.Data[pki.KeyCACert], s.Data[pki.KeyCAKey])
 	}
@@ -409,18 +410,18 @@ func (r *Reconciler) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster, name
 		Data:       map[string][]byte{pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM},
 	}
 	resources.SetRetention(c, s)
-	if err := r.Create(ctx, s); err != nil {
+	if err := m.Create(ctx, s); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// Another pass won; use its CA so every certificate chains to the same root.
-			return r.ensureCA(ctx, c, name)
+			return m.ensureCA(ctx, c, name)
 		}
 		return nil, fmt.Errorf("creating CA secret %s: %w", name, err)
 	}
 	return ca, nil
 }
 
-// clientTLS is the TLS configuration the operator uses to talk to the cluster's members.
-func (r *Reconciler) clientTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (*tls.Config, error) {
+// ClientTLS is the TLS configuration the operator uses to talk to the cluster's members.
+func (m *Manager) ClientTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (*tls.Config, error) {
 	if !c.Spec.TLS.IsEnabled() {
 		return nil, nil
 	}
@@ -431,10 +432,10 @@ func (r *Reconciler) clientTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (*t
 		name = c.Spec.TLS.ClientSecretName
 	}
 	cluster := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-	cred, err := r.clientCred(ctx, cluster, name)
+	cred, err := m.clientCred(ctx, cluster, name)
 	if apierrors.IsNotFound(err) && !c.Spec.TLS.UserProvided() {
 		name = names.ClientSecret(c.Name)
-		cred, err = r.clientCred(ctx, cluster, name)
+		cred, err = m.clientCred(ctx, cluster, name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading client certificate secret %s: %w", name, err)
