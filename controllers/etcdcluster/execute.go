@@ -27,39 +27,36 @@ import (
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
-// stepResult says when the next pass should look again.
-type stepResult struct {
-	requeueAfter time.Duration
-}
-
 // execute performs one planned step. Every step is idempotent: names are deterministic,
 // creates tolerate AlreadyExists, deletes carry UID preconditions and tolerate NotFound, and
 // membership calls are re-decided from a fresh member list on the next pass.
-func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, s planner.State, a planner.Action) (stepResult, error) {
+func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, s planner.State, a planner.Action) (requeue, error) {
+	// After a step, the next pass observes what it did.
+	next := requeue{after: r.StepDelay, reason: "observing the effect of " + string(a.Kind)}
 	switch a.Kind {
 	case planner.None, planner.Halt:
-		return stepResult{requeueAfter: r.ResyncPeriod}, nil
+		return requeue{after: r.ResyncPeriod, reason: "resync: " + string(a.Kind)}, nil
 	case planner.Wait:
 		if a.Reason == v1alpha1.ReasonPaused {
-			return stepResult{requeueAfter: r.ResyncPeriod}, nil
+			return requeue{after: r.ResyncPeriod, reason: "resync: paused"}, nil
 		}
-		return stepResult{requeueAfter: waitRetry(a.Retry)}, nil
+		return requeue{after: waitRetry(a.Retry), reason: "waiting: " + a.Reason}, nil
 	case planner.Bootstrap, planner.CreatePVC, planner.CreatePod, planner.DeletePod, planner.DeletePVC, planner.ExpandVolume:
-		return stepResult{requeueAfter: r.StepDelay}, r.actOnObjects(ctx, c, o, a)
+		return next, r.actOnObjects(ctx, c, o, a)
 	case planner.AddLearner, planner.Promote, planner.Remove, planner.MoveLeader:
-		return r.actOnMembership(ctx, c, o, s, a)
+		return r.actOnMembership(ctx, c, o, s, a, next)
 	case planner.Disarm, planner.Defragment:
-		return stepResult{requeueAfter: r.StepDelay}, r.maintain(ctx, c, o, a)
+		return next, r.maintain(ctx, c, o, a)
 	case planner.AdoptVolumes:
-		return stepResult{requeueAfter: r.StepDelay}, r.adoptVolumes(ctx, c, o, a)
+		return next, r.adoptVolumes(ctx, c, o, a)
 	case planner.StartJoin:
 		r.startJoin(c, o, s, a)
-		return stepResult{requeueAfter: r.StepDelay}, nil
+		return next, nil
 	case planner.StartRecovery, planner.RecoveryPhase:
 		r.recordRecovery(c, a)
-		return stepResult{requeueAfter: r.StepDelay}, nil
+		return next, nil
 	}
-	return stepResult{requeueAfter: r.StepDelay}, fmt.Errorf("unknown action %q", a.Kind)
+	return next, fmt.Errorf("unknown action %q", a.Kind)
 }
 
 // waitRetry is when a pass that waits looks again: every 5 s, or sooner when the planner knows
@@ -139,9 +136,8 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 }
 
 // actOnMembership makes one change to etcd's membership, through the voters observed this pass.
-func (r *Reconciler) actOnMembership(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, s planner.State, a planner.Action) (stepResult, error) {
+func (r *Reconciler) actOnMembership(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, s planner.State, a planner.Action, next requeue) (requeue, error) {
 	log := logf.FromContext(ctx)
-	next := stepResult{requeueAfter: r.StepDelay}
 	count := func(change string) { metrics.CountMembershipChange(c.Namespace, c.Name, change) }
 	switch a.Kind {
 	case planner.AddLearner:
@@ -159,7 +155,7 @@ func (r *Reconciler) actOnMembership(ctx context.Context, c *v1alpha1.EtcdCluste
 		if err := o.client.Promote(ctx, a.ID); err != nil {
 			if errors.Is(err, etcd.ErrLearnerNotReady) {
 				log.V(1).Info("learner is catching up", "member", a.Member)
-				return stepResult{requeueAfter: 2 * time.Second}, nil
+				return requeue{after: 2 * time.Second, reason: "the learner is catching up"}, nil
 			}
 			return next, err
 		}
@@ -169,7 +165,7 @@ func (r *Reconciler) actOnMembership(ctx context.Context, c *v1alpha1.EtcdCluste
 
 	case planner.Remove:
 		if err := o.keepsQuorum(ctx, a.ID, a.Member); err != nil {
-			return stepResult{requeueAfter: removalProbeTimeout}, err
+			return requeue{after: removalProbeTimeout, reason: "probing whether the removal keeps quorum"}, err
 		}
 		if err := o.client.Remove(ctx, a.ID); err != nil {
 			return next, err

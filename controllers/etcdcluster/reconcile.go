@@ -116,7 +116,45 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := logf.FromContext(ctx)
+	c, q, err := r.current(ctx, req)
+	if c == nil {
+		return q.result(ctx), err
+	}
+	original := c.DeepCopy()
+	c.Default()
+	// Ownership: only the operator instance that holds the cluster's claim acts on it.
+	if q, acting, err := r.holdClaim(ctx, c); !acting {
+		return q.result(ctx), err
+	}
+	// Prepare: certificates and Services exist before any member needs them.
+	if reason, err := r.prepare(ctx, c); err != nil {
+		return r.fail(ctx, original, c, reason, err)
+	}
+	// Observe: Pods, PVCs and etcd, read once; nothing below reads them again.
+	obs, err := r.observe(ctx, c)
+	if err != nil {
+		return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
+	}
+	defer obs.close()
+	if q, err := r.clearView(ctx, c, obs); err != nil {
+		return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
+	} else if q.after > 0 {
+		return q.result(ctx), nil
+	}
+	// Identity: which cluster the members must belong to, and a backup to start from.
+	clusterID, reason, err := r.settleIdentity(ctx, c, obs)
+	if err != nil {
+		return r.fail(ctx, original, c, reason, err)
+	}
+	// Plan and act: one step.
+	state, action, q, execErr := r.step(ctx, c, obs, clusterID)
+	// Report: status once, Events on changes, metrics.
+	return r.report(ctx, original, c, obs, state, action, q, execErr)
+}
+
+// current reads the cluster a pass is about; nil when there is nothing to do for it (deleted,
+// being deleted, or only in an out-of-date copy), with when to look again.
+func (r *Reconciler) current(ctx context.Context, req ctrl.Request) (*v1alpha1.EtcdCluster, requeue, error) {
 	c := &v1alpha1.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -124,92 +162,106 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 			r.certs.Forget(req.NamespacedName)
 			r.Ownership.Forget(req.NamespacedName)
 			metrics.ForgetCluster(req.Namespace, req.Name)
-			return ctrl.Result{}, nil
+			return nil, requeue{}, nil
 		}
-		return ctrl.Result{}, err
+		return nil, requeue{}, err
 	}
 	if !c.DeletionTimestamp.IsZero() {
 		// Owner references let the garbage collector delete members, volumes and secrets.
-		return ctrl.Result{}, nil
+		return nil, requeue{}, nil
 	}
 	if !r.Expectations.OwnerCurrent(req.NamespacedName, c.ResourceVersion) {
 		// The cached cluster predates the operator's last status write: its status is not the
 		// one recorded, and a pass from it would announce and write old news again.
-		log.V(1).Info("cache is behind the operator's last status write", "resourceVersion", c.ResourceVersion)
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		logf.FromContext(ctx).V(1).Info("cache is behind the operator's last status write", "resourceVersion", c.ResourceVersion)
+		return nil, requeue{after: time.Second, reason: "the cached cluster predates the last status write"}, nil
 	}
-	original := c.DeepCopy()
-	c.Default()
+	return c, requeue{}, nil
+}
 
-	// Ownership: only the operator instance that holds the cluster's claim acts on it.
+// holdClaim takes or renews the cluster's claim; a pass acts only while this instance holds it.
+// Holding it, it reads the cluster's Secrets in one request the first time.
+func (r *Reconciler) holdClaim(ctx context.Context, c *v1alpha1.EtcdCluster) (requeue, bool, error) {
 	owned, holder, err := r.Ownership.Claim(ctx, r.Client, r.APIReader, r.Recorder, c)
 	if err != nil {
-		return ctrl.Result{}, err
+		return requeue{}, false, err
 	}
 	if !owned {
-		log.V(1).Info("another operator instance holds the cluster's claim", "holder", holder)
-		return ctrl.Result{RequeueAfter: r.Ownership.Term / 4}, nil
+		logf.FromContext(ctx).V(1).Info("another operator instance holds the cluster's claim", "holder", holder)
+		return requeue{after: r.Ownership.Term / 4, reason: "another operator instance holds the cluster's claim"}, false, nil
 	}
-	if err := r.certs.Warm(ctx, req.NamespacedName); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing the cluster's Secrets: %w", err)
+	if err := r.certs.Warm(ctx, client.ObjectKeyFromObject(c)); err != nil {
+		return requeue{}, false, fmt.Errorf("listing the cluster's Secrets: %w", err)
 	}
 	c.Status.Operator = holder
+	return requeue{}, true, nil
+}
 
+// prepare checks the spec and makes the certificates, Services and NetworkPolicy exist before
+// any member needs them; a failure comes with its reason.
+func (r *Reconciler) prepare(ctx context.Context, c *v1alpha1.EtcdCluster) (string, error) {
 	if err := validateSpec(c, r.AllowPlaintext); err != nil {
-		return r.fail(ctx, original, c, v1alpha1.ReasonInvalidSpec, err)
+		return v1alpha1.ReasonInvalidSpec, err
 	}
-	// Prepare: certificates and Services exist before any member needs them.
-	if !c.Spec.Paused {
-		if err := r.certs.EnsureTLS(ctx, c); err != nil {
-			return r.fail(ctx, original, c, v1alpha1.ReasonTLSNotReady, err)
-		}
-		if err := r.ensureServices(ctx, c); err != nil {
-			return r.fail(ctx, original, c, v1alpha1.ReasonServicesNotReady, err)
-		}
-		if err := r.ensureNetworkPolicy(ctx, c); err != nil {
-			return r.fail(ctx, original, c, v1alpha1.ReasonNetworkPolicyNotReady, err)
-		}
+	if c.Spec.Paused {
+		return "", nil
 	}
+	if err := r.certs.EnsureTLS(ctx, c); err != nil {
+		return v1alpha1.ReasonTLSNotReady, err
+	}
+	if err := r.ensureServices(ctx, c); err != nil {
+		return v1alpha1.ReasonServicesNotReady, err
+	}
+	if err := r.ensureNetworkPolicy(ctx, c); err != nil {
+		return v1alpha1.ReasonNetworkPolicyNotReady, err
+	}
+	return "", nil
+}
 
-	// Observe: Pods, PVCs and etcd, read once; nothing below reads them again.
-	obs, err := r.observe(ctx, c)
-	if err != nil {
-		return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
-	}
-	defer obs.close()
+// clearView removes what an earlier EtcdCluster of this name left, and waits for the cache to
+// show the operator's own changes before anything is planned from it.
+func (r *Reconciler) clearView(ctx context.Context, c *v1alpha1.EtcdCluster, obs *observation) (requeue, error) {
+	log := logf.FromContext(ctx)
 	// What an earlier EtcdCluster of this name left goes first, as the garbage collector
 	// would take it: its pods are no members of this cluster, its volumes no data of it.
 	for _, obj := range obs.leftovers {
 		if _, err := r.removeLeftover(ctx, c, obj); err != nil {
-			return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
+			return requeue{}, err
 		}
 	}
 	if obs.etcdErr != nil && !errors.Is(obs.etcdErr, etcd.ErrNoEndpoints) {
 		log.Info("etcd did not answer", "error", obs.etcdErr.Error(), "unanswered", len(obs.statusErrs))
 	}
-	if ok, why := r.Expectations.Satisfied(req.NamespacedName, obs.cached); !ok {
+	if ok, why := r.Expectations.Satisfied(client.ObjectKeyFromObject(c), obs.cached); !ok {
 		log.V(1).Info("cache is behind the operator's own changes", "waiting", why)
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		return requeue{after: time.Second, reason: "the cache is behind the operator's own changes"}, nil
 	}
+	return requeue{}, nil
+}
 
-	// Identity: which cluster the members must belong to.
+// settleIdentity settles which cluster the members must belong to and, for a cluster created
+// from a backup, the backup it starts from; a failure comes with its reason.
+func (r *Reconciler) settleIdentity(ctx context.Context, c *v1alpha1.EtcdCluster, obs *observation) (uint64, string, error) {
 	clusterID, err := r.identify(ctx, c, obs)
 	if err != nil {
-		return r.fail(ctx, original, c, v1alpha1.ReasonRecordClusterIDFailed, err)
+		return 0, v1alpha1.ReasonRecordClusterIDFailed, err
 	}
-
 	// A cluster created from a backup needs it before its members exist.
 	if clusterID == 0 && c.Spec.Bootstrap != nil && c.Spec.Bootstrap.FromBackup != nil {
 		if obs.restore, err = r.restoreSource(ctx, c); err != nil {
-			return r.fail(ctx, original, c, v1alpha1.ReasonRestoreSourceNotReady, err)
+			return 0, v1alpha1.ReasonRestoreSourceNotReady, err
 		}
 	}
+	return clusterID, "", nil
+}
 
-	// Plan and act: one step.
+// step plans one step, takes it, keeps the objects that follow the membership and the users
+// in line, and moves a join and a CA rotation along.
+func (r *Reconciler) step(ctx context.Context, c *v1alpha1.EtcdCluster, obs *observation, clusterID uint64) (planner.State, planner.Action, requeue, error) {
 	state := obs.buildState(c, clusterID, time.Now(), r.Settings)
 	action := planner.Plan(state, obs.memberName)
-	log.V(1).Info("planned", "action", action.String())
-	res, execErr := r.execute(ctx, c, obs, state, action)
+	logf.FromContext(ctx).V(1).Info("planned", "action", action.String())
+	q, execErr := r.execute(ctx, c, obs, state, action)
 	if execErr == nil {
 		execErr = r.upkeep(ctx, c, obs, state)
 	}
@@ -226,8 +278,12 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		outcome = "Error"
 	}
 	metrics.CountReconcile(c.Namespace, c.Name, outcome)
+	return state, action, q, execErr
+}
 
-	// Report: status once, Events on changes, metrics.
+// report writes the status once, and ends the pass: a refused membership change is a wait, any
+// other error goes back for backoff.
+func (r *Reconciler) report(ctx context.Context, original, c *v1alpha1.EtcdCluster, obs *observation, state planner.State, action planner.Action, q requeue, execErr error) (ctrl.Result, error) {
 	st := computeStatus(c, obs, state, action, execErr)
 	if err := r.writeStatus(ctx, original, st); err != nil {
 		return ctrl.Result{}, err
@@ -235,13 +291,13 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	if errors.Is(execErr, etcd.ErrUnhealthyCluster) {
 		// A wait, not a failure: etcd takes the change once its members have been connected
 		// long enough. Progressing says so; no backoff, no error log.
-		log.Info("etcd refused a membership change for now; asking again", "action", action.String(), "reason", execErr.Error())
-		return ctrl.Result{RequeueAfter: r.Ownership.RenewWithin(unhealthyRetry)}, nil
+		logf.FromContext(ctx).Info("etcd refused a membership change for now; asking again", "action", action.String(), "reason", execErr.Error())
+		return r.withinClaim(requeue{after: unhealthyRetry, reason: "etcd refused a membership change for now"}).result(ctx), nil
 	}
 	if execErr != nil {
 		return ctrl.Result{}, execErr
 	}
-	return ctrl.Result{RequeueAfter: r.Ownership.RenewWithin(res.requeueAfter)}, nil
+	return r.withinClaim(q).result(ctx), nil
 }
 
 // unhealthyRetry is how soon a pass asks again after etcd refused a membership change because
