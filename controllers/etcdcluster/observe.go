@@ -203,19 +203,11 @@ func joinHostPort(host string, port int) string {
 // concurrently, so one dead member costs one timeout, not one per member.
 func (r *Reconciler) observeEtcd(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation) {
 	defer o.splitExternal()
-	eps := make([]etcd.Endpoint, 0, len(o.endpoints))
-	for _, ep := range o.endpoints {
-		eps = append(eps, ep)
-	}
-	if c.Joining() {
-		// The external cluster's members answer too, until the last of them is removed.
-		eps = append(eps, externalEndpoints(c)...)
-	}
+	eps := o.etcdEndpoints(c)
 	if len(eps) == 0 {
 		o.etcdErr = etcd.ErrNoEndpoints
 		return
 	}
-	sort.Slice(eps, func(i, j int) bool { return eps[i].Member < eps[j].Member })
 	tlsCfg, err := r.clientTLS(ctx, c)
 	if err != nil {
 		o.etcdErr = err
@@ -227,6 +219,45 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *v1alpha1.EtcdCluster, o
 		return
 	}
 	o.client = cl
+	o.askEach(ctx, c, cl, eps)
+	// Learners refuse membership calls, so membership goes through voters only; and only
+	// through members of the recorded cluster: a member list read from another cluster (an
+	// endpoint of spec.bootstrap.join that leads elsewhere) would make this cluster's members
+	// look removed.
+	recorded, _ := names.ParseID(c.Status.ClusterID)
+	voters := o.votersOf(eps, recorded)
+	if len(voters) == 0 {
+		o.etcdErr = firstError(o.statusErrs)
+		return
+	}
+	_ = cl.Close()
+	o.client = nil
+	if cl, err = r.EtcdFactory(ctx, etcd.Config{Endpoints: voters, TLS: tlsCfg}); err != nil {
+		o.etcdErr = err
+		return
+	}
+	o.client = cl
+	o.listMembers(ctx, cl, recorded)
+}
+
+// etcdEndpoints are the endpoints a pass asks, by member name: the members' and, during a
+// join, the external cluster's.
+func (o *observation) etcdEndpoints(c *v1alpha1.EtcdCluster) []etcd.Endpoint {
+	eps := make([]etcd.Endpoint, 0, len(o.endpoints))
+	for _, ep := range o.endpoints {
+		eps = append(eps, ep)
+	}
+	if c.Joining() {
+		// The external cluster's members answer too, until the last of them is removed.
+		eps = append(eps, externalEndpoints(c)...)
+	}
+	sort.Slice(eps, func(i, j int) bool { return eps[i].Member < eps[j].Member })
+	return eps
+}
+
+// askEach asks every endpoint for its status at once (and an external member of a join which
+// peers it is connected to).
+func (o *observation) askEach(ctx context.Context, c *v1alpha1.EtcdCluster, cl etcd.Client, eps []etcd.Endpoint) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for _, ep := range eps {
@@ -255,28 +286,23 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *v1alpha1.EtcdCluster, o
 		}()
 	}
 	wg.Wait()
-	// Learners refuse membership calls, so membership goes through voters only; and only
-	// through members of the recorded cluster: a member list read from another cluster (an
-	// endpoint of spec.bootstrap.join that leads elsewhere) would make this cluster's members
-	// look removed.
-	recorded, _ := names.ParseID(c.Status.ClusterID)
+}
+
+// votersOf are the endpoints that answered as voters of the recorded cluster (any cluster
+// before one is recorded).
+func (o *observation) votersOf(eps []etcd.Endpoint, recorded uint64) []etcd.Endpoint {
 	var voters []etcd.Endpoint
 	for _, ep := range eps {
 		if st, ok := o.statuses[ep.Member]; ok && !st.IsLearner && (recorded == 0 || st.ClusterID == recorded) {
 			voters = append(voters, ep)
 		}
 	}
-	if len(voters) == 0 {
-		o.etcdErr = firstError(o.statusErrs)
-		return
-	}
-	_ = cl.Close()
-	o.client = nil
-	if cl, err = r.EtcdFactory(ctx, etcd.Config{Endpoints: voters, TLS: tlsCfg}); err != nil {
-		o.etcdErr = err
-		return
-	}
-	o.client = cl
+	return voters
+}
+
+// listMembers reads the member list through the voters, refused when it comes from another
+// cluster than the recorded one, and the alarms.
+func (o *observation) listMembers(ctx context.Context, cl etcd.Client, recorded uint64) {
 	o.listedClusterID, o.members, o.etcdErr = cl.MemberList(ctx)
 	if o.etcdErr == nil && recorded != 0 && o.listedClusterID != recorded {
 		o.etcdErr = fmt.Errorf("the member list came from etcd cluster %s, but this cluster is %s", names.FormatID(o.listedClusterID), names.FormatID(recorded))

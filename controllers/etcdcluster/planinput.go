@@ -32,6 +32,30 @@ type Settings struct {
 
 // buildState turns the observation into the planner's input. clusterID is the recorded one.
 func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now time.Time, set Settings) planner.State {
+	s := o.clusterState(c, clusterID, now, set)
+	members := memberTable{cluster: c.Name, byName: map[string]*planner.Member{}}
+	o.addEtcdMembers(c, &s, members)
+	var leader leaderVote
+	o.addStatuses(members, &leader, clusterID)
+	o.addPods(members, now, set.Deadlines.Terminating)
+	o.addVolumes(c, &s, members, now)
+	for _, m := range members.byName {
+		s.Members = append(s.Members, *m)
+	}
+	if c.Joining() {
+		s.Join = o.joinState(c)
+		for _, st := range o.extStatuses {
+			leader.follow(st, s.Join.ListedClusterID)
+		}
+	}
+	s.LeaderID = leader.id
+	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].Index < s.Members[j].Index })
+	return s
+}
+
+// clusterState is the planner's input about the cluster as a whole: its spec, settings,
+// alarms, recovery, maintenance and retained volumes.
+func (o *observation) clusterState(c *v1alpha1.EtcdCluster, clusterID uint64, now time.Time, set Settings) planner.State {
 	s := planner.State{
 		Cluster:       c.Name,
 		Replicas:      int(c.Spec.Replicas),
@@ -55,16 +79,41 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 		s.Recovery.Token, s.Recovery.Phase, s.Recovery.Member = r.Token, r.Phase, r.Member
 	}
 	s.RetainedVolumes = sortedKeys(o.retained)
-	byName := map[string]*planner.Member{}
-	get := func(name string) *planner.Member {
-		if m, ok := byName[name]; ok {
-			return m
-		}
-		idx, _ := names.MemberIndex(c.Name, name)
-		m := &planner.Member{Name: name, Index: idx}
-		byName[name] = m
+	return s
+}
+
+// memberTable is the planner's members being built, by name.
+type memberTable struct {
+	cluster string
+	byName  map[string]*planner.Member
+}
+
+// get is the member of that name, added when it is not there yet.
+func (t memberTable) get(name string) *planner.Member {
+	if m, ok := t.byName[name]; ok {
 		return m
 	}
+	idx, _ := names.MemberIndex(t.cluster, name)
+	m := &planner.Member{Name: name, Index: idx}
+	t.byName[name] = m
+	return m
+}
+
+// leaderVote finds the leader: the one named by the answer of the highest term from the
+// cluster.
+type leaderVote struct {
+	term, id uint64
+}
+
+func (v *leaderVote) follow(st etcd.Status, cluster uint64) {
+	if st.Leader != 0 && st.RaftTerm >= v.term && st.ClusterID == cluster {
+		v.term, v.id = st.RaftTerm, st.Leader
+	}
+}
+
+// addEtcdMembers adds etcd's member list: the operator's members, and the unknown ones (an
+// external member of a join is neither).
+func (o *observation) addEtcdMembers(c *v1alpha1.EtcdCluster, s *planner.State, members memberTable) {
 	for _, em := range o.members {
 		name, ok := o.memberOf(em)
 		if !ok && isExternal(c, em) {
@@ -74,18 +123,15 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 			s.UnknownMembers = append(s.UnknownMembers, memberLabel(em))
 			continue
 		}
-		m := get(name)
+		m := members.get(name)
 		m.InEtcd, m.ID, m.Started, m.Learner = true, em.ID, em.Started(), em.IsLearner
 	}
-	// The leader is the one named by the answer of the highest term from the cluster.
-	var term uint64
-	follow := func(st etcd.Status, cluster uint64) {
-		if st.Leader != 0 && st.RaftTerm >= term && st.ClusterID == cluster {
-			term, s.LeaderID = st.RaftTerm, st.Leader
-		}
-	}
+}
+
+// addStatuses adds what each member answered, and follows the leader it names.
+func (o *observation) addStatuses(members memberTable, leader *leaderVote, clusterID uint64) {
 	for name, st := range o.statuses {
-		m := get(name)
+		m := members.get(name)
 		if m.ID != 0 && st.MemberID != m.ID {
 			// The pod's address answers as another member (an IP reused after a restart):
 			// what it says is not about this member.
@@ -94,10 +140,15 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 		}
 		m.Reachable, m.ClusterID, m.HasLeader = true, st.ClusterID, st.Leader != 0
 		m.Version, m.Revision, m.DBSize, m.DBSizeInUse = st.Version, st.Revision, st.DBSize, st.DBSizeInUse
-		follow(st, clusterID)
+		leader.follow(st, clusterID)
 	}
+}
+
+// addPods adds what the members' pods show: their age, readiness, spec, and what the launcher
+// refused.
+func (o *observation) addPods(members memberTable, now time.Time, terminating time.Duration) {
 	for name, p := range o.pods {
-		m := get(name)
+		m := members.get(name)
 		m.HasPod = true
 		m.PodTerminating = !p.DeletionTimestamp.IsZero()
 		if m.PodTerminating {
@@ -125,12 +176,16 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 				m.PeersUnreachable = refusal.Message
 			}
 		}
-		if why := podProblem(p, now, set.Deadlines.Terminating); why != "" && m.PodProblem == "" {
+		if why := podProblem(p, now, terminating); why != "" && m.PodProblem == "" {
 			m.PodProblem = why
 		}
 	}
+}
+
+// addVolumes adds what the members' volumes show, and the size the cluster bootstrapped with.
+func (o *observation) addVolumes(c *v1alpha1.EtcdCluster, s *planner.State, members memberTable, now time.Time) {
 	for name, p := range o.pvcs {
-		m := get(name)
+		m := members.get(name)
 		m.HasPVC = true
 		m.PVCTerminating = !p.DeletionTimestamp.IsZero()
 		m.PVCHasData = p.Annotations[names.AnnotationClusterID] != ""
@@ -140,17 +195,6 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 			s.BootstrapSize = n
 		}
 	}
-	for _, m := range byName {
-		s.Members = append(s.Members, *m)
-	}
-	if c.Joining() {
-		s.Join = o.joinState(c)
-		for _, st := range o.extStatuses {
-			follow(st, s.Join.ListedClusterID)
-		}
-	}
-	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].Index < s.Members[j].Index })
-	return s
 }
 
 // judgeVolume compares a member's PVC with spec.storage.
