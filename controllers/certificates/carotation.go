@@ -203,19 +203,22 @@ func describeBundle(b []byte) string {
 // way to its next phase once the cluster has settled in the current one (the pass planned
 // nothing) and the propagation delay has passed since the phase began. It only changes the
 // status; the Secrets follow on the next pass (ensureTLS), and the members through
-// TrustGeneration.
-func (m *Manager) advanceRotation(c *v1alpha1.EtcdCluster, settled bool, now time.Time) {
+// TrustGeneration. It returns its share of the status.
+func (m *Manager) advanceRotation(c *v1alpha1.EtcdCluster, settled bool, now time.Time) Share {
 	want := c.Spec.TLS.RotateCA
 	if want == "" || !c.Spec.TLS.IsEnabled() || c.Spec.TLS.UserProvided() {
-		return
+		return Share{}
 	}
-	if c.Status.TLS == nil {
-		c.Status.TLS = &v1alpha1.TLSStatus{}
+	var cur *v1alpha1.CARotationStatus
+	if c.Status.TLS != nil {
+		cur = c.Status.TLS.CARotation
 	}
-	if phase := nextRotationPhase(want, c.Status.TLS.CARotation, settled, now, m.propagation()); phase != "" {
-		c.Status.TLS.CARotation = &v1alpha1.CARotationStatus{Token: want, Phase: phase, PhaseTime: metav1.NewTime(now)}
+	share := Share{tls: true}
+	if phase := nextRotationPhase(want, cur, settled, now, m.propagation()); phase != "" {
+		share.rotation = &v1alpha1.CARotationStatus{Token: want, Phase: phase, PhaseTime: metav1.NewTime(now)}
 		m.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCARotation, "CA rotation %s: %s", want, rotationMessages[phase])
 	}
+	return share
 }
 
 // nextRotationPhase is the phase a CA rotation moves to in a pass, or "" when it stays where

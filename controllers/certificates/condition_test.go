@@ -40,3 +40,9 @@ func TestCertificatesCondition(t *testing.T) {
 		}
 	}
 }
+
+// certificatesCondition folds into c's status the CertificatesValid condition of the first
+// expiry it records, as a pass's fold does with EnsureTLS's share.
+func (m *Manager) certificatesCondition(c *v1alpha1.EtcdCluster, now time.Time) {
+	m.tlsShare(c, firstExpiry(c), now).Fold(&c.Status)
+}

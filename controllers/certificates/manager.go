@@ -74,8 +74,7 @@ func (m *Manager) Forget(cluster types.NamespacedName) {
 
 // Advance records, at the end of a pass that took its step, that spec.tls.renewCertificates
 // was acted on, and moves a CA rotation along (only from a settled pass: it changes what
-// members trust).
-func (m *Manager) Advance(c *v1alpha1.EtcdCluster, settled bool, now time.Time) {
-	renewedAll(c)
-	m.advanceRotation(c, settled, now)
+// members trust). It returns the shares of the status, to be folded in this order.
+func (m *Manager) Advance(c *v1alpha1.EtcdCluster, settled bool, now time.Time) []Share {
+	return []Share{renewedAll(c), m.advanceRotation(c, settled, now)}
 }

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,32 +69,19 @@ func (m *Manager) keepSecret(ctx context.Context, c *v1alpha1.EtcdCluster, s *co
 	return nil
 }
 
-// RecordExpiry keeps in status.tls.firstExpiry the certificate under key of a TLS Secret
-// when it is the first to expire (recordMetrics exports it).
-func RecordExpiry(c *v1alpha1.EtcdCluster, s *corev1.Secret, key string) {
-	t, err := pki.NotAfter(s.Data[key])
-	if err != nil {
-		return
-	}
-	if c.Status.TLS == nil {
-		c.Status.TLS = &v1alpha1.TLSStatus{}
-	}
-	if f := c.Status.TLS.FirstExpiry; f == nil || t.Before(f.Time.Time) {
-		c.Status.TLS.FirstExpiry = &v1alpha1.CertificateExpiry{Secret: s.Name, Time: metav1.NewTime(t.UTC().Truncate(time.Second))}
-	}
+// tlsShare is EnsureTLS's share of the status: the first certificate to expire (f), and
+// whether it does so soon.
+func (m *Manager) tlsShare(c *v1alpha1.EtcdCluster, f *v1alpha1.CertificateExpiry, now time.Time) Share {
+	return Share{tls: f != nil, setExpiry: true, firstExpiry: f, setValid: true, valid: m.validCondition(c, f, now)}
 }
 
-// certificatesCondition says whether the first certificate to expire does so soon: within a
+// validCondition says whether the first certificate to expire (f) does so soon: within a
 // quarter of the certificate lifetime, at most 21 days (generated certificates are renewed
-// with a third left, so one that gets this close was not renewed).
-func (m *Manager) certificatesCondition(c *v1alpha1.EtcdCluster, now time.Time) {
-	f := (*v1alpha1.CertificateExpiry)(nil)
-	if c.Status.TLS != nil {
-		f = c.Status.TLS.FirstExpiry
-	}
+// with a third left, so one that gets this close was not renewed). Without certificates there
+// is no condition (nil).
+func (m *Manager) validCondition(c *v1alpha1.EtcdCluster, f *v1alpha1.CertificateExpiry, now time.Time) *metav1.Condition {
 	if f == nil {
-		meta.RemoveStatusCondition(&c.Status.Conditions, v1alpha1.ConditionCertificatesValid)
-		return
+		return nil
 	}
 	window := min(21*24*time.Hour, m.certLifetime()/4)
 	fix := "replace it in its Secret"
@@ -112,7 +98,7 @@ func (m *Manager) certificatesCondition(c *v1alpha1.EtcdCluster, now time.Time) 
 		cond = statuscond.New(v1alpha1.ConditionCertificatesValid, false, v1alpha1.ReasonCertificateExpiring,
 			fmt.Sprintf("the certificate in Secret %s expires at %s, in %s: %s", f.Secret, f.Time.UTC().Format(time.RFC3339), left.Round(time.Minute), fix), c.Generation)
 	}
-	meta.SetStatusCondition(&c.Status.Conditions, cond)
+	return &cond
 }
 
 // checkUserTLS checks the Secrets spec.tls names: each holds a certificate, its key and the
@@ -143,7 +129,7 @@ func (m *Manager) checkUserTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 		if err := pki.CheckLeaf(s.Data[pki.KeyCert], s.Data[pki.KeyKey], s.Data[pki.KeyCACert], u.check); err != nil {
 			return fmt.Errorf("TLS secret %s (%s): %w; replace its certificate", u.name, u.field, err)
 		}
-		RecordExpiry(c, s, pki.KeyCert)
+		recordExpiry(ctx, s, pki.KeyCert)
 	}
 	return nil
 }
@@ -154,31 +140,17 @@ func (m *Manager) checkUserTLS(ctx context.Context, c *v1alpha1.EtcdCluster) err
 //
 // A pass that depends on nothing that changed since the last one that found nothing to do
 // takes that one's findings (tlsMemo), and reads no Secret.
-func (m *Manager) EnsureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+func (m *Manager) EnsureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (Share, error) {
 	now := time.Now()
 	inputs := tlsInputs(c, m.certLifetime())
 	if first, ok := m.tlsDone.lookup(ctx, m.Client, c, inputs, now); ok {
-		switch {
-		case first != nil && c.Status.TLS == nil:
-			c.Status.TLS = &v1alpha1.TLSStatus{FirstExpiry: first}
-		case first != nil:
-			c.Status.TLS.FirstExpiry = first
-		case c.Status.TLS != nil:
-			c.Status.TLS.FirstExpiry = nil
-		}
-		m.certificatesCondition(c, now)
-		return nil
+		return m.tlsShare(c, first, now), nil
 	}
-	if c.Status.TLS != nil {
-		c.Status.TLS.FirstExpiry = nil // found again below, from the Secrets as they are
-	}
-	reads := &secretReads{}
-	err := m.ensureTLSSecrets(withSecretReads(ctx, reads), c)
-	if err == nil {
-		m.certificatesCondition(c, now)
-		if !reads.wrote {
-			m.tlsDone.record(c, inputs, reads, m.certLifetime(), now)
-		}
+	// The first expiry is found again, from the Secrets as they are.
+	reads, found := &secretReads{}, &expiries{}
+	err := m.ensureTLSSecrets(withExpiries(withSecretReads(ctx, reads), found), c)
+	if err == nil && !reads.wrote {
+		m.tlsDone.recordFirst(c, inputs, reads, found.first, m.certLifetime(), now)
 	}
 	// Their data is read again only when one of them changes. Kept: the client certificate
 	// the operator uses on every pass (clientTLS: its own, or the applications' for a cluster
@@ -195,7 +167,10 @@ func (m *Manager) EnsureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) error 
 		keep = append(keep, names.CASecret(c.Name), nextCA(names.CASecret(c.Name)))
 	}
 	m.secrets.shed(c.Namespace, reads.rvs, keep...)
-	return err
+	if err != nil {
+		return Share{}, err
+	}
+	return m.tlsShare(c, found.first, now), nil
 }
 
 // ensureTLSSecrets is ensureTLS's work on the Secrets.
@@ -229,7 +204,7 @@ func (m *Manager) ensureTLSSecrets(ctx context.Context, c *v1alpha1.EtcdCluster)
 			if err := m.keepSecret(ctx, c, s); err != nil {
 				return err
 			}
-			RecordExpiry(c, s, pki.KeyCACert)
+			recordExpiry(ctx, s, pki.KeyCACert)
 		}
 		for _, n := range k.leaves {
 			if err := m.ensureLeaf(ctx, c, n, a, leafRequest(c, n), renewAll, now); err != nil {
@@ -267,14 +242,11 @@ func renewAllRequested(c *v1alpha1.EtcdCluster) bool {
 }
 
 // renewedAll records that spec.tls.renewCertificates was acted on.
-func renewedAll(c *v1alpha1.EtcdCluster) {
+func renewedAll(c *v1alpha1.EtcdCluster) Share {
 	if !renewAllRequested(c) {
-		return
+		return Share{}
 	}
-	if c.Status.TLS == nil {
-		c.Status.TLS = &v1alpha1.TLSStatus{}
-	}
-	c.Status.TLS.RenewedToken = c.Spec.TLS.RenewCertificates
+	return Share{tls: true, renewedToken: c.Spec.TLS.RenewCertificates}
 }
 
 // leafRequest is the certificate a generated leaf Secret holds.
@@ -321,7 +293,7 @@ func (m *Manager) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, name 
 	if wrote, err := m.conform(ctx, c, s, a, req, now); err != nil || wrote {
 		return err
 	}
-	defer RecordExpiry(c, s, pki.KeyCert)
+	defer recordExpiry(ctx, s, pki.KeyCert)
 	if (!renewAll && !m.renewalDue(s, now)) || !resources.Retained(c, s) {
 		return nil
 	}
@@ -388,7 +360,7 @@ func (m *Manager) renew(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.
 	}
 	end, _ := pki.NotAfter(pair.CertPEM)
 	m.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateRenewed, "renewed %s from %s, valid until %s", s.Name, ca.Cert.Subject.CommonName, end.UTC().Format(time.RFC3339))
-	RecordExpiry(c, updated, pki.KeyCert)
+	recordExpiry(ctx, updated, pki.KeyCert)
 	return nil
 }
 

@@ -76,12 +76,18 @@ func (m *tlsMemo) lookup(ctx context.Context, cached client.Reader, c *v1alpha1.
 	return s.firstExpiry.DeepCopy(), true
 }
 
-// record remembers a pass whose TLS work read reads and wrote nothing.
+// record remembers a pass whose TLS work read reads, wrote nothing, and found the first
+// expiry c's status records.
 func (m *tlsMemo) record(c *v1alpha1.EtcdCluster, inputs string, reads *secretReads, lifetime time.Duration, now time.Time) {
+	m.recordFirst(c, inputs, reads, firstExpiry(c), lifetime, now)
+}
+
+// recordFirst remembers a pass whose TLS work read reads, wrote nothing, and found found.
+func (m *tlsMemo) recordFirst(c *v1alpha1.EtcdCluster, inputs string, reads *secretReads, found *v1alpha1.CertificateExpiry, lifetime time.Duration, now time.Time) {
 	until := now.Add(tlsRecheck)
 	var first *v1alpha1.CertificateExpiry
-	if c.Status.TLS != nil && c.Status.TLS.FirstExpiry != nil {
-		first = c.Status.TLS.FirstExpiry.DeepCopy()
+	if found != nil {
+		first = found.DeepCopy()
 		if due := renewalTime(first.Time.Time, lifetime); due.Before(until) {
 			until = due
 		}

@@ -32,15 +32,18 @@ const UserSecretType corev1.SecretType = "servicebinding.io/etcd"
 //
 // cl is the pass's client of the cluster (nil when no member could be dialled), settled says
 // the pass planned no step.
-func (m *Manager) SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etcd.Client, settled bool) error {
+// Its share of the status (the users' certificates' first expiry, authentication and the
+// users) comes with an error too: what it did before the error is reported.
+func (m *Manager) SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etcd.Client, settled bool) (Share, error) {
 	if c.Spec.Paused || (len(c.Spec.Users) == 0 && !c.Status.AuthEnabled) {
-		return nil
+		return Share{}, nil
 	}
-	if err := m.ensureUserSecrets(ctx, c); err != nil {
-		return err
+	found := &expiries{first: firstExpiry(c)}
+	if err := m.ensureUserSecrets(withExpiries(ctx, found), c); err != nil {
+		return found.share(), err
 	}
 	if !settled || cl == nil {
-		return nil // one change at a time: membership first
+		return found.share(), nil // one change at a time: membership first
 	}
 	spec := etcd.AuthSpec{Enabled: len(c.Spec.Users) > 0, Admins: []string{names.OperatorCN, names.ServerCN(c.Name)}}
 	var declared []string
@@ -53,11 +56,12 @@ func (m *Manager) SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etc
 		m.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventUsersChanged, "etcd authentication: %s", strings.Join(changes, "; "))
 	}
 	if err != nil {
-		return fmt.Errorf("applying spec.users to etcd: %w", err)
+		return found.share(), fmt.Errorf("applying spec.users to etcd: %w", err)
 	}
 	slices.Sort(declared)
-	c.Status.AuthEnabled, c.Status.Users = spec.Enabled, declared
-	return nil
+	share := found.share()
+	share.setUsers, share.authEnabled, share.users = true, spec.Enabled, declared
+	return share, nil
 }
 
 // ensureUserSecrets issues each declared user a client certificate (common name: the user)

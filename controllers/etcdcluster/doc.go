@@ -16,6 +16,11 @@
 //     recorded phase, whether the pass settled, the time and the propagation delay.
 //   - when the next pass comes, and why: execute.go returns a requeue (requeue.go), shortened
 //     to renew the cluster's claim in time.
+//   - what the status records: each part (the claim, identity, a join or a recovery step,
+//     the certificates, the users) returns its share, and fold (fold.go) alone writes the
+//     shares into the cluster's status, as each part returns (the parts after it read the
+//     status as it will be written); TestStatusIsWrittenOnlyByTheFold keeps it so.
 //   - the conditions and the figures of the status: status.go (computeStatus), from the
-//     observation, the planner's input and its step; metrics.go exports them.
+//     folded status, the observation, the planner's input and its step; metrics.go exports
+//     them.
 package etcdcluster

@@ -30,33 +30,35 @@ import (
 // execute performs one planned step. Every step is idempotent: names are deterministic,
 // creates tolerate AlreadyExists, deletes carry UID preconditions and tolerate NotFound, and
 // membership calls are re-decided from a fresh member list on the next pass.
-func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, s planner.State, a planner.Action) (requeue, error) {
+//
+// It returns when the next pass comes, and the step's share of the status (a join's or a
+// recovery's record).
+func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, s planner.State, a planner.Action) (requeue, statusShare, error) {
 	// After a step, the next pass observes what it did.
 	next := requeue{after: r.StepDelay, reason: "observing the effect of " + string(a.Kind)}
 	switch a.Kind {
 	case planner.None, planner.Halt:
-		return requeue{after: r.ResyncPeriod, reason: "resync: " + string(a.Kind)}, nil
+		return requeue{after: r.ResyncPeriod, reason: "resync: " + string(a.Kind)}, statusShare{}, nil
 	case planner.Wait:
 		if a.Reason == v1alpha1.ReasonPaused {
-			return requeue{after: r.ResyncPeriod, reason: "resync: paused"}, nil
+			return requeue{after: r.ResyncPeriod, reason: "resync: paused"}, statusShare{}, nil
 		}
-		return requeue{after: waitRetry(a.Retry), reason: "waiting: " + a.Reason}, nil
+		return requeue{after: waitRetry(a.Retry), reason: "waiting: " + a.Reason}, statusShare{}, nil
 	case planner.Bootstrap, planner.CreatePVC, planner.CreatePod, planner.DeletePod, planner.DeletePVC, planner.ExpandVolume:
-		return next, r.actOnObjects(ctx, c, o, a)
+		return next, statusShare{}, r.actOnObjects(ctx, c, o, a)
 	case planner.AddLearner, planner.Promote, planner.Remove, planner.MoveLeader:
-		return r.actOnMembership(ctx, c, o, s, a, next)
+		q, err := r.actOnMembership(ctx, c, o, s, a, next)
+		return q, statusShare{}, err
 	case planner.Disarm, planner.Defragment:
-		return next, r.maintain(ctx, c, o, a)
+		return next, statusShare{}, r.maintain(ctx, c, o, a)
 	case planner.AdoptVolumes:
-		return next, r.adoptVolumes(ctx, c, o, a)
+		return next, statusShare{}, r.adoptVolumes(ctx, c, o, a)
 	case planner.StartJoin:
-		r.startJoin(c, o, s, a)
-		return next, nil
+		return next, r.startJoin(c, o, s, a), nil
 	case planner.StartRecovery, planner.RecoveryPhase:
-		r.recordRecovery(c, a)
-		return next, nil
+		return next, r.recordRecovery(c, a), nil
 	}
-	return next, fmt.Errorf("unknown action %q", a.Kind)
+	return next, statusShare{}, fmt.Errorf("unknown action %q", a.Kind)
 }
 
 // waitRetry is when a pass that waits looks again: every 5 s, or sooner when the planner knows
@@ -275,21 +277,24 @@ func (r *Reconciler) adoptVolumes(ctx context.Context, c *v1alpha1.EtcdCluster, 
 
 // recordRecovery writes the progress of a forced recovery into status before anything is done
 // about it, so that a crash between steps resumes the same recovery.
-func (r *Reconciler) recordRecovery(c *v1alpha1.EtcdCluster, a planner.Action) {
+func (r *Reconciler) recordRecovery(c *v1alpha1.EtcdCluster, a planner.Action) statusShare {
+	var share statusShare
 	switch a.Kind {
 	case planner.StartRecovery:
 		now := metav1.Now()
-		c.Status.Recovery = &v1alpha1.RecoveryStatus{Token: c.Spec.Recovery.ForceNewCluster, Phase: v1alpha1.RecoveryRestarting,
+		share.recovery = &v1alpha1.RecoveryStatus{Token: c.Spec.Recovery.ForceNewCluster, Phase: v1alpha1.RecoveryRestarting,
 			Member: a.Member, Revision: a.Revision, StartTime: &now}
 		r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventRecoveryStarted, "%s", a.Message)
 	case planner.RecoveryPhase:
 		if a.Phase == v1alpha1.RecoveryNotNeeded {
-			c.Status.Recovery = &v1alpha1.RecoveryStatus{Token: c.Spec.Recovery.ForceNewCluster, Phase: a.Phase}
+			share.recovery = &v1alpha1.RecoveryStatus{Token: c.Spec.Recovery.ForceNewCluster, Phase: a.Phase}
 		} else if c.Status.Recovery != nil {
-			c.Status.Recovery.Phase = a.Phase
+			share.recovery = c.Status.Recovery.DeepCopy()
+			share.recovery.Phase = a.Phase
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventRecoveryProgress, "%s", a.Message)
 	}
+	return share
 }
 
 // initialClusterFor is --initial-cluster for a member joining or rejoining: every member in

@@ -11,13 +11,14 @@ import (
 	"github.com/quorate-dev/quorate/internal/names"
 )
 
-// identify settles which etcd cluster ID the members must report and makes it durable: in
-// status, and on the PVC of every member that has started (a volume that remembers its cluster
-// survives the loss of status and forbids a second bootstrap). It returns 0 before bootstrap.
+// identify settles which etcd cluster ID the members must report; settleIdentity makes it
+// durable: in status, and on the PVC of every member that has started (a volume that remembers
+// its cluster survives the loss of status and forbids a second bootstrap). It returns 0 before
+// bootstrap.
 //
 // The ID comes from status; failing that, from a volume that recorded it; failing that, from
 // the member list of a cluster that has just formed.
-func (r *Reconciler) identify(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation) (uint64, error) {
+func (r *Reconciler) identify(c *v1alpha1.EtcdCluster, o *observation) (uint64, error) {
 	id, err := r.recordedClusterID(c, o)
 	if err != nil {
 		return 0, err
@@ -26,14 +27,7 @@ func (r *Reconciler) identify(ctx context.Context, c *v1alpha1.EtcdCluster, o *o
 		id = o.listedClusterID
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventClusterBootstrapped, "etcd cluster %s formed with %d members", names.FormatID(id), len(o.members))
 	}
-	if id == 0 {
-		return 0, nil
-	}
-	c.Status.ClusterID = names.FormatID(id)
-	if c.Spec.Paused {
-		return id, nil
-	}
-	return id, r.annotateVolumes(ctx, c, o)
+	return id, nil
 }
 
 // recordedClusterID is the cluster ID in status, or else the one a member volume recorded.

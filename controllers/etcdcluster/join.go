@@ -138,9 +138,10 @@ func isExternal(c *v1alpha1.EtcdCluster, em etcd.Member) bool {
 	return c.Status.Join == nil || recordedExternal(c)[em.ID]
 }
 
-// startJoin records the external cluster's ID and members: from here on the cluster is this
-// EtcdCluster's, and only these members besides the operator's own may be in it.
-func (r *Reconciler) startJoin(c *v1alpha1.EtcdCluster, o *observation, s planner.State, a planner.Action) {
+// startJoin records the external cluster's ID and members (its share of the status): from here
+// on the cluster is this EtcdCluster's, and only these members besides the operator's own may
+// be in it.
+func (r *Reconciler) startJoin(c *v1alpha1.EtcdCluster, o *observation, s planner.State, a planner.Action) statusShare {
 	now := metav1.NewTime(s.Now)
 	js := &v1alpha1.JoinStatus{Phase: v1alpha1.JoinAddingMembers, StartTime: &now}
 	for _, e := range s.Join.External {
@@ -153,18 +154,19 @@ func (r *Reconciler) startJoin(c *v1alpha1.EtcdCluster, o *observation, s planne
 		js.ExternalMembers = append(js.ExternalMembers, m)
 	}
 	js.Remaining = count32(len(js.ExternalMembers))
-	c.Status.Join = js
-	c.Status.ClusterID = names.FormatID(s.Join.ListedClusterID)
 	r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventJoinStarted, "%s", a.Message)
+	return statusShare{join: js, clusterID: names.FormatID(s.Join.ListedClusterID)}
 }
 
 // advanceJoin keeps status.join's phase and count current from a pass that read the member
-// list, and completes the join once no external member is left.
-func (r *Reconciler) advanceJoin(c *v1alpha1.EtcdCluster, s planner.State, a planner.Action) {
+// list, and completes the join once no external member is left. It returns its share of the
+// status.
+func (r *Reconciler) advanceJoin(c *v1alpha1.EtcdCluster, s planner.State, a planner.Action) statusShare {
 	js := c.Status.Join
 	if s.Join == nil || js == nil || js.Phase == v1alpha1.JoinCompleted || !s.EtcdReachable || a.Kind == planner.StartJoin {
-		return
+		return statusShare{}
 	}
+	js = js.DeepCopy()
 	js.Remaining = count32(len(s.Join.External))
 	switch {
 	case js.Remaining == 0:
@@ -181,6 +183,7 @@ func (r *Reconciler) advanceJoin(c *v1alpha1.EtcdCluster, s planner.State, a pla
 	case s.Join.RemoveExternal && a.Reason == v1alpha1.ReasonJoining:
 		js.Phase = v1alpha1.JoinRemovingExternalMembers
 	}
+	return statusShare{join: js}
 }
 
 // externalPeers are the name=peerURL pairs of the external members for --initial-cluster.

@@ -30,6 +30,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/expectations"
 	"github.com/quorate-dev/quorate/internal/metrics"
+	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
 )
@@ -68,20 +69,23 @@ type Reconciler struct {
 }
 
 // Certificates is what a pass needs of the cluster's certificates (package certificates).
+// What they find for the status comes back as shares, which the pass folds (fold.go).
 type Certificates interface {
 	// Warm reads the cluster's Secrets in one request the first time a pass meets the cluster.
 	Warm(ctx context.Context, cluster types.NamespacedName) error
 	// Forget drops what is remembered of a deleted cluster.
 	Forget(cluster types.NamespacedName)
-	// EnsureTLS checks or issues and renews the certificates before any member needs them.
-	EnsureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) error
+	// EnsureTLS checks or issues and renews the certificates before any member needs them;
+	// its share is the first certificate to expire and the CertificatesValid condition.
+	EnsureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (certificates.Share, error)
 	// ClientTLS is the TLS configuration the operator dials the members with.
 	ClientTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (*tls.Config, error)
 	// SyncUsers gives the application users their Secrets and, from a settled pass, etcd's
-	// users and roles.
-	SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etcd.Client, settled bool) error
+	// users and roles; its share (the users, authentication, an earlier expiry) comes with an
+	// error too.
+	SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etcd.Client, settled bool) (certificates.Share, error)
 	// Advance records a requested renewal as done and moves a CA rotation along.
-	Advance(c *v1alpha1.EtcdCluster, settled bool, now time.Time)
+	Advance(c *v1alpha1.EtcdCluster, settled bool, now time.Time) []certificates.Share
 }
 
 // The verbs the code uses, and no more (the controllers' tests count every write by verb):
@@ -193,7 +197,7 @@ func (r *Reconciler) holdClaim(ctx context.Context, c *v1alpha1.EtcdCluster) (re
 	if err := r.certs.Warm(ctx, client.ObjectKeyFromObject(c)); err != nil {
 		return requeue{}, false, fmt.Errorf("listing the cluster's Secrets: %w", err)
 	}
-	c.Status.Operator = holder
+	fold(c, statusShare{operator: &holder})
 	return requeue{}, true, nil
 }
 
@@ -206,9 +210,11 @@ func (r *Reconciler) prepare(ctx context.Context, c *v1alpha1.EtcdCluster) (stri
 	if c.Spec.Paused {
 		return "", nil
 	}
-	if err := r.certs.EnsureTLS(ctx, c); err != nil {
+	tlsShare, err := r.certs.EnsureTLS(ctx, c)
+	if err != nil {
 		return v1alpha1.ReasonTLSNotReady, err
 	}
+	fold(c, statusShare{certs: []certificates.Share{tlsShare}})
 	if err := r.ensureServices(ctx, c); err != nil {
 		return v1alpha1.ReasonServicesNotReady, err
 	}
@@ -242,9 +248,17 @@ func (r *Reconciler) clearView(ctx context.Context, c *v1alpha1.EtcdCluster, obs
 // settleIdentity settles which cluster the members must belong to and, for a cluster created
 // from a backup, the backup it starts from; a failure comes with its reason.
 func (r *Reconciler) settleIdentity(ctx context.Context, c *v1alpha1.EtcdCluster, obs *observation) (uint64, string, error) {
-	clusterID, err := r.identify(ctx, c, obs)
+	clusterID, err := r.identify(c, obs)
 	if err != nil {
 		return 0, v1alpha1.ReasonRecordClusterIDFailed, err
+	}
+	if clusterID != 0 {
+		fold(c, statusShare{clusterID: names.FormatID(clusterID)})
+		if !c.Spec.Paused {
+			if err := r.annotateVolumes(ctx, c, obs); err != nil {
+				return 0, v1alpha1.ReasonRecordClusterIDFailed, err
+			}
+		}
 	}
 	// A cluster created from a backup needs it before its members exist.
 	if clusterID == 0 && c.Spec.Bootstrap != nil && c.Spec.Bootstrap.FromBackup != nil {
@@ -261,17 +275,20 @@ func (r *Reconciler) step(ctx context.Context, c *v1alpha1.EtcdCluster, obs *obs
 	state := obs.buildState(c, clusterID, time.Now(), r.Settings)
 	action := planner.Plan(state, obs.memberName)
 	logf.FromContext(ctx).V(1).Info("planned", "action", action.String())
-	q, execErr := r.execute(ctx, c, obs, state, action)
+	q, share, execErr := r.execute(ctx, c, obs, state, action)
+	fold(c, share)
 	if execErr == nil {
 		execErr = r.upkeep(ctx, c, obs, state)
 	}
 	if execErr == nil {
-		execErr = r.certs.SyncUsers(ctx, c, obs.client, action.Kind == planner.None)
+		var users certificates.Share
+		users, execErr = r.certs.SyncUsers(ctx, c, obs.client, action.Kind == planner.None)
+		fold(c, statusShare{certs: []certificates.Share{users}})
 	}
 	if execErr == nil {
-		r.advanceJoin(c, state, action)
+		fold(c, r.advanceJoin(c, state, action))
 		// A CA rotation moves on only from a settled pass (it changes what members trust).
-		r.certs.Advance(c, action.Kind == planner.None, time.Now())
+		fold(c, statusShare{certs: r.certs.Advance(c, action.Kind == planner.None, time.Now())})
 	}
 	outcome := string(action.Kind)
 	if execErr != nil {
