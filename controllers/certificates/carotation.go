@@ -15,6 +15,7 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
+	"github.com/quorate-dev/quorate/internal/planner"
 )
 
 // A CA rotation (spec.tls.rotateCA) replaces the cluster CA and the peer CA without a moment
@@ -214,32 +215,11 @@ func (m *Manager) advanceRotation(c *v1alpha1.EtcdCluster, settled bool, now tim
 		cur = c.Status.TLS.CARotation
 	}
 	share := Share{tls: true}
-	if phase := nextRotationPhase(want, cur, settled, now, m.propagation()); phase != "" {
+	if phase := planner.NextRotationPhase(want, cur, settled, now, m.propagation()); phase != "" {
 		share.rotation = &v1alpha1.CARotationStatus{Token: want, Phase: phase, PhaseTime: metav1.NewTime(now)}
 		m.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCARotation, "CA rotation %s: %s", want, rotationMessages[phase])
 	}
 	return share
-}
-
-// nextRotationPhase is the phase a CA rotation moves to in a pass, or "" when it stays where
-// status records it (cur): a rotation that spec.tls.rotateCA asks for (want) and that has not
-// started begins from a settled pass; one under way moves on from a settled pass once the
-// propagation delay has passed since its phase began; a completed one stays completed.
-func nextRotationPhase(want string, cur *v1alpha1.CARotationStatus, settled bool, now time.Time, propagation time.Duration) string {
-	switch {
-	case cur != nil && cur.Token == want && cur.Phase == v1alpha1.CARotationCompleted:
-	case !settled:
-	case cur == nil || cur.Token != want:
-		return v1alpha1.CARotationTrusting
-	case now.Sub(cur.PhaseTime.Time) < propagation:
-	case cur.Phase == v1alpha1.CARotationTrusting:
-		return v1alpha1.CARotationReissuing
-	case cur.Phase == v1alpha1.CARotationReissuing:
-		return v1alpha1.CARotationDropping
-	case cur.Phase == v1alpha1.CARotationDropping:
-		return v1alpha1.CARotationCompleted
-	}
-	return ""
 }
 
 var rotationMessages = map[string]string{

@@ -1,6 +1,6 @@
 // Package certificates holds the certificates of the EtcdClusters: it issues and renews the
 // generated CAs and leaf certificates (tls.go), checks user-provided ones, rotates the CAs by
-// phase (carotation.go; nextRotationPhase decides), gives each application user its
+// phase (carotation.go; planner.NextRotationPhase decides), gives each application user its
 // certificate and etcd's users and roles (users.go), and keeps the Secrets it read, and the
 // client certificate every pass dials with, in a memo (secretmemo.go, tlsmemo.go,
 // clientcreds.go). The EtcdCluster reconciler uses it through one Manager, which it builds

@@ -11,9 +11,11 @@
 //     planinput.go builds; nothing here second-guesses it.
 //   - whether a spec is acceptable: validate.go; the API's schema and CEL rules first.
 //   - which cluster the members belong to (the recorded cluster ID): identity.go.
-//   - how a join's record moves on once the planner's step is taken: join.go (advanceJoin).
-//   - the CA rotation's next phase: certificates.nextRotationPhase, a pure function of the
-//     recorded phase, whether the pass settled, the time and the propagation delay.
+//   - how a join's record moves on once the planner's step is taken: planner.JoinPhase, from
+//     the planner's input and its step; join.go records it (advanceJoin).
+//   - the CA rotation's next phase: planner.NextRotationPhase, a pure function of the recorded
+//     phase, whether the pass settled, the time and the propagation delay; the certificates
+//     (package certificates) act on the phase in the passes after.
 //   - when the next pass comes, and why: execute.go returns a requeue (requeue.go), shortened
 //     to renew the cluster's claim in time.
 //   - what the status records: each part (the claim, identity, a join or a recovery step,

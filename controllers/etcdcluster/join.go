@@ -159,18 +159,20 @@ func (r *Reconciler) startJoin(c *v1alpha1.EtcdCluster, o *observation, s planne
 }
 
 // advanceJoin keeps status.join's phase and count current from a pass that read the member
-// list, and completes the join once no external member is left. It returns its share of the
-// status.
+// list, and completes the join once no external member is left (planner.JoinPhase decides).
+// It returns its share of the status.
 func (r *Reconciler) advanceJoin(c *v1alpha1.EtcdCluster, s planner.State, a planner.Action) statusShare {
 	js := c.Status.Join
-	if s.Join == nil || js == nil || js.Phase == v1alpha1.JoinCompleted || !s.EtcdReachable || a.Kind == planner.StartJoin {
+	if js == nil {
+		return statusShare{}
+	}
+	phase, moves := planner.JoinPhase(s, a, js.Phase, true)
+	if !moves {
 		return statusShare{}
 	}
 	js = js.DeepCopy()
 	js.Remaining = count32(len(s.Join.External))
-	switch {
-	case js.Remaining == 0:
-		js.Phase = v1alpha1.JoinCompleted
+	if phase == v1alpha1.JoinCompleted {
 		now := metav1.NewTime(s.Now)
 		js.CompletionTime = &now
 		took := ""
@@ -178,11 +180,8 @@ func (r *Reconciler) advanceJoin(c *v1alpha1.EtcdCluster, s planner.State, a pla
 			took = fmt.Sprintf(" in %s", s.Now.Sub(js.StartTime.Time).Round(time.Second))
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventJoinCompleted, "the last external member is gone: the cluster %s is managed by the operator alone (joined%s)", c.Status.ClusterID, took)
-	case a.Reason == v1alpha1.ReasonWaitingForGoAhead:
-		js.Phase = v1alpha1.JoinWaitingForGoAhead
-	case s.Join.RemoveExternal && a.Reason == v1alpha1.ReasonJoining:
-		js.Phase = v1alpha1.JoinRemovingExternalMembers
 	}
+	js.Phase = phase
 	return statusShare{join: js}
 }
 

@@ -1,4 +1,4 @@
-package certificates
+package planner
 
 import (
 	"testing"
@@ -37,8 +37,42 @@ func TestNextRotationPhase(t *testing.T) {
 		{"completed stays completed", at("r1", v1alpha1.CARotationCompleted, time.Hour), true, ""},
 		{"completed, not settled", at("r1", v1alpha1.CARotationCompleted, time.Hour), false, ""},
 	} {
-		if got := nextRotationPhase("r1", tc.cur, tc.settled, now, propagation); got != tc.want {
+		if got := NextRotationPhase("r1", tc.cur, tc.settled, now, propagation); got != tc.want {
 			t.Errorf("%s: next phase %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A join's record moves on only after a pass that read the member list and did not start the
+// join: completed once no external member is left, else as the step says.
+func TestJoinPhase(t *testing.T) {
+	ext := []External{{Name: "vm-0", ID: 0xe1}}
+	joining := func(external []External, remove bool) State {
+		return State{EtcdReachable: true, Join: &Join{Started: true, External: external, RemoveExternal: remove}}
+	}
+	step := Action{Kind: AddLearner, Reason: v1alpha1.ReasonJoining}
+	for _, tc := range []struct {
+		name      string
+		s         State
+		a         Action
+		recorded  string
+		started   bool
+		want      string
+		wantMoves bool
+	}{
+		{"no join", State{EtcdReachable: true}, step, v1alpha1.JoinAddingMembers, true, "", false},
+		{"not started", joining(ext, false), step, "", false, "", false},
+		{"completed stays", joining(nil, false), step, v1alpha1.JoinCompleted, true, "", false},
+		{"member list not read", State{Join: &Join{Started: true}}, step, v1alpha1.JoinAddingMembers, true, "", false},
+		{"starting this pass", joining(ext, false), Action{Kind: StartJoin}, v1alpha1.JoinAddingMembers, true, "", false},
+		{"no external member left", joining(nil, true), step, v1alpha1.JoinRemovingExternalMembers, true, v1alpha1.JoinCompleted, true},
+		{"waiting for the go-ahead", joining(ext, false), Action{Kind: Wait, Reason: v1alpha1.ReasonWaitingForGoAhead}, v1alpha1.JoinAddingMembers, true, v1alpha1.JoinWaitingForGoAhead, true},
+		{"removing the external members", joining(ext, true), step, v1alpha1.JoinAddingMembers, true, v1alpha1.JoinRemovingExternalMembers, true},
+		{"joining without removal keeps its phase", joining(ext, false), step, v1alpha1.JoinAddingMembers, true, v1alpha1.JoinAddingMembers, true},
+	} {
+		got, moves := JoinPhase(tc.s, tc.a, tc.recorded, tc.started)
+		if got != tc.want || moves != tc.wantMoves {
+			t.Errorf("%s: JoinPhase = %q, %v; want %q, %v", tc.name, got, moves, tc.want, tc.wantMoves)
 		}
 	}
 }
