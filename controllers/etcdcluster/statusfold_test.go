@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -24,7 +25,7 @@ var foldWriters = map[string][]string{
 func TestStatusIsWrittenOnlyByTheFold(t *testing.T) {
 	for dir, allowed := range foldWriters {
 		for _, w := range statusWrites(t, dir) {
-			if !contains(allowed, w.fn) {
+			if !slices.Contains(allowed, w.fn) {
 				t.Errorf("%s: %s writes a status outside the fold: return a share and let the pass fold it (fold.go)", w.pos, w.fn)
 			}
 		}
@@ -58,29 +59,39 @@ func statusWrites(t *testing.T, dir string) []statusWrite {
 			if !ok || fd.Body == nil {
 				continue
 			}
-			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				var targets []ast.Expr
-				switch n := n.(type) {
-				case *ast.AssignStmt:
-					if n.Tok != token.DEFINE {
-						targets = n.Lhs
-					}
-				case *ast.IncDecStmt:
-					targets = []ast.Expr{n.X}
-				case *ast.UnaryExpr:
-					if n.Op == token.AND {
-						targets = []ast.Expr{n.X}
-					}
-				}
-				for _, e := range targets {
-					if throughStatus(e) {
-						out = append(out, statusWrite{pos: fset.Position(e.Pos()).String(), fn: fd.Name.Name})
-					}
-				}
-				return true
-			})
+			for _, e := range statusTargets(fd.Body) {
+				out = append(out, statusWrite{pos: fset.Position(e.Pos()).String(), fn: fd.Name.Name})
+			}
 		}
 	}
+	return out
+}
+
+// statusTargets are the expressions under n that are written, or whose address is taken,
+// through a .Status.
+func statusTargets(n ast.Node) []ast.Expr {
+	var out []ast.Expr
+	ast.Inspect(n, func(n ast.Node) bool {
+		var targets []ast.Expr
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			if n.Tok != token.DEFINE {
+				targets = n.Lhs
+			}
+		case *ast.IncDecStmt:
+			targets = []ast.Expr{n.X}
+		case *ast.UnaryExpr:
+			if n.Op == token.AND {
+				targets = []ast.Expr{n.X}
+			}
+		}
+		for _, e := range targets {
+			if throughStatus(e) {
+				out = append(out, e)
+			}
+		}
+		return true
+	})
 	return out
 }
 
@@ -105,15 +116,6 @@ func throughStatus(e ast.Expr) bool {
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // The check finds a write outside the fold (so it would fail on a status written by a part).
 func TestStatusWritesAreFound(t *testing.T) {
 	src := `package p
@@ -129,24 +131,7 @@ func part(c *T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := 0
-	ast.Inspect(f, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.AssignStmt:
-			if n.Tok != token.DEFINE && throughStatus(n.Lhs[0]) {
-				found++
-			}
-		case *ast.IncDecStmt:
-			if throughStatus(n.X) {
-				found++
-			}
-		case *ast.UnaryExpr:
-			if n.Op == token.AND && throughStatus(n.X) {
-				found++
-			}
-		}
-		return true
-	})
+	found := len(statusTargets(f))
 	if found != 4 {
 		t.Fatalf("found %d writes through .Status, want 4", found)
 	}
