@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/operator-framework/operator-lib/conditions"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -29,7 +31,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
-	"github.com/quorate-dev/quorate/controllers"
+	"github.com/quorate-dev/quorate/controllers/backup"
+	"github.com/quorate-dev/quorate/controllers/etcdcluster"
+	"github.com/quorate-dev/quorate/controllers/managercache"
+	"github.com/quorate-dev/quorate/controllers/ownership"
 	"github.com/quorate-dev/quorate/internal/envflag"
 	"github.com/quorate-dev/quorate/internal/expectations"
 	"github.com/quorate-dev/quorate/internal/memlimit"
@@ -66,66 +71,35 @@ func identity() string {
 	return "local/" + host
 }
 
+// config is what the command line sets.
+type config struct {
+	metricsAddr, probeAddr, leaderNS, pullPolicy string
+	pprofAddr                                    string
+	metricsSecret, metricsService                string
+	secureMetrics, leaderElect                   bool
+	concurrency                                  int
+	apiQPS                                       float64
+	apiBurst                                     int
+	resync, rollSettle                           time.Duration
+	deadlines                                    planner.Deadlines
+	ownershipTerm, certLifetime, certPropagation time.Duration
+	allowPlaintext                               bool
+	operator                                     resources.Operator
+	images                                       resources.Images
+	zap                                          zap.Options
+}
+
 func main() {
-	var (
-		metricsAddr, probeAddr, leaderNS, pullPolicy string
-		pprofAddr                                    string
-		metricsSecret, metricsService                string
-		secureMetrics, leaderElect                   bool
-		concurrency                                  int
-		apiQPS                                       float64
-		apiBurst                                     int
-		resync, rollSettle                           time.Duration
-		deadlines                                    = planner.DefaultDeadlines
-		ownershipTerm, certLifetime, certPropagation time.Duration
-		allowPlaintext                               bool
-		operator                                     = resources.Operator{Labels: map[string]string{"control-plane": "controller-manager"}}
-		images                                       resources.Images
-	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (0 disables it)")
-	flag.BoolVar(&secureMetrics, "metrics-secure", true, "serve metrics over HTTPS with authentication and authorization")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the health probes")
-	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "address of Go's pprof endpoints (empty: off), for profiling memory and CPU")
-	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader so that only one replica acts")
-	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the operator's own)")
-	flag.IntVar(&concurrency, "max-concurrent-reconciles", 4, "EtcdClusters reconciled in parallel")
-	flag.Float64Var(&apiQPS, "kube-api-qps", 50, "requests per second the operator's Kubernetes client sends at most, sustained (client-go's token bucket; reads from the cache do not count)")
-	flag.IntVar(&apiBurst, "kube-api-burst", 100, "requests the operator's Kubernetes client may send at once above --kube-api-qps")
-	flag.DurationVar(&resync, "resync-period", 30*time.Second, "how often a settled cluster's health is checked")
-	flag.DurationVar(&rollSettle, "roll-settle", 10*time.Second, "how long every member's pod must have been ready before a rolling update (etcd upgrade, spec change) replaces the next one; clients reconnect in that time")
-	flag.DurationVar(&deadlines.MemberStart, "member-start-deadline", deadlines.MemberStart, "how long a member's new pod may take to become healthy before a rollout is reported stuck (sooner when the pod shows why, such as an image pull error)")
-	flag.DurationVar(&deadlines.Learner, "learner-deadline", deadlines.Learner, "how long a learner may take to start and catch up before it is removed and added again")
-	flag.DurationVar(&deadlines.Terminating, "terminating-deadline", deadlines.Terminating, "how long a member's pod may stay terminating (its node does not answer) before it is reported and no longer holds up other members' steps")
-	defaultTerm, err := time.ParseDuration(envflag.Or("OWNERSHIP_TERM", "1m"))
-	if err != nil {
-		defaultTerm = time.Minute
-	}
-	flag.DurationVar(&ownershipTerm, "ownership-term", defaultTerm, "how long this instance's claim on a cluster lasts without renewal; another Quorate install that sees the cluster takes it over only after it expires (0 turns claims off: only for a single install)")
-	flag.BoolVar(&allowPlaintext, "allow-plaintext", false, "manage EtcdClusters with tls.enabled false (anyone who reaches their members can read and write them); off: such clusters are refused with the condition InvalidSpec")
-	flag.StringVar(&images.EtcdRepository, "etcd-image-repository", envflag.Or("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
-	flag.StringVar(&images.Launcher, "launcher-image", envflag.Or("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
-	flag.StringVar(&pullPolicy, "image-pull-policy", envflag.Or("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
-	opts := zap.Options{Development: false}
-	flag.DurationVar(&certLifetime, "certificate-lifetime", pki.LeafValidity, "lifetime of the certificates the operator generates; each is renewed in its Secret with a third of it left")
-	defaultPropagation, err := time.ParseDuration(envflag.Or("CERTIFICATE_PROPAGATION", "2m"))
-	if err != nil {
-		defaultPropagation = 2 * time.Minute
-	}
-	flag.DurationVar(&certPropagation, "certificate-propagation", defaultPropagation, "how long each phase of a CA rotation (spec.tls.rotateCA) lasts at least: the time the kubelet takes to project an updated Secret into the pods, applications' included (env CERTIFICATE_PROPAGATION)")
-	flag.StringVar(&operator.Namespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, which the clusters' NetworkPolicies admit to the client port (env POD_NAMESPACE; empty: pods with the operator's labels in any namespace)")
-	flag.StringVar(&metricsSecret, "metrics-cert-secret", "quorate-metrics-tls", "Secret of the operator's namespace holding the metrics endpoint's certificate and CA (issued and renewed by the operator; a ServiceMonitor names its ca.crt); empty: a self-signed certificate")
-	flag.StringVar(&metricsService, "metrics-service", "quorate-controller-manager-metrics-service", "the metrics Service, whose DNS names the metrics certificate covers")
-	flag.Var(labelsFlag(operator.Labels), "operator-pod-labels", "labels (k=v,...) of the operator's pods, which the clusters' NetworkPolicies admit to the client port")
-	opts.BindFlags(flag.CommandLine)
-	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	cfg := parseFlags()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&cfg.zap)))
 	log := ctrl.Log.WithName("setup")
 	if soft, why, err := memlimit.Set(memlimit.Paths); err != nil {
 		log.Error(err, "reading the container's memory limit: the Go runtime keeps no soft memory limit; set GOMEMLIMIT to give it one")
 	} else {
 		log.Info("the Go runtime's soft memory limit", "bytes", soft, "because", why)
 	}
-	images.PullPolicy = corev1.PullPolicy(pullPolicy)
+	images := &cfg.images
+	images.PullPolicy = corev1.PullPolicy(cfg.pullPolicy)
 	images.EtcdPinned = resources.PinnedFromEnv(os.Environ())
 	if images.Launcher == "" {
 		log.Error(nil, "no launcher image: set --launcher-image or OPERATOR_IMAGE to the operator's image")
@@ -133,37 +107,105 @@ func main() {
 	}
 
 	restConfig := ctrl.GetConfigOrDie()
-	restConfig.QPS, restConfig.Burst = float32(apiQPS), apiBurst
+	restConfig.QPS, restConfig.Burst = float32(cfg.apiQPS), cfg.apiBurst
+	metricsOpts, metricsCert := metricsServing(cfg, restConfig, log)
+	mgr, err := newManager(cfg, restConfig, metricsOpts)
+	exitOn(log, err, "creating the manager")
+	id := identity()
+	addControllers(mgr, cfg, id, log)
+	if metricsCert != nil {
+		exitOn(log, mgr.Add(metricsCert), "renewing the metrics certificate")
+	}
+	exitOn(log, addUpgradeGate(mgr, id), "setting up the OperatorCondition")
+	exitOn(log, addChecks(mgr), "adding health and ready checks")
+	log.Info("starting quorate-operator", "etcdImageRepository", images.EtcdRepository, "launcherImage", images.Launcher)
+	exitOn(log, mgr.Start(ctrl.SetupSignalHandler()), "running the manager")
+}
 
-	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics,
+// exitOn logs err with msg and ends the process, when there is an error.
+func exitOn(log logr.Logger, err error, msg string) {
+	if err != nil {
+		log.Error(err, msg)
+		os.Exit(1)
+	}
+}
+
+// parseFlags reads the command line (and the environment variables some flags default to).
+func parseFlags() *config {
+	cfg := &config{
+		deadlines: planner.DefaultDeadlines,
+		operator:  resources.Operator{Labels: map[string]string{"control-plane": "controller-manager"}},
+		zap:       zap.Options{Development: false},
+	}
+	flag.StringVar(&cfg.metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (0 disables it)")
+	flag.BoolVar(&cfg.secureMetrics, "metrics-secure", true, "serve metrics over HTTPS with authentication and authorization")
+	flag.StringVar(&cfg.probeAddr, "health-probe-bind-address", ":8081", "address of the health probes")
+	flag.StringVar(&cfg.pprofAddr, "pprof-bind-address", "", "address of Go's pprof endpoints (empty: off), for profiling memory and CPU")
+	flag.BoolVar(&cfg.leaderElect, "leader-elect", true, "elect a leader so that only one replica acts")
+	flag.StringVar(&cfg.leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the operator's own)")
+	flag.IntVar(&cfg.concurrency, "max-concurrent-reconciles", 4, "EtcdClusters reconciled in parallel")
+	flag.Float64Var(&cfg.apiQPS, "kube-api-qps", 50, "requests per second the operator's Kubernetes client sends at most, sustained (client-go's token bucket; reads from the cache do not count)")
+	flag.IntVar(&cfg.apiBurst, "kube-api-burst", 100, "requests the operator's Kubernetes client may send at once above --kube-api-qps")
+	flag.DurationVar(&cfg.resync, "resync-period", 30*time.Second, "how often a settled cluster's health is checked")
+	flag.DurationVar(&cfg.rollSettle, "roll-settle", 10*time.Second, "how long every member's pod must have been ready before a rolling update (etcd upgrade, spec change) replaces the next one; clients reconnect in that time")
+	deadlines := &cfg.deadlines
+	flag.DurationVar(&deadlines.MemberStart, "member-start-deadline", deadlines.MemberStart, "how long a member's new pod may take to become healthy before a rollout is reported stuck (sooner when the pod shows why, such as an image pull error)")
+	flag.DurationVar(&deadlines.Learner, "learner-deadline", deadlines.Learner, "how long a learner may take to start and catch up before it is removed and added again")
+	flag.DurationVar(&deadlines.Terminating, "terminating-deadline", deadlines.Terminating, "how long a member's pod may stay terminating (its node does not answer) before it is reported and no longer holds up other members' steps")
+	defaultTerm, err := time.ParseDuration(envflag.Or("OWNERSHIP_TERM", "1m"))
+	if err != nil {
+		defaultTerm = time.Minute
+	}
+	flag.DurationVar(&cfg.ownershipTerm, "ownership-term", defaultTerm, "how long this instance's claim on a cluster lasts without renewal; another Quorate install that sees the cluster takes it over only after it expires (0 turns claims off: only for a single install)")
+	flag.BoolVar(&cfg.allowPlaintext, "allow-plaintext", false, "manage EtcdClusters with tls.enabled false (anyone who reaches their members can read and write them); off: such clusters are refused with the condition InvalidSpec")
+	flag.StringVar(&cfg.images.EtcdRepository, "etcd-image-repository", envflag.Or("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
+	flag.StringVar(&cfg.images.Launcher, "launcher-image", envflag.Or("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
+	flag.StringVar(&cfg.pullPolicy, "image-pull-policy", envflag.Or("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
+	flag.DurationVar(&cfg.certLifetime, "certificate-lifetime", pki.LeafValidity, "lifetime of the certificates the operator generates; each is renewed in its Secret with a third of it left")
+	defaultPropagation, err := time.ParseDuration(envflag.Or("CERTIFICATE_PROPAGATION", "2m"))
+	if err != nil {
+		defaultPropagation = 2 * time.Minute
+	}
+	flag.DurationVar(&cfg.certPropagation, "certificate-propagation", defaultPropagation, "how long each phase of a CA rotation (spec.tls.rotateCA) lasts at least: the time the kubelet takes to project an updated Secret into the pods, applications' included (env CERTIFICATE_PROPAGATION)")
+	flag.StringVar(&cfg.operator.Namespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, which the clusters' NetworkPolicies admit to the client port (env POD_NAMESPACE; empty: pods with the operator's labels in any namespace)")
+	flag.StringVar(&cfg.metricsSecret, "metrics-cert-secret", "quorate-metrics-tls", "Secret of the operator's namespace holding the metrics endpoint's certificate and CA (issued and renewed by the operator; a ServiceMonitor names its ca.crt); empty: a self-signed certificate")
+	flag.StringVar(&cfg.metricsService, "metrics-service", "quorate-controller-manager-metrics-service", "the metrics Service, whose DNS names the metrics certificate covers")
+	flag.Var(labelsFlag(cfg.operator.Labels), "operator-pod-labels", "labels (k=v,...) of the operator's pods, which the clusters' NetworkPolicies admit to the client port")
+	cfg.zap.BindFlags(flag.CommandLine)
+	flag.Parse()
+	return cfg
+}
+
+// metricsServing is how the metrics endpoint serves. It serves a certificate its scrapers
+// verify (ServiceMonitor tlsConfig.ca): issued for the metrics Service by the operator's own
+// CA, kept in a Secret of its namespace (the Provider, nil without one, renews it).
+func metricsServing(cfg *config, restConfig *rest.Config, log logr.Logger) (metricsserver.Options, *metricstls.Provider) {
+	metricsOpts := metricsserver.Options{BindAddress: cfg.metricsAddr, SecureServing: cfg.secureMetrics,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}}
-	if secureMetrics {
+	if cfg.secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
-	// The metrics endpoint serves a certificate its scrapers verify (ServiceMonitor tlsConfig.ca):
-	// issued for the metrics Service by the operator's own CA, kept in a Secret of its namespace.
-	var metricsCert *metricstls.Provider
-	if secureMetrics && metricsAddr != "0" && operator.Namespace != "" && metricsSecret != "" {
-		direct, err := client.New(restConfig, client.Options{Scheme: scheme})
-		if err != nil {
-			log.Error(err, "creating a client")
-			os.Exit(1)
-		}
-		metricsCert = &metricstls.Provider{Client: direct, Namespace: operator.Namespace, Secret: metricsSecret, Service: metricsService}
-		if err := metricsCert.Ensure(ctrl.LoggerInto(context.Background(), log), time.Now()); err != nil {
-			log.Error(err, "the metrics certificate")
-			os.Exit(1)
-		}
-		metricsOpts.TLSOpts = append(metricsOpts.TLSOpts, metricsCert.TLSOpts)
+	if !cfg.secureMetrics || cfg.metricsAddr == "0" || cfg.operator.Namespace == "" || cfg.metricsSecret == "" {
+		return metricsOpts, nil
 	}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+	direct, err := client.New(restConfig, client.Options{Scheme: scheme})
+	exitOn(log, err, "creating a client")
+	metricsCert := &metricstls.Provider{Client: direct, Namespace: cfg.operator.Namespace, Secret: cfg.metricsSecret, Service: cfg.metricsService}
+	exitOn(log, metricsCert.Ensure(ctrl.LoggerInto(context.Background(), log), time.Now()), "the metrics certificate")
+	metricsOpts.TLSOpts = append(metricsOpts.TLSOpts, metricsCert.TLSOpts)
+	return metricsOpts, metricsCert
+}
+
+// newManager makes the manager: its cache, leader election, probes and Event broadcaster.
+func newManager(cfg *config, restConfig *rest.Config, metricsOpts metricsserver.Options) (ctrl.Manager, error) {
+	return ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
-		HealthProbeBindAddress:        probeAddr,
-		PprofBindAddress:              pprofAddr,
-		LeaderElection:                leaderElect,
+		HealthProbeBindAddress:        cfg.probeAddr,
+		PprofBindAddress:              cfg.pprofAddr,
+		LeaderElection:                cfg.leaderElect,
 		LeaderElectionID:              "quorate.etcd.quorate.dev",
-		LeaderElectionNamespace:       leaderNS,
+		LeaderElectionNamespace:       cfg.leaderNS,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cacheOptions(),
 		// Every membership step, certificate change and phase of a rotation is an Event on the
@@ -174,61 +216,32 @@ func main() {
 		// client-go's 4096.
 		EventBroadcaster: record.NewBroadcasterWithCorrelatorOptions(record.CorrelatorOptions{BurstSize: 200, QPS: 0.2, LRUCacheSize: eventCacheEntries}), //nolint:staticcheck // SA1019: the only way to set the spam filter; see above
 	})
-	if err != nil {
-		log.Error(err, "creating the manager")
-		os.Exit(1)
-	}
-	id := identity()
-	r := &controllers.Reconciler{
+}
+
+// addControllers registers the EtcdCluster, EtcdBackup and EtcdBackupSchedule controllers.
+func addControllers(mgr ctrl.Manager, cfg *config, id string, log logr.Logger) {
+	r := &etcdcluster.Reconciler{
 		Client:          mgr.GetClient(),
 		APIReader:       mgr.GetAPIReader(),
 		Scheme:          mgr.GetScheme(),
 		Recorder:        mgr.GetEventRecorderFor(id), //nolint:staticcheck // core/v1 events show in kubectl describe; the source names the install
-		Images:          images,
+		Images:          cfg.images,
 		EtcdFactory:     etcdFactory(),
 		Expectations:    expectations.New(2 * time.Minute),
-		ResyncPeriod:    resync,
-		Settings:        controllers.Settings{RollSettle: rollSettle, Deadlines: deadlines},
-		Ownership:       &controllers.Ownership{Identity: id, Term: ownershipTerm},
-		AllowPlaintext:  allowPlaintext,
-		Operator:        operator,
-		CertLifetime:    certLifetime,
-		CertPropagation: certPropagation,
+		ResyncPeriod:    cfg.resync,
+		Settings:        etcdcluster.Settings{RollSettle: cfg.rollSettle, Deadlines: cfg.deadlines},
+		Ownership:       &ownership.Ownership{Identity: id, Term: cfg.ownershipTerm},
+		AllowPlaintext:  cfg.allowPlaintext,
+		Operator:        cfg.operator,
+		CertLifetime:    cfg.certLifetime,
+		CertPropagation: cfg.certPropagation,
 	}
-	if err := r.SetupWithManager(mgr, concurrency); err != nil {
-		log.Error(err, "setting up the controller")
-		os.Exit(1)
-	}
+	exitOn(log, r.SetupWithManager(mgr, cfg.concurrency), "setting up the controller")
 	// Backups, schedules and restore drills act on the clusters whose claim r holds.
-	if err := (&controllers.BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: r.Recorder, Images: images, Ownership: r.Ownership}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "setting up the backup controller")
-		os.Exit(1)
-	}
-	if err := (&controllers.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: r.Recorder, Images: images, Ownership: r.Ownership}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "setting up the backup schedule controller")
-		os.Exit(1)
-	}
-	if metricsCert != nil {
-		if err := mgr.Add(metricsCert); err != nil {
-			log.Error(err, "renewing the metrics certificate")
-			os.Exit(1)
-		}
-	}
-	if err := addUpgradeGate(mgr, id); err != nil {
-		log.Error(err, "setting up the OperatorCondition")
-		os.Exit(1)
-	}
-	if err := addChecks(mgr); err != nil {
-		log.Error(err, "adding health and ready checks")
-		os.Exit(1)
-	}
-	log.Info("starting quorate-operator", "etcdImageRepository", images.EtcdRepository, "launcherImage", images.Launcher)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		log.Error(err, "running the manager")
-		os.Exit(1)
-	}
+	exitOn(log, (&backup.BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+		Recorder: r.Recorder, Images: cfg.images, Ownership: r.Ownership}).SetupWithManager(mgr), "setting up the backup controller")
+	exitOn(log, (&backup.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+		Recorder: r.Recorder, Images: cfg.images, Ownership: r.Ownership}).SetupWithManager(mgr), "setting up the backup schedule controller")
 }
 
 // cacheOptions restricts the cache to WATCH_NAMESPACE (comma-separated, as OLM sets it), or
@@ -241,7 +254,7 @@ func cacheOptions() cache.Options {
 		}
 		ctrl.Log.WithName("setup").Info("watching namespaces", "namespaces", ns)
 	}
-	return controllers.CacheOptions(namespaces...)
+	return managercache.Options(namespaces...)
 }
 
 // addChecks: healthy while the process runs; ready once the cache has synced (before that,

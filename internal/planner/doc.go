@@ -16,4 +16,7 @@
 //     from it first).
 //  7. Members whose Pod was built from an older spec are replaced one at a time, followers
 //     first, the leader last after leadership has moved.
+//
+// Beside Plan, progress.go decides how the records that move on only after a pass took its
+// step progress: a CA rotation's phase (NextRotationPhase) and a join's (JoinPhase).
 package planner

@@ -1,0 +1,299 @@
+// Package backup holds the EtcdBackup and EtcdBackupSchedule reconcilers: a backup is one Job
+// that takes a snapshot of a cluster the install holds the claim of; a schedule creates
+// backups, lets old ones go by its retention, and drills a restore of each new one.
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/ownership"
+	"github.com/quorate-dev/quorate/controllers/settle"
+	"github.com/quorate-dev/quorate/internal/backup"
+	"github.com/quorate-dev/quorate/internal/metrics"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/resources"
+)
+
+// BackupReconciler takes EtcdBackups. Each backup is one Job (named after it) that runs
+// quorate-backup save with the bucket's credentials; the Job reports its result as its pod's
+// termination message, which becomes the backup's status. The operator never reads the
+// credentials, and never holds the snapshot.
+type BackupReconciler struct {
+	client.Client
+	Scheme    *runtime.Scheme
+	Recorder  record.EventRecorder
+	Images    resources.Images
+	Ownership *ownership.Ownership
+	// APIReader reads the claims (Leases), and a finished Job's pods, without caching them.
+	APIReader client.Reader
+}
+
+// +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdbackups,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdbackups/status,verbs=get;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+
+// Reconcile moves one EtcdBackup along: Pending until its cluster can be backed up, Running
+// while its Job runs, then Completed or Failed for good.
+func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := &v1alpha1.EtcdBackup{}
+	if err := r.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if b.Status.Phase == v1alpha1.BackupCompleted || b.Status.Phase == v1alpha1.BackupFailed || !b.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	original := b.DeepCopy()
+	res, err := r.step(ctx, b)
+	if _, serr := settle.PatchStatus(ctx, r.Client, b, original); serr != nil {
+		return settle.Result(ctx, ctrl.Result{}, errors.Join(err, serr))
+	}
+	return settle.Result(ctx, res, err)
+}
+
+func (r *BackupReconciler) step(ctx context.Context, b *v1alpha1.EtcdBackup) (ctrl.Result, error) {
+	job := &batchv1.Job{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: resources.BackupJobName(b.Name)}, job)
+	switch {
+	case apierrors.IsNotFound(err):
+		return r.start(ctx, b)
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	if !metav1.IsControlledBy(job, b) {
+		r.setPhase(b, v1alpha1.BackupFailed, v1alpha1.ReasonBackupFailed, fmt.Sprintf("Job %s exists and is not this backup's: delete it, or name the backup differently", job.Name))
+		return ctrl.Result{}, nil
+	}
+	done, failed := jobFinished(job)
+	if !done {
+		r.setPhase(b, v1alpha1.BackupRunning, v1alpha1.ReasonBackupRunning, "Job "+job.Name+" takes the snapshot")
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	result, rerr := finishedJobResult(ctx, r.Client, r.APIReader, job)
+	switch {
+	case !failed && rerr == nil && result.Kind == backup.ResultStored && result.Info != nil:
+		b.Status.Member, b.Status.Location, b.Status.Key = result.Member, result.Location, result.Key
+		i := result.Info
+		b.Status.Revision, b.Status.Keys, b.Status.KeyspaceSHA256 = i.Revision, i.Keys, i.Hash
+		b.Status.Size, b.Status.SHA256, b.Status.EtcdVersion, b.Status.ClusterID = i.Size, i.SHA256, i.Version, i.ClusterID
+		msg := fmt.Sprintf("stored %s (%d bytes, revision %d, %d keys) from %s and verified it", result.Location, i.Size, i.Revision, i.Keys, result.Member)
+		r.setPhase(b, v1alpha1.BackupCompleted, v1alpha1.ReasonBackupStored, msg)
+		r.Recorder.Event(b, corev1.EventTypeNormal, v1alpha1.EventBackupCompleted, msg)
+		metrics.RecordBackup(b.Namespace, b.Spec.ClusterName, true, i.Size, time.Now())
+		if len(result.Expired) > 0 {
+			r.Recorder.Eventf(b, corev1.EventTypeNormal, v1alpha1.EventBackupsExpired, "retention deleted %d stored snapshots: %v", len(result.Expired), result.Expired)
+		}
+	default:
+		why := "the Job failed without a result: see its pod's log"
+		if rerr == nil && result.Error != "" {
+			why = result.Error
+		} else if rerr != nil && !errors.Is(rerr, backup.ErrNoResult) {
+			why = rerr.Error()
+		} else if c := jobCondition(job); c != "" {
+			why = c
+		}
+		r.setPhase(b, v1alpha1.BackupFailed, v1alpha1.ReasonBackupFailed, why)
+		r.Recorder.Event(b, corev1.EventTypeWarning, v1alpha1.EventBackupFailed, why)
+		metrics.RecordBackup(b.Namespace, b.Spec.ClusterName, false, 0, time.Now())
+	}
+	now := metav1.Now()
+	b.Status.CompletionTime = &now
+	return ctrl.Result{}, nil
+}
+
+// start creates the backup's Job once the cluster can be backed up: it exists, is managed by
+// this install, has a recorded cluster ID, and is Available.
+func (r *BackupReconciler) start(ctx context.Context, b *v1alpha1.EtcdBackup) (ctrl.Result, error) {
+	target, why, err := backupTarget(ctx, r.Client, r.APIReader, r.Ownership, b.Namespace, b.Spec.ClusterName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if why != "" {
+		r.setPhase(b, v1alpha1.BackupPending, v1alpha1.ReasonWaitingForCluster, why)
+		return ctrl.Result{RequeueAfter: 15 * time.Second}, nil
+	}
+	retain, err := r.scheduleRetention(ctx, b)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	job := resources.BackupJob(b, target, retain, r.Images)
+	if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, fmt.Errorf("creating Job %s: %w", job.Name, err)
+	}
+	now := metav1.Now()
+	b.Status.StartTime = &now
+	r.setPhase(b, v1alpha1.BackupRunning, v1alpha1.ReasonBackupRunning, "Job "+job.Name+" takes the snapshot")
+	r.Recorder.Eventf(b, corev1.EventTypeNormal, v1alpha1.EventBackupStarted, "Job %s takes a snapshot of %s to %s", job.Name, b.Spec.ClusterName,
+		backup.Location{Bucket: b.Spec.Storage.BucketURL, Key: resources.BackupKey(b)})
+	return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+}
+
+// scheduleRetention is the retention of the schedule that created the backup, if any.
+func (r *BackupReconciler) scheduleRetention(ctx context.Context, b *v1alpha1.EtcdBackup) (*resources.Retain, error) {
+	name := b.Labels[names.LabelSchedule]
+	if name == "" {
+		return nil, nil
+	}
+	s := &v1alpha1.EtcdBackupSchedule{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: name}, s); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	ret := &resources.Retain{Prefix: resources.ScheduleKeyPrefix(s), Count: s.Spec.Retention.MaxCount}
+	if s.Spec.Retention.MaxAge != nil {
+		ret.MaxAge = s.Spec.Retention.MaxAge.Duration
+	}
+	return ret, nil
+}
+
+func (r *BackupReconciler) setPhase(b *v1alpha1.EtcdBackup, phase, reason, msg string) {
+	b.Status.Phase = phase
+	meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionBackupComplete,
+		Status: conditionStatus(phase == v1alpha1.BackupCompleted), Reason: reason, Message: msg, ObservedGeneration: b.Generation})
+}
+
+func conditionStatus(ok bool) metav1.ConditionStatus {
+	if ok {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
+
+// backupTarget is the cluster a Job works on, or why it cannot yet: it does not exist, another
+// install holds its claim, it has no recorded cluster ID, or it is not Available.
+func backupTarget(ctx context.Context, c client.Client, reader client.Reader, o *ownership.Ownership, namespace, cluster string) (resources.JobTarget, string, error) {
+	ec := &v1alpha1.EtcdCluster{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: cluster}, ec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return resources.JobTarget{}, fmt.Sprintf("EtcdCluster %s does not exist in %s", cluster, namespace), nil
+		}
+		return resources.JobTarget{}, "", err
+	}
+	if held, holder, err := o.Holds(ctx, reader, ec); err != nil {
+		return resources.JobTarget{}, "", err
+	} else if !held {
+		return resources.JobTarget{}, fmt.Sprintf("EtcdCluster %s is managed by another Quorate install (%s), which takes its backups", cluster, holder), nil
+	}
+	available := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionAvailable)
+	if ec.Status.ClusterID == "" || available == nil || available.Status != metav1.ConditionTrue {
+		return resources.JobTarget{}, fmt.Sprintf("EtcdCluster %s is not Available yet", cluster), nil
+	}
+	t := resources.JobTarget{Cluster: ec, ClusterID: ec.Status.ClusterID}
+	for _, m := range ec.Status.Members {
+		if !m.Learner {
+			t.Members = append(t.Members, m.Name)
+		}
+	}
+	if ec.Spec.TLS.IsEnabled() {
+		t.TLSSecret = names.OperatorSecret(ec.Name)
+		if ec.Spec.TLS.UserProvided() {
+			t.TLSSecret = ec.Spec.TLS.ClientSecretName
+		}
+	}
+	return t, "", nil
+}
+
+// jobFinished reports whether a Job is done, and whether it failed.
+func jobFinished(j *batchv1.Job) (done, failed bool) {
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, false
+		case batchv1.JobFailed:
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// jobCondition is the message of a failed Job's Failed condition (a deadline, say).
+func jobCondition(j *batchv1.Job) string {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return fmt.Sprintf("Job %s failed: %s: %s", j.Name, c.Reason, c.Message)
+		}
+	}
+	return ""
+}
+
+// finishedJobResult is the result of a finished Job. The Job and its pods come through
+// different watches, so the cache can hold the finished Job before its pod's termination
+// message: without a result in the cache, the pods are read from the API server (live) before
+// the Job counts as having left none, which ends a backup or a drill for good.
+func finishedJobResult(ctx context.Context, cache, live client.Reader, j *batchv1.Job) (*backup.Result, error) {
+	res, err := jobResult(ctx, cache, j)
+	if errors.Is(err, backup.ErrNoResult) && live != nil {
+		return jobResult(ctx, live, j)
+	}
+	return res, err
+}
+
+// jobResult reads the result quorate-backup left in the termination message of the Job's
+// newest pod.
+func jobResult(ctx context.Context, c client.Reader, j *batchv1.Job) (*backup.Result, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{batchv1.JobNameLabel: j.Name}); err != nil {
+		return nil, err
+	}
+	var newest *corev1.Pod
+	for i := range pods.Items {
+		if p := &pods.Items[i]; newest == nil || p.CreationTimestamp.After(newest.CreationTimestamp.Time) {
+			newest = p
+		}
+	}
+	if newest == nil {
+		return nil, fmt.Errorf("%w: Job %s has no pod left", backup.ErrNoResult, j.Name)
+	}
+	for _, cs := range newest.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			return backup.ParseResult(t.Message)
+		}
+	}
+	return nil, fmt.Errorf("%w: pod %s has not ended", backup.ErrNoResult, newest.Name)
+}
+
+// pendingBackups are the backups of a cluster that have not started.
+func (r *BackupReconciler) pendingBackups(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list v1alpha1.EtcdBackupList
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, b := range list.Items {
+		if b.Spec.ClusterName == obj.GetName() && (b.Status.Phase == "" || b.Status.Phase == v1alpha1.BackupPending) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
+		}
+	}
+	return out
+}
+
+// SetupWithManager registers the controller.
+func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.EtcdBackup{}).
+		Owns(&batchv1.Job{}).
+		// A backup waiting for its cluster goes on as soon as the cluster changes.
+		Watches(&v1alpha1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.pendingBackups)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		Named("etcdbackup").
+		Complete(r)
+}

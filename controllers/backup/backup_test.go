@@ -1,0 +1,69 @@
+package backup
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/testsupport/backupfixture"
+)
+
+// The cache can hold a finished Job before its pod's termination message (they come through
+// different watches): the backup takes the result from the API server, and does not fail for
+// want of one. A Job whose pod has really left nothing still fails the backup.
+func TestBackupResultPastAStaleCache(t *testing.T) {
+	ctx := context.Background()
+	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: "ns", UID: types.UID("b1-uid")},
+		Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: backupfixture.S3}}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "b1-backup", Namespace: "ns", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: v1alpha1.GroupVersion.String(), Kind: "EtcdBackup", Name: "b1", UID: b.UID, Controller: ptr.To(true)}}},
+		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}},
+	}
+	pod := func(terminated *corev1.ContainerStateTerminated) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b1-backup-x1", Namespace: "ns", Labels: map[string]string{batchv1.JobNameLabel: job.Name}}}
+		st := corev1.ContainerStatus{Name: "quorate-backup", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+		if terminated != nil {
+			st.State = corev1.ContainerState{Terminated: terminated}
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{st}
+		return p
+	}
+	res := backupfixture.Stored("b1-0", "etcd/ns/demo/b1.db", 77)
+	// The cache: the Job finished, its pod still running.
+	cache := fake.NewClientBuilder().WithObjects(job.DeepCopy(), pod(nil)).WithStatusSubresource(&batchv1.Job{}).Build()
+
+	for _, tc := range []struct {
+		name      string
+		live      client.Reader
+		wantPhase string
+		wantWhy   string
+	}{
+		{"the API server has the result", fake.NewClientBuilder().WithObjects(job.DeepCopy(), pod(&corev1.ContainerStateTerminated{Message: res.Encode()})).Build(),
+			v1alpha1.BackupCompleted, "stored s3://backups/etcd/ns/demo/b1.db (8224 bytes, revision 77, 42 keys) from b1-0 and verified it"},
+		{"the pod left no result", fake.NewClientBuilder().WithObjects(job.DeepCopy(), pod(&corev1.ContainerStateTerminated{ExitCode: 137})).Build(),
+			v1alpha1.BackupFailed, "the Job failed without a result: see its pod's log"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &BackupReconciler{Client: cache, APIReader: tc.live, Recorder: record.NewFakeRecorder(10)}
+			got := b.DeepCopy()
+			if _, err := r.step(ctx, got); err != nil {
+				t.Fatal(err)
+			}
+			c := got.Status.Conditions
+			if got.Status.Phase != tc.wantPhase || len(c) != 1 || c[0].Message != tc.wantWhy {
+				t.Fatalf("phase %q, conditions %s; want %q with %q", got.Status.Phase, fmt.Sprint(c), tc.wantPhase, tc.wantWhy)
+			}
+		})
+	}
+}

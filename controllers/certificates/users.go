@@ -1,0 +1,157 @@
+package certificates
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/pki"
+	"github.com/quorate-dev/quorate/internal/resources"
+)
+
+// UserSecretType is the type of an application user's Secret: the servicebinding.io
+// convention for an etcd binding.
+const UserSecretType corev1.SecretType = "servicebinding.io/etcd"
+
+// SyncUsers gives every application user of spec.users its Secret, then, once the cluster is
+// settled, makes etcd's users, roles and authentication match (authentication is on while any
+// user is declared). Users' Secrets exist before authentication goes on, so no declared
+// application is locked out; the operator (quorate-operator) and the members' own certificate
+// (used for leadership hand-over) are etcd admins.
+//
+// cl is the pass's client of the cluster (nil when no member could be dialled), settled says
+// the pass planned no step.
+// Its share of the status (the users' certificates' first expiry, authentication and the
+// users) comes with an error too: what it did before the error is reported.
+func (m *Manager) SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etcd.Client, settled bool) (Share, error) {
+	if c.Spec.Paused || (len(c.Spec.Users) == 0 && !c.Status.AuthEnabled) {
+		return Share{}, nil
+	}
+	found := &expiries{first: firstExpiry(c)}
+	if err := m.ensureUserSecrets(withExpiries(ctx, found), c); err != nil {
+		return found.share(), err
+	}
+	if !settled || cl == nil {
+		return found.share(), nil // one change at a time: membership first
+	}
+	spec := etcd.AuthSpec{Enabled: len(c.Spec.Users) > 0, Admins: []string{names.OperatorCN, names.ServerCN(c.Name)}}
+	var declared []string
+	for _, u := range c.Spec.Users {
+		spec.Users = append(spec.Users, etcd.User{Name: u.Name, ReadWrite: u.ReadWrite, ReadOnly: u.ReadOnly})
+		declared = append(declared, u.Name)
+	}
+	changes, err := cl.SyncAuth(ctx, spec)
+	if len(changes) > 0 {
+		m.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventUsersChanged, "etcd authentication: %s", strings.Join(changes, "; "))
+	}
+	if err != nil {
+		return found.share(), fmt.Errorf("applying spec.users to etcd: %w", err)
+	}
+	slices.Sort(declared)
+	share := found.share()
+	share.setUsers, share.authEnabled, share.users = true, spec.Enabled, declared
+	return share, nil
+}
+
+// ensureUserSecrets issues each declared user a client certificate (common name: the user)
+// from the cluster CA, renews it like the operator's other certificates, and deletes the
+// Secrets of users no longer declared.
+func (m *Manager) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+	now := time.Now()
+	var a *authority
+	for _, u := range c.Spec.Users {
+		name := names.UserSecret(c.Name, u.Name)
+		s, err := m.secret(ctx, c.Namespace, name)
+		found := err == nil
+		switch {
+		case err == nil && !resources.Retained(c, s):
+			return fmt.Errorf("secret %s exists but does not belong to EtcdCluster %s: delete or rename it, or rename user %s", name, c.Name, u.Name)
+		case err != nil && !apierrors.IsNotFound(err):
+			return err
+		}
+		if a == nil {
+			got, err := m.authorityOf(ctx, c, caKinds(c)[0])
+			if err != nil {
+				return err
+			}
+			a = &got
+		}
+		req := pki.Request{CommonName: u.Name, Usage: pki.ClientOnly, Validity: m.certLifetime()}
+		if found {
+			if wrote, err := m.conform(ctx, c, s, *a, req, now); err != nil || wrote {
+				return err
+			}
+			if !renewAllRequested(c) && !m.renewalDue(s, now) {
+				continue
+			}
+		}
+		caPEM := a.bundle
+		if caPEM == nil {
+			caPEM = a.signer.CertPEM
+		}
+		pair, err := a.signer.Sign(req, now)
+		if err != nil {
+			return err
+		}
+		if found {
+			if err := m.renew(ctx, c, s, a.signer, caPEM, pair); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := m.Create(ctx, userSecret(c, u.Name, caPEM, pair)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating secret %s: %w", name, err)
+		}
+		m.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateIssued, "issued %s from %s", name, a.signer.Cert.Subject.CommonName)
+	}
+	var list corev1.SecretList
+	if err := m.APIReader.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{names.LabelCluster: c.Name}, client.HasLabels{names.LabelUser}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		user := s.Labels[names.LabelUser]
+		if slices.ContainsFunc(c.Spec.Users, func(u v1alpha1.UserSpec) bool { return u.Name == user }) || !resources.Retained(c, s) {
+			continue
+		}
+		if err := m.Objects.DeleteOwned(ctx, c, s, v1alpha1.EventUsersChanged, fmt.Sprintf("user %s is no longer in spec.users", user)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// userSecret is an application user's binding: the servicebinding.io layout for etcd.
+func userSecret(c *v1alpha1.EtcdCluster, user string, caPEM []byte, pair pki.Pair) *corev1.Secret {
+	host := names.ClientHost(c.Name, c.Namespace)
+	labels := names.ClusterLabels(c.Name)
+	labels[names.LabelUser] = user
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: names.UserSecret(c.Name, user), Namespace: c.Namespace, Labels: labels},
+		Type:       UserSecretType,
+		Data: map[string][]byte{
+			"type":        []byte("etcd"),
+			"provider":    []byte("quorate"),
+			"host":        []byte(host),
+			"port":        []byte(strconv.Itoa(names.ClientPort)),
+			"endpoints":   []byte(fmt.Sprintf("https://%s:%d", host, names.ClientPort)),
+			"username":    []byte(user),
+			pki.KeyCert:   pair.CertPEM,
+			pki.KeyKey:    pair.KeyPEM,
+			pki.KeyCACert: caPEM,
+		},
+	}
+	resources.SetRetention(c, s)
+	return s
+}

@@ -1,0 +1,242 @@
+package etcdcluster
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/pki"
+	"github.com/quorate-dev/quorate/internal/planner"
+)
+
+func parseCert(t *testing.T, b []byte) *x509.Certificate {
+	t.Helper()
+	c, err := pki.ParseCert(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Generated certificates are renewed in their Secrets with a third of their lifetime left,
+// from the CA that signed them, which does not change.
+func TestCertificatesAreRenewed(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	const lifetime = 9 * time.Second
+	startWith(t, ns, etcd.NewFake("3.6.16"), "test/"+ns, planner.DefaultDeadlines, func(r *Reconciler) { r.CertLifetime = lifetime })
+	if err := k8s.Create(ctx, newCluster(ns, "rot", 1)); err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) *corev1.Secret {
+		s := &corev1.Secret{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	server, peer := names.ServerSecret("rot"), names.PeerSecret("rot")
+	eventually(t, timeout, "the certificates", func() error {
+		for _, n := range []string{server, peer} {
+			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &corev1.Secret{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	first := map[string]*corev1.Secret{server: get(server), peer: get(peer)}
+	for n, s := range first {
+		c := parseCert(t, s.Data[pki.KeyCert])
+		if got := c.NotAfter.Sub(c.NotBefore); got != lifetime+time.Hour { // issued backdated by an hour
+			t.Errorf("%s lives %s, want %s plus the hour it is backdated", n, got, lifetime)
+		}
+	}
+	for n, old := range first {
+		eventually(t, timeout, n+" renewed", func() error {
+			s := get(n)
+			if string(s.Data[pki.KeyCert]) == string(old.Data[pki.KeyCert]) {
+				return fmt.Errorf("still the first certificate")
+			}
+			if string(s.Data[pki.KeyCACert]) != string(old.Data[pki.KeyCACert]) {
+				return fmt.Errorf("renewed against another CA")
+			}
+			if string(s.Data[pki.KeyKey]) == string(old.Data[pki.KeyKey]) {
+				return fmt.Errorf("renewed with the same key")
+			}
+			prev, now := parseCert(t, old.Data[pki.KeyCert]), parseCert(t, s.Data[pki.KeyCert])
+			if !now.NotAfter.After(prev.NotAfter) {
+				return fmt.Errorf("the new certificate ends %s, not after the old %s", now.NotAfter, prev.NotAfter)
+			}
+			roots := x509.NewCertPool()
+			roots.AppendCertsFromPEM(s.Data[pki.KeyCACert])
+			if _, err := now.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+				return fmt.Errorf("the new certificate does not chain to ca.crt: %v", err)
+			}
+			return nil
+		})
+	}
+	assertEvent(t, ns, v1alpha1.EventCertificateRenewed, "renewed "+server+" from "+names.CASecret("rot")+", valid until ")
+	assertEvent(t, ns, v1alpha1.EventCertificateRenewed, "renewed "+peer+" from "+names.PeerCASecret("rot")+", valid until ")
+}
+
+// A CA rotation goes through its phases, each only once the cluster settled in the last and
+// the propagation delay passed: first every ca.crt trusts both CAs and the members restart,
+// then every certificate is reissued by the new CA (no restart), then the new CA becomes the
+// CA, every ca.crt trusts it alone and the members restart again. A renewal token renews every
+// certificate from the same CA, once.
+func TestCARotation(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	kubelet(t, ns)
+	fake := etcd.NewFake("3.6.16")
+	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, func(r *Reconciler) { r.CertPropagation = 2 * time.Second })
+	bootstrap(t, ns, "demo", 3, fake)
+	get := func(name string) *corev1.Secret {
+		s := &corev1.Secret{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	leaves := []string{names.ServerSecret("demo"), names.PeerSecret("demo"), names.ClientSecret("demo"), names.OperatorSecret("demo")}
+	oldCA, oldPeerCA := get(names.CASecret("demo")), get(names.PeerCASecret("demo"))
+	count := func(pem []byte) int { return strings.Count(string(pem), "BEGIN CERTIFICATE") }
+
+	// Renewal: new certificates, same CA, once.
+	before := get(names.ServerSecret("demo"))
+	patchCluster(t, ns, "demo", func(c *v1alpha1.EtcdCluster) { c.Spec.TLS.RenewCertificates = "r1" })
+	waitFor(t, ns, "demo", "the renewal", func(c *v1alpha1.EtcdCluster) error {
+		if c.Status.TLS == nil || c.Status.TLS.RenewedToken != "r1" {
+			return fmt.Errorf("status.tls %+v", c.Status.TLS)
+		}
+		return nil
+	})
+	if after := get(names.ServerSecret("demo")); string(after.Data[pki.KeyCert]) == string(before.Data[pki.KeyCert]) || string(after.Data[pki.KeyCACert]) != string(before.Data[pki.KeyCACert]) {
+		t.Fatal("the renewal did not renew the server certificate, or changed its CA")
+	}
+
+	podUIDs, stopWatch := watchPodUIDs(t, ns)
+	defer stopWatch()
+	patchCluster(t, ns, "demo", func(c *v1alpha1.EtcdCluster) { c.Spec.TLS.RotateCA = "ca-2" })
+	phases := []string{}
+	waitFor(t, ns, "demo", "the rotation to complete", func(c *v1alpha1.EtcdCluster) error {
+		if c.Status.TLS == nil || c.Status.TLS.CARotation == nil {
+			return fmt.Errorf("no rotation yet")
+		}
+		p := c.Status.TLS.CARotation.Phase
+		if len(phases) == 0 || phases[len(phases)-1] != p {
+			phases = append(phases, p)
+			// Each phase's Secrets, as the phase begins to be true.
+			switch p {
+			case v1alpha1.CARotationReissuing:
+				for _, l := range leaves {
+					if n := count(get(l).Data[pki.KeyCACert]); n != 2 {
+						t.Errorf("in Reissuing %s trusts %d CAs, want the old and the new", l, n)
+					}
+				}
+			}
+		}
+		if p != v1alpha1.CARotationCompleted {
+			return fmt.Errorf("phase %s", p)
+		}
+		return nil
+	})
+	if want := []string{v1alpha1.CARotationTrusting, v1alpha1.CARotationReissuing, v1alpha1.CARotationDropping, v1alpha1.CARotationCompleted}; !slices.Equal(phases, want) {
+		t.Errorf("phases %v, want %v", phases, want)
+	}
+	waitFor(t, ns, "demo", "the cluster settled", settled(3))
+	newCA, newPeerCA := get(names.CASecret("demo")), get(names.PeerCASecret("demo"))
+	if string(newCA.Data[pki.KeyCACert]) == string(oldCA.Data[pki.KeyCACert]) || string(newPeerCA.Data[pki.KeyCACert]) == string(oldPeerCA.Data[pki.KeyCACert]) {
+		t.Fatal("the CAs were not replaced")
+	}
+	for _, l := range leaves {
+		s := get(l)
+		ca := newCA
+		if l == names.PeerSecret("demo") {
+			ca = newPeerCA
+		}
+		if string(s.Data[pki.KeyCACert]) != string(ca.Data[pki.KeyCACert]) {
+			t.Errorf("%s trusts %d CAs after the rotation, want the new one alone", l, count(s.Data[pki.KeyCACert]))
+		}
+		if err := parseCert(t, s.Data[pki.KeyCert]).CheckSignatureFrom(parseCert(t, ca.Data[pki.KeyCACert])); err != nil {
+			t.Errorf("%s is not signed by the new CA: %v", l, err)
+		}
+	}
+	for _, n := range []string{names.CASecret("demo") + "-next", names.PeerCASecret("demo") + "-next"} {
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s is still there: %v", n, err)
+		}
+	}
+	// Each member restarted twice: to trust both CAs, then the new one alone (pods seen by
+	// the watcher above: Events are rate-limited per object and cannot be counted on).
+	stopWatch()
+	for _, m := range []string{"demo-0", "demo-1", "demo-2"} {
+		if n := len(podUIDs[m]); n != 3 {
+			t.Errorf("%s ran in %d pods, want 3 (the first, then one per trust change)", m, n)
+		}
+	}
+}
+
+// watchPodUIDs records the UID of every pod in ns from now until stop returns: a watch from
+// the listed resourceVersion, resumed from the last event it received, so that a pod that
+// lived for less than a polling interval, or while the API server was slow to answer, is seen
+// as well.
+func watchPodUIDs(t *testing.T, ns string) (map[string]map[types.UID]bool, func()) {
+	t.Helper()
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uids := map[string]map[types.UID]bool{}
+	record := func(p *corev1.Pod) {
+		if uids[p.Name] == nil {
+			uids[p.Name] = map[types.UID]bool{}
+		}
+		uids[p.Name][p.UID] = true
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var list corev1.PodList
+	if err := wc.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		record(&list.Items[i])
+	}
+	rv := list.ResourceVersion
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+			if err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			for ev := range w.ResultChan() {
+				if p, ok := ev.Object.(*corev1.Pod); ok {
+					record(p)
+					rv = p.ResourceVersion
+				}
+			}
+			w.Stop()
+		}
+	}()
+	return uids, func() {
+		cancel()
+		<-done
+	}
+}

@@ -1,0 +1,306 @@
+package etcdcluster
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/backup"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/launcher"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/resources"
+)
+
+// Settings of the operator that feed the planner.
+type Settings struct {
+	// RollSettle: how long every member's pod must have been Ready before a rolling update
+	// replaces the next one.
+	RollSettle time.Duration
+	Deadlines  planner.Deadlines
+}
+
+// buildState turns the observation into the planner's input. clusterID is the recorded one.
+func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now time.Time, set Settings) planner.State {
+	s := o.clusterState(c, clusterID, now, set)
+	members := memberTable{cluster: c.Name, byName: map[string]*planner.Member{}}
+	o.addEtcdMembers(c, &s, members)
+	var leader leaderVote
+	o.addStatuses(members, &leader, clusterID)
+	o.addPods(members, now, set.Deadlines.Terminating)
+	o.addVolumes(c, &s, members, now)
+	for _, m := range members.byName {
+		s.Members = append(s.Members, *m)
+	}
+	if c.Joining() {
+		s.Join = o.joinState(c)
+		for _, st := range o.extStatuses {
+			leader.follow(st, s.Join.ListedClusterID)
+		}
+	}
+	s.LeaderID = leader.id
+	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].Index < s.Members[j].Index })
+	return s
+}
+
+// clusterState is the planner's input about the cluster as a whole: its spec, settings,
+// alarms, recovery, maintenance and retained volumes.
+func (o *observation) clusterState(c *v1alpha1.EtcdCluster, clusterID uint64, now time.Time, set Settings) planner.State {
+	s := planner.State{
+		Cluster:       c.Name,
+		Replicas:      int(c.Spec.Replicas),
+		Paused:        c.Spec.Paused,
+		ClusterID:     clusterID,
+		Version:       c.Spec.Version,
+		Image:         c.Spec.Image,
+		QuotaBytes:    c.Spec.Etcd.QuotaBackendBytes,
+		EtcdReachable: o.members != nil,
+		Alarms:        o.alarmTypes(),
+		AdoptVolumes:  c.Spec.AdoptRetainedVolumes,
+		RollSettle:    set.RollSettle,
+		Deadlines:     set.Deadlines,
+		Now:           now,
+	}
+	if c.Spec.Recovery != nil {
+		s.Recovery.Requested = c.Spec.Recovery.ForceNewCluster
+	}
+	s.Defrag = defragPolicy(c, now)
+	if r := c.Status.Recovery; r != nil {
+		s.Recovery.Token, s.Recovery.Phase, s.Recovery.Member = r.Token, r.Phase, r.Member
+	}
+	s.RetainedVolumes = sortedKeys(o.retained)
+	return s
+}
+
+// memberTable is the planner's members being built, by name.
+type memberTable struct {
+	cluster string
+	byName  map[string]*planner.Member
+}
+
+// get is the member of that name, added when it is not there yet.
+func (t memberTable) get(name string) *planner.Member {
+	if m, ok := t.byName[name]; ok {
+		return m
+	}
+	idx, _ := names.MemberIndex(t.cluster, name)
+	m := &planner.Member{Name: name, Index: idx}
+	t.byName[name] = m
+	return m
+}
+
+// leaderVote finds the leader: the one named by the answer of the highest term from the
+// cluster.
+type leaderVote struct {
+	term, id uint64
+}
+
+func (v *leaderVote) follow(st etcd.Status, cluster uint64) {
+	if st.Leader != 0 && st.RaftTerm >= v.term && st.ClusterID == cluster {
+		v.term, v.id = st.RaftTerm, st.Leader
+	}
+}
+
+// addEtcdMembers adds etcd's member list: the operator's members, and the unknown ones (an
+// external member of a join is neither).
+func (o *observation) addEtcdMembers(c *v1alpha1.EtcdCluster, s *planner.State, members memberTable) {
+	for _, em := range o.members {
+		name, ok := o.memberOf(em)
+		if !ok && isExternal(c, em) {
+			continue
+		}
+		if !ok {
+			s.UnknownMembers = append(s.UnknownMembers, memberLabel(em))
+			continue
+		}
+		m := members.get(name)
+		m.InEtcd, m.ID, m.Started, m.Learner = true, em.ID, em.Started(), em.IsLearner
+	}
+}
+
+// addStatuses adds what each member answered, and follows the leader it names.
+func (o *observation) addStatuses(members memberTable, leader *leaderVote, clusterID uint64) {
+	for name, st := range o.statuses {
+		m := members.get(name)
+		if m.ID != 0 && st.MemberID != m.ID {
+			// The pod's address answers as another member (an IP reused after a restart):
+			// what it says is not about this member.
+			m.PodProblem = fmt.Sprintf("its pod's address answers as member %s, not as %s", names.FormatID(st.MemberID), names.FormatID(m.ID))
+			continue
+		}
+		m.Reachable, m.ClusterID, m.HasLeader = true, st.ClusterID, st.Leader != 0
+		m.Version, m.Revision, m.DBSize, m.DBSizeInUse = st.Version, st.Revision, st.DBSize, st.DBSizeInUse
+		leader.follow(st, clusterID)
+	}
+}
+
+// addPods adds what the members' pods show: their age, readiness, spec, and what the launcher
+// refused.
+func (o *observation) addPods(members memberTable, now time.Time, terminating time.Duration) {
+	for name, p := range o.pods {
+		m := members.get(name)
+		m.HasPod = true
+		m.PodTerminating = !p.DeletionTimestamp.IsZero()
+		if m.PodTerminating {
+			m.TerminatingFor = max(now.Sub(p.DeletionTimestamp.Time), 0)
+		}
+		m.PodCurrent = p.Annotations[names.AnnotationSpecHash] == o.desiredHash
+		m.PodFailed = p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
+		m.PodAge = max(now.Sub(p.CreationTimestamp.Time), 0)
+		m.Age = m.PodAge
+		m.PodForcesNewCluster = resources.ForcesNewCluster(p)
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				m.ReadyFor = max(now.Sub(cond.LastTransitionTime.Time), time.Nanosecond)
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == resources.EtcdContainer && cs.State.Running != nil {
+				m.RunningFor = max(now.Sub(cs.State.Running.StartedAt.Time), time.Nanosecond)
+			}
+		}
+		if refusal := resources.LauncherRefusal(p); refusal != nil {
+			m.DataDirLost = refusal.Kind == launcher.RefusalDataLost
+			m.ForeignData = refusal.Kind == launcher.RefusalClusterIDMismatch
+			if refusal.Kind == launcher.RefusalPeersUnreachable {
+				m.PeersUnreachable = refusal.Message
+			}
+		}
+		if why := podProblem(p, now, terminating); why != "" && m.PodProblem == "" {
+			m.PodProblem = why
+		}
+	}
+}
+
+// addVolumes adds what the members' volumes show, and the size the cluster bootstrapped with.
+func (o *observation) addVolumes(c *v1alpha1.EtcdCluster, s *planner.State, members memberTable, now time.Time) {
+	for name, p := range o.pvcs {
+		m := members.get(name)
+		m.HasPVC = true
+		m.PVCTerminating = !p.DeletionTimestamp.IsZero()
+		m.PVCHasData = p.Annotations[names.AnnotationClusterID] != ""
+		o.judgeVolume(c, p, m)
+		m.Age = max(m.Age, now.Sub(p.CreationTimestamp.Time))
+		if n, err := strconv.Atoi(p.Annotations[resources.AnnotationBootstrapSize]); err == nil && n > s.BootstrapSize {
+			s.BootstrapSize = n
+		}
+	}
+}
+
+// judgeVolume compares a member's PVC with spec.storage.
+func (o *observation) judgeVolume(c *v1alpha1.EtcdCluster, p *corev1.PersistentVolumeClaim, m *planner.Member) {
+	want := c.Spec.Storage
+	class := ptr.Deref(p.Spec.StorageClassName, "")
+	if want.StorageClassName != nil && *want.StorageClassName != class {
+		m.VolumeOutdated = true
+		return
+	}
+	if volumeTooSmall(c, p) {
+		if p.Status.Phase != corev1.ClaimBound {
+			return // an unbound claim holds nothing yet, and cannot be expanded
+		}
+		if o.expandable[class] {
+			m.VolumeExpand = true
+		} else {
+			m.VolumeOutdated = true
+		}
+		return
+	}
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PersistentVolumeClaimFileSystemResizePending && cond.Status == corev1.ConditionTrue {
+			m.VolumeResizePending = true
+		}
+	}
+}
+
+// waitingReasons are the container states in which a pod will not start etcd by itself.
+var waitingReasons = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CrashLoopBackOff",
+	"CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
+
+// podProblem says why a member's pod does not run etcd, from what Kubernetes reports: it
+// cannot be scheduled, a container cannot start or keeps crashing, or it has been
+// terminating past the deadline (its node does not answer).
+func podProblem(p *corev1.Pod, now time.Time, terminating time.Duration) string {
+	if !p.DeletionTimestamp.IsZero() {
+		if d := now.Sub(p.DeletionTimestamp.Time); d > terminating {
+			return fmt.Sprintf("its pod has been terminating for %s on node %q, which does not finish it; once the node is gone for good, delete the pod with --force", d.Round(time.Second), p.Spec.NodeName)
+		}
+		return ""
+	}
+	if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		return fmt.Sprintf("its pod ended (%s: %s)", p.Status.Reason, p.Status.Message)
+	}
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+			return "its pod cannot be scheduled: " + cond.Message
+		}
+	}
+	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		w := cs.State.Waiting
+		if w == nil || !slices.Contains(waitingReasons, w.Reason) {
+			continue
+		}
+		why := fmt.Sprintf("its container %s is in %s", cs.Name, w.Reason)
+		if w.Message != "" {
+			why += ": " + w.Message
+		}
+		if t := cs.LastTerminationState.Terminated; w.Reason == "CrashLoopBackOff" && t != nil {
+			why += fmt.Sprintf(" (last exit code %d", t.ExitCode)
+			if res, err := backup.ParseResult(t.Message); err == nil && res.Error != "" {
+				why += ": " + res.Error // the restore's fetch-snapshot container
+			} else if msg := strings.TrimSpace(t.Message); msg != "" {
+				why += ": " + lastLine(msg)
+			}
+			why += ")"
+		}
+		return why
+	}
+	return ""
+}
+
+// lastLine is the last line of a message, cut to 200 characters.
+func lastLine(s string) string {
+	if i := strings.LastIndex(s, "\n"); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+func memberLabel(m etcd.Member) string {
+	if m.Name != "" {
+		return m.Name + " (" + names.FormatID(m.ID) + ")"
+	}
+	return names.FormatID(m.ID) + " " + strings.Join(m.PeerURLs, ",")
+}
+
+// defragPolicy is spec.maintenance.defrag for the planner: a scheduled round is due once the
+// schedule's next time after the last round (or the cluster's creation) has passed.
+func defragPolicy(c *v1alpha1.EtcdCluster, now time.Time) planner.Defrag {
+	d := c.Spec.Maintenance.Defrag
+	if d == nil {
+		return planner.Defrag{}
+	}
+	p := planner.Defrag{ThresholdPercent: int(ptr.Deref(d.ThresholdPercent, 0)), MinFree: ptr.Deref(d.MinFreeBytes, planner.DefaultDefragMinFree)}
+	if sched, err := cron.ParseStandard(d.Schedule); err == nil && d.Schedule != "" {
+		from := c.CreationTimestamp.Time
+		if c.Status.LastDefragTime != nil {
+			from = c.Status.LastDefragTime.Time
+		}
+		p.Due = !sched.Next(from).After(now)
+	}
+	return p
+}

@@ -1,0 +1,360 @@
+package etcdcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/certificates"
+	"github.com/quorate-dev/quorate/controllers/ownership"
+	"github.com/quorate-dev/quorate/controllers/settle"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/expectations"
+	"github.com/quorate-dev/quorate/internal/metrics"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/resources"
+)
+
+// Reconciler reconciles EtcdClusters.
+type Reconciler struct {
+	client.Client
+	// APIReader reads Secrets without caching every Secret of the cluster.
+	APIReader    client.Reader
+	Scheme       *runtime.Scheme
+	Recorder     record.EventRecorder
+	Images       resources.Images
+	EtcdFactory  etcd.Factory
+	Expectations *expectations.Expectations
+	// ResyncPeriod is how often a settled cluster's health is checked again.
+	ResyncPeriod time.Duration
+	// StepDelay is the pause after a membership step before the next observation.
+	StepDelay time.Duration
+	// Settings feed the planner: the roll settle time and the deadlines.
+	Settings Settings
+	// Ownership is this instance's claim on the clusters it manages (nil: no claims).
+	Ownership *ownership.Ownership
+	// AllowPlaintext lets the operator manage clusters with TLS off.
+	AllowPlaintext bool
+	// CertLifetime is the lifetime of the certificates the operator generates (default
+	// pki.LeafValidity); they are renewed with a third of it left.
+	CertLifetime time.Duration
+	// CertPropagation is how long each phase of a CA rotation lasts at least: the kubelet's
+	// delay in projecting an updated Secret into the pods that mount it (2 minutes by default).
+	CertPropagation time.Duration
+	// Operator selects the operator's own pods in the clusters' NetworkPolicies.
+	Operator resources.Operator
+
+	// certs does the pass's certificate work (package certificates); setup builds it.
+	certs Certificates
+}
+
+// Certificates is what a pass needs of the cluster's certificates (package certificates).
+// What they find for the status comes back as shares, which the pass folds (fold.go).
+type Certificates interface {
+	// Warm reads the cluster's Secrets in one request the first time a pass meets the cluster.
+	Warm(ctx context.Context, cluster types.NamespacedName) error
+	// Forget drops what is remembered of a deleted cluster.
+	Forget(cluster types.NamespacedName)
+	// EnsureTLS checks or issues and renews the certificates before any member needs them;
+	// its share is the first certificate to expire and the CertificatesValid condition.
+	EnsureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (certificates.Share, error)
+	// ClientTLS is the TLS configuration the operator dials the members with.
+	ClientTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (*tls.Config, error)
+	// SyncUsers gives the application users their Secrets and, from a settled pass, etcd's
+	// users and roles; its share (the users, authentication, an earlier expiry) comes with an
+	// error too.
+	SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etcd.Client, settled bool) (certificates.Share, error)
+	// Advance records a requested renewal as done and moves a CA rotation along.
+	Advance(c *v1alpha1.EtcdCluster, settled bool, now time.Time) []certificates.Share
+}
+
+// The verbs the code uses, and no more (the controllers' tests count every write by verb):
+// +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdbackups,verbs=get;list;watch
+
+// stepRetries paces the passes of a cluster whose step failed: from 5 ms, doubling, but at most
+// 30 s apart (client-go's default goes up to 16 minutes). A step refused for a reason that
+// lifts without touching the cluster (a volume quota, an admission webhook, an API outage)
+// is taken again within 30 s of the reason going, not minutes later.
+func stepRetries() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 30*time.Second),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
+
+// Reconcile is one pass over one EtcdCluster: prepare what members need, observe everything
+// once, settle the cluster's identity, plan one step, take it, and report.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.pass(ctx, req)
+	return settle.Result(ctx, res, err)
+}
+
+func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	c, q, err := r.current(ctx, req)
+	if c == nil {
+		return q.result(ctx), err
+	}
+	original := c.DeepCopy()
+	c.Default()
+	// Ownership: only the operator instance that holds the cluster's claim acts on it.
+	if q, acting, err := r.holdClaim(ctx, c); !acting {
+		return q.result(ctx), err
+	}
+	// Prepare: certificates and Services exist before any member needs them.
+	if reason, err := r.prepare(ctx, c); err != nil {
+		return r.fail(ctx, original, c, reason, err)
+	}
+	// Observe: Pods, PVCs and etcd, read once; nothing below reads them again.
+	obs, err := r.observe(ctx, c)
+	if err != nil {
+		return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
+	}
+	defer obs.close()
+	if q, err := r.clearView(ctx, c, obs); err != nil {
+		return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
+	} else if q.after > 0 {
+		return q.result(ctx), nil
+	}
+	// Identity: which cluster the members must belong to, and a backup to start from.
+	clusterID, reason, err := r.settleIdentity(ctx, c, obs)
+	if err != nil {
+		return r.fail(ctx, original, c, reason, err)
+	}
+	// Plan and act: one step.
+	state, action, q, execErr := r.step(ctx, c, obs, clusterID)
+	// Report: status once, Events on changes, metrics.
+	return r.report(ctx, original, c, obs, state, action, q, execErr)
+}
+
+// current reads the cluster a pass is about; nil when there is nothing to do for it (deleted,
+// being deleted, or only in an out-of-date copy), with when to look again.
+func (r *Reconciler) current(ctx context.Context, req ctrl.Request) (*v1alpha1.EtcdCluster, requeue, error) {
+	c := &v1alpha1.EtcdCluster{}
+	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Expectations.Forget(req.NamespacedName)
+			r.certs.Forget(req.NamespacedName)
+			r.Ownership.Forget(req.NamespacedName)
+			metrics.ForgetCluster(req.Namespace, req.Name)
+			return nil, requeue{}, nil
+		}
+		return nil, requeue{}, err
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		// Owner references let the garbage collector delete members, volumes and secrets.
+		return nil, requeue{}, nil
+	}
+	if !r.Expectations.OwnerCurrent(req.NamespacedName, c.ResourceVersion) {
+		// The cached cluster predates the operator's last status write: its status is not the
+		// one recorded, and a pass from it would announce and write old news again.
+		logf.FromContext(ctx).V(1).Info("cache is behind the operator's last status write", "resourceVersion", c.ResourceVersion)
+		return nil, requeue{after: time.Second, reason: "the cached cluster predates the last status write"}, nil
+	}
+	return c, requeue{}, nil
+}
+
+// holdClaim takes or renews the cluster's claim; a pass acts only while this instance holds it.
+// Holding it, it reads the cluster's Secrets in one request the first time.
+func (r *Reconciler) holdClaim(ctx context.Context, c *v1alpha1.EtcdCluster) (requeue, bool, error) {
+	owned, holder, err := r.Ownership.Claim(ctx, r.Client, r.APIReader, r.Recorder, c)
+	if err != nil {
+		return requeue{}, false, err
+	}
+	if !owned {
+		logf.FromContext(ctx).V(1).Info("another operator instance holds the cluster's claim", "holder", holder)
+		return requeue{after: r.Ownership.Term / 4, reason: "another operator instance holds the cluster's claim"}, false, nil
+	}
+	if err := r.certs.Warm(ctx, client.ObjectKeyFromObject(c)); err != nil {
+		return requeue{}, false, fmt.Errorf("listing the cluster's Secrets: %w", err)
+	}
+	fold(c, statusShare{operator: &holder})
+	return requeue{}, true, nil
+}
+
+// prepare checks the spec and makes the certificates, Services and NetworkPolicy exist before
+// any member needs them; a failure comes with its reason.
+func (r *Reconciler) prepare(ctx context.Context, c *v1alpha1.EtcdCluster) (string, error) {
+	if err := validateSpec(c, r.AllowPlaintext); err != nil {
+		return v1alpha1.ReasonInvalidSpec, err
+	}
+	if c.Spec.Paused {
+		return "", nil
+	}
+	tlsShare, err := r.certs.EnsureTLS(ctx, c)
+	if err != nil {
+		return v1alpha1.ReasonTLSNotReady, err
+	}
+	fold(c, statusShare{certs: []certificates.Share{tlsShare}})
+	if err := r.ensureServices(ctx, c); err != nil {
+		return v1alpha1.ReasonServicesNotReady, err
+	}
+	if err := r.ensureNetworkPolicy(ctx, c); err != nil {
+		return v1alpha1.ReasonNetworkPolicyNotReady, err
+	}
+	return "", nil
+}
+
+// clearView removes what an earlier EtcdCluster of this name left, and waits for the cache to
+// show the operator's own changes before anything is planned from it.
+func (r *Reconciler) clearView(ctx context.Context, c *v1alpha1.EtcdCluster, obs *observation) (requeue, error) {
+	log := logf.FromContext(ctx)
+	// What an earlier EtcdCluster of this name left goes first, as the garbage collector
+	// would take it: its pods are no members of this cluster, its volumes no data of it.
+	for _, obj := range obs.leftovers {
+		if _, err := r.removeLeftover(ctx, c, obj); err != nil {
+			return requeue{}, err
+		}
+	}
+	if obs.etcdErr != nil && !errors.Is(obs.etcdErr, etcd.ErrNoEndpoints) {
+		log.Info("etcd did not answer", "error", obs.etcdErr.Error(), "unanswered", len(obs.statusErrs))
+	}
+	if ok, why := r.Expectations.Satisfied(client.ObjectKeyFromObject(c), obs.cached); !ok {
+		log.V(1).Info("cache is behind the operator's own changes", "waiting", why)
+		return requeue{after: time.Second, reason: "the cache is behind the operator's own changes"}, nil
+	}
+	return requeue{}, nil
+}
+
+// settleIdentity settles which cluster the members must belong to and, for a cluster created
+// from a backup, the backup it starts from; a failure comes with its reason.
+func (r *Reconciler) settleIdentity(ctx context.Context, c *v1alpha1.EtcdCluster, obs *observation) (uint64, string, error) {
+	clusterID, err := r.identify(c, obs)
+	if err != nil {
+		return 0, v1alpha1.ReasonRecordClusterIDFailed, err
+	}
+	if clusterID != 0 {
+		fold(c, statusShare{clusterID: names.FormatID(clusterID)})
+		if !c.Spec.Paused {
+			if err := r.annotateVolumes(ctx, c, obs); err != nil {
+				return 0, v1alpha1.ReasonRecordClusterIDFailed, err
+			}
+		}
+	}
+	// A cluster created from a backup needs it before its members exist.
+	if clusterID == 0 && c.Spec.Bootstrap != nil && c.Spec.Bootstrap.FromBackup != nil {
+		if obs.restore, err = r.restoreSource(ctx, c); err != nil {
+			return 0, v1alpha1.ReasonRestoreSourceNotReady, err
+		}
+	}
+	return clusterID, "", nil
+}
+
+// step plans one step, takes it, keeps the objects that follow the membership and the users
+// in line, and moves a join and a CA rotation along.
+func (r *Reconciler) step(ctx context.Context, c *v1alpha1.EtcdCluster, obs *observation, clusterID uint64) (planner.State, planner.Action, requeue, error) {
+	state := obs.buildState(c, clusterID, time.Now(), r.Settings)
+	action := planner.Plan(state, obs.memberName)
+	logf.FromContext(ctx).V(1).Info("planned", "action", action.String())
+	q, share, execErr := r.execute(ctx, c, obs, state, action)
+	fold(c, share)
+	if execErr == nil {
+		execErr = r.upkeep(ctx, c, obs, state)
+	}
+	if execErr == nil {
+		var users certificates.Share
+		users, execErr = r.certs.SyncUsers(ctx, c, obs.client, action.Kind == planner.None)
+		fold(c, statusShare{certs: []certificates.Share{users}})
+	}
+	if execErr == nil {
+		fold(c, r.advanceJoin(c, state, action))
+		// A CA rotation moves on only from a settled pass (it changes what members trust).
+		fold(c, statusShare{certs: r.certs.Advance(c, action.Kind == planner.None, time.Now())})
+	}
+	outcome := string(action.Kind)
+	if execErr != nil {
+		outcome = "Error"
+	}
+	metrics.CountReconcile(c.Namespace, c.Name, outcome)
+	return state, action, q, execErr
+}
+
+// report writes the status once, and ends the pass: a refused membership change is a wait, any
+// other error goes back for backoff.
+func (r *Reconciler) report(ctx context.Context, original, c *v1alpha1.EtcdCluster, obs *observation, state planner.State, action planner.Action, q requeue, execErr error) (ctrl.Result, error) {
+	st := computeStatus(c, obs, state, action, execErr)
+	if err := r.writeStatus(ctx, original, st); err != nil {
+		return ctrl.Result{}, err
+	}
+	if errors.Is(execErr, etcd.ErrUnhealthyCluster) {
+		// A wait, not a failure: etcd takes the change once its members have been connected
+		// long enough. Progressing says so; no backoff, no error log.
+		logf.FromContext(ctx).Info("etcd refused a membership change for now; asking again", "action", action.String(), "reason", execErr.Error())
+		return r.withinClaim(requeue{after: unhealthyRetry, reason: "etcd refused a membership change for now"}).result(ctx), nil
+	}
+	if execErr != nil {
+		return ctrl.Result{}, execErr
+	}
+	return r.withinClaim(q).result(ctx), nil
+}
+
+// unhealthyRetry is how soon a pass asks again after etcd refused a membership change because
+// its members have not been connected to one another for long enough (etcd.ErrUnhealthyCluster).
+const unhealthyRetry = 2 * time.Second
+
+// fail records an error that stopped the pass before planning, then returns it for backoff.
+func (r *Reconciler) fail(ctx context.Context, original, c *v1alpha1.EtcdCluster, reason string, err error) (ctrl.Result, error) {
+	metrics.CountReconcile(c.Namespace, c.Name, "Error")
+	if serr := r.writeStatus(ctx, original, errorStatus(original, c.Status.Operator, c.Generation, reason, err)); serr != nil {
+		return ctrl.Result{}, errors.Join(err, serr)
+	}
+	return ctrl.Result{}, fmt.Errorf("%s: %w", reason, err)
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	return r.setup(mgr, concurrency, r)
+}
+
+// setup registers rec (r itself, or a wrapper of it in tests) as the EtcdCluster controller.
+func (r *Reconciler) setup(mgr ctrl.Manager, concurrency int, rec reconcile.Reconciler) error {
+	if r.ResyncPeriod == 0 {
+		r.ResyncPeriod = 30 * time.Second
+	}
+	if r.StepDelay == 0 {
+		r.StepDelay = time.Second
+	}
+	if r.certs == nil {
+		r.certs, r.Client = certificates.New(r.Client, r.APIReader, r.Recorder, ownedObjects{r}, r.CertLifetime, r.CertPropagation)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.EtcdCluster{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&corev1.Service{}, builder.OnlyMetadata).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
+		Owns(&policyv1.PodDisruptionBudget{}, builder.OnlyMetadata).
+		Owns(&networkingv1.NetworkPolicy{}, builder.OnlyMetadata).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: stepRetries()}).
+		Named("etcdcluster").
+		Complete(rec)
+}

@@ -1,0 +1,178 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/pki"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func TestPausedClusterIsLeftAlone(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	c := newCluster(ns, "p", 3)
+	c.Spec.Paused = true
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ns, "p", "Progressing=False/Paused", func(c *v1alpha1.EtcdCluster) error {
+		if p := condition(c, v1alpha1.ConditionProgressing); p.Status != metav1.ConditionFalse || p.Reason != v1alpha1.ReasonPaused {
+			return fmt.Errorf("Progressing=%s/%s", p.Status, p.Reason)
+		}
+		return nil
+	})
+	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
+		t.Fatalf("a paused cluster got pods %v", pods)
+	}
+	var secrets corev1.SecretList
+	if err := k8s.List(context.Background(), &secrets, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets.Items) != 0 {
+		t.Fatalf("a paused cluster got secrets")
+	}
+}
+
+func TestMissingUserSecretIsReported(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns, etcd.NewFake("3.6.16"))
+	c := newCluster(ns, "usr", 3)
+	c.Spec.TLS = v1alpha1.TLSSpec{ServerSecretName: "mine-server", PeerSecretName: "mine-peer", ClientSecretName: "mine-client"}
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	c = waitFor(t, ns, "usr", "Degraded TLSNotReady", func(c *v1alpha1.EtcdCluster) error {
+		if d := condition(c, v1alpha1.ConditionDegraded); d.Reason != v1alpha1.ReasonTLSNotReady {
+			return fmt.Errorf("Degraded=%s/%s", d.Status, d.Reason)
+		}
+		return nil
+	})
+	if msg := condition(c, v1alpha1.ConditionDegraded).Message; !strings.Contains(msg, "mine-server") || !strings.Contains(msg, "spec.tls") {
+		t.Errorf("message does not name the missing secret: %q", msg)
+	}
+	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
+		t.Fatalf("members started without their certificates: %v", pods)
+	}
+}
+
+// The defaults live in the CRD schema (what the API server applies) and in Default() (what the
+// operator applies to objects stored before a default existed); they must agree.
+func TestSchemaDefaultsMatchDefault(t *testing.T) {
+	ns := newNamespace(t)
+	minimal := &v1alpha1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: ns},
+		Spec:       v1alpha1.EtcdClusterSpec{Version: "3.6.16", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}},
+	}
+	want := minimal.DeepCopy()
+	want.Default()
+	if err := k8s.Create(context.Background(), minimal); err != nil {
+		t.Fatal(err)
+	}
+	got := getCluster(t, ns, "defaults")
+	if !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
+		t.Errorf("the API server defaulted the spec to\n %+v\nDefault() gives\n %+v", got.Spec, want.Spec)
+	}
+	defaulted := got.DeepCopy()
+	defaulted.Default()
+	if !equality.Semantic.DeepEqual(defaulted.Spec, got.Spec) {
+		t.Errorf("Default() changes a spec the API server defaulted:\n %+v\n %+v", got.Spec, defaulted.Spec)
+	}
+}
+
+// What the schema cannot check within its cost budget (label keys) stops the operator before
+// any member is built from the spec, with the condition InvalidSpec.
+func TestInvalidLabelKeyIsRefused(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns, etcd.NewFake("3.6.16"))
+	c := newCluster(ns, "keys", 3)
+	c.Spec.PodTemplate = &v1alpha1.PodTemplate{Labels: map[string]v1alpha1.LabelValue{"team name": "storage"}}
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("spec.podTemplate.labels key %q: %s; correct the spec: no member is created or changed until then",
+		"team name", strings.Join(validation.IsQualifiedName("team name"), "; "))
+	wantCondition(t, ns, "keys", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec, want))
+	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
+		t.Fatalf("pods %v were built from an invalid spec", pods)
+	}
+}
+
+// A plaintext cluster is refused unless the operator was started to allow it.
+func TestPlaintextNeedsTheOperatorsConsent(t *testing.T) {
+	ns := newNamespace(t)
+	startOperator(t, ns, etcd.NewFake("3.6.16"))
+	c := newCluster(ns, "plain", 3)
+	c.Spec.TLS.Enabled = ptr.To(false)
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, ns, "plain", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec,
+		"spec.tls.enabled is false, but this operator does not run plaintext clusters: anyone who reaches the members could read and write them; remove tls.enabled, or start the operator with --allow-plaintext"))
+	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
+		t.Fatalf("a plaintext cluster got pods %v", pods)
+	}
+}
+
+// Certificates a user supplies are checked before any member uses them: one that does not
+// cover the members' names stops the cluster with a message naming the Secret, the field and
+// the names it holds; replacing it lets the members start.
+func TestUserCertificatesAreChecked(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	startOperator(t, ns, etcd.NewFake("3.6.16"))
+	now := time.Now()
+	ca, err := pki.NewCA("users-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := func(name string, usage pki.Usage, dns ...string) *corev1.Secret {
+		p, err := ca.Sign(pki.Request{CommonName: name, DNSNames: dns, Usage: usage}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{pki.KeyCert: p.CertPEM, pki.KeyKey: p.KeyPEM, pki.KeyCACert: ca.CertPEM}}
+	}
+	peerNames := "*.usr2-peer." + ns + ".svc"
+	wrong := secret("mine-server", pki.ServerAndClient, "*.wrong-peer."+ns+".svc")
+	for _, s := range []*corev1.Secret{wrong, secret("mine-peer", pki.ServerAndClient, peerNames), secret("mine-client", pki.ClientOnly)} {
+		if err := k8s.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newCluster(ns, "usr2", 3)
+	c.Spec.TLS = v1alpha1.TLSSpec{ServerSecretName: "mine-server", PeerSecretName: "mine-peer", ClientSecretName: "mine-client"}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`TLS secret mine-server (spec.tls.serverSecretName): the certificate "mine-server" does not cover usr2-0.usr2-peer.%s.svc (its DNS names: [*.wrong-peer.%s.svc]); replace its certificate`, ns, ns)
+	wantCondition(t, ns, "usr2", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonTLSNotReady, want))
+	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
+		t.Fatalf("members started with a certificate that does not cover them: %v", pods)
+	}
+
+	good := secret("mine-server", pki.ServerAndClient, peerNames, "usr2-client."+ns+".svc")
+	wrong.Data = good.Data
+	if err := k8s.Update(ctx, wrong); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, timeout, "member pods once the certificate is replaced", func() error {
+		if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) == 0 {
+			return fmt.Errorf("no pods; Degraded: %+v", condition(getCluster(t, ns, "usr2"), v1alpha1.ConditionDegraded))
+		}
+		return nil
+	})
+}

@@ -1,0 +1,284 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/settle"
+	"github.com/quorate-dev/quorate/controllers/statuscond"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/quorum"
+	"github.com/quorate-dev/quorate/internal/version"
+)
+
+// summary counts what the member list of status says.
+type summary struct {
+	voters, healthyVoters, learners int
+	leader                          string
+	// unhealthy are members that have run (or are not in etcd's list) and are not healthy: a
+	// member that was just added and has not started yet is joining, not unhealthy.
+	unhealthy []string
+}
+
+// computeStatus derives the whole status from the observation, the planner's state and the
+// step taken this pass.
+func computeStatus(c *v1alpha1.EtcdCluster, o *observation, s planner.State, a planner.Action, execErr error) v1alpha1.EtcdClusterStatus {
+	st := *c.Status.DeepCopy()
+	st.ObservedGeneration = c.Generation
+	st.Selector = labels.SelectorFromSet(names.MemberSelector(c.Name)).String()
+	var sum summary
+	st.Members, sum, st.CurrentVersion = memberStatuses(c, o, s)
+	if st.CurrentVersion == "" {
+		st.CurrentVersion = c.Status.CurrentVersion
+	}
+	st.Leader = sum.leader
+	st.Replicas, st.ReadyMembers = count32(sum.voters), count32(sum.healthyVoters)
+	if s.EtcdReachable {
+		st.Alarms = s.Alarms
+	}
+	st.Storage = storageStatus(s)
+	if s.Defrag.Due && a.Kind == planner.None && execErr == nil {
+		// Every member's free pages are returned: the scheduled round is over.
+		st.LastDefragTime = &metav1.Time{Time: s.Now}
+	}
+	gen := c.Generation
+	for _, cond := range []metav1.Condition{
+		availableCondition(s, sum, gen),
+		progressingCondition(a, execErr, gen),
+		degradedCondition(s, a, sum, gen),
+		alarmCondition(st.Alarms, gen),
+	} {
+		meta.SetStatusCondition(&st.Conditions, cond)
+	}
+	return st
+}
+
+// memberStatuses lists the members as etcd does. Without a member list it keeps the members
+// whose volumes hold data, with what was last observed of them, marked unhealthy unless they
+// answered now. It returns the lowest version any member runs ("" when none answered).
+func memberStatuses(c *v1alpha1.EtcdCluster, o *observation, s planner.State) ([]v1alpha1.MemberStatus, summary, string) {
+	var sum summary
+	var members []v1alpha1.MemberStatus
+	var minVersion *version.Version
+	for _, m := range s.Members {
+		if !m.InEtcd && (s.EtcdReachable || !m.PVCHasData) {
+			continue
+		}
+		ms := v1alpha1.MemberStatus{Name: m.Name, Learner: m.Learner, Healthy: m.Healthy(s.ClusterID)}
+		if m.InEtcd {
+			ms.ID = names.FormatID(m.ID)
+			ms.PeerURL = names.PeerURL(c.Name, c.Namespace, m.Name, c.Spec.TLS.IsEnabled())
+		} else if old := findMember(c.Status.Members, m.Name); old != nil {
+			ms.ID, ms.PeerURL, ms.Learner = old.ID, old.PeerURL, old.Learner
+		}
+		if stt, ok := o.statuses[m.Name]; ok {
+			ms.Version, ms.DBSize = stt.Version, stt.DBSize
+			ms.IsLeader = s.LeaderID != 0 && stt.MemberID == s.LeaderID
+			if v, err := version.Parse(stt.Version); err == nil && (minVersion == nil || v.Less(*minVersion)) {
+				minVersion = &v
+			}
+		}
+		if ms.IsLeader {
+			sum.leader = m.Name
+		}
+		switch {
+		case ms.Learner:
+			sum.learners++
+		case ms.Healthy:
+			sum.voters++
+			sum.healthyVoters++
+		default:
+			sum.voters++
+		}
+		if !ms.Healthy && (m.Started || !m.InEtcd) {
+			sum.unhealthy = append(sum.unhealthy, m.Name)
+		}
+		members = append(members, ms)
+	}
+	current := ""
+	if minVersion != nil {
+		current = minVersion.String()
+	}
+	return members, withExternal(s, sum), current
+}
+
+// withExternal counts the external voters of a join that started: until they are removed
+// they make up the quorum beside the operator's members (and lead, at first).
+func withExternal(s planner.State, sum summary) summary {
+	if s.Join == nil || !s.Join.Started {
+		return sum
+	}
+	for _, e := range s.Join.External {
+		if e.Learner {
+			continue
+		}
+		sum.voters++
+		if e.Healthy(s.ClusterID) {
+			sum.healthyVoters++
+		}
+		if s.LeaderID != 0 && e.ID == s.LeaderID {
+			sum.leader = e.Name + " (external)"
+		}
+	}
+	return sum
+}
+
+// count32 converts a count of members, which spec.replicas bounds to a handful, for status.
+func count32(n int) int32 { return int32(min(n, math.MaxInt32)) } //nolint:gosec // bounded just above
+
+func findMember(ms []v1alpha1.MemberStatus, name string) *v1alpha1.MemberStatus {
+	for i := range ms {
+		if ms[i].Name == name {
+			return &ms[i]
+		}
+	}
+	return nil
+}
+
+// availableCondition: True while a quorum of voters is healthy and a leader is elected.
+func availableCondition(s planner.State, sum summary, gen int64) metav1.Condition {
+	need := quorum.Of(sum.voters)
+	hasQuorum := s.ClusterID != 0 && s.EtcdReachable && sum.voters > 0 && sum.healthyVoters >= need
+	switch {
+	case hasQuorum && sum.leader != "":
+		return statuscond.New(v1alpha1.ConditionAvailable, true, v1alpha1.ReasonQuorumHealthy,
+			fmt.Sprintf("%d of %d voting members healthy; leader %s", sum.healthyVoters, sum.voters, sum.leader), gen)
+	case s.ClusterID == 0:
+		return statuscond.New(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonBootstrapping, "the cluster has not formed yet", gen)
+	case hasQuorum:
+		return statuscond.New(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonNoLeader,
+			"a quorum of members is healthy but no leader is elected yet: etcd is holding an election", gen)
+	case !s.EtcdReachable:
+		return statuscond.New(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonQuorumLost,
+			"no member answers with quorum: clients cannot write; the operator recreates missing member pods from their volumes", gen)
+	}
+	return statuscond.New(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonQuorumLost,
+		fmt.Sprintf("%d of %d voting members healthy, %d needed: clients cannot write; the operator recreates missing member pods from their volumes", sum.healthyVoters, sum.voters, need), gen)
+}
+
+// progressingCondition: True while the operator takes steps, False once settled, paused or
+// halted; a step that failed is retried.
+func progressingCondition(a planner.Action, execErr error, gen int64) metav1.Condition {
+	switch {
+	case execErr != nil:
+		return statuscond.New(v1alpha1.ConditionProgressing, true, v1alpha1.ReasonStepFailed, fmt.Sprintf("%s failed: %v; retrying", a.Kind, execErr), gen)
+	case a.Kind == planner.None || a.Kind == planner.Halt || a.Reason == v1alpha1.ReasonPaused:
+		return statuscond.New(v1alpha1.ConditionProgressing, false, a.Reason, a.Message, gen)
+	}
+	return statuscond.New(v1alpha1.ConditionProgressing, true, a.Reason, a.Message, gen)
+}
+
+// degradedCondition: True while something needs attention, most urgent first: a step whose
+// reason needs attention (a halt, lost data, a risk to quorum, a stuck rollout, a refused
+// version, an alarm being cleared), an unreachable cluster, an alarm, unhealthy members.
+func degradedCondition(s planner.State, a planner.Action, sum summary, gen int64) metav1.Condition {
+	switch {
+	case a.Attention:
+		return statuscond.New(v1alpha1.ConditionDegraded, true, a.Reason, a.Message, gen)
+	case s.ClusterID != 0 && !s.EtcdReachable:
+		return statuscond.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonEtcdUnreachable, a.Message, gen)
+	case len(s.Alarms) > 0:
+		c := alarmCondition(s.Alarms, gen)
+		return statuscond.New(v1alpha1.ConditionDegraded, true, c.Reason, c.Message, gen)
+	case len(sum.unhealthy) > 0:
+		return statuscond.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonMemberUnhealthy,
+			fmt.Sprintf("unhealthy members: %s; see their pod logs and events", strings.Join(sum.unhealthy, ", ")), gen)
+	}
+	return statuscond.New(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonAllMembersHealthy, "every member is healthy", gen)
+}
+
+// storageStatus counts the members whose volume matches spec.storage, while some do not.
+func storageStatus(s planner.State) *v1alpha1.StorageStatus {
+	var st v1alpha1.StorageStatus
+	for _, m := range s.Members {
+		switch {
+		case !m.InEtcd || !m.HasPVC:
+		case m.VolumeOutdated:
+			st.ToMove++
+		case m.VolumeExpand || m.VolumeResizePending:
+			st.ToExpand++
+		default:
+			st.OnSpec++
+		}
+	}
+	if st.ToMove == 0 && st.ToExpand == 0 {
+		return nil
+	}
+	return &st
+}
+
+// alarmCondition: True while etcd has raised an alarm.
+func alarmCondition(alarms []string, gen int64) metav1.Condition {
+	switch {
+	case slices.Contains(alarms, planner.AlarmCorrupt):
+		return statuscond.New(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonCorrupt,
+			"etcd raised CORRUPT: a member's data differs from its peers'; find it in the etcd logs and delete its PVC so it is replaced, then disarm the alarm", gen)
+	case slices.Contains(alarms, planner.AlarmNoSpace):
+		return statuscond.New(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonNoSpace,
+			"etcd raised NOSPACE: the database reached spec.etcd.quotaBackendBytes; clients can read and delete but not write until the quota is raised (the operator rolls it out and disarms the alarm) or space is freed", gen)
+	case len(alarms) > 0:
+		return statuscond.New(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonUnknown, "etcd raised "+strings.Join(alarms, ", "), gen)
+	}
+	return statuscond.New(v1alpha1.ConditionAlarm, false, v1alpha1.ReasonNoAlarm, "etcd has raised no alarm", gen)
+}
+
+// errorStatus is the status of a pass that stopped before it could plan: Degraded names why.
+func errorStatus(original *v1alpha1.EtcdCluster, operator string, gen int64, reason string, err error) v1alpha1.EtcdClusterStatus {
+	st := *original.Status.DeepCopy()
+	st.Operator = operator
+	meta.SetStatusCondition(&st.Conditions, statuscond.New(v1alpha1.ConditionDegraded, true, reason, err.Error(), gen))
+	return st
+}
+
+// writeStatus records metrics, writes status once, only if it changed, and then emits Events
+// for condition changes.
+func (r *Reconciler) writeStatus(ctx context.Context, original *v1alpha1.EtcdCluster, st v1alpha1.EtcdClusterStatus) error {
+	recordMetrics(original, original.Status, st)
+	if equality.Semantic.DeepEqual(original.Status, st) {
+		return nil
+	}
+	updated := original.DeepCopy()
+	updated.Status = st
+	gone, err := settle.PatchStatus(ctx, r.Client, updated, original)
+	if err != nil {
+		return fmt.Errorf("writing status: %w", err)
+	}
+	if gone {
+		return nil // deleted since the pass read it: nothing to record or announce
+	}
+	// Until the cache shows this write, a pass would start from the status it replaced.
+	r.Expectations.ExpectOwnerNewerThan(client.ObjectKeyFromObject(original), original.ResourceVersion)
+	// Transitions are announced once they are recorded: a refused write announces nothing.
+	r.eventOnTransitions(original, original.Status, st)
+	return nil
+}
+
+// eventOnTransitions emits one Event when Available or Degraded changes status or reason.
+func (r *Reconciler) eventOnTransitions(c *v1alpha1.EtcdCluster, before, after v1alpha1.EtcdClusterStatus) {
+	for _, t := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionDegraded} {
+		old, now := meta.FindStatusCondition(before.Conditions, t), meta.FindStatusCondition(after.Conditions, t)
+		if now == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason) {
+			continue
+		}
+		if t == v1alpha1.ConditionAvailable && now.Status == metav1.ConditionFalse && old == nil {
+			continue // nothing to announce while a new cluster bootstraps
+		}
+		eventType := corev1.EventTypeNormal
+		if (t == v1alpha1.ConditionDegraded && now.Status == metav1.ConditionTrue) || (t == v1alpha1.ConditionAvailable && now.Status == metav1.ConditionFalse) {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(c, eventType, now.Reason, "%s is %s: %s", t, now.Status, now.Message)
+	}
+}

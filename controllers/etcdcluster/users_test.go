@@ -1,0 +1,92 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/pki"
+)
+
+// Declared users get a Secret in the servicebinding.io layout before etcd authentication goes
+// on; the operator and the members stay admins; a user taken out loses its Secret; no users
+// turns authentication off.
+func TestUsers(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	c := newCluster(ns, "app", 3)
+	c.Spec.Users = []v1alpha1.UserSpec{{Name: "orders", ReadWrite: []string{"/orders/"}}, {Name: "reporting", ReadOnly: []string{"/orders/"}}}
+	bootstrapCluster(t, c, fake)
+
+	waitFor(t, ns, "app", "authentication on for both users", func(c *v1alpha1.EtcdCluster) error {
+		if !c.Status.AuthEnabled || !slices.Equal(c.Status.Users, []string{"orders", "reporting"}) {
+			return fmt.Errorf("status authEnabled=%v users=%v", c.Status.AuthEnabled, c.Status.Users)
+		}
+		return nil
+	})
+	want := etcd.AuthSpec{Enabled: true, Admins: []string{"quorate-operator", "app-server"}, Users: []etcd.User{
+		{Name: "orders", ReadWrite: []string{"/orders/"}}, {Name: "reporting", ReadOnly: []string{"/orders/"}}}}
+	if got := fake.Auth(); !reflect.DeepEqual(got, want) {
+		t.Errorf("etcd auth\n %+v\nwant\n %+v", got, want)
+	}
+	s := &corev1.Secret{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "app-user-orders"}, s); err != nil {
+		t.Fatal(err)
+	}
+	plain := map[string]string{}
+	for k, v := range s.Data {
+		if k != pki.KeyCert && k != pki.KeyKey && k != pki.KeyCACert {
+			plain[k] = string(v)
+		}
+	}
+	host := "app-client." + ns + ".svc"
+	if wantPlain := map[string]string{"type": "etcd", "provider": "quorate", "host": host, "port": "2379",
+		"endpoints": "https://" + host + ":2379", "username": "orders"}; !reflect.DeepEqual(plain, wantPlain) || s.Type != "servicebinding.io/etcd" {
+		t.Errorf("secret app-user-orders: type %s, data %v; want servicebinding.io/etcd, %v", s.Type, plain, wantPlain)
+	}
+	ca := &corev1.Secret{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "app-ca"}, ca); err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.CheckLeaf(s.Data[pki.KeyCert], s.Data[pki.KeyKey], ca.Data[pki.KeyCACert], pki.Check{Usage: pki.ClientOnly, Now: time.Now()}); err != nil {
+		t.Errorf("the user's certificate: %v", err)
+	}
+	if cn := parseCert(t, s.Data[pki.KeyCert]).Subject.CommonName; cn != "orders" {
+		t.Errorf("the user's certificate names %q, want orders (etcd takes the user from it)", cn)
+	}
+
+	// reporting goes: its Secret too.
+	patchCluster(t, ns, "app", func(c *v1alpha1.EtcdCluster) { c.Spec.Users = c.Spec.Users[:1] })
+	eventually(t, timeout, "the Secret of reporting to go", func() error {
+		err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "app-user-reporting"}, &corev1.Secret{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+	assertEvent(t, ns, v1alpha1.EventUsersChanged, "deleted Secret app-user-reporting: user reporting is no longer in spec.users")
+
+	// No users: authentication off.
+	patchCluster(t, ns, "app", func(c *v1alpha1.EtcdCluster) { c.Spec.Users = nil })
+	waitFor(t, ns, "app", "authentication off", func(c *v1alpha1.EtcdCluster) error {
+		if c.Status.AuthEnabled || len(c.Status.Users) != 0 {
+			return fmt.Errorf("status authEnabled=%v users=%v", c.Status.AuthEnabled, c.Status.Users)
+		}
+		return nil
+	})
+	if got := fake.Auth(); got.Enabled || len(got.Users) != 0 {
+		t.Errorf("etcd auth after the users went: %+v", got)
+	}
+}

@@ -1,0 +1,57 @@
+package etcdcluster
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/robfig/cron/v3"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+)
+
+// validateSpec checks what the CRD schema cannot within its cost budget: the keys of the pod
+// template's labels, annotations and node selector (their values are checked by the schema).
+// A spec that fails stops the pass with the InvalidSpec condition, before any member is built
+// from it.
+func validateSpec(c *v1alpha1.EtcdCluster, allowPlaintext bool) error {
+	if !c.Spec.TLS.IsEnabled() && !allowPlaintext {
+		return errors.New("spec.tls.enabled is false, but this operator does not run plaintext clusters: anyone who reaches the members could read and write them; remove tls.enabled, or start the operator with --allow-plaintext")
+	}
+	if d := c.Spec.Maintenance.Defrag; d != nil && d.Schedule != "" {
+		if _, err := cron.ParseStandard(d.Schedule); err != nil {
+			return fmt.Errorf("spec.maintenance.defrag.schedule %q does not parse (%v): use five cron fields such as \"0 3 * * 0\", or @daily, @every 12h", d.Schedule, err)
+		}
+	}
+	t := c.Spec.PodTemplate
+	if t == nil {
+		return nil
+	}
+	var problems []string
+	check := func(field string, keys []string) {
+		sort.Strings(keys)
+		for _, k := range keys {
+			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+				problems = append(problems, fmt.Sprintf("spec.podTemplate.%s key %q: %s", field, k, strings.Join(errs, "; ")))
+			}
+		}
+	}
+	check("labels", keysOf(t.Labels))
+	check("annotations", keysOf(t.Annotations))
+	check("nodeSelector", keysOf(t.NodeSelector))
+	if len(problems) > 0 {
+		return fmt.Errorf("%s; correct the spec: no member is created or changed until then", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func keysOf[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}

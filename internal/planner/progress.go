@@ -1,0 +1,51 @@
+package planner
+
+import (
+	"time"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+)
+
+// The progress of the records that move on only once a pass has taken its step: a CA
+// rotation's phase (the certificates act on it in the next passes) and a join's.
+
+// NextRotationPhase is the phase a CA rotation moves to in a pass, or "" when it stays where
+// status records it (cur): a rotation that spec.tls.rotateCA asks for (want) and that has not
+// started begins from a settled pass; one under way moves on from a settled pass once the
+// propagation delay has passed since its phase began; a completed one stays completed.
+func NextRotationPhase(want string, cur *v1alpha1.CARotationStatus, settled bool, now time.Time, propagation time.Duration) string {
+	switch {
+	case cur != nil && cur.Token == want && cur.Phase == v1alpha1.CARotationCompleted:
+	case !settled:
+	case cur == nil || cur.Token != want:
+		return v1alpha1.CARotationTrusting
+	case now.Sub(cur.PhaseTime.Time) < propagation:
+	case cur.Phase == v1alpha1.CARotationTrusting:
+		return v1alpha1.CARotationReissuing
+	case cur.Phase == v1alpha1.CARotationReissuing:
+		return v1alpha1.CARotationDropping
+	case cur.Phase == v1alpha1.CARotationDropping:
+		return v1alpha1.CARotationCompleted
+	}
+	return ""
+}
+
+// JoinPhase is the phase a join's record (status.join, recorded its phase, started whether it
+// exists) moves to after a pass that took step a: Completed once no external member is left,
+// waiting for the go-ahead or removing the external members as the step says, else the
+// recorded one. moves is false when the record stays as it is: no join or none started, one
+// completed, a member list not read, or the join starting in this very pass.
+func JoinPhase(s State, a Action, recorded string, started bool) (phase string, moves bool) {
+	if s.Join == nil || !started || recorded == v1alpha1.JoinCompleted || !s.EtcdReachable || a.Kind == StartJoin {
+		return "", false
+	}
+	switch {
+	case len(s.Join.External) == 0:
+		return v1alpha1.JoinCompleted, true
+	case a.Reason == v1alpha1.ReasonWaitingForGoAhead:
+		return v1alpha1.JoinWaitingForGoAhead, true
+	case s.Join.RemoveExternal && a.Reason == v1alpha1.ReasonJoining:
+		return v1alpha1.JoinRemovingExternalMembers, true
+	}
+	return recorded, true
+}
