@@ -148,7 +148,8 @@ func BackupJob(b *v1alpha1.EtcdBackup, t JobTarget, retain *Retain, im Images) *
 	args := []string{"save", "--endpoints=" + t.endpoints(), "--cluster-id=" + t.ClusterID,
 		"--bucket=" + b.Spec.Storage.BucketURL, "--key=" + BackupKey(b), "--work-dir=/work"}
 	if retain != nil {
-		args = append(args, "--retain-prefix="+retain.Prefix, fmt.Sprintf("--retain-count=%d", retain.Count), "--retain-max-age="+retain.MaxAge.String())
+		args = append(args, "--retain-prefix="+retain.Prefix, fmt.Sprintf("--retain-count=%d", retain.Count), "--retain-max-age="+retain.MaxAge.String(),
+			"--schedule="+b.Labels[names.LabelSchedule])
 	}
 	// Room for the snapshot and the copy its check opens: twice the quota, and a margin.
 	quota := t.Cluster.Spec.Etcd.QuotaBackendBytes
