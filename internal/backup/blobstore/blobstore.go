@@ -166,6 +166,11 @@ func Fetch(ctx context.Context, loc backup.Location, path, want string) (backup.
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = fmt.Errorf("%w (it ended before its recorded length: %w); it cannot be restored: restore another backup", ErrDamaged, err)
+		_ = os.Remove(tmp)
+		return backup.Info{}, fmt.Errorf("refusing the snapshot %s: %w", loc, err)
+	}
 	if err != nil {
 		_ = os.Remove(tmp)
 		return backup.Info{}, describe("downloading", loc, err)
@@ -178,11 +183,16 @@ func Fetch(ctx context.Context, loc backup.Location, path, want string) (backup.
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		return backup.Info{}, fmt.Errorf("refusing the snapshot %s: %w", loc, err)
+		return backup.Info{}, fmt.Errorf("refusing the snapshot %s: %w (%w); it cannot be restored: restore another backup", loc, ErrDamaged, err)
 	}
 	recorded.SHA256 = sum
 	return recorded, os.Rename(tmp, path)
 }
+
+// ErrDamaged: the stored object is not, or no longer, the snapshot that was backed up (cut
+// short, altered, or replaced by another): no restore can use it, and only another backup helps.
+// Storage that cannot be reached or refuses the credentials is never reported as damaged.
+var ErrDamaged = errors.New("the stored object is damaged")
 
 // ErrHashMismatch: a snapshot's bytes are not the ones its backup recorded.
 var ErrHashMismatch = errors.New("the snapshot is not the one backed up")

@@ -71,8 +71,19 @@ func TestStoreAndFetch(t *testing.T) {
 	if err := os.WriteFile(stored, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Fetch(ctx, loc, other, ""); !errors.Is(err, backup.ErrIntegrity) {
-		t.Fatalf("Fetch of a damaged object = %v, want backup.ErrIntegrity", err)
+	if _, err := Fetch(ctx, loc, other, ""); !errors.Is(err, backup.ErrIntegrity) || !errors.Is(err, ErrDamaged) {
+		t.Fatalf("Fetch of a damaged object = %v, want backup.ErrIntegrity and ErrDamaged", err)
+	}
+	// Cut short (a truncated upload or copy): refused as damaged, with what to do.
+	if err := os.WriteFile(stored, b[:len(b)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Fetch(ctx, loc, other, "")
+	want := fmt.Sprintf("refusing the snapshot file://%s/ns/demo/b1.db: the stored object is damaged "+
+		"(the snapshot's database does not match the SHA-256 etcd appended to it: %d bytes is not a database followed by its SHA-256); "+
+		"it cannot be restored: restore another backup", bucketDir, len(b)/2)
+	if err == nil || err.Error() != want {
+		t.Fatalf("Fetch of a truncated object:\n got %v\nwant %s", err, want)
 	}
 	for _, p := range []string{other, other + ".part"} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
