@@ -166,6 +166,7 @@ type EtcdBackupScheduleSpec struct {
 	// "0 */6 * * *", or a descriptor such as @hourly or @every 30m.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:XValidation:rule="!self.trim().startsWith('TZ=') && !self.trim().startsWith('CRON_TZ=')",message="schedule cannot name a time zone (TZ= or CRON_TZ=): schedules run in UTC; write the times in UTC"
 	Schedule string `json:"schedule"`
 	// Storage is where the snapshots go; each is stored as
 	// PREFIX<namespace>/<cluster>/<schedule>-<time>.db.

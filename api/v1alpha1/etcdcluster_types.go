@@ -692,6 +692,7 @@ type RecoveryStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40",message="metadata.name must be at most 40 characters: it prefixes the names of the member pods, services and secrets"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a letter and contain only lowercase letters, digits and '-': it names Services, which need a DNS-1035 label"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.users) || self.spec.users.all(u, !(u.name.endsWith('-server') && u.name.substring(0, u.name.size() - 7) == self.metadata.name) && !(u.name.endsWith('-peer') && u.name.substring(0, u.name.size() - 5) == self.metadata.name))",message="spec.users cannot name <cluster>-server or <cluster>-peer: they are the common names of the cluster's own server and peer certificates, and the server's is an etcd administrator; choose another user name"
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -100,6 +100,7 @@ func saveCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, error
 	retainPrefix := fs.String("retain-prefix", "", "apply the retention to the snapshots under this prefix after storing")
 	retainCount := fs.Int("retain-count", 0, "keep at most this many snapshots under --retain-prefix")
 	retainAge := fs.Duration("retain-max-age", 0, "delete snapshots under --retain-prefix older than this")
+	schedule := fs.String("schedule", "", "the EtcdBackupSchedule the backup belongs to: recorded in the object's metadata, and the only schedule whose objects the retention deletes")
 	return func() (backup.Result, error) {
 		member, c, st, err := pickMember(ctx, t, *endpoints, *clusterID)
 		if err != nil {
@@ -118,14 +119,14 @@ func saveCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, error
 		if err != nil {
 			return backup.Result{}, fmt.Errorf("checking the snapshot of %s: %w", member, err)
 		}
-		info := backup.Info{Keyspace: ks, SHA256: saved.SHA256, Size: saved.Size, Version: st.Version, ClusterID: names.FormatID(st.Header.ClusterId)}
+		info := backup.Info{Keyspace: ks, SHA256: saved.SHA256, Size: saved.Size, Version: st.Version, ClusterID: names.FormatID(st.Header.ClusterId), Schedule: *schedule}
 		loc := backup.Location{Bucket: *bucket, Key: *key}
 		if err := blobstore.Store(ctx, loc, path, info); err != nil {
 			return backup.Result{}, err
 		}
 		res := backup.Result{Kind: backup.ResultStored, Member: member, Location: loc.String(), Key: *key, Info: &info}
 		if *retainPrefix != "" {
-			res.Expired, err = blobstore.Retain(ctx, *bucket, *retainPrefix, backup.Retention{Count: *retainCount, MaxAge: *retainAge}, time.Now())
+			res.Expired, err = blobstore.Retain(ctx, *bucket, *retainPrefix, *schedule, backup.Retention{Count: *retainCount, MaxAge: *retainAge}, time.Now())
 			if err != nil {
 				// The backup itself is stored and verified; retention is tried again next time.
 				log.Printf("retention: %v", err)

@@ -164,7 +164,7 @@ func (r *ScheduleReconciler) nextRun(s *v1alpha1.EtcdBackupSchedule, sched cron.
 // createBackup creates the EtcdBackup of the run scheduled at t; its name is derived from t,
 // so a pass that runs again after a crash finds it instead of taking a second one.
 func (r *ScheduleReconciler) createBackup(ctx context.Context, s *v1alpha1.EtcdBackupSchedule, t time.Time) error {
-	name := fmt.Sprintf("%s-%s", s.Name, t.UTC().Format("20060102-150405"))
+	name := fmt.Sprintf("%s-%s", s.Name, t.UTC().Format(backup.ScheduleTimeFormat))
 	b := &v1alpha1.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace,
 			Labels:          map[string]string{names.LabelSchedule: s.Name, names.LabelCluster: s.Spec.ClusterName},

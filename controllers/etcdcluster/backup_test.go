@@ -316,7 +316,8 @@ func TestScheduleRetentionAndDrill(t *testing.T) {
 				continue
 			}
 			if !slices.Contains(j.Spec.Template.Spec.Containers[0].Command, "--retain-prefix=etcd/"+ns+"/demo/nightly-") ||
-				!slices.Contains(j.Spec.Template.Spec.Containers[0].Command, "--retain-count=2") {
+				!slices.Contains(j.Spec.Template.Spec.Containers[0].Command, "--retain-count=2") ||
+				!slices.Contains(j.Spec.Template.Spec.Containers[0].Command, "--schedule=nightly") {
 				return fmt.Errorf("Job %s does not apply the retention: %q", j.Name, j.Spec.Template.Spec.Containers[0].Command)
 			}
 			finishJob(t, j, backupfixture.Stored("demo-1", "etcd/"+ns+"/demo/"+b+".db", int64(100+len(done))), false)

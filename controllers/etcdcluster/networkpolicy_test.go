@@ -50,6 +50,9 @@ func TestNetworkPolicy(t *testing.T) {
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "quorate-system"}},
 		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"control-plane": "controller-manager"}},
 	}
+	jobs := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{
+		MatchLabels:      map[string]string{"etcd.quorate.dev/cluster": "np", "app.kubernetes.io/managed-by": "quorate"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "etcd.quorate.dev/backup", Operator: metav1.LabelSelectorOpExists}}}}
 	want := func(clients, monitoring []networkingv1.NetworkPolicyPeer) networkingv1.NetworkPolicySpec {
 		return networkingv1.NetworkPolicySpec{
 			PodSelector: *members.PodSelector,
@@ -84,7 +87,8 @@ func TestNetworkPolicy(t *testing.T) {
 		})
 	}
 
-	spec := want([]networkingv1.NetworkPolicyPeer{operator, web}, []networkingv1.NetworkPolicyPeer{prometheus})
+	// Named clients never shut out the operator, the members and the backup Jobs.
+	spec := want([]networkingv1.NetworkPolicyPeer{operator, members, jobs, web}, []networkingv1.NetworkPolicyPeer{prometheus})
 	waitPolicy("the NetworkPolicy admitting members, operator+web and monitoring", &spec)
 
 	// No clients named: anyone may reach the client port; the peer port stays guarded.
@@ -104,12 +108,12 @@ func TestNetworkPolicy(t *testing.T) {
 	bad := networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/33"}}
 	patchCluster(t, ns, "np", func(c *v1alpha1.EtcdCluster) { c.Spec.NetworkPolicy.Clients = []networkingv1.NetworkPolicyPeer{bad} })
 	wantCondition(t, ns, "np", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonNetworkPolicyNotReady,
-		Message: `updating *v1.NetworkPolicy np: NetworkPolicy.networking.k8s.io "np" is invalid: spec.ingress[1].from[1].ipBlock.cidr: Invalid value: "10.0.0.0/33": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64); correct spec.networkPolicy (the NetworkPolicy in force is unchanged)`})
+		Message: `updating *v1.NetworkPolicy np: NetworkPolicy.networking.k8s.io "np" is invalid: spec.ingress[1].from[3].ipBlock.cidr: Invalid value: "10.0.0.0/33": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64); correct spec.networkPolicy (the NetworkPolicy in force is unchanged)`})
 	waitPolicy("the NetworkPolicy in force to stay", &spec)
 	patchCluster(t, ns, "np", func(c *v1alpha1.EtcdCluster) {
 		c.Spec.NetworkPolicy.Clients = []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}}}
 	})
-	spec = want([]networkingv1.NetworkPolicyPeer{operator, {IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}}}, []networkingv1.NetworkPolicyPeer{prometheus})
+	spec = want([]networkingv1.NetworkPolicyPeer{operator, members, jobs, {IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}}}, []networkingv1.NetworkPolicyPeer{prometheus})
 	waitPolicy("the NetworkPolicy with the fixed client", &spec)
 	waitFor(t, ns, "np", "Degraded=False", func(c *v1alpha1.EtcdCluster) error {
 		if d := condition(c, v1alpha1.ConditionDegraded); d.Status != metav1.ConditionFalse {

@@ -74,6 +74,7 @@ const (
 	msgToken      = "recovery.forceNewCluster must be a token of letters, digits, '-', '_' and '.', such as incident-2026-11-23"
 	msgLabelValue = "label values must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 	msgRequests   = "podTemplate.resources: the cpu and memory requests must be at most their limits"
+	msgUserCN     = "spec.users cannot name <cluster>-server or <cluster>-peer: they are the common names of the cluster's own server and peer certificates, and the server's is an etcd administrator; choose another user name"
 )
 
 const base = "version: 3.6.16\nstorage: {size: 1Gi}\n"
@@ -189,6 +190,10 @@ func TestValidationRejectsBadInput(t *testing.T) {
 			want: []string{"spec.networkPolicy.clients: Too many: 33: must have at most 32 items", msgNotChecked}},
 		{name: "user named root", spec: base + "users: [{name: root, readWrite: [/]}]",
 			want: []string{`spec.users[0].name: Invalid value: "root": root, quorate-operator and quorate-client are the operator's own identities; choose another user name`}},
+		{name: "user named as the server certificate", spec: base + "users: [{name: app}, {name: bad-server, readOnly: [/]}]",
+			want: []string{"<nil>: Invalid value: " + msgUserCN}},
+		{name: "user named as the peer certificate", spec: base + "users: [{name: bad-peer}]",
+			want: []string{"<nil>: Invalid value: " + msgUserCN}},
 		{name: "users without TLS", spec: base + "tls: {enabled: false}\nusers: [{name: app, readWrite: [/app/]}]",
 			want: []string{"spec: Invalid value: " + msgUsersTLS}},
 		{name: "users with supplied certificates", spec: base + "tls: {serverSecretName: s, peerSecretName: p, clientSecretName: c}\nusers: [{name: app}]",

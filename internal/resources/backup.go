@@ -62,6 +62,9 @@ func ScheduleKeyPrefix(s *v1alpha1.EtcdBackupSchedule) string {
 	return fmt.Sprintf("%s%s/%s/%s-", s.Spec.Storage.Prefix, s.Namespace, s.Spec.ClusterName, s.Name)
 }
 
+// JobTTLSeconds is how long a finished backup, drill or verify Job is kept.
+const JobTTLSeconds = 24 * 60 * 60
+
 // BackupJobName is the name of an EtcdBackup's Job.
 func BackupJobName(backup string) string { return backup + "-backup" }
 
@@ -137,7 +140,12 @@ func job(name, namespace string, owner metav1.OwnerReference, labels map[string]
 			// at its next time.
 			BackoffLimit:          ptr.To[int32](0),
 			ActiveDeadlineSeconds: ptr.To[int64](3600),
-			Template:              pod,
+			// A finished Job and its pod go a day after it ended: the operator reads the
+			// result as soon as the Job finishes, and a backup that has its result never reads
+			// its Job again. Should the operator be down all that day, the backup is taken
+			// again by a new Job.
+			TTLSecondsAfterFinished: ptr.To[int32](JobTTLSeconds),
+			Template:                pod,
 		},
 	}
 }
@@ -148,7 +156,8 @@ func BackupJob(b *v1alpha1.EtcdBackup, t JobTarget, retain *Retain, im Images) *
 	args := []string{"save", "--endpoints=" + t.endpoints(), "--cluster-id=" + t.ClusterID,
 		"--bucket=" + b.Spec.Storage.BucketURL, "--key=" + BackupKey(b), "--work-dir=/work"}
 	if retain != nil {
-		args = append(args, "--retain-prefix="+retain.Prefix, fmt.Sprintf("--retain-count=%d", retain.Count), "--retain-max-age="+retain.MaxAge.String())
+		args = append(args, "--retain-prefix="+retain.Prefix, fmt.Sprintf("--retain-count=%d", retain.Count), "--retain-max-age="+retain.MaxAge.String(),
+			"--schedule="+b.Labels[names.LabelSchedule])
 	}
 	// Room for the snapshot and the copy its check opens: twice the quota, and a margin.
 	quota := t.Cluster.Spec.Etcd.QuotaBackendBytes

@@ -159,6 +159,9 @@ func launcherContainer(im Images) corev1.Container {
 		ImagePullPolicy: im.PullPolicy,
 		Command:         []string{"/quorate-launcher", "install", LauncherPath},
 		VolumeMounts:    []corev1.VolumeMount{{Name: volumeLauncher, MountPath: LauncherDir}},
+		// Requests, as every container of the pod has: a namespace with a ResourceQuota on
+		// requests refuses a pod any of whose containers has none.
+		Resources:       corev1.ResourceRequirements{Requests: DefaultRequests()},
 		SecurityContext: restricted(),
 	}
 }

@@ -323,10 +323,17 @@ func joinPeers(c *v1alpha1.EtcdCluster) []networkingv1.NetworkPolicyPeer {
 	return peers
 }
 
+// BackupJobPeer selects the pods of a cluster's backup Jobs (BackupJob labels them).
+func BackupJobPeer(cluster string) networkingv1.NetworkPolicyPeer {
+	return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: names.ClusterLabels(cluster),
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: names.LabelBackup, Operator: metav1.LabelSelectorOpExists}}}}
+}
+
 // NetworkPolicy admits, to the cluster's members, peer traffic from its members only, client
-// traffic from the operator and spec.networkPolicy.clients (anyone when none are named), and
-// metrics and health traffic from spec.networkPolicy.monitoring (anyone when none are named).
-// It restricts ingress only: members reach each other and DNS as before.
+// traffic from spec.networkPolicy.clients with the operator, the members and the backup Jobs
+// (anyone when none are named), and metrics and health traffic from
+// spec.networkPolicy.monitoring (anyone when none are named). It restricts ingress only:
+// members reach each other and DNS as before.
 func NetworkPolicy(c *v1alpha1.EtcdCluster, op Operator) *networkingv1.NetworkPolicy {
 	tcp := corev1.ProtocolTCP
 	port := func(ps ...int32) []networkingv1.NetworkPolicyPort {
@@ -341,7 +348,10 @@ func NetworkPolicy(c *v1alpha1.EtcdCluster, op Operator) *networkingv1.NetworkPo
 	spec := c.Spec.NetworkPolicy
 	var clients []networkingv1.NetworkPolicyPeer
 	if len(spec.Clients) > 0 {
-		clients = append([]networkingv1.NetworkPolicyPeer{op.peer()}, spec.Clients...)
+		// Named clients never shut out the cluster's own: the operator, the members (a
+		// starting member asks the others whether the cluster was bootstrapped before) and
+		// the pods of its backup Jobs.
+		clients = append([]networkingv1.NetworkPolicyPeer{op.peer(), members, BackupJobPeer(c.Name)}, spec.Clients...)
 	}
 	np := &networkingv1.NetworkPolicy{
 		ObjectMeta: meta(c, names.NetworkPolicy(c.Name), names.ClusterLabels(c.Name)),

@@ -326,3 +326,22 @@ func TestPodForCache(t *testing.T) {
 		t.Errorf("PodForCache(%q) = %v, %v; want it unchanged", tombstone, got, err)
 	}
 }
+
+// Every container of a member pod, the init containers of a restoring one too, requests CPU
+// and memory: a namespace whose ResourceQuota limits requests refuses a pod with a container
+// that has none.
+func TestEveryContainerRequests(t *testing.T) {
+	pod, err := Pod(cluster(), MemberPod{Member: "demo-0", Bootstrap: true, Restore: &Restore{Bucket: "s3://b", Key: "k.db"}}, images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	for _, ctr := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+		if ctr.Resources.Requests.Cpu().IsZero() || ctr.Resources.Requests.Memory().IsZero() {
+			missing = append(missing, ctr.Name)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("containers without CPU and memory requests: %v", missing)
+	}
+}

@@ -166,6 +166,11 @@ func Fetch(ctx context.Context, loc backup.Location, path, want string) (backup.
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = fmt.Errorf("%w (it ended before its recorded length: %w); it cannot be restored: restore another backup", ErrDamaged, err)
+		_ = os.Remove(tmp)
+		return backup.Info{}, fmt.Errorf("refusing the snapshot %s: %w", loc, err)
+	}
 	if err != nil {
 		_ = os.Remove(tmp)
 		return backup.Info{}, describe("downloading", loc, err)
@@ -178,11 +183,16 @@ func Fetch(ctx context.Context, loc backup.Location, path, want string) (backup.
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		return backup.Info{}, fmt.Errorf("refusing the snapshot %s: %w", loc, err)
+		return backup.Info{}, fmt.Errorf("refusing the snapshot %s: %w (%w); it cannot be restored: restore another backup", loc, ErrDamaged, err)
 	}
 	recorded.SHA256 = sum
 	return recorded, os.Rename(tmp, path)
 }
+
+// ErrDamaged: the stored object is not, or no longer, the snapshot that was backed up (cut
+// short, altered, or replaced by another): no restore can use it, and only another backup helps.
+// Storage that cannot be reached or refuses the credentials is never reported as damaged.
+var ErrDamaged = errors.New("the stored object is damaged")
 
 // ErrHashMismatch: a snapshot's bytes are not the ones its backup recorded.
 var ErrHashMismatch = errors.New("the snapshot is not the one backed up")
@@ -210,10 +220,13 @@ func List(ctx context.Context, bucket, prefix string) (map[string]time.Time, err
 	}
 }
 
-// Retain deletes the snapshots under prefix in the bucket that the retention lets go, and
-// returns their keys.
-func Retain(ctx context.Context, bucket, prefix string, r backup.Retention, now time.Time) ([]string, error) {
-	objects, err := List(ctx, bucket, prefix)
+// Retain applies a schedule's retention to its snapshots and returns the keys it deleted. The
+// schedule's snapshots are the objects under prefix (".../<schedule>-") whose keys continue
+// with exactly the time the schedule names its backups by (backup.OfSchedule), and whose
+// metadata, where it names a schedule, names this one: another schedule whose name begins
+// with this one's shares the prefix, and its snapshots are never this retention's to delete.
+func Retain(ctx context.Context, bucket, prefix, schedule string, r backup.Retention, now time.Time) ([]string, error) {
+	listed, err := List(ctx, bucket, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -222,6 +235,23 @@ func Retain(ctx context.Context, bucket, prefix string, r backup.Retention, now 
 		return nil, describe("opening bucket of", backup.Location{Bucket: bucket, Key: prefix}, err)
 	}
 	defer b.Close()
+	objects := map[string]time.Time{}
+	for k, t := range listed {
+		if !backup.OfSchedule(prefix, k) {
+			continue
+		}
+		attrs, err := b.Attributes(ctx, k)
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			continue
+		}
+		if err != nil {
+			return nil, describe("reading the attributes of", backup.Location{Bucket: bucket, Key: k}, err)
+		}
+		if owner := attrs.Metadata[backup.MetaSchedule]; owner != "" && owner != schedule {
+			continue
+		}
+		objects[k] = t
+	}
 	expired := r.Expired(objects, now)
 	for _, k := range expired {
 		if err := b.Delete(ctx, k); err != nil && gcerrors.Code(err) != gcerrors.NotFound {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"gocloud.dev/blob"
+
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/testsupport"
 )
@@ -69,8 +71,19 @@ func TestStoreAndFetch(t *testing.T) {
 	if err := os.WriteFile(stored, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Fetch(ctx, loc, other, ""); !errors.Is(err, backup.ErrIntegrity) {
-		t.Fatalf("Fetch of a damaged object = %v, want backup.ErrIntegrity", err)
+	if _, err := Fetch(ctx, loc, other, ""); !errors.Is(err, backup.ErrIntegrity) || !errors.Is(err, ErrDamaged) {
+		t.Fatalf("Fetch of a damaged object = %v, want backup.ErrIntegrity and ErrDamaged", err)
+	}
+	// Cut short (a truncated upload or copy): refused as damaged, with what to do.
+	if err := os.WriteFile(stored, b[:len(b)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Fetch(ctx, loc, other, "")
+	want := fmt.Sprintf("refusing the snapshot file://%s/ns/demo/b1.db: the stored object is damaged "+
+		"(the snapshot's database does not match the SHA-256 etcd appended to it: %d bytes is not a database followed by its SHA-256); "+
+		"it cannot be restored: restore another backup", bucketDir, len(b)/2)
+	if err == nil || err.Error() != want {
+		t.Fatalf("Fetch of a truncated object:\n got %v\nwant %s", err, want)
 	}
 	for _, p := range []string{other, other + ".part"} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
@@ -84,35 +97,58 @@ func TestStoreAndFetch(t *testing.T) {
 	}
 }
 
-// Retain deletes expired snapshots under its prefix only.
+// Retain deletes only its own schedule's expired snapshots: not those of a schedule whose name
+// extends its own ("nightly" and "nightly-weekly" share the prefix ".../nightly-"), not objects
+// whose metadata names another schedule, not other objects under the prefix.
 func TestRetain(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	for _, k := range []string{"s/a.db", "s/b.db", "s/c.db", "other/d.db", "s/notes.txt"} {
-		p := filepath.Join(dir, k)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base := time.Now().Add(-time.Hour)
-	for i, k := range []string{"s/a.db", "s/b.db", "s/c.db"} {
-		if err := os.Chtimes(filepath.Join(dir, k), base, base.Add(time.Duration(i)*time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	deleted, err := Retain(ctx, "file://"+dir, "s/", backup.Retention{Count: 1}, time.Now())
+	bucket := "file://" + dir
+	b, err := blob.OpenBucket(ctx, bucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(deleted, []string{"s/a.db", "s/b.db"}) {
-		t.Fatalf("deleted %v", deleted)
+	defer b.Close()
+	const p = "etcd/ns/demo/"
+	objects := []struct{ key, schedule string }{
+		{p + "nightly-20261128-010000.db", "nightly"},
+		{p + "nightly-20261128-020000.db", ""}, // written before the metadata named the schedule
+		{p + "nightly-20261128-030000.db", "nightly"},
+		{p + "nightly-weekly-20261128-010000.db", "nightly-weekly"},
+		{p + "nightly-weekly-20261128-020000.db", ""},
+		{p + "nightly-20261128-000000.db", "someone-else"},
+		{p + "nightly-notes.db", ""},
+		{p + "nightly-20261128-005000.txt", ""},
+		{"etcd/other/demo/nightly-20261128-000000.db", "nightly"},
 	}
-	for k, want := range map[string]bool{"s/a.db": false, "s/b.db": false, "s/c.db": true, "other/d.db": true, "s/notes.txt": true} {
-		if _, err := os.Stat(filepath.Join(dir, k)); (err == nil) != want {
-			t.Errorf("%s exists: %v, want %v", k, err == nil, want)
+	base := time.Now().Add(-time.Hour)
+	for i, o := range objects {
+		opts := &blob.WriterOptions{}
+		if o.schedule != "" {
+			opts.Metadata = map[string]string{backup.MetaSchedule: o.schedule}
+		}
+		if err := b.WriteAll(ctx, o.key, []byte("x"), opts); err != nil {
+			t.Fatal(err)
+		}
+		at := base.Add(time.Duration(i) * time.Minute)
+		if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(o.key)), at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deleted, err := Retain(ctx, bucket, p+"nightly-", "nightly", backup.Retention{Count: 1}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{p + "nightly-20261128-010000.db", p + "nightly-20261128-020000.db"}; !reflect.DeepEqual(deleted, want) {
+		t.Fatalf("deleted %v, want %v", deleted, want)
+	}
+	for i, o := range objects {
+		ok, err := b.Exists(ctx, o.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i > 1; ok != want {
+			t.Errorf("%s exists: %v, want %v", o.key, ok, want)
 		}
 	}
 }

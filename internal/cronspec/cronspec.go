@@ -1,0 +1,54 @@
+// Package cronspec parses an EtcdBackupSchedule's spec.schedule: five cron fields or a
+// descriptor (@hourly, @every 30m), in UTC, run no more often than a minimum interval.
+package cronspec
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// probes is how many runs after a fixed time are looked at to find a schedule's shortest
+// interval: enough to see every gap of an expression such as "0,1 * * * *" within an hour.
+const probes = 120
+
+// Parse returns the schedule spec names, or why it cannot be run: it does not parse, it names a
+// time zone (schedules run in UTC; robfig/cron panics on a bare "TZ=" prefix), or two of its
+// runs come closer together than min.
+func Parse(spec string, min time.Duration) (s cron.Schedule, err error) {
+	spec = strings.TrimSpace(spec)
+	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
+		return nil, fmt.Errorf("time zones are not supported: schedules run in UTC; remove the %s prefix", spec[:strings.Index(spec, "=")+1])
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("does not parse (%v)", r)
+		}
+	}()
+	s, err = cron.ParseStandard(spec)
+	if err != nil {
+		return nil, fmt.Errorf("does not parse (%w)", err)
+	}
+	if shortest := Shortest(s); shortest < min {
+		return nil, fmt.Errorf("runs every %s at times, more often than the shortest interval allowed, %s", shortest, min)
+	}
+	return s, nil
+}
+
+// Shortest is the shortest time between two consecutive runs of s over its next probes runs
+// after a fixed time.
+func Shortest(s cron.Schedule) time.Duration {
+	t := time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+	shortest := time.Duration(1<<63 - 1)
+	for range probes {
+		next := s.Next(t)
+		if next.IsZero() {
+			break
+		}
+		shortest = min(shortest, next.Sub(t))
+		t = next
+	}
+	return shortest
+}

@@ -1,0 +1,51 @@
+package cronspec
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		spec, err string
+	}{
+		{spec: "0 */6 * * *"},
+		{spec: "@hourly"},
+		{spec: "@every 30m"},
+		{spec: "@every 1m"},
+		{spec: "*/5 * * * *"},
+		{spec: "@every 1s", err: "runs every 1s at times, more often than the shortest interval allowed, 1m0s"},
+		{spec: "@every 0s", err: "runs every 1s at times, more often than the shortest interval allowed, 1m0s"}, // cron rounds it up to 1s
+		{spec: "0,1 * * * *", err: ""},
+		{spec: "TZ=UTC", err: "time zones are not supported: schedules run in UTC; remove the TZ= prefix"},
+		{spec: "CRON_TZ=Europe/Paris 0 * * * *", err: "time zones are not supported: schedules run in UTC; remove the CRON_TZ= prefix"},
+		{spec: "0 * * *", err: "does not parse (expected exactly 5 fields, found 4: [0 * * *])"},
+		{spec: "@sometimes", err: "does not parse (unrecognized descriptor: @sometimes)"},
+	} {
+		_, err := Parse(tc.spec, time.Minute)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.err {
+			t.Errorf("Parse(%q) = %q, want %q", tc.spec, got, tc.err)
+		}
+	}
+}
+
+func TestShortest(t *testing.T) {
+	for spec, want := range map[string]time.Duration{
+		"0,1 * * * *": time.Minute,
+		"@every 90s":  90 * time.Second,
+		"0 */6 * * *": 6 * time.Hour,
+		"@daily":      24 * time.Hour,
+	} {
+		s, err := Parse(spec, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Shortest(s); got != want {
+			t.Errorf("Shortest(%q) = %s, want %s", spec, got, want)
+		}
+	}
+}

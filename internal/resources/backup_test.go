@@ -1,0 +1,36 @@
+package resources
+
+import (
+	"slices"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/names"
+)
+
+// Every Job the operator runs makes one attempt, within an hour, and is removed with its pod a
+// day after it finished, so finished Jobs do not pile up in the namespace.
+func TestJobsExpire(t *testing.T) {
+	c := cluster()
+	target := JobTarget{Cluster: c, Members: []string{"demo-0"}, ClusterID: "abc"}
+	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly-20261128-010000", Namespace: "ns", UID: "b-uid",
+		Labels: map[string]string{names.LabelSchedule: "nightly"}},
+		Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: v1alpha1.BackupStorage{BucketURL: "s3://b"}}}
+	for name, j := range map[string]*batchv1.Job{
+		"backup": BackupJob(b, target, &Retain{Prefix: "ns/demo/nightly-", Count: 2}, images),
+		"verify": VerifyJob("v", metav1.OwnerReference{}, target, 10, 3, "h", images),
+	} {
+		if got := j.Spec.TTLSecondsAfterFinished; got == nil || *got != 86400 {
+			t.Errorf("%s Job: ttlSecondsAfterFinished %v, want 86400", name, got)
+		}
+		if name == "backup" && !slices.Contains(j.Spec.Template.Spec.Containers[0].Command, "--schedule=nightly") {
+			t.Errorf("the backup Job does not name its schedule, whose objects alone its retention may delete: %q", j.Spec.Template.Spec.Containers[0].Command)
+		}
+		if got := j.Spec.BackoffLimit; got == nil || *got != 0 {
+			t.Errorf("%s Job: backoffLimit %v, want 0", name, got)
+		}
+	}
+}
