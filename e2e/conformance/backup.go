@@ -27,8 +27,8 @@ import (
 
 // BackupRestore, under load: a one-off backup, stored and verified; a new 3-member cluster
 // restored from it, whose keyspace at the backup's revision is the one the backup recorded,
-// under a new cluster ID; a schedule whose retention keeps two snapshots and whose restore
-// drill passes; and backups that cannot succeed (wrong keys, no such bucket, an endpoint that
+// under a new cluster ID; a schedule whose retention keeps two snapshots, leaves those of a
+// second schedule whose name extends its own alone, and whose restore drill passes; and backups that cannot succeed (wrong keys, no such bucket, an endpoint that
 // does not exist, a full disk) fail with an error that says why, leaving nothing stored.
 func BackupRestore() framework.Scenario {
 	var b *v1alpha1.EtcdBackup
@@ -115,21 +115,21 @@ func scheduleAndDrill(ctx context.Context, r *framework.Run) error {
 	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "every20s", Namespace: r.Namespace},
 		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@every 20s", Storage: framework.Storage("backups"),
 			Retention: v1alpha1.BackupRetention{MaxCount: 2}, Drill: v1alpha1.RestoreDrill{Enabled: true}}}
-	if err := r.Suite.Client.Create(ctx, s); err != nil {
-		return err
-	}
-	created := map[string]bool{}
-	err := r.WaitFor(ctx, "three scheduled backups and a passed drill", 8*time.Minute, func() error {
-		var list v1alpha1.EtcdBackupList
-		if err := r.Suite.Client.List(ctx, &list, client.InNamespace(r.Namespace), client.MatchingLabels{names.LabelSchedule: s.Name}); err != nil {
+	// A second schedule whose name extends the first's shares its key prefix (".../every20s-"):
+	// the first's retention must leave its snapshots alone.
+	long := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: s.Name + "-long", Namespace: r.Namespace},
+		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@every 20s", Storage: framework.Storage("backups"),
+			Retention: v1alpha1.BackupRetention{MaxCount: 10}}}
+	for _, sch := range []*v1alpha1.EtcdBackupSchedule{s, long} {
+		if err := r.Suite.Client.Create(ctx, sch); err != nil {
 			return err
 		}
-		for _, b := range list.Items {
-			if b.Status.Phase == v1alpha1.BackupFailed {
-				return fmt.Errorf("%w: scheduled EtcdBackup %s failed: %s", framework.ErrStop, b.Name, backupMessage(&b))
-			}
-			if b.Status.Phase == v1alpha1.BackupCompleted {
-				created[b.Name] = true
+	}
+	created, longCreated := map[string]bool{}, map[string]bool{}
+	err := r.WaitFor(ctx, "three scheduled backups, a passed drill, and two of the second schedule", 8*time.Minute, func() error {
+		for sch, done := range map[string]map[string]bool{s.Name: created, long.Name: longCreated} {
+			if err := completedBackups(ctx, r, sch, done); err != nil {
+				return err
 			}
 		}
 		if err := r.Suite.Client.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
@@ -139,8 +139,8 @@ func scheduleAndDrill(ctx context.Context, r *framework.Run) error {
 		if d != nil && !d.Passed {
 			return fmt.Errorf("%w: the restore drill of %s failed: %s", framework.ErrStop, d.Backup, d.Message)
 		}
-		if len(created) < 3 || d == nil {
-			return fmt.Errorf("%d scheduled backups completed, last drill %+v", len(created), d)
+		if len(created) < 3 || d == nil || len(longCreated) < 2 {
+			return fmt.Errorf("%d scheduled backups completed, %d of %s, last drill %+v", len(created), len(longCreated), long.Name, d)
 		}
 		return nil
 	})
@@ -148,10 +148,12 @@ func scheduleAndDrill(ctx context.Context, r *framework.Run) error {
 		return err
 	}
 	r.Event("note", "drill", fmt.Sprintf("restore drill of %s: %s", s.Status.LastDrill.Backup, s.Status.LastDrill.Message))
-	patch := client.MergeFrom(s.DeepCopy())
-	s.Spec.Suspend = true
-	if err := r.Suite.Client.Patch(ctx, s, patch); err != nil {
-		return err
+	for _, sch := range []*v1alpha1.EtcdBackupSchedule{s, long} {
+		patch := client.MergeFrom(sch.DeepCopy())
+		sch.Spec.Suspend = true
+		if err := r.Suite.Client.Patch(ctx, sch, patch); err != nil {
+			return err
+		}
 	}
 	// Retention: the EtcdBackups and the stored snapshots agree, two of each.
 	var kept []string
@@ -174,16 +176,73 @@ func scheduleAndDrill(ctx context.Context, r *framework.Run) error {
 	if err != nil {
 		return err
 	}
-	listed, err := r.RunTool(ctx, "list-scheduled", []string{"list", "--bucket=" + framework.BucketURL("backups"), "--prefix=" + resources.ScheduleKeyPrefix(s)}, framework.S3Credentials, nil, nil)
+	stored, err := scheduleObjects(ctx, r, s)
 	if err != nil {
 		return err
 	}
 	slices.Sort(kept)
-	if !slices.Equal(listed.Objects, kept) {
-		return fmt.Errorf("the bucket holds %v under the schedule's prefix, the kept backups %v (%d completed in all)", listed.Objects, kept, len(created))
+	if !slices.Equal(stored, kept) {
+		return fmt.Errorf("the bucket holds %v of the schedule, the kept backups %v (%d completed in all)", stored, kept, len(created))
 	}
 	r.Event("note", "retention", fmt.Sprintf("%d scheduled backups completed; kept and stored: %v", len(created), kept))
+	// Every snapshot of the second schedule is still stored: the first's retention, whose
+	// prefix covers them, deleted none.
+	var longKept []string
+	var list v1alpha1.EtcdBackupList
+	if err := r.Suite.Client.List(ctx, &list, client.InNamespace(r.Namespace), client.MatchingLabels{names.LabelSchedule: long.Name}); err != nil {
+		return err
+	}
+	for _, b := range list.Items {
+		if b.Status.Phase == v1alpha1.BackupCompleted {
+			longKept = append(longKept, b.Status.Key)
+		}
+	}
+	longStored, err := scheduleObjects(ctx, r, long)
+	if err != nil {
+		return err
+	}
+	slices.Sort(longKept)
+	if len(longKept) < 2 || !slices.Equal(longStored, longKept) {
+		return fmt.Errorf("the bucket holds %v of schedule %s, its completed backups %v: another schedule's retention deleted its snapshots", longStored, long.Name, longKept)
+	}
+	r.Event("note", "retention", fmt.Sprintf("schedule %s's %d snapshots all kept beside %s's retention", long.Name, len(longKept), s.Name))
 	return nil
+}
+
+// completedBackups adds the completed EtcdBackups of a schedule to done; a failed one stops the
+// wait.
+func completedBackups(ctx context.Context, r *framework.Run, schedule string, done map[string]bool) error {
+	var list v1alpha1.EtcdBackupList
+	if err := r.Suite.Client.List(ctx, &list, client.InNamespace(r.Namespace), client.MatchingLabels{names.LabelSchedule: schedule}); err != nil {
+		return err
+	}
+	for _, b := range list.Items {
+		if b.Status.Phase == v1alpha1.BackupFailed {
+			return fmt.Errorf("%w: scheduled EtcdBackup %s failed: %s", framework.ErrStop, b.Name, backupMessage(&b))
+		}
+		if b.Status.Phase == v1alpha1.BackupCompleted {
+			done[b.Name] = true
+		}
+	}
+	return nil
+}
+
+// scheduleObjects lists the snapshots of a schedule in the bucket, sorted: the objects under its
+// key prefix that are its own (backup.OfSchedule), not those of a schedule whose name extends it.
+func scheduleObjects(ctx context.Context, r *framework.Run, s *v1alpha1.EtcdBackupSchedule) ([]string, error) {
+	prefix := resources.ScheduleKeyPrefix(s)
+	listed, err := r.RunTool(ctx, "list-"+s.Name, []string{"list", "--bucket=" + framework.BucketURL("backups"), "--prefix=" + prefix}, framework.S3Credentials, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	var own []string
+	for _, k := range listed.Objects {
+		if backup.OfSchedule(prefix, k) {
+			own = append(own, k)
+		}
+	}
+	slices.Sort(own)
+	return own, nil
 }
 
 // badBackups: each fails, says why, and stores nothing.
