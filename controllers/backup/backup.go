@@ -248,7 +248,9 @@ func finishedJobResult(ctx context.Context, cache, live client.Reader, j *batchv
 }
 
 // jobResult reads the result quorate-backup left in the termination message of the Job's
-// newest pod.
+// newest pod. Only a pod the Job controls counts: anyone who may create pods in the namespace
+// can give one the Job's label, and its termination message would otherwise forge a
+// completed backup or a passed drill.
 func jobResult(ctx context.Context, c client.Reader, j *batchv1.Job) (*backup.Result, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{batchv1.JobNameLabel: j.Name}); err != nil {
@@ -256,7 +258,11 @@ func jobResult(ctx context.Context, c client.Reader, j *batchv1.Job) (*backup.Re
 	}
 	var newest *corev1.Pod
 	for i := range pods.Items {
-		if p := &pods.Items[i]; newest == nil || p.CreationTimestamp.After(newest.CreationTimestamp.Time) {
+		p := &pods.Items[i]
+		if !metav1.IsControlledBy(p, j) {
+			continue
+		}
+		if newest == nil || p.CreationTimestamp.After(newest.CreationTimestamp.Time) {
 			newest = p
 		}
 	}

@@ -26,17 +26,23 @@ func TestBackupResultPastAStaleCache(t *testing.T) {
 	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: "ns", UID: types.UID("b1-uid")},
 		Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: backupfixture.S3}}
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "b1-backup", Namespace: "ns", OwnerReferences: []metav1.OwnerReference{{
+		ObjectMeta: metav1.ObjectMeta{Name: "b1-backup", Namespace: "ns", UID: types.UID("job-uid"), OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: v1alpha1.GroupVersion.String(), Kind: "EtcdBackup", Name: "b1", UID: b.UID, Controller: ptr.To(true)}}},
 		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}},
 	}
 	pod := func(terminated *corev1.ContainerStateTerminated) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b1-backup-x1", Namespace: "ns", Labels: map[string]string{batchv1.JobNameLabel: job.Name}}}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b1-backup-x1", Namespace: "ns", Labels: map[string]string{batchv1.JobNameLabel: job.Name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}}}}
 		st := corev1.ContainerStatus{Name: "quorate-backup", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
 		if terminated != nil {
 			st.State = corev1.ContainerState{Terminated: terminated}
 		}
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{st}
+		return p
+	}
+	// forged is p under another name, newer, and controlled by nothing.
+	forged := func(p *corev1.Pod) *corev1.Pod {
+		p.Name, p.OwnerReferences, p.CreationTimestamp = "b1-backup-forged", nil, metav1.Now()
 		return p
 	}
 	res := backupfixture.Stored("b1-0", "etcd/ns/demo/b1.db", 77)
@@ -52,6 +58,10 @@ func TestBackupResultPastAStaleCache(t *testing.T) {
 		{"the API server has the result", fake.NewClientBuilder().WithObjects(job.DeepCopy(), pod(&corev1.ContainerStateTerminated{Message: res.Encode()})).Build(),
 			v1alpha1.BackupCompleted, "stored s3://backups/etcd/ns/demo/b1.db (8224 bytes, revision 77, 42 keys) from b1-0 and verified it"},
 		{"the pod left no result", fake.NewClientBuilder().WithObjects(job.DeepCopy(), pod(&corev1.ContainerStateTerminated{ExitCode: 137})).Build(),
+			v1alpha1.BackupFailed, "the Job failed without a result: see its pod's log"},
+		// A pod with the Job's label that the Job does not control (anyone who may create pods
+		// can make one) forges nothing: its result is not read.
+		{"a forged pod's result", fake.NewClientBuilder().WithObjects(job.DeepCopy(), pod(&corev1.ContainerStateTerminated{ExitCode: 137}), forged(pod(&corev1.ContainerStateTerminated{Message: res.Encode()}))).Build(),
 			v1alpha1.BackupFailed, "the Job failed without a result: see its pod's log"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,8 +50,9 @@ func finishJob(t *testing.T, j *batchv1.Job, res backup.Result, failed bool) {
 	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: j.Name + "-x1", Namespace: j.Namespace, Labels: map[string]string{batchv1.JobNameLabel: j.Name}},
-		Spec:       *j.Spec.Template.Spec.DeepCopy(),
+		ObjectMeta: metav1.ObjectMeta{Name: j.Name + "-x1", Namespace: j.Namespace, Labels: map[string]string{batchv1.JobNameLabel: j.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+		Spec: *j.Spec.Template.Spec.DeepCopy(),
 	}
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
