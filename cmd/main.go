@@ -83,6 +83,7 @@ type config struct {
 	resync, rollSettle                           time.Duration
 	deadlines                                    planner.Deadlines
 	ownershipTerm, certLifetime, certPropagation time.Duration
+	minBackupInterval                            time.Duration
 	allowPlaintext                               bool
 	operator                                     resources.Operator
 	images                                       resources.Images
@@ -166,6 +167,7 @@ func parseFlags() *config {
 	if err != nil {
 		defaultPropagation = 2 * time.Minute
 	}
+	flag.DurationVar(&cfg.minBackupInterval, "min-backup-interval", backup.DefaultMinInterval, "the shortest time allowed between two runs of an EtcdBackupSchedule (each takes a whole snapshot); a schedule that runs more often is refused with InvalidSchedule")
 	flag.DurationVar(&cfg.certPropagation, "certificate-propagation", defaultPropagation, "how long each phase of a CA rotation (spec.tls.rotateCA) lasts at least: the time the kubelet takes to project an updated Secret into the pods, applications' included (env CERTIFICATE_PROPAGATION)")
 	flag.StringVar(&cfg.operator.Namespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, which the clusters' NetworkPolicies admit to the client port (env POD_NAMESPACE; empty: pods with the operator's labels in any namespace)")
 	flag.StringVar(&cfg.metricsSecret, "metrics-cert-secret", "quorate-metrics-tls", "Secret of the operator's namespace holding the metrics endpoint's certificate and CA (issued and renewed by the operator; a ServiceMonitor names its ca.crt); empty: a self-signed certificate")
@@ -241,7 +243,7 @@ func addControllers(mgr ctrl.Manager, cfg *config, id string, log logr.Logger) {
 	exitOn(log, (&backup.BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 		Recorder: r.Recorder, Images: cfg.images, Ownership: r.Ownership}).SetupWithManager(mgr), "setting up the backup controller")
 	exitOn(log, (&backup.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: r.Recorder, Images: cfg.images, Ownership: r.Ownership}).SetupWithManager(mgr), "setting up the backup schedule controller")
+		Recorder: r.Recorder, Images: cfg.images, Ownership: r.Ownership, MinInterval: cfg.minBackupInterval}).SetupWithManager(mgr), "setting up the backup schedule controller")
 }
 
 // cacheOptions restricts the cache to WATCH_NAMESPACE (comma-separated, as OLM sets it), or

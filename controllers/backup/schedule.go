@@ -24,6 +24,7 @@ import (
 	"github.com/quorate-dev/quorate/controllers/ownership"
 	"github.com/quorate-dev/quorate/controllers/settle"
 	"github.com/quorate-dev/quorate/internal/backup"
+	"github.com/quorate-dev/quorate/internal/cronspec"
 	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/resources"
@@ -44,6 +45,20 @@ type ScheduleReconciler struct {
 	Now func() time.Time
 	// DrillDeadline bounds how long a drill's cluster may take to become Available.
 	DrillDeadline time.Duration
+	// MinInterval is the shortest time allowed between two runs of a schedule (0:
+	// DefaultMinInterval); a schedule that runs more often is refused (InvalidSchedule).
+	MinInterval time.Duration
+}
+
+// DefaultMinInterval is the shortest time allowed between two runs of a schedule, unless the
+// operator is told otherwise (--min-backup-interval): each run takes a whole snapshot.
+const DefaultMinInterval = 15 * time.Second
+
+func (r *ScheduleReconciler) minInterval() time.Duration {
+	if r.MinInterval > 0 {
+		return r.MinInterval
+	}
+	return DefaultMinInterval
 }
 
 // +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdbackupschedules,verbs=get;list;watch
@@ -83,10 +98,10 @@ func (r *ScheduleReconciler) now() time.Time {
 }
 
 func (r *ScheduleReconciler) pass(ctx context.Context, s *v1alpha1.EtcdBackupSchedule) (ctrl.Result, error) {
-	sched, err := cron.ParseStandard(s.Spec.Schedule)
+	sched, err := cronspec.Parse(s.Spec.Schedule, r.minInterval())
 	if err != nil {
 		r.condition(s, v1alpha1.ConditionScheduleReady, false, v1alpha1.ReasonInvalidSchedule,
-			fmt.Sprintf("spec.schedule %q does not parse (%v): use five cron fields such as \"0 */6 * * *\", or @hourly, @daily, @every 30m", s.Spec.Schedule, err))
+			fmt.Sprintf("spec.schedule %q %v: use five cron fields such as \"0 */6 * * *\", or @hourly, @daily, @every 30m", s.Spec.Schedule, err))
 		return ctrl.Result{}, nil
 	}
 	src := &v1alpha1.EtcdCluster{}

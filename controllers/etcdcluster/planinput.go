@@ -8,13 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/backup"
+	"github.com/quorate-dev/quorate/internal/cronspec"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/launcher"
 	"github.com/quorate-dev/quorate/internal/names"
@@ -295,7 +294,7 @@ func defragPolicy(c *v1alpha1.EtcdCluster, now time.Time) planner.Defrag {
 		return planner.Defrag{}
 	}
 	p := planner.Defrag{ThresholdPercent: int(ptr.Deref(d.ThresholdPercent, 0)), MinFree: ptr.Deref(d.MinFreeBytes, planner.DefaultDefragMinFree)}
-	if sched, err := cron.ParseStandard(d.Schedule); err == nil && d.Schedule != "" {
+	if sched, err := cronspec.Parse(d.Schedule, 0); err == nil && d.Schedule != "" {
 		from := c.CreationTimestamp.Time
 		if c.Status.LastDefragTime != nil {
 			from = c.Status.LastDefragTime.Time

@@ -254,8 +254,9 @@ func startWith(t *testing.T, ns string, fake *etcd.Fake, identity string, deadli
 		Images: images, Ownership: op.rec.Ownership}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	// The tests' schedules run every second.
 	if err := (&backup.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Recorder: recorder,
-		Images: images, Ownership: op.rec.Ownership}).SetupWithManager(mgr); err != nil {
+		Images: images, Ownership: op.rec.Ownership, MinInterval: time.Second}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

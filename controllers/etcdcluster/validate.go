@@ -6,11 +6,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/robfig/cron/v3"
-
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/cronspec"
 )
 
 // validateSpec checks what the CRD schema cannot within its cost budget: the keys of the pod
@@ -22,8 +21,8 @@ func validateSpec(c *v1alpha1.EtcdCluster, allowPlaintext bool) error {
 		return errors.New("spec.tls.enabled is false, but this operator does not run plaintext clusters: anyone who reaches the members could read and write them; remove tls.enabled, or start the operator with --allow-plaintext")
 	}
 	if d := c.Spec.Maintenance.Defrag; d != nil && d.Schedule != "" {
-		if _, err := cron.ParseStandard(d.Schedule); err != nil {
-			return fmt.Errorf("spec.maintenance.defrag.schedule %q does not parse (%v): use five cron fields such as \"0 3 * * 0\", or @daily, @every 12h", d.Schedule, err)
+		if _, err := cronspec.Parse(d.Schedule, 0); err != nil {
+			return fmt.Errorf("spec.maintenance.defrag.schedule %q %v: use five cron fields such as \"0 3 * * 0\", or @daily, @every 12h", d.Schedule, err)
 		}
 	}
 	t := c.Spec.PodTemplate

@@ -330,3 +330,26 @@ func TestValidationAllowsRenewalAndRotation(t *testing.T) {
 		obj = upd
 	}
 }
+
+// TestScheduleValidationRefusesTimeZones: a schedule naming a time zone (robfig/cron's TZ= and
+// CRON_TZ= prefixes) is refused by the API with what to do; schedules run in UTC.
+func TestScheduleValidationRefusesTimeZones(t *testing.T) {
+	ns := newNamespace(t)
+	const msg = "schedule cannot name a time zone (TZ= or CRON_TZ=): schedules run in UTC; write the times in UTC"
+	for _, schedule := range []string{"TZ=UTC", "CRON_TZ=Europe/Paris 0 3 * * *", " TZ=UTC 0 3 * * *"} {
+		obj := &unstructured.Unstructured{}
+		doc := "apiVersion: etcd.quorate.dev/v1alpha1\nkind: EtcdBackupSchedule\nmetadata:\n  name: tz\n  namespace: " + ns +
+			"\nspec:\n  clusterName: demo\n  schedule: " + strconv.Quote(schedule) + "\n  storage: {bucketURL: \"s3://b\"}\n"
+		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+			t.Fatal(err)
+		}
+		err := k8s.Create(context.Background(), obj)
+		if err == nil {
+			t.Fatalf("the API server accepted schedule %q", schedule)
+		}
+		want := []string{"spec.schedule: Invalid value: " + strconv.Quote(schedule) + ": " + msg}
+		if got := causes(err); !slices.Equal(got, want) {
+			t.Errorf("schedule %q: rejection\n got: %q\nwant: %q", schedule, got, want)
+		}
+	}
+}

@@ -20,7 +20,7 @@ const probes = 120
 func Parse(spec string, min time.Duration) (s cron.Schedule, err error) {
 	spec = strings.TrimSpace(spec)
 	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
-		return nil, fmt.Errorf("time zones are not supported: schedules run in UTC; remove the %s prefix", spec[:strings.Index(spec, "=")+1])
+		return nil, fmt.Errorf("names a time zone, which is not supported: schedules run in UTC; remove the %s prefix", spec[:strings.Index(spec, "=")+1])
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -32,7 +32,7 @@ func Parse(spec string, min time.Duration) (s cron.Schedule, err error) {
 		return nil, fmt.Errorf("does not parse (%w)", err)
 	}
 	if shortest := Shortest(s); shortest < min {
-		return nil, fmt.Errorf("runs every %s at times, more often than the shortest interval allowed, %s", shortest, min)
+		return nil, fmt.Errorf("has runs %s apart, closer than the shortest interval allowed (%s)", shortest, min)
 	}
 	return s, nil
 }
