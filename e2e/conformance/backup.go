@@ -109,20 +109,32 @@ func restoreAndVerify(ctx context.Context, r *framework.Run, b *v1alpha1.EtcdBac
 
 // scheduleAndDrill runs a schedule every 20 s keeping 2 snapshots, with restore drills, until
 // it has taken three backups and a drill has passed; the bucket then holds exactly the two
-// snapshots retention keeps.
+// snapshots retention keeps. A second schedule whose name extends the first's shares its key
+// prefix (".../every20s-"): every snapshot of it is still stored after the first's retention.
 func scheduleAndDrill(ctx context.Context, r *framework.Run) error {
 	r.Phase("scheduled backups with retention and a restore drill")
 	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "every20s", Namespace: r.Namespace},
 		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@every 20s", Storage: framework.Storage("backups"),
 			Retention: v1alpha1.BackupRetention{MaxCount: 2}, Drill: v1alpha1.RestoreDrill{Enabled: true}}}
-	// A second schedule whose name extends the first's shares its key prefix (".../every20s-"):
-	// the first's retention must leave its snapshots alone.
 	long := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: s.Name + "-long", Namespace: r.Namespace},
 		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@every 20s", Storage: framework.Storage("backups"),
 			Retention: v1alpha1.BackupRetention{MaxCount: 10}}}
+	created, err := runSchedules(ctx, r, s, long)
+	if err != nil {
+		return err
+	}
+	if err := checkRetention(ctx, r, s, created); err != nil {
+		return err
+	}
+	return checkAllStored(ctx, r, long, s)
+}
+
+// runSchedules creates both schedules, waits for three backups of s and a passed drill, and two
+// backups of long, then suspends both; it returns how many backups of s completed.
+func runSchedules(ctx context.Context, r *framework.Run, s, long *v1alpha1.EtcdBackupSchedule) (int, error) {
 	for _, sch := range []*v1alpha1.EtcdBackupSchedule{s, long} {
 		if err := r.Suite.Client.Create(ctx, sch); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	created, longCreated := map[string]bool{}, map[string]bool{}
@@ -145,33 +157,29 @@ func scheduleAndDrill(ctx context.Context, r *framework.Run) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	r.Event("note", "drill", fmt.Sprintf("restore drill of %s: %s", s.Status.LastDrill.Backup, s.Status.LastDrill.Message))
 	for _, sch := range []*v1alpha1.EtcdBackupSchedule{s, long} {
 		patch := client.MergeFrom(sch.DeepCopy())
 		sch.Spec.Suspend = true
 		if err := r.Suite.Client.Patch(ctx, sch, patch); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	// Retention: the EtcdBackups and the stored snapshots agree, two of each.
+	return len(created), nil
+}
+
+// checkRetention: the EtcdBackups of s and its stored snapshots agree, two of each.
+func checkRetention(ctx context.Context, r *framework.Run, s *v1alpha1.EtcdBackupSchedule, created int) error {
 	var kept []string
-	err = r.WaitFor(ctx, "retention to leave two backups", 2*time.Minute, func() error {
-		var list v1alpha1.EtcdBackupList
-		if err := r.Suite.Client.List(ctx, &list, client.InNamespace(r.Namespace), client.MatchingLabels{names.LabelSchedule: s.Name}); err != nil {
-			return err
+	err := r.WaitFor(ctx, "retention to leave two backups", 2*time.Minute, func() error {
+		var err error
+		kept, err = completedKeys(ctx, r, s.Name)
+		if err == nil && len(kept) != 2 {
+			err = fmt.Errorf("%d completed backups kept", len(kept))
 		}
-		kept = nil
-		for _, b := range list.Items {
-			if b.DeletionTimestamp.IsZero() && b.Status.Phase == v1alpha1.BackupCompleted {
-				kept = append(kept, b.Status.Key)
-			}
-		}
-		if len(kept) != 2 {
-			return fmt.Errorf("%d completed backups kept", len(kept))
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return err
@@ -180,33 +188,46 @@ func scheduleAndDrill(ctx context.Context, r *framework.Run) error {
 	if err != nil {
 		return err
 	}
-	slices.Sort(kept)
 	if !slices.Equal(stored, kept) {
-		return fmt.Errorf("the bucket holds %v of the schedule, the kept backups %v (%d completed in all)", stored, kept, len(created))
+		return fmt.Errorf("the bucket holds %v of the schedule, the kept backups %v (%d completed in all)", stored, kept, created)
 	}
-	r.Event("note", "retention", fmt.Sprintf("%d scheduled backups completed; kept and stored: %v", len(created), kept))
-	// Every snapshot of the second schedule is still stored: the first's retention, whose
-	// prefix covers them, deleted none.
-	var longKept []string
-	var list v1alpha1.EtcdBackupList
-	if err := r.Suite.Client.List(ctx, &list, client.InNamespace(r.Namespace), client.MatchingLabels{names.LabelSchedule: long.Name}); err != nil {
-		return err
-	}
-	for _, b := range list.Items {
-		if b.Status.Phase == v1alpha1.BackupCompleted {
-			longKept = append(longKept, b.Status.Key)
-		}
-	}
-	longStored, err := scheduleObjects(ctx, r, long)
+	r.Event("note", "retention", fmt.Sprintf("%d scheduled backups completed; kept and stored: %v", created, kept))
+	return nil
+}
+
+// checkAllStored: every completed backup of long is still stored, although the retention of
+// other, whose key prefix covers long's, ran after each of its backups.
+func checkAllStored(ctx context.Context, r *framework.Run, long, other *v1alpha1.EtcdBackupSchedule) error {
+	kept, err := completedKeys(ctx, r, long.Name)
 	if err != nil {
 		return err
 	}
-	slices.Sort(longKept)
-	if len(longKept) < 2 || !slices.Equal(longStored, longKept) {
-		return fmt.Errorf("the bucket holds %v of schedule %s, its completed backups %v: another schedule's retention deleted its snapshots", longStored, long.Name, longKept)
+	stored, err := scheduleObjects(ctx, r, long)
+	if err != nil {
+		return err
 	}
-	r.Event("note", "retention", fmt.Sprintf("schedule %s's %d snapshots all kept beside %s's retention", long.Name, len(longKept), s.Name))
+	if len(kept) < 2 || !slices.Equal(stored, kept) {
+		return fmt.Errorf("the bucket holds %v of schedule %s, its completed backups %v: another schedule's retention deleted its snapshots", stored, long.Name, kept)
+	}
+	r.Event("note", "retention", fmt.Sprintf("schedule %s's %d snapshots all kept beside %s's retention", long.Name, len(kept), other.Name))
 	return nil
+}
+
+// completedKeys are the object keys of a schedule's completed EtcdBackups not being deleted,
+// sorted.
+func completedKeys(ctx context.Context, r *framework.Run, schedule string) ([]string, error) {
+	var list v1alpha1.EtcdBackupList
+	if err := r.Suite.Client.List(ctx, &list, client.InNamespace(r.Namespace), client.MatchingLabels{names.LabelSchedule: schedule}); err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, b := range list.Items {
+		if b.DeletionTimestamp.IsZero() && b.Status.Phase == v1alpha1.BackupCompleted {
+			keys = append(keys, b.Status.Key)
+		}
+	}
+	slices.Sort(keys)
+	return keys, nil
 }
 
 // completedBackups adds the completed EtcdBackups of a schedule to done; a failed one stops the
