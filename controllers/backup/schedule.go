@@ -283,6 +283,9 @@ func (r *ScheduleReconciler) drill(ctx context.Context, s *v1alpha1.EtcdBackupSc
 		}
 		return true, err
 	}
+	if !metav1.IsControlledBy(dc, s) {
+		return false, r.endDrill(ctx, s, false, fmt.Sprintf("EtcdCluster %s exists and is not this schedule's: a drill restores only into a cluster of that name that it creates, and it leaves this one alone; rename that cluster or the schedule", dc.Name))
+	}
 	available := meta.FindStatusCondition(dc.Status.Conditions, v1alpha1.ConditionAvailable)
 	if available == nil || available.Status != metav1.ConditionTrue || dc.Status.ClusterID == "" {
 		if r.now().Sub(dc.CreationTimestamp.Time) > r.drillDeadline() {
@@ -313,6 +316,9 @@ func (r *ScheduleReconciler) drill(ctx context.Context, s *v1alpha1.EtcdBackupSc
 	}
 	if err != nil {
 		return true, err
+	}
+	if !metav1.IsControlledBy(job, s) {
+		return false, r.endDrill(ctx, s, false, fmt.Sprintf("Job %s exists and is not this schedule's: a drill reads its result only from a Job it creates, and it leaves this one alone; delete or rename it", job.Name))
 	}
 	done, _ := jobFinished(job)
 	if !done {
@@ -366,15 +372,17 @@ func (r *ScheduleReconciler) startDrill(ctx context.Context, s *v1alpha1.EtcdBac
 	return nil
 }
 
-// endDrill records the drill's outcome and removes its Job and scratch cluster.
+// endDrill records the drill's outcome and removes its Job and scratch cluster: only those the
+// schedule controls, each by its UID, so that an object of the same name someone else made (or
+// made again since the schedule's was read) is never deleted.
 func (r *ScheduleReconciler) endDrill(ctx context.Context, s *v1alpha1.EtcdBackupSchedule, passed bool, msg string) error {
-	bg := client.PropagationPolicy(metav1.DeletePropagationBackground)
-	for _, obj := range []client.Object{
-		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: drillJob(s.Name), Namespace: s.Namespace}},
-		&v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: DrillCluster(s.Name), Namespace: s.Namespace}},
-	} {
-		if err := r.Delete(ctx, obj, bg); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("removing the drill's %s: %w", obj.GetName(), err)
+	for _, obj := range []client.Object{&batchv1.Job{}, &v1alpha1.EtcdCluster{}} {
+		name := drillJob(s.Name)
+		if _, ok := obj.(*v1alpha1.EtcdCluster); ok {
+			name = DrillCluster(s.Name)
+		}
+		if err := r.deleteControlled(ctx, s, obj, name); err != nil {
+			return fmt.Errorf("removing the drill's %s: %w", name, err)
 		}
 	}
 	now := metav1.NewTime(r.now())
@@ -389,6 +397,20 @@ func (r *ScheduleReconciler) endDrill(ctx context.Context, s *v1alpha1.EtcdBacku
 	r.condition(s, v1alpha1.ConditionRestoreVerified, false, v1alpha1.ReasonDrillFailed, "EtcdBackup "+s.Status.LastDrill.Backup+": "+msg)
 	r.Recorder.Eventf(s, corev1.EventTypeWarning, v1alpha1.EventDrillFailed, "EtcdBackup %s: %s", s.Status.LastDrill.Backup, msg)
 	return nil
+}
+
+// deleteControlled deletes the object of that name into obj if s controls it, with its UID as
+// a precondition; an object s does not control, or none, is left as it is.
+func (r *ScheduleReconciler) deleteControlled(ctx context.Context, s *v1alpha1.EtcdBackupSchedule, obj client.Object, name string) error {
+	if err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(obj, s) || !obj.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	uid := obj.GetUID()
+	err := r.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
+	return client.IgnoreNotFound(err)
 }
 
 // SetupWithManager registers the controller.

@@ -6,7 +6,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
@@ -46,4 +50,41 @@ func TestScheduleRefusedBeforeAnyRun(t *testing.T) {
 	if got := r.minInterval(); got != time.Second {
 		t.Fatalf("minInterval = %s", got)
 	}
+}
+
+// A drill restores only into a cluster it creates: an EtcdCluster named <schedule>-drill that
+// the schedule does not control ends the drill as failed, saying so, and is left running (it
+// was deleted at the drill's end).
+func TestDrillLeavesAForeignClusterAlone(t *testing.T) {
+	ctx := context.Background()
+	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: types.UID("s-uid")},
+		Spec:   v1alpha1.EtcdBackupScheduleSpec{ClusterName: "demo", Schedule: "@daily", Storage: backupfixture.S3, Drill: v1alpha1.RestoreDrill{Enabled: true}},
+		Status: v1alpha1.EtcdBackupScheduleStatus{Drilling: "nightly-1", LastCompletedBackup: "nightly-1"}}
+	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly-1", Namespace: "ns"}}
+	foreign := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: DrillCluster("nightly"), Namespace: "ns", UID: types.UID("f-uid")}}
+	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(b, foreign).Build()
+	r := &ScheduleReconciler{Client: c, Recorder: record.NewFakeRecorder(10), Now: func() time.Time { return time.Unix(1000, 0) }}
+	drilling, err := r.drill(ctx, s)
+	if err != nil || drilling {
+		t.Fatalf("drill = %v, %v: want the drill ended", drilling, err)
+	}
+	want := &v1alpha1.DrillResult{Backup: "nightly-1", Passed: false, Time: metav1.NewTime(time.Unix(1000, 0)),
+		Message: "EtcdCluster nightly-drill exists and is not this schedule's: a drill restores only into a cluster of that name that it creates, and it leaves this one alone; rename that cluster or the schedule"}
+	if got := s.Status.LastDrill; got == nil || *got != *want || s.Status.Drilling != "" {
+		t.Fatalf("last drill %+v, drilling %q; want %+v", got, s.Status.Drilling, want)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(foreign), &v1alpha1.EtcdCluster{}); err != nil {
+		t.Fatalf("the foreign cluster: %v", err)
+	}
+}
+
+// scheme knows Kubernetes' kinds and the API's.
+func scheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
 }
