@@ -163,10 +163,11 @@ type EtcdBackupScheduleSpec struct {
 	// +kubebuilder:validation:MaxLength=40
 	ClusterName string `json:"clusterName"`
 	// Schedule in cron format (minute hour day-of-month month day-of-week), such as
-	// "0 */6 * * *", or a descriptor such as @hourly or @every 30m.
+	// "0 */6 * * *", or a descriptor such as @hourly or @every 30m; in UTC, unless it starts
+	// with CRON_TZ=<zone> ("CRON_TZ=Europe/Berlin 0 3 * * *").
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=100
-	// +kubebuilder:validation:XValidation:rule="!self.trim().startsWith('TZ=') && !self.trim().startsWith('CRON_TZ=')",message="schedule cannot name a time zone (TZ= or CRON_TZ=): schedules run in UTC; write the times in UTC"
+	// +kubebuilder:validation:XValidation:rule="!(self.trim().startsWith('TZ=') || self.trim().startsWith('CRON_TZ=')) || self.trim().contains(' ')",message="schedule names a time zone and no times: write the five cron fields after it, such as CRON_TZ=Europe/Berlin 0 3 * * *"
 	Schedule string `json:"schedule"`
 	// Storage is where the snapshots go; each is stored as
 	// PREFIX<namespace>/<cluster>/<schedule>-<time>.db.

@@ -143,6 +143,10 @@ const (
 	// EventCertificateRenewed: a generated certificate had a third of its lifetime left and
 	// was replaced in its Secret.
 	EventCertificateRenewed = "CertificateRenewed"
+	// EventStatusRefused: the API server refused the cluster's status as invalid: a rule
+	// of the CRD (one a newer CRD added, say) refuses the object as it is, so no status can be
+	// recorded until the spec is corrected. The message says which rule.
+	EventStatusRefused = "StatusRefused"
 	// EventUsersChanged: etcd's users, roles or authentication were changed to follow
 	// spec.users, or a removed user's Secret was deleted.
 	EventUsersChanged = "UsersChanged"

@@ -12,6 +12,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -119,7 +120,7 @@ func saveCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, error
 		if err != nil {
 			return backup.Result{}, fmt.Errorf("checking the snapshot of %s: %w", member, err)
 		}
-		info := backup.Info{Keyspace: ks, SHA256: saved.SHA256, Size: saved.Size, Version: st.Version, ClusterID: names.FormatID(st.Header.ClusterId), Schedule: *schedule}
+		info := backup.Info{Keyspace: ks, SHA256: saved.SHA256, Size: saved.Size, Version: st.Version, ClusterID: names.FormatID(st.Header.ClusterId), Schedule: cmp.Or(*schedule, backup.NoSchedule)}
 		loc := backup.Location{Bucket: *bucket, Key: *key}
 		if err := blobstore.Store(ctx, loc, path, info); err != nil {
 			return backup.Result{}, err

@@ -70,8 +70,11 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 func (r *BackupReconciler) step(ctx context.Context, b *v1alpha1.EtcdBackup) (ctrl.Result, error) {
 	job := &batchv1.Job{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: resources.BackupJobName(b.Name)}, job)
+	key := types.NamespacedName{Namespace: b.Namespace, Name: resources.BackupJobName(b.Name)}
+	err := r.Get(ctx, key, job)
 	switch {
+	case apierrors.IsNotFound(err) && b.Status.Phase == v1alpha1.BackupRunning:
+		return r.jobGone(ctx, b, key)
 	case apierrors.IsNotFound(err):
 		return r.start(ctx, b)
 	case err != nil:
@@ -113,6 +116,30 @@ func (r *BackupReconciler) step(ctx context.Context, b *v1alpha1.EtcdBackup) (ct
 		r.Recorder.Event(b, corev1.EventTypeWarning, v1alpha1.EventBackupFailed, why)
 		metrics.RecordBackup(b.Namespace, b.Spec.ClusterName, false, 0, time.Now())
 	}
+	now := metav1.Now()
+	b.Status.CompletionTime = &now
+	return ctrl.Result{}, nil
+}
+
+// jobGone handles a running backup whose Job the cache does not hold: the cache may not have
+// seen the Job created a moment ago (then the API server has it), or the Job is gone before its
+// result was read: deleted, or removed a day after it finished (ttlSecondsAfterFinished) while
+// the operator was down. A gone Job fails the backup; it is not taken again under its name and
+// time.
+func (r *BackupReconciler) jobGone(ctx context.Context, b *v1alpha1.EtcdBackup, key types.NamespacedName) (ctrl.Result, error) {
+	if r.APIReader != nil {
+		err := r.APIReader.Get(ctx, key, &batchv1.Job{})
+		if err == nil {
+			return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+	}
+	why := fmt.Sprintf("Job %s is gone before its result was read (deleted, or removed a day after it finished while the operator was down): what it stored is not verified; take a new backup", key.Name)
+	r.setPhase(b, v1alpha1.BackupFailed, v1alpha1.ReasonBackupFailed, why)
+	r.Recorder.Event(b, corev1.EventTypeWarning, v1alpha1.EventBackupFailed, why)
+	metrics.RecordBackup(b.Namespace, b.Spec.ClusterName, false, 0, time.Now())
 	now := metav1.Now()
 	b.Status.CompletionTime = &now
 	return ctrl.Result{}, nil

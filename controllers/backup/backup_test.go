@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -75,5 +76,39 @@ func TestBackupResultPastAStaleCache(t *testing.T) {
 				t.Fatalf("phase %q, conditions %s; want %q with %q", got.Status.Phase, fmt.Sprint(c), tc.wantPhase, tc.wantWhy)
 			}
 		})
+	}
+}
+
+// A running backup whose Job is gone (deleted, or removed by its TTL while the operator was
+// down) fails saying so, and is not taken again; one whose Job the cache has not seen yet but
+// the API server has waits.
+func TestBackupWhoseJobIsGone(t *testing.T) {
+	ctx := context.Background()
+	running := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: "ns", UID: types.UID("b1-uid")},
+		Spec:   v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: backupfixture.S3},
+		Status: v1alpha1.EtcdBackupStatus{Phase: v1alpha1.BackupRunning}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "b1-backup", Namespace: "ns"}}
+	empty := fake.NewClientBuilder().Build()
+
+	r := &BackupReconciler{Client: empty, APIReader: fake.NewClientBuilder().WithObjects(job).Build(), Recorder: record.NewFakeRecorder(10)}
+	b := running.DeepCopy()
+	res, err := r.step(ctx, b)
+	if err != nil || res.RequeueAfter != 5*time.Second || b.Status.Phase != v1alpha1.BackupRunning {
+		t.Fatalf("Job not yet cached: step = %+v, %v, phase %q; want a wait, still Running", res, err, b.Status.Phase)
+	}
+
+	r = &BackupReconciler{Client: empty, APIReader: empty, Recorder: record.NewFakeRecorder(10)}
+	b = running.DeepCopy()
+	if _, err := r.step(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	want := "Job b1-backup is gone before its result was read (deleted, or removed a day after it finished while the operator was down): what it stored is not verified; take a new backup"
+	c := b.Status.Conditions
+	if b.Status.Phase != v1alpha1.BackupFailed || len(c) != 1 || c[0].Message != want || c[0].Reason != v1alpha1.ReasonBackupFailed {
+		t.Fatalf("phase %q, conditions %+v; want Failed with %q", b.Status.Phase, c, want)
+	}
+	var jobs batchv1.JobList
+	if err := empty.List(ctx, &jobs); err != nil || len(jobs.Items) != 0 {
+		t.Fatalf("Jobs %v (%v): the backup must not be taken again", jobs.Items, err)
 	}
 }

@@ -45,21 +45,14 @@ type ScheduleReconciler struct {
 	Now func() time.Time
 	// DrillDeadline bounds how long a drill's cluster may take to become Available.
 	DrillDeadline time.Duration
-	// MinInterval is the shortest time allowed between two runs of a schedule (0:
-	// DefaultMinInterval); a schedule that runs more often is refused (InvalidSchedule).
+	// MinInterval is the shortest time allowed between two runs of a schedule (0: no
+	// minimum); a schedule that runs more often is refused (InvalidSchedule).
 	MinInterval time.Duration
 }
 
 // DefaultMinInterval is the shortest time allowed between two runs of a schedule, unless the
 // operator is told otherwise (--min-backup-interval): each run takes a whole snapshot.
 const DefaultMinInterval = 15 * time.Second
-
-func (r *ScheduleReconciler) minInterval() time.Duration {
-	if r.MinInterval > 0 {
-		return r.MinInterval
-	}
-	return DefaultMinInterval
-}
 
 // +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdbackupschedules,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdbackupschedules/status,verbs=get;patch
@@ -98,10 +91,14 @@ func (r *ScheduleReconciler) now() time.Time {
 }
 
 func (r *ScheduleReconciler) pass(ctx context.Context, s *v1alpha1.EtcdBackupSchedule) (ctrl.Result, error) {
-	sched, err := cronspec.Parse(s.Spec.Schedule, r.minInterval())
+	sched, err := cronspec.Parse(s.Spec.Schedule, r.MinInterval)
 	if err != nil {
-		r.condition(s, v1alpha1.ConditionScheduleReady, false, v1alpha1.ReasonInvalidSchedule,
-			fmt.Sprintf("spec.schedule %q %v: use five cron fields such as \"0 */6 * * *\", or @hourly, @daily, @every 30m", s.Spec.Schedule, err))
+		why := fmt.Sprintf("spec.schedule %q %v: use five cron fields such as \"0 */6 * * *\", or @hourly, @daily, @every 30m", s.Spec.Schedule, err)
+		r.condition(s, v1alpha1.ConditionScheduleReady, false, v1alpha1.ReasonInvalidSchedule, why)
+		if s.Status.Drilling != "" {
+			// A drill under way ends, and its scratch cluster goes: nothing drives it on.
+			return ctrl.Result{}, r.endDrill(ctx, s, false, "the drill was stopped: "+why)
+		}
 		return ctrl.Result{}, nil
 	}
 	src := &v1alpha1.EtcdCluster{}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,13 +25,13 @@ func TestScheduleRefusedBeforeAnyRun(t *testing.T) {
 	const advice = `: use five cron fields such as "0 */6 * * *", or @hourly, @daily, @every 30m`
 	for _, tc := range []struct{ schedule, want string }{
 		{"@every 1s", `spec.schedule "@every 1s" has runs 1s apart, closer than the shortest interval allowed (15s)` + advice},
-		{"TZ=UTC", `spec.schedule "TZ=UTC" names a time zone, which is not supported: schedules run in UTC; remove the TZ= prefix` + advice},
+		{"TZ=UTC", `spec.schedule "TZ=UTC" names a time zone and no times: write the five cron fields after it, such as "CRON_TZ=Europe/Berlin 0 3 * * *"` + advice},
 		{"0 * * *", `spec.schedule "0 * * *" does not parse (expected exactly 5 fields, found 4: [0 * * *])` + advice},
 	} {
 		t.Run(tc.schedule, func(t *testing.T) {
 			s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", Generation: 2},
 				Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: "demo", Schedule: tc.schedule, Storage: backupfixture.S3}}
-			r := &ScheduleReconciler{Client: fake.NewClientBuilder().Build(), Recorder: record.NewFakeRecorder(10)}
+			r := &ScheduleReconciler{Client: fake.NewClientBuilder().Build(), Recorder: record.NewFakeRecorder(10), MinInterval: DefaultMinInterval}
 			res, err := r.pass(context.Background(), s)
 			if err != nil || res.RequeueAfter != 0 {
 				t.Fatalf("pass = %+v, %v: want no requeue, no error", res, err)
@@ -45,10 +46,30 @@ func TestScheduleRefusedBeforeAnyRun(t *testing.T) {
 			}
 		})
 	}
-	// The operator's floor can be lowered (--min-backup-interval).
-	r := &ScheduleReconciler{MinInterval: time.Second}
-	if got := r.minInterval(); got != time.Second {
-		t.Fatalf("minInterval = %s", got)
+}
+
+// A schedule found invalid while its drill is under way (it was valid when the drill began, and
+// an operator upgrade or a spec change made it invalid) ends the drill and removes its scratch
+// cluster, instead of leaving both behind with nothing to drive them.
+func TestInvalidScheduleEndsItsDrill(t *testing.T) {
+	ctx := context.Background()
+	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: types.UID("s-uid")},
+		Spec:   v1alpha1.EtcdBackupScheduleSpec{ClusterName: "demo", Schedule: "@every 1s", Storage: backupfixture.S3, Drill: v1alpha1.RestoreDrill{Enabled: true}},
+		Status: v1alpha1.EtcdBackupScheduleStatus{Drilling: "nightly-1", LastCompletedBackup: "nightly-1"}}
+	scratch := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: DrillCluster("nightly"), Namespace: "ns", UID: types.UID("d-uid"),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(s, v1alpha1.GroupVersion.WithKind("EtcdBackupSchedule"))}}}
+	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(scratch).Build()
+	r := &ScheduleReconciler{Client: c, Recorder: record.NewFakeRecorder(10), MinInterval: DefaultMinInterval, Now: func() time.Time { return time.Unix(1000, 0) }}
+	if _, err := r.pass(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	want := &v1alpha1.DrillResult{Backup: "nightly-1", Passed: false, Time: metav1.NewTime(time.Unix(1000, 0)),
+		Message: `the drill was stopped: spec.schedule "@every 1s" has runs 1s apart, closer than the shortest interval allowed (15s): use five cron fields such as "0 */6 * * *", or @hourly, @daily, @every 30m`}
+	if got := s.Status.LastDrill; got == nil || *got != *want || s.Status.Drilling != "" {
+		t.Fatalf("last drill %+v, drilling %q; want %+v", got, s.Status.Drilling, want)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(scratch), &v1alpha1.EtcdCluster{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the drill's scratch cluster: %v, want it deleted", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -252,6 +253,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, original *v1alpha1.EtcdClu
 	updated := original.DeepCopy()
 	updated.Status = st
 	gone, err := settle.PatchStatus(ctx, r.Client, updated, original)
+	if apierrors.IsInvalid(err) {
+		// No condition can say it: only an Event can.
+		r.Recorder.Eventf(original, corev1.EventTypeWarning, v1alpha1.EventStatusRefused,
+			"the API server refuses this EtcdCluster's status, so nothing the operator does is recorded: %v; correct the spec as the message says", err)
+	}
 	if err != nil {
 		return fmt.Errorf("writing status: %w", err)
 	}

@@ -251,6 +251,8 @@ func TestValidationKeepsImmutableFields(t *testing.T) {
 			want: []string{`spec: Invalid value: ` + msgBootstrap}},
 		{name: "restore another backup", spec: base + "bootstrap: {fromBackup: {backupName: b1}}", update: base + "bootstrap: {fromBackup: {backupName: b2}}",
 			want: []string{`spec: Invalid value: ` + msgBootstrap}},
+		{name: "user as server", spec: base, update: base + "users: [{name: imm-user-as-server-server}]",
+			want: []string{"<nil>: Invalid value: " + msgUserCN}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := "imm-" + strings.ReplaceAll(strings.ToLower(tc.name), " ", "-")
@@ -331,25 +333,35 @@ func TestValidationAllowsRenewalAndRotation(t *testing.T) {
 	}
 }
 
-// TestScheduleValidationRefusesTimeZones: a schedule naming a time zone (robfig/cron's TZ= and
-// CRON_TZ= prefixes) is refused by the API with what to do; schedules run in UTC.
-func TestScheduleValidationRefusesTimeZones(t *testing.T) {
+// TestScheduleValidationRefusesTimeZoneAlone: a schedule that names a time zone and no times
+// (on which robfig/cron panicked) is refused by the API with what to write; a time zone
+// followed by its fields is accepted.
+func TestScheduleValidationRefusesTimeZoneAlone(t *testing.T) {
 	ns := newNamespace(t)
-	const msg = "schedule cannot name a time zone (TZ= or CRON_TZ=): schedules run in UTC; write the times in UTC"
-	for _, schedule := range []string{"TZ=UTC", "CRON_TZ=Europe/Paris 0 3 * * *", " TZ=UTC 0 3 * * *"} {
+	const msg = "schedule names a time zone and no times: write the five cron fields after it, such as CRON_TZ=Europe/Berlin 0 3 * * *"
+	for i, tc := range []struct {
+		schedule string
+		refused  bool
+	}{{"TZ=UTC", true}, {" CRON_TZ=Europe/Paris", true}, {"CRON_TZ=Europe/Paris 0 3 * * *", false}, {"0 3 * * *", false}} {
 		obj := &unstructured.Unstructured{}
-		doc := "apiVersion: etcd.quorate.dev/v1alpha1\nkind: EtcdBackupSchedule\nmetadata:\n  name: tz\n  namespace: " + ns +
-			"\nspec:\n  clusterName: demo\n  schedule: " + strconv.Quote(schedule) + "\n  storage: {bucketURL: \"s3://b\"}\n"
+		doc := "apiVersion: etcd.quorate.dev/v1alpha1\nkind: EtcdBackupSchedule\nmetadata:\n  name: tz" + strconv.Itoa(i) + "\n  namespace: " + ns +
+			"\nspec:\n  clusterName: demo\n  suspend: true\n  schedule: " + strconv.Quote(tc.schedule) + "\n  storage: {bucketURL: \"s3://b\"}\n"
 		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
 			t.Fatal(err)
 		}
 		err := k8s.Create(context.Background(), obj)
-		if err == nil {
-			t.Fatalf("the API server accepted schedule %q", schedule)
+		if !tc.refused {
+			if err != nil {
+				t.Errorf("schedule %q refused: %v", tc.schedule, err)
+			}
+			continue
 		}
-		want := []string{"spec.schedule: Invalid value: " + strconv.Quote(schedule) + ": " + msg}
+		if err == nil {
+			t.Fatalf("the API server accepted schedule %q", tc.schedule)
+		}
+		want := []string{"spec.schedule: Invalid value: " + strconv.Quote(tc.schedule) + ": " + msg}
 		if got := causes(err); !slices.Equal(got, want) {
-			t.Errorf("schedule %q: rejection\n got: %q\nwant: %q", schedule, got, want)
+			t.Errorf("schedule %q: rejection\n got: %q\nwant: %q", tc.schedule, got, want)
 		}
 	}
 }

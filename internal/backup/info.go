@@ -23,6 +23,10 @@ const (
 	MetaSchedule = "quorate-schedule"
 )
 
+// NoSchedule is MetaSchedule on a backup made by hand: no schedule is named so (names begin
+// with a letter or a digit), so no schedule's retention deletes it.
+const NoSchedule = "-"
+
 // Info is what the metadata of a stored snapshot records.
 type Info struct {
 	Keyspace

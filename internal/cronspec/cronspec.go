@@ -1,11 +1,14 @@
-// Package cronspec parses an EtcdBackupSchedule's spec.schedule: five cron fields or a
-// descriptor (@hourly, @every 30m), in UTC, run no more often than a minimum interval.
+// Package cronspec parses the schedules of EtcdBackupSchedules and of defragmentation: five cron
+// fields or a descriptor (@hourly, @every 30m), in UTC or after a CRON_TZ=<zone> prefix, run no
+// more often than a minimum interval, and never a panic of the parser.
 package cronspec
 
 import (
 	"fmt"
 	"strings"
 	"time"
+
+	_ "time/tzdata" // CRON_TZ=<zone> schedules in an image with no zoneinfo of its own
 
 	"github.com/robfig/cron/v3"
 )
@@ -15,12 +18,13 @@ import (
 const probes = 120
 
 // Parse returns the schedule spec names, or why it cannot be run: it does not parse, it names a
-// time zone (schedules run in UTC; robfig/cron panics on a bare "TZ=" prefix), or two of its
-// runs come closer together than min.
+// time zone and no times (robfig/cron panics on a bare "TZ=" or "CRON_TZ=" prefix), or two of
+// its runs come closer together than min (0: no minimum). A schedule runs in UTC unless it
+// starts with CRON_TZ=<zone> (or TZ=<zone>) and its fields.
 func Parse(spec string, min time.Duration) (s cron.Schedule, err error) {
 	spec = strings.TrimSpace(spec)
-	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
-		return nil, fmt.Errorf("names a time zone, which is not supported: schedules run in UTC; remove the %s prefix", spec[:strings.Index(spec, "=")+1])
+	if (strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=")) && !strings.ContainsAny(spec, " \t") {
+		return nil, fmt.Errorf("names a time zone and no times: write the five cron fields after it, such as \"CRON_TZ=Europe/Berlin 0 3 * * *\"")
 	}
 	defer func() {
 		if r := recover(); r != nil {

@@ -17,8 +17,11 @@ func TestParse(t *testing.T) {
 		{spec: "@every 1s", err: "has runs 1s apart, closer than the shortest interval allowed (1m0s)"},
 		{spec: "@every 0s", err: "has runs 1s apart, closer than the shortest interval allowed (1m0s)"}, // cron rounds it up to 1s
 		{spec: "0,1 * * * *", err: ""},
-		{spec: "TZ=UTC", err: "names a time zone, which is not supported: schedules run in UTC; remove the TZ= prefix"},
-		{spec: "CRON_TZ=Europe/Paris 0 * * * *", err: "names a time zone, which is not supported: schedules run in UTC; remove the CRON_TZ= prefix"},
+		{spec: "TZ=UTC", err: `names a time zone and no times: write the five cron fields after it, such as "CRON_TZ=Europe/Berlin 0 3 * * *"`},
+		{spec: "CRON_TZ=Europe/Paris", err: `names a time zone and no times: write the five cron fields after it, such as "CRON_TZ=Europe/Berlin 0 3 * * *"`},
+		{spec: "CRON_TZ=Europe/Paris 0 * * * *"},
+		{spec: "TZ=UTC 0 3 * * *"},
+		{spec: "CRON_TZ=Mars/Olympus 0 * * * *", err: "does not parse (provided bad location Mars/Olympus: unknown time zone Mars/Olympus)"},
 		{spec: "0 * * *", err: "does not parse (expected exactly 5 fields, found 4: [0 * * *])"},
 		{spec: "@sometimes", err: "does not parse (unrecognized descriptor: @sometimes)"},
 	} {

@@ -94,6 +94,7 @@ func Pod(c *v1alpha1.EtcdCluster, p MemberPod, im Images) (*corev1.Pod, error) {
 		tmpl = &v1alpha1.PodTemplate{}
 	}
 	volumes, mounts := podVolumes(c, p.Member)
+	etcd := etcdContainer(c, p, v, tmpl, im, mounts)
 	pod := &corev1.Pod{
 		ObjectMeta: podMeta(c, p.Member, tmpl, im),
 		Spec: corev1.PodSpec{
@@ -111,8 +112,8 @@ func Pod(c *v1alpha1.EtcdCluster, p MemberPod, im Images) (*corev1.Pod, error) {
 				FSGroup:        ptr.To[int64](65532),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
-			InitContainers: append([]corev1.Container{launcherContainer(im)}, restoreContainers(c, p, im)...),
-			Containers:     []corev1.Container{etcdContainer(c, p, v, tmpl, im, mounts)},
+			InitContainers: append([]corev1.Container{launcherContainer(im, etcd.Resources)}, restoreContainers(c, p, im)...),
+			Containers:     []corev1.Container{etcd},
 			Volumes:        volumes,
 		},
 	}
@@ -151,17 +152,17 @@ func restricted() *corev1.SecurityContext {
 }
 
 // launcherContainer copies the launcher from the operator image into a volume the etcd
-// container runs it from, so that any etcd image works.
-func launcherContainer(im Images) corev1.Container {
+// container runs it from, so that any etcd image works. It has the etcd container's resources:
+// a namespace whose ResourceQuota or LimitRange asks for requests or limits admits it as it
+// admits etcd, and the pod's effective request stays etcd's.
+func launcherContainer(im Images, resources corev1.ResourceRequirements) corev1.Container {
 	return corev1.Container{
 		Name:            LauncherContainer,
 		Image:           im.Launcher,
 		ImagePullPolicy: im.PullPolicy,
 		Command:         []string{"/quorate-launcher", "install", LauncherPath},
 		VolumeMounts:    []corev1.VolumeMount{{Name: volumeLauncher, MountPath: LauncherDir}},
-		// Requests, as every container of the pod has: a namespace with a ResourceQuota on
-		// requests refuses a pod any of whose containers has none.
-		Resources:       corev1.ResourceRequirements{Requests: DefaultRequests()},
+		Resources:       *resources.DeepCopy(),
 		SecurityContext: restricted(),
 	}
 }

@@ -344,4 +344,17 @@ func TestEveryContainerRequests(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("containers without CPU and memory requests: %v", missing)
 	}
+	// The launcher's init container has etcd's own resources, limits too, so that a LimitRange
+	// or a quota on limits admits it as it admits etcd.
+	c := cluster()
+	c.Spec.PodTemplate = &v1alpha1.PodTemplate{Resources: &corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}
+	pod, err = Pod(c, MemberPod{Member: "demo-0"}, images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pod.Spec.InitContainers[0].Resources, pod.Spec.Containers[0].Resources; !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("%s resources %+v, etcd's %+v", pod.Spec.InitContainers[0].Name, got, want)
+	}
 }

@@ -50,6 +50,8 @@ func describe(op string, loc backup.Location, err error) error {
 		hint = "the storage is out of space or over its quota: free space in the bucket or raise its quota"
 	case code == gcerrors.DeadlineExceeded || has("no such host", "connection refused", "i/o timeout", "network is unreachable", "dial tcp"):
 		hint = "the storage's endpoint does not answer: check the endpoint in the URL and that it is reachable from the namespace"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		hint = "the transfer was cut off before the object's end (a dropped connection, or an object shorter than the length it is stored with): the restore tries again; if it fails the same way each time, the object is damaged: restore another backup"
 	case code == gcerrors.InvalidArgument:
 		hint = "the storage refused the request: check the URL's parameters (region, endpoint, path style)"
 	default:
@@ -162,20 +164,18 @@ func Fetch(ctx context.Context, loc backup.Location, path, want string) (backup.
 	if err != nil {
 		return backup.Info{}, err
 	}
-	_, err = io.Copy(f, r)
+	n, err := io.Copy(f, r)
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		err = fmt.Errorf("%w (it ended before its recorded length: %w); it cannot be restored: restore another backup", ErrDamaged, err)
-		_ = os.Remove(tmp)
-		return backup.Info{}, fmt.Errorf("refusing the snapshot %s: %w", loc, err)
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
 		return backup.Info{}, describe("downloading", loc, err)
 	}
 	sum, err := backup.Verify(tmp)
+	if recorded.Size > 0 && n != recorded.Size {
+		err = fmt.Errorf("it holds %d bytes, its backup recorded %d", n, recorded.Size)
+	}
 	for _, check := range []struct{ what, sha string }{{"its metadata records", recorded.SHA256}, {"the restore asks for", want}} {
 		if err == nil && check.sha != "" && !strings.EqualFold(check.sha, sum) {
 			err = fmt.Errorf("%w: its SHA-256 is %s, %s %s", ErrHashMismatch, sum, check.what, check.sha)
@@ -236,6 +236,7 @@ func Retain(ctx context.Context, bucket, prefix, schedule string, r backup.Reten
 	}
 	defer b.Close()
 	objects := map[string]time.Time{}
+	var unread []error
 	for k, t := range listed {
 		if !backup.OfSchedule(prefix, k) {
 			continue
@@ -245,7 +246,10 @@ func Retain(ctx context.Context, bucket, prefix, schedule string, r backup.Reten
 			continue
 		}
 		if err != nil {
-			return nil, describe("reading the attributes of", backup.Location{Bucket: bucket, Key: k}, err)
+			// Left alone, as every object whose owner cannot be told: the others are
+			// still retained.
+			unread = append(unread, describe("reading the attributes of", backup.Location{Bucket: bucket, Key: k}, err))
+			continue
 		}
 		if owner := attrs.Metadata[backup.MetaSchedule]; owner != "" && owner != schedule {
 			continue
@@ -253,10 +257,10 @@ func Retain(ctx context.Context, bucket, prefix, schedule string, r backup.Reten
 		objects[k] = t
 	}
 	expired := r.Expired(objects, now)
-	for _, k := range expired {
+	for i, k := range expired {
 		if err := b.Delete(ctx, k); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-			return nil, describe("deleting", backup.Location{Bucket: bucket, Key: k}, err)
+			return expired[:i], errors.Join(append(unread, describe("deleting", backup.Location{Bucket: bucket, Key: k}, err))...)
 		}
 	}
-	return expired, nil
+	return expired, errors.Join(unread...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -80,8 +81,7 @@ func TestStoreAndFetch(t *testing.T) {
 	}
 	_, err = Fetch(ctx, loc, other, "")
 	want := fmt.Sprintf("refusing the snapshot file://%s/ns/demo/b1.db: the stored object is damaged "+
-		"(the snapshot's database does not match the SHA-256 etcd appended to it: %d bytes is not a database followed by its SHA-256); "+
-		"it cannot be restored: restore another backup", bucketDir, len(b)/2)
+		"(it holds %d bytes, its backup recorded %d); it cannot be restored: restore another backup", bucketDir, len(b)/2, len(b))
 	if err == nil || err.Error() != want {
 		t.Fatalf("Fetch of a truncated object:\n got %v\nwant %s", err, want)
 	}
@@ -117,6 +117,7 @@ func TestRetain(t *testing.T) {
 		{p + "nightly-weekly-20261128-010000.db", "nightly-weekly"},
 		{p + "nightly-weekly-20261128-020000.db", ""},
 		{p + "nightly-20261128-000000.db", "someone-else"},
+		{p + "nightly-20261128-000500.db", backup.NoSchedule}, // a backup made by hand, named like the schedule's
 		{p + "nightly-notes.db", ""},
 		{p + "nightly-20261128-005000.txt", ""},
 		{"etcd/other/demo/nightly-20261128-000000.db", "nightly"},
@@ -150,5 +151,17 @@ func TestRetain(t *testing.T) {
 		if want := i > 1; ok != want {
 			t.Errorf("%s exists: %v, want %v", o.key, ok, want)
 		}
+	}
+}
+
+// A transfer cut off (a dropped connection) is not a damaged object: it says so, and that the
+// restore tries again, and is not ErrDamaged.
+func TestCutOffTransferIsNotDamage(t *testing.T) {
+	loc := backup.Location{Bucket: "s3://backups", Key: "ns/demo/b1.db"}
+	err := describe("downloading", loc, fmt.Errorf("reading the body: %w", io.ErrUnexpectedEOF))
+	want := "downloading s3://backups/ns/demo/b1.db: the transfer was cut off before the object's end (a dropped connection, or an object shorter than the length it is stored with): " +
+		"the restore tries again; if it fails the same way each time, the object is damaged: restore another backup (reading the body: unexpected EOF)"
+	if err.Error() != want || errors.Is(err, ErrDamaged) {
+		t.Fatalf("got %v (damaged: %v)\nwant %s", err, errors.Is(err, ErrDamaged), want)
 	}
 }
