@@ -57,7 +57,10 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if b.Status.Phase == v1alpha1.BackupCompleted || b.Status.Phase == v1alpha1.BackupFailed || !b.DeletionTimestamp.IsZero() {
+	if b.Status.Phase == v1alpha1.BackupCompleted {
+		return ctrl.Result{}, r.restoreGauges(ctx, b)
+	}
+	if b.Status.Phase == v1alpha1.BackupFailed || !b.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	original := b.DeepCopy()
@@ -66,6 +69,25 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return settle.Result(ctx, ctrl.Result{}, errors.Join(err, serr))
 	}
 	return settle.Result(ctx, res, err)
+}
+
+// restoreGauges shows a completed backup in the last-backup gauges unless they show a newer
+// one: the controller reads every backup when the operator starts, so the gauges (and the
+// alerts on them) are true again after a restart or an upgrade. A backup of a cluster that is
+// gone is not shown: its series went with the cluster.
+func (r *BackupReconciler) restoreGauges(ctx context.Context, b *v1alpha1.EtcdBackup) error {
+	if b.Status.CompletionTime == nil || !b.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	err := r.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.ClusterName}, &v1alpha1.EtcdCluster{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	metrics.RestoreLastBackup(b.Namespace, b.Spec.ClusterName, b.Status.Size, b.Status.CompletionTime.Time)
+	return nil
 }
 
 func (r *BackupReconciler) step(ctx context.Context, b *v1alpha1.EtcdBackup) (ctrl.Result, error) {

@@ -70,10 +70,18 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	// that drill again. Schedules are few; one read per pass.
 	s := &v1alpha1.EtcdBackupSchedule{}
 	if err := r.APIReader.Get(ctx, req.NamespacedName, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.ForgetSchedule(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !s.DeletionTimestamp.IsZero() {
+		metrics.ForgetSchedule(req.Namespace, req.Name)
 		return ctrl.Result{}, nil
+	}
+	if d := s.Status.LastDrill; d != nil {
+		// The last drill's outcome, from status: the drill gauges are true after a restart.
+		metrics.RecordDrill(s.Namespace, s.Name, s.Spec.ClusterName, d.Passed, d.Time.Time)
 	}
 	original := s.DeepCopy()
 	res, err := r.pass(ctx, s)

@@ -3,6 +3,7 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +43,13 @@ var (
 	}, []string{"namespace", "schedule", "cluster"})
 )
 
+// lastBackups is when each cluster's newest backup the gauges show completed, so that a backup
+// read back from status (RestoreLastBackup) never replaces a newer one.
+var lastBackups = struct {
+	sync.Mutex
+	at map[[2]string]time.Time
+}{at: map[[2]string]time.Time{}}
+
 // RecordBackup counts a finished backup, and for a completed one records its time and size.
 func RecordBackup(namespace, cluster string, completed bool, size int64, at time.Time) {
 	if !completed {
@@ -49,11 +57,31 @@ func RecordBackup(namespace, cluster string, completed bool, size int64, at time
 		return
 	}
 	Backups.WithLabelValues(namespace, cluster, "completed").Inc()
+	setLastBackup(namespace, cluster, size, at, true)
+}
+
+// RestoreLastBackup shows a backup that completed before the operator started (read from its
+// status) in the last-backup gauges, unless they show a newer one: once every completed backup
+// has been read back, in any order, the gauges are what they were before a restart or an
+// upgrade, and the age alerts (QuorateBackupTooOld) are true again. It counts nothing.
+func RestoreLastBackup(namespace, cluster string, size int64, at time.Time) {
+	setLastBackup(namespace, cluster, size, at, false)
+}
+
+func setLastBackup(namespace, cluster string, size int64, at time.Time, always bool) {
+	lastBackups.Lock()
+	defer lastBackups.Unlock()
+	k := [2]string{namespace, cluster}
+	if prev, ok := lastBackups.at[k]; ok && !always && !at.After(prev) {
+		return
+	}
+	lastBackups.at[k] = at
 	LastBackup.WithLabelValues(namespace, cluster).Set(float64(at.Unix()))
 	LastBackupSize.WithLabelValues(namespace, cluster).Set(float64(size))
 }
 
-// RecordDrill records a restore drill's outcome.
+// RecordDrill records a restore drill's outcome. The schedule's status holds the last one, and
+// the schedule reconciler records it again on every pass, so the gauges outlive a restart.
 func RecordDrill(namespace, schedule, cluster string, passed bool, at time.Time) {
 	v := 0.0
 	if passed {
@@ -80,4 +108,24 @@ func ForgetCluster(namespace, cluster string) {
 		v.DeletePartialMatch(labels)
 	}
 	Backups.DeletePartialMatch(labels)
+	lastBackups.Lock()
+	delete(lastBackups.at, [2]string{namespace, cluster})
+	lastBackups.Unlock()
+}
+
+// ForgetSchedule drops the drill series of a deleted schedule.
+func ForgetSchedule(namespace, schedule string) {
+	labels := prometheus.Labels{"namespace": namespace, "schedule": schedule}
+	DrillPassed.DeletePartialMatch(labels)
+	LastDrill.DeletePartialMatch(labels)
+}
+
+// ResetForTest empties every gauge and what they remember, as a restarted operator has them.
+func ResetForTest() {
+	lastBackups.Lock()
+	clear(lastBackups.at)
+	lastBackups.Unlock()
+	for _, v := range []*prometheus.GaugeVec{LastBackup, LastBackupSize, DrillPassed, LastDrill} {
+		v.Reset()
+	}
 }
