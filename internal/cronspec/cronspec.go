@@ -17,8 +17,12 @@ import (
 // interval: enough to see every gap of an expression such as "0,1 * * * *" within an hour.
 const probes = 120
 
+// probeStart is the fixed time the probes start from.
+var probeStart = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
 // Parse returns the schedule spec names, or why it cannot be run: it does not parse, it names a
-// time zone and no times (robfig/cron panics on a bare "TZ=" or "CRON_TZ=" prefix), or two of
+// time zone and no times (robfig/cron panics on a bare "TZ=" or "CRON_TZ=" prefix), it matches
+// no date (robfig/cron would silently never run it), or two of
 // its runs come closer together than min (0: no minimum). A schedule runs in UTC unless it
 // starts with CRON_TZ=<zone> (or TZ=<zone>) and its fields.
 func Parse(spec string, min time.Duration) (s cron.Schedule, err error) {
@@ -35,6 +39,10 @@ func Parse(spec string, min time.Duration) (s cron.Schedule, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("does not parse (%w)", err)
 	}
+	if s.Next(probeStart).IsZero() {
+		// robfig/cron looks five years ahead and gives up: the schedule would never run.
+		return nil, fmt.Errorf("matches no date (such as the 30th of February): it would never run")
+	}
 	if shortest := Shortest(s); shortest < min {
 		return nil, fmt.Errorf("has runs %s apart, closer than the shortest interval allowed (%s)", shortest, min)
 	}
@@ -44,7 +52,7 @@ func Parse(spec string, min time.Duration) (s cron.Schedule, err error) {
 // Shortest is the shortest time between two consecutive runs of s over its next probes runs
 // after a fixed time.
 func Shortest(s cron.Schedule) time.Duration {
-	t := time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+	t := probeStart
 	shortest := time.Duration(1<<63 - 1)
 	for range probes {
 		next := s.Next(t)

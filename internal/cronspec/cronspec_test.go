@@ -24,6 +24,9 @@ func TestParse(t *testing.T) {
 		{spec: "CRON_TZ=Mars/Olympus 0 * * * *", err: "does not parse (provided bad location Mars/Olympus: unknown time zone Mars/Olympus)"},
 		{spec: "0 * * *", err: "does not parse (expected exactly 5 fields, found 4: [0 * * *])"},
 		{spec: "@sometimes", err: "does not parse (unrecognized descriptor: @sometimes)"},
+		{spec: "0 3 30 2 *", err: "matches no date (such as the 30th of February): it would never run"},
+		{spec: "0 3 31 4,6 *", err: "matches no date (such as the 30th of February): it would never run"},
+		{spec: "0 3 29 2 *"}, // leap years
 	} {
 		_, err := Parse(tc.spec, time.Minute)
 		got := ""
@@ -51,4 +54,24 @@ func TestShortest(t *testing.T) {
 			t.Errorf("Shortest(%q) = %s, want %s", spec, got, want)
 		}
 	}
+}
+
+// Whatever a user writes, Parse neither panics nor accepts a schedule that never runs or runs
+// closer than the minimum.
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{"0 */6 * * *", "@every 30m", "TZ=UTC", "CRON_TZ=Europe/Paris 0 * * * *", "0 3 30 2 *", "@every 1s", "*/0 * * * *", "0 0 * * 7-1"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		s, err := Parse(spec, time.Minute)
+		if err != nil {
+			return
+		}
+		if s.Next(probeStart).IsZero() {
+			t.Fatalf("Parse(%q) accepted a schedule that never runs", spec)
+		}
+		if got := Shortest(s); got < time.Minute {
+			t.Fatalf("Parse(%q) accepted runs %s apart", spec, got)
+		}
+	})
 }
