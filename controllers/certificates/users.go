@@ -25,10 +25,10 @@ import (
 const UserSecretType corev1.SecretType = "servicebinding.io/etcd"
 
 // SyncUsers gives every application user of spec.users its Secret, then, once the cluster is
-// settled, makes etcd's users, roles and authentication match (authentication is on while any
-// user is declared). Users' Secrets exist before authentication goes on, so no declared
-// application is locked out; the operator (quorate-operator) and the members' own certificate
-// (used for leadership hand-over) are etcd admins.
+// settled, makes etcd's users, roles and authentication match (see authSpec). Users' Secrets
+// exist before authentication goes on, so no declared application is locked out; the operator
+// (quorate-operator) and the members' own certificate (used for leadership hand-over) are etcd
+// admins.
 //
 // cl is the pass's client of the cluster (nil when no member could be dialled), settled says
 // the pass planned no step.
@@ -45,7 +45,7 @@ func (m *Manager) SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etc
 	if !settled || cl == nil {
 		return found.share(), nil // one change at a time: membership first
 	}
-	spec := etcd.AuthSpec{Enabled: len(c.Spec.Users) > 0, Admins: []string{names.OperatorCN, names.ServerCN(c.Name)}}
+	spec := authSpec(c)
 	var declared []string
 	for _, u := range c.Spec.Users {
 		spec.Users = append(spec.Users, etcd.User{Name: u.Name, ReadWrite: u.ReadWrite, ReadOnly: u.ReadOnly})
@@ -62,6 +62,22 @@ func (m *Manager) SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etc
 	share := found.share()
 	share.setUsers, share.authEnabled, share.users = true, spec.Enabled, declared
 	return share, nil
+}
+
+// authSpec is the authentication c should have, less its users' permissions. It goes on with
+// the first declared user and stays on once it was on: turned off, every certificate the CA
+// ever signed, removed users' too (valid for months), would have full access again. While no
+// user is declared the shared client certificate (<cluster>-client-tls, common name
+// quorate-client) is an admin, as it has full access before authentication is ever on; while
+// users are declared it has none.
+func authSpec(c *v1alpha1.EtcdCluster) etcd.AuthSpec {
+	spec := etcd.AuthSpec{Enabled: len(c.Spec.Users) > 0 || c.Status.AuthEnabled, Admins: []string{names.OperatorCN, names.ServerCN(c.Name)}}
+	if len(c.Spec.Users) == 0 {
+		spec.Admins = append(spec.Admins, names.ClientCN)
+	} else {
+		spec.Retired = []string{names.ClientCN}
+	}
+	return spec
 }
 
 // ensureUserSecrets issues each declared user a client certificate (common name: the user)

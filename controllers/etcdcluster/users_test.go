@@ -18,8 +18,9 @@ import (
 )
 
 // Declared users get a Secret in the servicebinding.io layout before etcd authentication goes
-// on; the operator and the members stay admins; a user taken out loses its Secret; no users
-// turns authentication off.
+// on; the operator and the members stay admins; a user taken out loses its Secret; with no
+// users left authentication stays on (removed users' certificates stay refused) and the shared
+// client certificate is an admin, until users are declared again.
 func TestUsers(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -37,7 +38,8 @@ func TestUsers(t *testing.T) {
 		return nil
 	})
 	want := etcd.AuthSpec{Enabled: true, Admins: []string{"quorate-operator", "app-server"}, Users: []etcd.User{
-		{Name: "orders", ReadWrite: []string{"/orders/"}}, {Name: "reporting", ReadOnly: []string{"/orders/"}}}}
+		{Name: "orders", ReadWrite: []string{"/orders/"}}, {Name: "reporting", ReadOnly: []string{"/orders/"}}},
+		Retired: []string{"quorate-client"}}
 	if got := fake.Auth(); !reflect.DeepEqual(got, want) {
 		t.Errorf("etcd auth\n %+v\nwant\n %+v", got, want)
 	}
@@ -78,15 +80,19 @@ func TestUsers(t *testing.T) {
 	})
 	assertEvent(t, ns, v1alpha1.EventUsersChanged, "deleted Secret app-user-reporting: user reporting is no longer in spec.users")
 
-	// No users: authentication off.
+	// No users: authentication stays on, the shared client is an admin.
 	patchCluster(t, ns, "app", func(c *v1alpha1.EtcdCluster) { c.Spec.Users = nil })
-	waitFor(t, ns, "app", "authentication off", func(c *v1alpha1.EtcdCluster) error {
-		if c.Status.AuthEnabled || len(c.Status.Users) != 0 {
+	waitFor(t, ns, "app", "no users, authentication on", func(c *v1alpha1.EtcdCluster) error {
+		if !c.Status.AuthEnabled || len(c.Status.Users) != 0 {
 			return fmt.Errorf("status authEnabled=%v users=%v", c.Status.AuthEnabled, c.Status.Users)
 		}
 		return nil
 	})
-	if got := fake.Auth(); got.Enabled || len(got.Users) != 0 {
-		t.Errorf("etcd auth after the users went: %+v", got)
-	}
+	eventually(t, timeout, "etcd's authentication with no users", func() error {
+		want := etcd.AuthSpec{Enabled: true, Admins: []string{"quorate-operator", "app-server", "quorate-client"}}
+		if got := fake.Auth(); !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("etcd auth\n %+v\nwant\n %+v", got, want)
+		}
+		return nil
+	})
 }

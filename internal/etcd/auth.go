@@ -24,6 +24,10 @@ type AuthSpec struct {
 	Admins []string
 	// Users are the applications' users, each with a role of their own.
 	Users []User
+	// Retired are users the operator once made and no longer wants (the shared client's,
+	// while application users are declared): deleted where they exist, after Admins and Users
+	// are complete. Never root.
+	Retired []string
 }
 
 // User is an application's etcd user, limited to key prefixes.
@@ -103,6 +107,15 @@ func ApplyAuth(ctx context.Context, a clientv3.Auth, spec AuthSpec) ([]string, e
 				return changes, err
 			}
 		}
+	}
+	for _, name := range spec.Retired {
+		if name == "root" || !slices.Contains(users, name) {
+			continue
+		}
+		if _, err := a.UserDelete(ctx, name); err != nil {
+			return changes, fmt.Errorf("deleting user %s: %w", name, err)
+		}
+		did("user %s deleted", name)
 	}
 	// Managed roles (and their users) that the spec no longer names go.
 	for _, role := range roles {

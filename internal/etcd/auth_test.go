@@ -165,7 +165,35 @@ func TestApplyAuth(t *testing.T) {
 		t.Errorf("orders after reporting went: %v", err)
 	}
 
-	// No users: authentication goes off first, then the managed users and roles.
+	// No users, authentication kept on (as the operator keeps it): the removed user's
+	// certificate stays refused, and the shared client certificate becomes an admin.
+	noUsers := AuthSpec{Enabled: true, Admins: append(slices.Clone(spec.Admins), "quorate-client")}
+	changes, err = ApplyAuth(ctx, operator, noUsers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"user quorate-client added", "user quorate-client granted role root", "user orders deleted", "role quorate-user-orders deleted"}; !slices.Equal(changes, want) {
+		t.Errorf("removing the last user: %q, want %q", changes, want)
+	}
+	denied("orders, removed, writing /orders/5", put(orders, "/orders/5"))
+	if err := put(shared, "/anything"); err != nil {
+		t.Errorf("with no users, the shared certificate cannot write: %v", err)
+	}
+	// Users declared again: the shared client's user goes after theirs are made.
+	again := AuthSpec{Enabled: true, Admins: spec.Admins, Users: spec.Users, Retired: []string{"quorate-client"}}
+	changes, err = ApplyAuth(ctx, operator, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"role quorate-user-orders added", `role quorate-user-orders: granted readwrite "/orders/"`, "user orders added", "user orders granted role quorate-user-orders", "user quorate-client deleted"}; !slices.Equal(changes, want) {
+		t.Errorf("declaring users again: %q, want %q", changes, want)
+	}
+	if err := put(shared, "/orders/6"); err == nil {
+		t.Error("with users declared again, the shared client certificate could still write")
+	}
+
+	// Authentication off (ApplyAuth can; the operator no longer asks it): it goes off first,
+	// then the managed users and roles.
 	changes, err = ApplyAuth(ctx, operator, AuthSpec{Admins: spec.Admins})
 	if err != nil {
 		t.Fatal(err)
