@@ -191,10 +191,15 @@ func fetchCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, erro
 	out := fs.String("out", "", "where to put the verified snapshot")
 	dataDir := fs.String("data-dir", "", "the member's data directory: nothing is fetched once it exists")
 	marker := fs.String("marker", "", "the member's marker: nothing is fetched for a member that has run")
+	podAnnotations := fs.String("pod-annotations", "", "the pod's annotations file (downward API): nothing is fetched for a member the operator recorded as having run")
 	return func() (backup.Result, error) {
-		if launcher.HasData(*dataDir) || fileExists(*marker) {
+		ann, err := launcher.ReadPodAnnotations(*podAnnotations)
+		if err != nil {
+			return backup.Result{}, fmt.Errorf("reading the pod's annotations, which say whether the member has run: %w", err)
+		}
+		if launcher.HasData(*dataDir) || fileExists(*marker) || ann[names.AnnotationRequireData] == "true" {
 			log.Printf("the member has data or has run: nothing to restore")
-			return backup.Result{Kind: backup.ResultStored, Message: "the member has data: nothing fetched"}, nil
+			return backup.Result{Kind: backup.ResultStored, Message: "the member has data or has run: nothing fetched"}, nil
 		}
 		if _, err := backup.Verify(*out); err == nil {
 			log.Printf("%s was fetched and verified before", *out)

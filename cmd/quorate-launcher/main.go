@@ -63,6 +63,9 @@ func main() {
 		fs.StringVar(&o.DataDir, "data-dir", "", "etcd data directory")
 		fs.StringVar(&o.MarkerPath, "marker", "", "marker file beside the data directory")
 		fs.StringVar(&o.Snapshot, "snapshot", "", "the fetched and verified snapshot")
+		fs.StringVar(&o.PodAnnotationsPath, "pod-annotations", "", "the pod's annotations file (downward API): a member the operator recorded as having run is not restored")
+		fs.StringVar(&o.TLSDir, "tls-dir", "", "the member's server certificate directory, to ask the other members whether it ran")
+		fs.StringVar(&o.Host, "host", "", "the member's host name (its certificate's)")
 		termination := fs.String("termination-log", "/dev/termination-log", "where a failure is written")
 		_ = fs.Parse(os.Args[2:])
 		o.Command = fs.Args()
@@ -70,7 +73,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "restore needs --data-dir, --marker, --snapshot and etcdutl after --")
 			os.Exit(64)
 		}
-		if err := launcher.Restore(o, os.Stderr); err != nil {
+		if err := launcher.Restore(context.Background(), o, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "quorate-launcher restore:", err)
 			_ = os.WriteFile(*termination, []byte(err.Error()), 0o644) //nolint:gosec // the kubelet reads it
 			os.Exit(1)

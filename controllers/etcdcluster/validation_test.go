@@ -62,19 +62,20 @@ const (
 	msgNameChars = "metadata.name must start with a letter and contain only lowercase letters, digits and '-': it names Services, which need a DNS-1035 label"
 	msgShrink    = "storage.size cannot shrink: etcd's files may already fill the volume, and volumes do not shrink; to use smaller volumes, restore a backup into a new EtcdCluster"
 	// The API server adds this when schema errors stop CEL rules from running.
-	msgNotChecked = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
-	msgJoinTLS    = "spec.bootstrap.join needs certificates the external members trust: set tls.serverSecretName, tls.peerSecretName and tls.clientSecretName to Secrets issued by the external cluster's CA (tls.clientSecretName is also the operator's credential for the external cluster), or set tls.enabled to false for a plaintext cluster"
-	msgJoinScheme = "spec.bootstrap.join.endpoints must use https:// with TLS on and http:// with tls.enabled false"
-	msgBootstrap  = "spec.bootstrap cannot change after the cluster is created: it says what the cluster started from (only the settings of bootstrap.join may change)"
-	joinPlain     = "bootstrap: {join: {endpoints: [\"http://10.0.0.5:2379\"]}}"
-	msgTLSChange  = "tls.enabled and the tls secret names cannot be changed after creation (renewCertificates and rotateCA can); create a new EtcdCluster with the TLS settings you want and move your data to it"
-	msgTLSRotate  = "tls.rotateCA and tls.renewCertificates act on the certificates the operator generates: with your own Secrets, replace their certificates yourself"
-	msgUsersTLS   = `spec.users needs TLS with operator-generated certificates: users authenticate with client certificates the operator issues from the cluster CA`
-	msgImageTag   = "the tag of spec.image names another etcd release than spec.version; set both to the same release"
-	msgToken      = "recovery.forceNewCluster must be a token of letters, digits, '-', '_' and '.', such as incident-2026-11-23"
-	msgLabelValue = "label values must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
-	msgRequests   = "podTemplate.resources: the cpu and memory requests must be at most their limits"
-	msgUserCN     = "spec.users cannot name <cluster>-server or <cluster>-peer: they are the common names of the cluster's own server and peer certificates, and the server's is an etcd administrator; choose another user name"
+	msgNotChecked   = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+	msgJoinTLS      = "spec.bootstrap.join needs certificates the external members trust: set tls.serverSecretName, tls.peerSecretName and tls.clientSecretName to Secrets issued by the external cluster's CA (tls.clientSecretName is also the operator's credential for the external cluster), or set tls.enabled to false for a plaintext cluster"
+	msgRestoreAdopt = "bootstrap.fromBackup and adoptRetainedVolumes exclude each other: adopted volumes keep their data and the backup would never be restored; to restore the backup, delete the retained PVCs and leave adoptRetainedVolumes out, or to restart from the volumes, leave bootstrap out"
+	msgJoinScheme   = "spec.bootstrap.join.endpoints must use https:// with TLS on and http:// with tls.enabled false"
+	msgBootstrap    = "spec.bootstrap cannot change after the cluster is created: it says what the cluster started from (only the settings of bootstrap.join may change)"
+	joinPlain       = "bootstrap: {join: {endpoints: [\"http://10.0.0.5:2379\"]}}"
+	msgTLSChange    = "tls.enabled and the tls secret names cannot be changed after creation (renewCertificates and rotateCA can); create a new EtcdCluster with the TLS settings you want and move your data to it"
+	msgTLSRotate    = "tls.rotateCA and tls.renewCertificates act on the certificates the operator generates: with your own Secrets, replace their certificates yourself"
+	msgUsersTLS     = `spec.users needs TLS with operator-generated certificates: users authenticate with client certificates the operator issues from the cluster CA`
+	msgImageTag     = "the tag of spec.image names another etcd release than spec.version; set both to the same release"
+	msgToken        = "recovery.forceNewCluster must be a token of letters, digits, '-', '_' and '.', such as incident-2026-11-23"
+	msgLabelValue   = "label values must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+	msgRequests     = "podTemplate.resources: the cpu and memory requests must be at most their limits"
+	msgUserCN       = "spec.users cannot name <cluster>-server or <cluster>-peer: they are the common names of the cluster's own server and peer certificates, and the server's is an etcd administrator; choose another user name"
 )
 
 const base = "version: 3.6.16\nstorage: {size: 1Gi}\n"
@@ -208,6 +209,8 @@ func TestValidationRejectsBadInput(t *testing.T) {
 			want: []string{`spec.bootstrap.join.endpoints[0]: Invalid value: "http://10.0.0.5": spec.bootstrap.join.endpoints[0] in body should match '^https?://[^/\s]+:[0-9]+/?$'`}},
 		{name: "join and restore", spec: base + "tls: {enabled: false}\nbootstrap: {fromBackup: {backupName: b}, join: {endpoints: [\"http://10.0.0.5:2379\"]}}",
 			want: []string{"spec.bootstrap: Invalid value: bootstrap takes fromBackup or join, not both: a joined cluster keeps the external cluster's data"}},
+		{name: "restore onto adopted volumes", spec: base + "adoptRetainedVolumes: true\nbootstrap: {fromBackup: {backupName: b}}",
+			want: []string{"spec: Invalid value: " + msgRestoreAdopt}},
 		{name: "uppercase name", objName: "Etcd", spec: base,
 			want: []string{`metadata.name: Invalid value: "Etcd": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`, `<nil>: Invalid value: ` + msgNameChars}},
 	} {

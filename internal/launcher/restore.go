@@ -1,6 +1,8 @@
 package launcher
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -8,12 +10,25 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
+
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/pki"
 )
 
 // RestoreOptions of the restore command.
 type RestoreOptions struct {
 	DataDir    string
 	MarkerPath string
+	// PodAnnotationsPath is the pod's annotations file (downward API): the operator records
+	// there that the member has run.
+	PodAnnotationsPath string
+	// TLSDir and Host are the member's server certificate directory (empty for plaintext) and
+	// its host name, for asking the other members whether this one ran before.
+	TLSDir, Host string
+	// Factory dials the other members (nil: etcd.NewClient).
+	Factory etcd.Factory
 	// Snapshot fetched and verified by the fetch-snapshot container.
 	Snapshot string
 	// Command is etcdutl snapshot restore and its flags, without --data-dir, which Restore
@@ -21,22 +36,28 @@ type RestoreOptions struct {
 	Command []string
 }
 
-// Restore restores the snapshot into the member's data directory with etcdutl, once: a member
-// that has data, or that has run before (its marker exists), is left alone, and the launch
-// that follows judges its volume as always. etcdutl writes into a directory beside the data
-// directory, which is renamed into place only when the restore is complete, so a restore cut
-// short leaves no half-restored member. The snapshot is removed afterwards.
-func Restore(o RestoreOptions, logw io.Writer) error {
+// Restore restores the snapshot into the member's data directory with etcdutl, once, under the
+// guard a bootstrap launch has (never bootstrap twice): a member that has data, whose marker
+// exists, that the operator recorded as having run (its pod's annotations), or that another
+// member lists as started is left alone, and the launch that follows judges its volume as
+// always: an empty volume of a member that ran is refused (DataLost) and the operator replaces
+// the member. Restoring there would bring the backup's old data back under the member's name:
+// a silent rollback of a one-member cluster, a raft panic loop in a larger one. etcdutl writes
+// into a directory beside the data directory, which is renamed into place only when the
+// restore is complete, so a restore cut short leaves no half-restored member. The snapshot is
+// removed afterwards.
+func Restore(ctx context.Context, o RestoreOptions, logw io.Writer) error {
 	logger := log.New(logw, "quorate-launcher restore: ", log.LstdFlags)
 	if HasData(o.DataDir) {
 		logger.Printf("%s holds data: nothing to restore", o.DataDir)
 		return removeSnapshot(o.Snapshot)
 	}
-	if m, err := ReadMarker(o.MarkerPath); err != nil || m != nil {
-		// The member has run: its launch refuses the empty volume (DataLost), and the operator
-		// replaces it. Restoring the backup here would bring back old data under its name.
-		logger.Printf("the member has run before (marker %s): not restoring", o.MarkerPath)
-		return nil
+	if ran, why, err := o.hasRun(ctx); err != nil || ran {
+		if err != nil {
+			return fmt.Errorf("not restoring: %w", err)
+		}
+		logger.Printf("%s: not restoring; the launch refuses the empty volume and the operator replaces the member", why)
+		return removeSnapshot(o.Snapshot)
 	}
 	if _, err := os.Stat(o.Snapshot); err != nil {
 		return fmt.Errorf("the snapshot to restore is missing (%w): the fetch-snapshot container should have fetched it", err)
@@ -63,6 +84,42 @@ func Restore(o RestoreOptions, logw io.Writer) error {
 	}
 	logger.Printf("restored %s into %s", o.Snapshot, o.DataDir)
 	return removeSnapshot(o.Snapshot)
+}
+
+// hasRun says whether the member ran before, and how that is known: its marker, the operator's
+// record on its pod, or another member that lists it as started.
+func (o RestoreOptions) hasRun(ctx context.Context) (bool, string, error) {
+	m, err := ReadMarker(o.MarkerPath)
+	if err != nil || m != nil {
+		return true, fmt.Sprintf("the member has run before (marker %s)", o.MarkerPath), nil
+	}
+	ann, err := ReadPodAnnotations(o.PodAnnotationsPath)
+	if err != nil {
+		return false, "", fmt.Errorf("reading the pod's annotations, which say whether the member has run: %w", err)
+	}
+	member := flagValue(o.Command, "name")
+	if ann[names.AnnotationRequireData] == "true" {
+		return true, fmt.Sprintf("the operator recorded that member %s has run (pod annotation %s)", member, names.AnnotationRequireData), nil
+	}
+	var tlsCfg *tls.Config
+	if o.TLSDir != "" {
+		cfg, err := pki.DirClientTLS(o.TLSDir, o.Host)
+		if err != nil {
+			return false, "", fmt.Errorf("reading the member's certificate from %s to ask the other members whether it ran: %w", o.TLSDir, err)
+		}
+		tlsCfg = cfg
+	}
+	factory := o.Factory
+	if factory == nil {
+		factory = etcd.NewClient
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	peers := PeerClientURLs(flagValue(o.Command, "initial-cluster"), member)
+	if err := CheckNotBootstrappedBefore(cctx, factory, tlsCfg, member, peers); err != nil {
+		return true, err.Error(), nil
+	}
+	return false, "", nil
 }
 
 func removeSnapshot(p string) error {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/quorate-dev/quorate/internal/backup"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/testsupport"
 )
 
@@ -44,7 +46,7 @@ func TestRestore(t *testing.T) {
 		Command: []string{filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "etcdutl"), "snapshot", "restore", snap,
 			"--name=m0", "--initial-cluster=m0=" + peer, "--initial-cluster-token=tok", "--initial-advertise-peer-urls=" + peer}}
 	var log bytes.Buffer
-	if err := Restore(o, &log); err != nil {
+	if err := Restore(ctx, o, &log); err != nil {
 		t.Fatalf("restore: %v\n%s", err, log.String())
 	}
 	if _, err := os.Stat(snap); !os.IsNotExist(err) {
@@ -75,7 +77,7 @@ func TestRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.Reset()
-	if err := Restore(o, &log); err != nil || !strings.Contains(log.String(), "holds data: nothing to restore") {
+	if err := Restore(ctx, o, &log); err != nil || !strings.Contains(log.String(), "holds data: nothing to restore") {
 		t.Fatalf("restore over data: %v %s", err, log.String())
 	}
 	// A member that has run (its marker exists) but lost its data is not restored.
@@ -85,7 +87,7 @@ func TestRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.Reset()
-	if err := Restore(o2, &log); err != nil || HasData(o2.DataDir) || !strings.Contains(log.String(), "has run before") {
+	if err := Restore(ctx, o2, &log); err != nil || HasData(o2.DataDir) || !strings.Contains(log.String(), "has run before") {
 		t.Fatalf("restore into a member that ran: %v, data %v, %s", err, HasData(o2.DataDir), log.String())
 	}
 	// A damaged snapshot: etcdutl refuses it, and no data directory appears.
@@ -95,7 +97,65 @@ func TestRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.Reset()
-	if err := Restore(o3, &log); err == nil || HasData(o3.DataDir) || !strings.Contains(err.Error(), "etcdutl exited with code") {
+	if err := Restore(ctx, o3, &log); err == nil || HasData(o3.DataDir) || !strings.Contains(err.Error(), "etcdutl exited with code") {
 		t.Fatalf("restore of a damaged snapshot: %v, data %v", err, HasData(o3.DataDir))
+	}
+}
+
+// A bootstrap pod's init containers run again when its sandbox restarts: the restore then
+// honours the same never-bootstrap-twice guard as the launch, so a member that ran and lost its
+// data is not rolled back to the backup. What says it ran: the operator's record in the pod's
+// annotations, or another member listing it as started. Only a member nobody knows to have run
+// is restored (here the stand-in for etcdutl fails, which shows it was reached).
+func TestRestoreOnlyIntoAMemberThatNeverRan(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, annotations string
+		bootstrapped      bool
+		wantErr, wantLog  string
+	}{
+		{name: "recorded by the operator", annotations: names.AnnotationRequireData + "=\"true\"\n",
+			wantLog: "the operator recorded that member m0 has run (pod annotation etcd.quorate.dev/require-data): not restoring"},
+		{name: "listed as started by a peer", bootstrapped: true,
+			wantLog: "refusing to bootstrap a second time: not restoring"},
+		{name: "annotations unreadable", annotations: "garbage\n",
+			wantErr: `not restoring: reading the pod's annotations, which say whether the member has run: `},
+		{name: "never ran", annotations: names.AnnotationClusterID + "=\"\"\n",
+			wantErr: "sh exited with code 9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ann := filepath.Join(dir, "annotations")
+			if err := os.WriteFile(ann, []byte(tc.annotations), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			snap := filepath.Join(dir, "snapshot.db")
+			if err := os.WriteFile(snap, []byte("snapshot"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f := etcd.NewFake("3.6.16")
+			if tc.bootstrapped {
+				f.Bootstrap(0xc1, []string{"m0", "m1", "m2"}, []string{"u0", "u1", "u2"})
+				f.ServeAt("m1:2379", "m1")
+			}
+			o := RestoreOptions{DataDir: filepath.Join(dir, "data"), MarkerPath: filepath.Join(dir, "marker.json"), Snapshot: snap,
+				PodAnnotationsPath: ann, Factory: f.Factory(),
+				Command: []string{"/bin/sh", "-c", "exit 9", "--name=m0", "--initial-cluster=m0=http://m0:2380,m1=http://m1:2380,m2=http://m2:2380"}}
+			var log bytes.Buffer
+			err := Restore(ctx, o, &log)
+			switch {
+			case tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr)):
+				t.Fatalf("Restore = %v, want an error starting %q", err, tc.wantErr)
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("Restore = %v, want none", err)
+			case !strings.Contains(log.String(), tc.wantLog):
+				t.Fatalf("log %q does not say %q", log.String(), tc.wantLog)
+			case HasData(o.DataDir):
+				t.Fatal("data was restored")
+			}
+			if _, err := os.Stat(snap); tc.wantErr == "" && !os.IsNotExist(err) {
+				t.Errorf("the snapshot of a member not restored was kept: %v", err)
+			}
+		})
 	}
 }

@@ -112,7 +112,7 @@ func Pod(c *v1alpha1.EtcdCluster, p MemberPod, im Images) (*corev1.Pod, error) {
 				FSGroup:        ptr.To[int64](65532),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
-			InitContainers: append([]corev1.Container{launcherContainer(im, etcd.Resources)}, restoreContainers(c, p, im)...),
+			InitContainers: append([]corev1.Container{launcherContainer(im, etcd.Resources)}, restoreContainers(c, p, im, mounts)...),
 			Containers:     []corev1.Container{etcd},
 			Volumes:        volumes,
 		},
@@ -306,20 +306,23 @@ func schedule(spec *corev1.PodSpec, cluster string, tmpl *v1alpha1.PodTemplate) 
 // restoreContainers fetch and restore the snapshot of a cluster created from a backup, in a
 // bootstrap member's pod: the operator image downloads it (with the bucket's credentials in
 // its environment) and checks its SHA-256, then the etcd image's etcdutl restores it, run by
-// the launcher, which restores only into a member that has no data and has never run, and
-// moves the restored directory into place whole.
-func restoreContainers(c *v1alpha1.EtcdCluster, p MemberPod, im Images) []corev1.Container {
+// the launcher, which restores only into a member that has no data and has never run (its
+// marker, the operator's record in the pod's annotations, and the other members say), and
+// moves the restored directory into place whole. Both see the pod's annotations; the restore
+// mounts what the etcd container does (mounts), its certificate to ask the other members.
+func restoreContainers(c *v1alpha1.EtcdCluster, p MemberPod, im Images, mounts []corev1.VolumeMount) []corev1.Container {
 	if p.Restore == nil {
 		return nil
 	}
 	data := corev1.VolumeMount{Name: volumeData, MountPath: DataVolumeMount}
+	podInfo := corev1.VolumeMount{Name: volumePodInfo, MountPath: PodInfoDir, ReadOnly: true}
 	fetch := corev1.Container{
 		Name:            FetchContainer,
 		Image:           im.Launcher,
 		ImagePullPolicy: im.PullPolicy,
 		Command: []string{BackupBinary, "fetch", "--bucket=" + p.Restore.Bucket, "--key=" + p.Restore.Key, "--sha256=" + p.Restore.SHA256,
-			"--out=" + RestoreSnapshot, "--data-dir=" + DataDir, "--marker=" + MarkerFile},
-		VolumeMounts:             append([]corev1.VolumeMount{data}, CredentialMounts(p.Restore.CredentialsSecret)...),
+			"--out=" + RestoreSnapshot, "--data-dir=" + DataDir, "--marker=" + MarkerFile, "--pod-annotations=" + PodAnnotationsFile},
+		VolumeMounts:             append([]corev1.VolumeMount{data, podInfo}, CredentialMounts(p.Restore.CredentialsSecret)...),
 		Resources:                corev1.ResourceRequirements{Requests: DefaultRequests()},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          restricted(),
@@ -329,15 +332,25 @@ func restoreContainers(c *v1alpha1.EtcdCluster, p MemberPod, im Images) []corev1
 		Name:            RestoreContainer,
 		Image:           im.EtcdImage(c),
 		ImagePullPolicy: im.PullPolicy,
-		Command: []string{LauncherPath, "restore", "--data-dir=" + DataDir, "--marker=" + MarkerFile, "--snapshot=" + RestoreSnapshot, "--",
-			EtcdutlBinary, "snapshot", "restore", RestoreSnapshot, "--name=" + p.Member, "--initial-cluster=" + p.InitialCluster,
-			"--initial-cluster-token=" + string(c.UID), "--initial-advertise-peer-urls=" + names.PeerURL(c.Name, c.Namespace, p.Member, c.Spec.TLS.IsEnabled())},
-		VolumeMounts:             []corev1.VolumeMount{data, {Name: volumeLauncher, MountPath: LauncherDir, ReadOnly: true}},
+		Command: append(restoreFlags(c, p), "--",
+			EtcdutlBinary, "snapshot", "restore", RestoreSnapshot, "--name="+p.Member, "--initial-cluster="+p.InitialCluster,
+			"--initial-cluster-token="+string(c.UID), "--initial-advertise-peer-urls="+names.PeerURL(c.Name, c.Namespace, p.Member, c.Spec.TLS.IsEnabled())),
+		VolumeMounts:             slices.Clone(mounts),
 		Resources:                corev1.ResourceRequirements{Requests: DefaultRequests()},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          restricted(),
 	}
 	return []corev1.Container{fetch, restore}
+}
+
+// restoreFlags are the launcher's restore command and its flags, before etcdutl's.
+func restoreFlags(c *v1alpha1.EtcdCluster, p MemberPod) []string {
+	args := []string{LauncherPath, "restore", "--data-dir=" + DataDir, "--marker=" + MarkerFile, "--snapshot=" + RestoreSnapshot,
+		"--pod-annotations=" + PodAnnotationsFile, "--host=" + names.MemberHost(c.Name, c.Namespace, p.Member)}
+	if c.Spec.TLS.IsEnabled() {
+		args = append(args, "--tls-dir="+ServerTLSDir)
+	}
+	return args
 }
 
 // PodForCache is the operator's cache transform for pods. A member pod's spec (two containers
