@@ -86,7 +86,7 @@ func TestMetricsFromStatus(t *testing.T) {
 }
 
 // clusterSeries are the series the operator exports of a cluster, keyed by name and the labels
-// other than namespace and cluster.
+// other than namespace and etcd_cluster.
 func clusterSeries(t *testing.T, namespace, cluster string) map[string]float64 {
 	t.Helper()
 	ch := make(chan prometheus.Metric, 1000)
@@ -104,7 +104,7 @@ func clusterSeries(t *testing.T, namespace, cluster string) map[string]float64 {
 			switch p.GetName() {
 			case "namespace":
 				ns = p.GetValue()
-			case "cluster":
+			case metrics.ClusterLabel:
 				cl = p.GetValue()
 			default:
 				rest = append(rest, fmt.Sprintf("%s=%q", p.GetName(), p.GetValue()))

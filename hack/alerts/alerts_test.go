@@ -29,17 +29,19 @@ import (
 )
 
 const (
-	rulesFile     = "../../config/prometheus/rules.yaml"
-	dashboardFile = "../../config/grafana/quorate-dashboard.json"
+	rulesFile      = "../../config/prometheus/rules.yaml"
+	dashboardFile  = "../../config/grafana/quorate-dashboard.json"
+	podMonitorFile = "../../config/prometheus/podmonitor.yaml"
 )
 
 type ruleFile struct {
 	Groups []struct {
 		Name  string `json:"name"`
 		Rules []struct {
-			Alert  string `json:"alert,omitempty"`
-			Record string `json:"record,omitempty"`
-			Expr   string `json:"expr"`
+			Alert       string            `json:"alert,omitempty"`
+			Record      string            `json:"record,omitempty"`
+			Expr        string            `json:"expr"`
+			Annotations map[string]string `json:"annotations,omitempty"`
 		} `json:"rules"`
 	} `json:"groups"`
 }
@@ -153,6 +155,60 @@ func TestAlerts(t *testing.T) {
 		"QuorateCertificateExpiringSoon", "QuorateCertificateExpiring", "QuorateBackupTooOld", "QuorateRestoreDrillFailed", "QuorateReconcileErrors",
 	}; !slices.Equal(alerts, want) {
 		t.Errorf("alerts\n %v\nwant\n %v", alerts, want)
+	}
+}
+
+// bareCluster finds a label named plainly `cluster` in a query or a template: a selector, a
+// grouping, a label_values argument, $labels.cluster or {{cluster}}.
+var bareCluster = regexp.MustCompile(`(?:[{(,]\s*|\$labels\.|\{\{\s*)cluster\b`)
+
+// TestClusterLabel: the EtcdCluster's label is metrics.ClusterLabel everywhere: the PodMonitor
+// gives it to the members' series, and no alert or dashboard query looks for a label named
+// `cluster` (which multi-cluster Prometheus setups reserve).
+func TestClusterLabel(t *testing.T) {
+	b, err := os.ReadFile(podMonitorFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pm struct {
+		Spec struct {
+			PodMetricsEndpoints []struct {
+				Relabelings []struct {
+					SourceLabels []string `json:"sourceLabels"`
+					TargetLabel  string   `json:"targetLabel"`
+				} `json:"relabelings"`
+			} `json:"podMetricsEndpoints"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &pm); err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	for _, e := range pm.Spec.PodMetricsEndpoints {
+		for _, r := range e.Relabelings {
+			if slices.Contains(r.SourceLabels, "__meta_kubernetes_pod_label_etcd_quorate_dev_cluster") {
+				targets = append(targets, r.TargetLabel)
+			}
+		}
+	}
+	if !slices.Equal(targets, []string{metrics.ClusterLabel}) {
+		t.Errorf("the PodMonitor copies the pods' cluster label to %v, want [%s]", targets, metrics.ClusterLabel)
+	}
+	for _, g := range rules(t, t.TempDir()).Groups {
+		for _, r := range g.Rules {
+			for _, text := range append([]string{r.Expr}, r.Annotations["summary"], r.Annotations["description"]) {
+				if m := bareCluster.FindString(text); m != "" {
+					t.Errorf("rule %s%s uses the label cluster (%q), not %s", r.Alert, r.Record, m, metrics.ClusterLabel)
+				}
+			}
+		}
+	}
+	d, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range bareCluster.FindAllString(string(d), -1) {
+		t.Errorf("the dashboard uses the label cluster (%q), not %s", m, metrics.ClusterLabel)
 	}
 }
 

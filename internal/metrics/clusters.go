@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,10 +57,10 @@ var (
 		"Times a member was found to belong to another etcd cluster than the recorded one (membership changes stop).")
 )
 
-// clusterDesc describes a family of per-cluster series: labels namespace, cluster and the
+// clusterDesc describes a family of per-cluster series: labels namespace, ClusterLabel and the
 // given ones.
 func clusterDesc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(name, help, append([]string{"namespace", "cluster"}, labels...), nil)
+	return prometheus.NewDesc(name, help, append([]string{"namespace", ClusterLabel}, labels...), nil)
 }
 
 // ClusterCollector exports the series of every EtcdCluster from one small record per cluster,
@@ -87,7 +88,7 @@ type fixedLabel struct{ name, value string }
 
 type clusterRecord struct {
 	status *Cluster         // nil until the first SetCluster; replaced whole, never changed
-	base   []*dto.LabelPair // cluster and namespace, sorted
+	base   []*dto.LabelPair // ClusterLabel and namespace, sorted by name
 	counts []count
 }
 
@@ -108,10 +109,17 @@ func (c *ClusterCollector) record(namespace, name string) *clusterRecord {
 	k := clusterKey{namespace, name}
 	r := c.clusters[k]
 	if r == nil {
-		r = &clusterRecord{base: []*dto.LabelPair{pair("cluster", name), pair("namespace", namespace)}}
+		r = &clusterRecord{base: sortedPairs(pair(ClusterLabel, name), pair("namespace", namespace))}
 		c.clusters[k] = r
 	}
 	return r
+}
+
+// sortedPairs are the pairs sorted by name, as client_golang wants a metric's pairs (withLabel
+// keeps them so): the order does not hang on what ClusterLabel is.
+func sortedPairs(pairs ...*dto.LabelPair) []*dto.LabelPair {
+	slices.SortFunc(pairs, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return pairs
 }
 
 // pair is a new label pair.

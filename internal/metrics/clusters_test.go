@@ -2,12 +2,14 @@ package metrics
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/quorate-dev/quorate/internal/testsupport"
 )
@@ -29,56 +31,89 @@ func TestClusterCollector(t *testing.T) {
 	c.add("ns", "c", descReconcileOutcomes, "outcome", "Error") // counted before any status
 
 	aCounts := `
-quorate_reconcile_outcomes_total{cluster="a",namespace="ns",outcome="Error"} 1
-quorate_reconcile_outcomes_total{cluster="a",namespace="ns",outcome="None"} 2
-quorate_membership_changes_total{change="promote",cluster="a",namespace="ns"} 1
-quorate_cluster_id_mismatches_total{cluster="a",namespace="ns"} 1
+quorate_reconcile_outcomes_total{etcd_cluster="a",namespace="ns",outcome="Error"} 1
+quorate_reconcile_outcomes_total{etcd_cluster="a",namespace="ns",outcome="None"} 2
+quorate_membership_changes_total{change="promote",etcd_cluster="a",namespace="ns"} 1
+quorate_cluster_id_mismatches_total{etcd_cluster="a",namespace="ns"} 1
 `
 	a := `
-quorate_cluster_alarm{alarm="CORRUPT",cluster="a",namespace="ns"} 0
-quorate_cluster_alarm{alarm="NOSPACE",cluster="a",namespace="ns"} 1
-quorate_cluster_available{cluster="a",namespace="ns"} 1
-quorate_cluster_healthy_voters{cluster="a",namespace="ns"} 2
-quorate_cluster_members{cluster="a",namespace="ns",role="learner"} 1
-quorate_cluster_members{cluster="a",namespace="ns",role="voter"} 3
-quorate_member_healthy{cluster="a",member="a-0",namespace="ns"} 1
-quorate_member_healthy{cluster="a",member="a-1",namespace="ns"} 1
-quorate_member_healthy{cluster="a",member="a-2",namespace="ns"} 0
-quorate_member_healthy{cluster="a",member="a-3",namespace="ns"} 1
-quorate_certificate_expiry_timestamp_seconds{cluster="a",namespace="ns",secret="a-ca"} 1.9e+09
+quorate_cluster_alarm{alarm="CORRUPT",etcd_cluster="a",namespace="ns"} 0
+quorate_cluster_alarm{alarm="NOSPACE",etcd_cluster="a",namespace="ns"} 1
+quorate_cluster_available{etcd_cluster="a",namespace="ns"} 1
+quorate_cluster_healthy_voters{etcd_cluster="a",namespace="ns"} 2
+quorate_cluster_members{etcd_cluster="a",namespace="ns",role="learner"} 1
+quorate_cluster_members{etcd_cluster="a",namespace="ns",role="voter"} 3
+quorate_member_healthy{etcd_cluster="a",member="a-0",namespace="ns"} 1
+quorate_member_healthy{etcd_cluster="a",member="a-1",namespace="ns"} 1
+quorate_member_healthy{etcd_cluster="a",member="a-2",namespace="ns"} 0
+quorate_member_healthy{etcd_cluster="a",member="a-3",namespace="ns"} 1
+quorate_certificate_expiry_timestamp_seconds{etcd_cluster="a",namespace="ns",secret="a-ca"} 1.9e+09
 `
 	b := `
-quorate_cluster_alarm{alarm="CORRUPT",cluster="b",namespace="ns"} 0
-quorate_cluster_alarm{alarm="NOSPACE",cluster="b",namespace="ns"} 0
-quorate_cluster_available{cluster="b",namespace="ns"} 0
-quorate_cluster_healthy_voters{cluster="b",namespace="ns"} 0
-quorate_cluster_members{cluster="b",namespace="ns",role="learner"} 0
-quorate_cluster_members{cluster="b",namespace="ns",role="voter"} 1
-quorate_member_healthy{cluster="b",member="b-0",namespace="ns"} 0
+quorate_cluster_alarm{alarm="CORRUPT",etcd_cluster="b",namespace="ns"} 0
+quorate_cluster_alarm{alarm="NOSPACE",etcd_cluster="b",namespace="ns"} 0
+quorate_cluster_available{etcd_cluster="b",namespace="ns"} 0
+quorate_cluster_healthy_voters{etcd_cluster="b",namespace="ns"} 0
+quorate_cluster_members{etcd_cluster="b",namespace="ns",role="learner"} 0
+quorate_cluster_members{etcd_cluster="b",namespace="ns",role="voter"} 1
+quorate_member_healthy{etcd_cluster="b",member="b-0",namespace="ns"} 0
 `
 	cOnly := `
-quorate_reconcile_outcomes_total{cluster="c",namespace="ns",outcome="Error"} 1
+quorate_reconcile_outcomes_total{etcd_cluster="c",namespace="ns",outcome="Error"} 1
 `
 	compare(t, "three clusters", c, a+aCounts+b+cOnly)
 
 	// a-3 leaves, the alarm and the certificate go: their series go with them.
 	c.Set("ns", "a", Cluster{Available: true, Members: []Member{{Name: "a-0", Healthy: true}, {Name: "a-1", Healthy: true}, {Name: "a-2", Healthy: true}}})
 	a2 := `
-quorate_cluster_alarm{alarm="CORRUPT",cluster="a",namespace="ns"} 0
-quorate_cluster_alarm{alarm="NOSPACE",cluster="a",namespace="ns"} 0
-quorate_cluster_available{cluster="a",namespace="ns"} 1
-quorate_cluster_healthy_voters{cluster="a",namespace="ns"} 3
-quorate_cluster_members{cluster="a",namespace="ns",role="learner"} 0
-quorate_cluster_members{cluster="a",namespace="ns",role="voter"} 3
-quorate_member_healthy{cluster="a",member="a-0",namespace="ns"} 1
-quorate_member_healthy{cluster="a",member="a-1",namespace="ns"} 1
-quorate_member_healthy{cluster="a",member="a-2",namespace="ns"} 1
+quorate_cluster_alarm{alarm="CORRUPT",etcd_cluster="a",namespace="ns"} 0
+quorate_cluster_alarm{alarm="NOSPACE",etcd_cluster="a",namespace="ns"} 0
+quorate_cluster_available{etcd_cluster="a",namespace="ns"} 1
+quorate_cluster_healthy_voters{etcd_cluster="a",namespace="ns"} 3
+quorate_cluster_members{etcd_cluster="a",namespace="ns",role="learner"} 0
+quorate_cluster_members{etcd_cluster="a",namespace="ns",role="voter"} 3
+quorate_member_healthy{etcd_cluster="a",member="a-0",namespace="ns"} 1
+quorate_member_healthy{etcd_cluster="a",member="a-1",namespace="ns"} 1
+quorate_member_healthy{etcd_cluster="a",member="a-2",namespace="ns"} 1
 `
 	compare(t, "a member and the alarm gone", c, a2+aCounts+b+cOnly)
 
 	c.Forget("ns", "a")
 	c.Forget("ns", "c")
 	compare(t, "a and c forgotten", c, b)
+}
+
+// Every series a scrape makes has its label pairs sorted by name, whatever ClusterLabel is:
+// client_golang copies and sorts the pairs of a series that has them out of order, the
+// allocations the shared pairs are there to avoid.
+func TestClusterSeriesLabelsSorted(t *testing.T) {
+	c := NewClusterCollector()
+	c.Set("ns", "a", Cluster{Available: true, Alarms: []string{"NOSPACE"}, FirstExpirySecret: "a-ca", FirstExpiry: time.Unix(1900000000, 0),
+		Members: []Member{{Name: "a-0", Healthy: true}, {Name: "a-1", Learner: true}}})
+	c.add("ns", "a", descReconcileOutcomes, "outcome", "None")
+	c.add("ns", "a", descMembershipChanges, "change", "promote")
+	c.add("ns", "a", descClusterIDMismatches, "", "")
+	ch := make(chan prometheus.Metric, 64)
+	c.Collect(ch)
+	close(ch)
+	n := 0
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range d.GetLabel() {
+			names = append(names, p.GetName())
+		}
+		if !slices.IsSorted(names) || !slices.Contains(names, ClusterLabel) || !slices.Contains(names, "namespace") {
+			t.Errorf("%s: labels %v, want them sorted, with %s and namespace", m.Desc(), names, ClusterLabel)
+		}
+		n++
+	}
+	if n < 10 {
+		t.Errorf("only %d series collected", n)
+	}
 }
 
 // compare checks the collector's whole exposition against want: its samples, one per line, in

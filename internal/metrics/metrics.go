@@ -10,37 +10,44 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
+// ClusterLabel names the EtcdCluster a series belongs to, in the operator's series and in the
+// members' own (the PodMonitor in config/prometheus copies it from the member pods' label). It is
+// not "cluster": Prometheus setups that gather several Kubernetes clusters (federation, Thanos,
+// remote write to a shared store) reserve that label for the Kubernetes cluster a series came
+// from, and would overwrite or clash with it.
+const ClusterLabel = "etcd_cluster"
+
 var (
 	// Backups counts finished backups by result.
 	Backups = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "quorate_backups_total",
 		Help: "Finished EtcdBackups of a cluster by result (completed: stored and verified; failed).",
-	}, []string{"namespace", "cluster", "result"})
+	}, []string{"namespace", ClusterLabel, "result"})
 
 	// LastBackup is when a cluster's newest backup completed.
 	LastBackup = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "quorate_backup_last_success_timestamp_seconds",
 		Help: "When the cluster's newest backup was stored and verified (Unix seconds).",
-	}, []string{"namespace", "cluster"})
+	}, []string{"namespace", ClusterLabel})
 
 	// LastBackupSize is the size of a cluster's newest backup.
 	LastBackupSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "quorate_backup_last_size_bytes",
 		Help: "Size of the cluster's newest stored snapshot in bytes.",
-	}, []string{"namespace", "cluster"})
+	}, []string{"namespace", ClusterLabel})
 
 	// DrillPassed is 1 when a schedule's last restore drill found the keyspace its backup
 	// recorded, 0 when it did not.
 	DrillPassed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "quorate_restore_drill_passed",
 		Help: "1 when the schedule's last restore drill restored its backup and found the keyspace the backup recorded; 0 when it failed.",
-	}, []string{"namespace", "schedule", "cluster"})
+	}, []string{"namespace", "schedule", ClusterLabel})
 
 	// LastDrill is when a schedule's last restore drill ended.
 	LastDrill = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "quorate_restore_drill_last_timestamp_seconds",
 		Help: "When the schedule's last restore drill ended (Unix seconds).",
-	}, []string{"namespace", "schedule", "cluster"})
+	}, []string{"namespace", "schedule", ClusterLabel})
 )
 
 // lastBackups is when each cluster's newest backup the gauges show completed, so that a backup
@@ -103,7 +110,7 @@ func init() {
 // ForgetCluster drops the series of a deleted cluster.
 func ForgetCluster(namespace, cluster string) {
 	Clusters.Forget(namespace, cluster)
-	labels := prometheus.Labels{"namespace": namespace, "cluster": cluster}
+	labels := prometheus.Labels{"namespace": namespace, ClusterLabel: cluster}
 	for _, v := range []*prometheus.GaugeVec{LastBackup, LastBackupSize, DrillPassed, LastDrill} {
 		v.DeletePartialMatch(labels)
 	}
