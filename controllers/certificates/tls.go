@@ -194,7 +194,7 @@ func (m *Manager) ensureTLSSecrets(ctx context.Context, c *v1alpha1.EtcdCluster)
 	// before the peer CA existed keep a peer certificate from the cluster CA (renewals keep the
 	// signer). A CA rotation (carotation.go) changes what signs and what is trusted by phase.
 	now := time.Now()
-	renewAll := renewAllRequested(c)
+	renewAll := renewAllRequested(c) && !c.Spec.Paused
 	for _, k := range caKinds(c) {
 		a, err := m.authorityOf(ctx, c, k)
 		if err != nil {
@@ -241,9 +241,10 @@ func renewAllRequested(c *v1alpha1.EtcdCluster) bool {
 	return c.Spec.TLS.RenewCertificates != "" && (c.Status.TLS == nil || c.Status.TLS.RenewedToken != c.Spec.TLS.RenewCertificates)
 }
 
-// renewedAll records that spec.tls.renewCertificates was acted on.
+// renewedAll records that spec.tls.renewCertificates was acted on: never while paused, when
+// only the certificates due are renewed.
 func renewedAll(c *v1alpha1.EtcdCluster) Share {
-	if !renewAllRequested(c) {
+	if !renewAllRequested(c) || c.Spec.Paused {
 		return Share{}
 	}
 	return Share{tls: true, renewedToken: c.Spec.TLS.RenewCertificates}

@@ -35,14 +35,14 @@ const UserSecretType corev1.SecretType = "servicebinding.io/etcd"
 // Its share of the status (the users' certificates' first expiry, authentication and the
 // users) comes with an error too: what it did before the error is reported.
 func (m *Manager) SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etcd.Client, settled bool) (Share, error) {
-	if c.Spec.Paused || (len(c.Spec.Users) == 0 && !c.Status.AuthEnabled) {
+	if len(c.Spec.Users) == 0 && !c.Status.AuthEnabled {
 		return Share{}, nil
 	}
 	found := &expiries{first: firstExpiry(c)}
 	if err := m.ensureUserSecrets(withExpiries(ctx, found), c); err != nil {
 		return found.share(), err
 	}
-	if !settled || cl == nil {
+	if c.Spec.Paused || !settled || cl == nil {
 		return found.share(), nil // one change at a time: membership first
 	}
 	spec := authSpec(c)
@@ -82,9 +82,11 @@ func authSpec(c *v1alpha1.EtcdCluster) etcd.AuthSpec {
 
 // ensureUserSecrets issues each declared user a client certificate (common name: the user)
 // from the cluster CA, renews it like the operator's other certificates, and deletes the
-// Secrets of users no longer declared.
+// Secrets of users no longer declared. While the cluster is paused it only renews the
+// certificates that are due: no Secret is made or deleted, and renewCertificates waits.
 func (m *Manager) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) error {
 	now := time.Now()
+	renewAll := renewAllRequested(c) && !c.Spec.Paused
 	var a *authority
 	for _, u := range c.Spec.Users {
 		name := names.UserSecret(c.Name, u.Name)
@@ -95,6 +97,8 @@ func (m *Manager) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdCluster
 			return fmt.Errorf("secret %s exists but does not belong to EtcdCluster %s: delete or rename it, or rename user %s", name, c.Name, u.Name)
 		case err != nil && !apierrors.IsNotFound(err):
 			return err
+		case !found && c.Spec.Paused:
+			continue
 		}
 		if a == nil {
 			got, err := m.authorityOf(ctx, c, caKinds(c)[0])
@@ -108,7 +112,7 @@ func (m *Manager) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdCluster
 			if wrote, err := m.conform(ctx, c, s, *a, req, now); err != nil || wrote {
 				return err
 			}
-			if !renewAllRequested(c) && !m.renewalDue(s, now) {
+			if !renewAll && !m.renewalDue(s, now) {
 				continue
 			}
 		}
@@ -130,6 +134,9 @@ func (m *Manager) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdCluster
 			return fmt.Errorf("creating secret %s: %w", name, err)
 		}
 		m.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCertificateIssued, "issued %s from %s", name, a.signer.Cert.Subject.CommonName)
+	}
+	if c.Spec.Paused {
+		return nil
 	}
 	var list corev1.SecretList
 	if err := m.APIReader.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{names.LabelCluster: c.Name}, client.HasLabels{names.LabelUser}); err != nil {

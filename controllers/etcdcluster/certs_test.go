@@ -240,3 +240,61 @@ func watchPodUIDs(t *testing.T, ns string) (map[string]map[types.UID]bool, func(
 		<-done
 	}
 }
+
+// While spec.paused, certificates that are due are still renewed (the operator's, the members'
+// and the users'): an expired certificate would break the cluster pausing means to leave
+// alone. A renewCertificates token is not acted on, nor recorded as done, until the cluster is
+// resumed.
+func TestCertificatesRenewedWhilePaused(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	const lifetime = 9 * time.Second
+	startWith(t, ns, etcd.NewFake("3.6.16"), "test/"+ns, planner.DefaultDeadlines, func(r *Reconciler) { r.CertLifetime = lifetime })
+	c := newCluster(ns, "held", 1)
+	c.Spec.Users = []v1alpha1.UserSpec{{Name: "orders", ReadWrite: []string{"/orders/"}}}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{names.ServerSecret("held"), names.PeerSecret("held"), names.UserSecret("held", "orders")}
+	certOf := func(name string) (string, error) {
+		s := &corev1.Secret{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
+			return "", err
+		}
+		return string(s.Data[pki.KeyCert]), nil
+	}
+	first := map[string]string{}
+	eventually(t, timeout, "the certificates", func() error {
+		for _, n := range secrets {
+			cert, err := certOf(n)
+			if err != nil {
+				return err
+			}
+			first[n] = cert
+		}
+		return nil
+	})
+	patchCluster(t, ns, "held", func(c *v1alpha1.EtcdCluster) { c.Spec.Paused, c.Spec.TLS.RenewCertificates = true, "r1" })
+	for _, n := range secrets {
+		eventually(t, timeout, n+" renewed while paused", func() error {
+			cert, err := certOf(n)
+			if err != nil {
+				return err
+			}
+			if cert == first[n] {
+				return fmt.Errorf("still the certificate from before the pause")
+			}
+			return nil
+		})
+	}
+	if got := getCluster(t, ns, "held").Status.TLS; got != nil && got.RenewedToken == "r1" {
+		t.Fatalf("renewCertificates r1 was recorded as done while paused: %+v", got)
+	}
+	patchCluster(t, ns, "held", func(c *v1alpha1.EtcdCluster) { c.Spec.Paused = false })
+	waitFor(t, ns, "held", "r1 acted on once resumed", func(c *v1alpha1.EtcdCluster) error {
+		if c.Status.TLS == nil || c.Status.TLS.RenewedToken != "r1" {
+			return fmt.Errorf("status.tls %+v", c.Status.TLS)
+		}
+		return nil
+	})
+}

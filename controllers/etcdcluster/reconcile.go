@@ -207,14 +207,16 @@ func (r *Reconciler) prepare(ctx context.Context, c *v1alpha1.EtcdCluster) (stri
 	if err := validateSpec(c, r.AllowPlaintext); err != nil {
 		return v1alpha1.ReasonInvalidSpec, err
 	}
-	if c.Spec.Paused {
-		return "", nil
-	}
+	// Certificates are kept (and renewed when due) while paused: an expired certificate would
+	// break the cluster that pausing means to leave alone. spec.tls.renewCertificates waits.
 	tlsShare, err := r.certs.EnsureTLS(ctx, c)
 	if err != nil {
 		return v1alpha1.ReasonTLSNotReady, err
 	}
 	fold(c, statusShare{certs: []certificates.Share{tlsShare}})
+	if c.Spec.Paused {
+		return "", nil
+	}
 	if err := r.ensureServices(ctx, c); err != nil {
 		return v1alpha1.ReasonServicesNotReady, err
 	}
