@@ -288,6 +288,9 @@ func (m *Manager) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, name 
 	if err != nil {
 		return err
 	}
+	if err := ofThisCluster(c, s); err != nil {
+		return err
+	}
 	if err := m.keepSecret(ctx, c, s); err != nil {
 		return err
 	}
@@ -368,6 +371,9 @@ func (m *Manager) renew(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.
 func (m *Manager) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster, name string) (*pki.CA, error) {
 	s, err := m.secret(ctx, c.Namespace, name)
 	if err == nil {
+		if err := ofThisCluster(c, s); err != nil {
+			return nil, err
+		}
 		return pki.LoadCA(s.Data[pki.KeyCACert], s.Data[pki.KeyCAKey])
 	}
 	if !apierrors.IsNotFound(err) {
@@ -391,6 +397,23 @@ func (m *Manager) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster, name st
 		return nil, fmt.Errorf("creating CA secret %s: %w", name, err)
 	}
 	return ca, nil
+}
+
+// ofThisCluster refuses a certificate Secret that another cluster made, or that the operator
+// did not make: names of two clusters can collide (cluster foo's peer CA and cluster
+// foo-peer's CA are both foo-peer-ca), and a CA or certificate loaded without this check
+// would make one cluster trust, or serve, another's. A Secret is this cluster's if the cluster
+// controls it or its retention annotation names the cluster's UID, or if it carries the
+// cluster's name label (an earlier EtcdCluster of this name retained it).
+func ofThisCluster(c *v1alpha1.EtcdCluster, s *corev1.Secret) error {
+	if resources.Retained(c, s) || s.Labels[names.LabelCluster] == c.Name {
+		return nil
+	}
+	whose := "was not made by the operator for an EtcdCluster"
+	if other := s.Labels[names.LabelCluster]; other != "" {
+		whose = fmt.Sprintf("belongs to EtcdCluster %s: the two clusters' Secret names collide", other)
+	}
+	return fmt.Errorf("secret %s, which EtcdCluster %s needs for its certificates, %s; the Secret is left alone. Create this cluster under another name (or delete the Secret if nothing uses it)", s.Name, c.Name, whose)
 }
 
 // ClientTLS is the TLS configuration the operator uses to talk to the cluster's members.

@@ -298,3 +298,36 @@ func TestCertificatesRenewedWhilePaused(t *testing.T) {
 		return nil
 	})
 }
+
+// Secret names of two clusters can collide: cluster foo's peer CA and cluster foo-peer's CA are
+// both foo-peer-ca. The second cluster stops with TLSNotReady naming the Secret and its owner,
+// starts no member on the other cluster's CA, and leaves the Secret (and the first cluster)
+// alone.
+func TestCollidingSecretNamesAreRefused(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	if err := k8s.Create(ctx, newCluster(ns, "foo", 1)); err != nil {
+		t.Fatal(err)
+	}
+	ca := &corev1.Secret{}
+	eventually(t, timeout, "foo's peer CA", func() error {
+		return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.PeerCASecret("foo")}, ca)
+	})
+	if err := k8s.Create(ctx, newCluster(ns, "foo-peer", 1)); err != nil {
+		t.Fatal(err)
+	}
+	want := "secret foo-peer-ca, which EtcdCluster foo-peer needs for its certificates, belongs to EtcdCluster foo: the two clusters' Secret names collide; the Secret is left alone. Create this cluster under another name (or delete the Secret if nothing uses it)"
+	wantCondition(t, ns, "foo-peer", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonTLSNotReady, want))
+	if pods := objectNames(t, ns, &corev1.PodList{}); slices.Contains(pods, "foo-peer-0") {
+		t.Fatalf("foo-peer started a member on foo's CA: pods %v", pods)
+	}
+	after := &corev1.Secret{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.PeerCASecret("foo")}, after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != ca.ResourceVersion {
+		t.Fatalf("foo's peer CA was changed by foo-peer's passes")
+	}
+}
