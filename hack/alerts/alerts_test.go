@@ -32,6 +32,10 @@ const (
 	rulesFile      = "../../config/prometheus/rules.yaml"
 	dashboardFile  = "../../config/grafana/quorate-dashboard.json"
 	podMonitorFile = "../../config/prometheus/podmonitor.yaml"
+	runbooksFile   = "../../docs/runbooks.md"
+	// runbookBase is where each alert's runbook_url points, followed by #<alert in lower case>
+	// (GitHub's anchor of the runbook's heading).
+	runbookBase = "https://github.com/quorate-dev/quorate/blob/main/docs/runbooks.md"
 )
 
 type ruleFile struct {
@@ -152,9 +156,59 @@ func TestAlerts(t *testing.T) {
 	if want := []string{
 		"QuorateEtcdNoLeader", "QuorateEtcdClusterUnavailable", "QuorateEtcdQuorumAtRisk", "QuorateEtcdMemberUnhealthy",
 		"QuorateEtcdFrequentLeaderChanges", "QuorateEtcdDatabaseNearQuota", "QuorateEtcdNoSpace", "QuorateEtcdCorrupt",
-		"QuorateCertificateExpiringSoon", "QuorateCertificateExpiring", "QuorateBackupTooOld", "QuorateRestoreDrillFailed", "QuorateReconcileErrors",
+		"QuorateEtcdHighFsyncDurations", "QuorateEtcdHighCommitDurations",
+		"QuorateOperatorDown", "QuorateCertificateExpiringSoon", "QuorateCertificateExpiring", "QuorateBackupTooOld", "QuorateRestoreDrillFailed", "QuorateReconcileErrors",
 	}; !slices.Equal(alerts, want) {
 		t.Errorf("alerts\n %v\nwant\n %v", alerts, want)
+	}
+}
+
+// TestRunbooks: every alert links its runbook, a section of docs/runbooks.md headed by the
+// alert's name, and every section says what the alert means, what it costs, how to find the
+// cause and what to do; no section is left for an alert that is gone.
+func TestRunbooks(t *testing.T) {
+	b, err := os.ReadFile(runbooksFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string]string{}
+	var current string
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, ok := strings.CutPrefix(line, "## "); ok {
+			current = strings.TrimSpace(name)
+			sections[current] = ""
+			continue
+		}
+		if current != "" {
+			sections[current] += line + "\n"
+		}
+	}
+	alerts := map[string]bool{}
+	for _, g := range rules(t, t.TempDir()).Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			alerts[r.Alert] = true
+			if want := runbookBase + "#" + strings.ToLower(r.Alert); r.Annotations["runbook_url"] != want {
+				t.Errorf("alert %s: runbook_url %q, want %q", r.Alert, r.Annotations["runbook_url"], want)
+			}
+			body, ok := sections[r.Alert]
+			if !ok {
+				t.Errorf("alert %s has no section `## %s` in %s", r.Alert, r.Alert, runbooksFile)
+				continue
+			}
+			for _, part := range []string{"Meaning", "Impact", "Diagnosis", "Mitigation"} {
+				if !strings.Contains(body, "### "+part+"\n") {
+					t.Errorf("runbook of %s has no `### %s`", r.Alert, part)
+				}
+			}
+		}
+	}
+	for name := range sections {
+		if strings.HasPrefix(name, "Quorate") && !alerts[name] {
+			t.Errorf("%s has a runbook for %s, which is no alert", runbooksFile, name)
+		}
 	}
 }
 
