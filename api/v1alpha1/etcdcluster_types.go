@@ -13,6 +13,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.join) || (has(self.tls.enabled) && !self.tls.enabled) || has(self.tls.serverSecretName)",message="spec.bootstrap.join needs certificates the external members trust: set tls.serverSecretName, tls.peerSecretName and tls.clientSecretName to Secrets issued by the external cluster's CA (tls.clientSecretName is also the operator's credential for the external cluster), or set tls.enabled to false for a plaintext cluster"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.join) || self.bootstrap.join.endpoints.all(e, e.startsWith((has(self.tls.enabled) && !self.tls.enabled) ? 'http://' : 'https://'))",message="spec.bootstrap.join.endpoints must use https:// with TLS on and http:// with tls.enabled false"
 // +kubebuilder:validation:XValidation:rule="!(has(self.adoptRetainedVolumes) && self.adoptRetainedVolumes && has(self.bootstrap) && has(self.bootstrap.fromBackup))",message="bootstrap.fromBackup and adoptRetainedVolumes exclude each other: adopted volumes keep their data and the backup would never be restored; to restore the backup, delete the retained PVCs and leave adoptRetainedVolumes out, or to restart from the volumes, leave bootstrap out"
+// +kubebuilder:validation:XValidation:rule="!has(self.etcd.quotaBackendBytes) || (oldSelf.hasValue() && has(oldSelf.value().etcd.quotaBackendBytes) && oldSelf.value().etcd.quotaBackendBytes == self.etcd.quotaBackendBytes && oldSelf.value().storage.size == self.storage.size) || !quantity(string(self.storage.size)).isInteger() || self.etcd.quotaBackendBytes + 134217728 <= quantity(string(self.storage.size)).asInteger()",optionalOldSelf=true,message="etcd.quotaBackendBytes plus 128Mi for etcd's write-ahead log must fit in storage.size: etcd refuses writes (NOSPACE) only at the quota, and a volume that fills first leaves every member crash-looping on a full disk. Lower the quota, raise storage.size, or leave the quota out to have it follow the volume"
 // +kubebuilder:validation:XValidation:rule="!has(self.image) || !self.image.matches(':v?[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || self.image.endsWith(':' + self.version) || self.image.endsWith(':v' + self.version)",message="the tag of spec.image names another etcd release than spec.version; set both to the same release"
 type EtcdClusterSpec struct {
 	// Replicas is the number of voting members. Use an odd number: 3 tolerates the loss of one
@@ -432,8 +433,11 @@ type EtcdOptions struct {
 	// +optional
 	ElectionTimeoutMillis int32 `json:"electionTimeoutMillis,omitempty"`
 
-	// QuotaBackendBytes is the backend size after which etcd raises a NOSPACE alarm.
-	// +kubebuilder:default=2147483648
+	// QuotaBackendBytes is the backend size after which etcd raises a NOSPACE alarm. Unset, it
+	// follows the volume: half of storage.size beyond 128Mi (etcd's write-ahead log), so that
+	// the database, a copy of it (a snapshot from the leader, a defragmentation) and the log
+	// fit, between 16Mi and 2Gi (etcd's own default). Set, it must fit with the log in
+	// storage.size.
 	// +kubebuilder:validation:XValidation:rule="self >= 16777216 && self <= 8589934592",message="etcd.quotaBackendBytes must be between 16Mi (16777216) and 8Gi (8589934592), the largest size etcd recommends"
 	// +optional
 	QuotaBackendBytes int64 `json:"quotaBackendBytes,omitempty"`

@@ -229,7 +229,8 @@ func TestNoSpaceIsClearedOnceTheQuotaFits(t *testing.T) {
 	startOperator(t, ns, fake)
 	kubelet(t, ns)
 	bootstrap(t, ns, "nsp", 3, fake)
-	full := int64(2<<30 + 1<<20)
+	quota := v1alpha1.QuotaFor(newCluster(ns, "nsp", 3).Spec.Storage.Size) // unset: it follows the volume
+	full := quota + 1<<20
 	for _, m := range []string{"nsp-0", "nsp-1", "nsp-2"} {
 		fake.SetDBSize(m, full)
 	}
@@ -237,12 +238,12 @@ func TestNoSpaceIsClearedOnceTheQuotaFits(t *testing.T) {
 	wantCondition(t, ns, "nsp", cnd(v1alpha1.ConditionAlarm, metav1.ConditionTrue, v1alpha1.ReasonNoSpace,
 		"etcd raised NOSPACE: the database reached spec.etcd.quotaBackendBytes; clients can read and delete but not write until the quota is raised (the operator rolls it out and disarms the alarm) or space is freed"))
 	wantCondition(t, ns, "nsp", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonNoSpace,
-		fmt.Sprintf("etcd raised NOSPACE: the database (%d bytes in use) does not fit the quota (2147483648 bytes); clients can read and delete but not write; raise spec.etcd.quotaBackendBytes (the operator rolls it out and disarms the alarm), or delete keys and compact", full)))
+		fmt.Sprintf("etcd raised NOSPACE: the database (%d bytes in use) does not fit the quota (%d bytes); clients can read and delete but not write; raise spec.etcd.quotaBackendBytes (the operator rolls it out and disarms the alarm), or delete keys and compact", full, quota)))
 	if c := getCluster(t, ns, "nsp"); condition(c, v1alpha1.ConditionAvailable).Status != metav1.ConditionTrue || c.Status.ReadyMembers != 3 {
 		t.Errorf("an alarm made members unhealthy: Available %v, ready %d", condition(c, v1alpha1.ConditionAvailable), c.Status.ReadyMembers)
 	}
 	before := podUIDs(t, ns)
-	patchCluster(t, ns, "nsp", func(c *v1alpha1.EtcdCluster) { c.Spec.Etcd.QuotaBackendBytes = 4 << 30 })
+	patchCluster(t, ns, "nsp", func(c *v1alpha1.EtcdCluster) { c.Spec.Etcd.QuotaBackendBytes = 800 << 20 }) // fits 1Gi with the log
 	wantCondition(t, ns, "nsp", cnd(v1alpha1.ConditionAlarm, metav1.ConditionFalse, v1alpha1.ReasonNoAlarm, "etcd has raised no alarm"))
 	waitFor(t, ns, "nsp", "settled", settled(3))
 	after := podUIDs(t, ns)

@@ -64,6 +64,7 @@ const (
 	// The API server adds this when schema errors stop CEL rules from running.
 	msgNotChecked   = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
 	msgJoinTLS      = "spec.bootstrap.join needs certificates the external members trust: set tls.serverSecretName, tls.peerSecretName and tls.clientSecretName to Secrets issued by the external cluster's CA (tls.clientSecretName is also the operator's credential for the external cluster), or set tls.enabled to false for a plaintext cluster"
+	msgQuotaFit     = "etcd.quotaBackendBytes plus 128Mi for etcd's write-ahead log must fit in storage.size: etcd refuses writes (NOSPACE) only at the quota, and a volume that fills first leaves every member crash-looping on a full disk. Lower the quota, raise storage.size, or leave the quota out to have it follow the volume"
 	msgRestoreAdopt = "bootstrap.fromBackup and adoptRetainedVolumes exclude each other: adopted volumes keep their data and the backup would never be restored; to restore the backup, delete the retained PVCs and leave adoptRetainedVolumes out, or to restart from the volumes, leave bootstrap out"
 	msgJoinScheme   = "spec.bootstrap.join.endpoints must use https:// with TLS on and http:// with tls.enabled false"
 	msgBootstrap    = "spec.bootstrap cannot change after the cluster is created: it says what the cluster started from (only the settings of bootstrap.join may change)"
@@ -135,7 +136,7 @@ func TestValidationRejectsBadInput(t *testing.T) {
 			want: []string{`spec.etcd: Invalid value: ` + msgRatio}},
 		{name: "quota too small", spec: base + "etcd: {quotaBackendBytes: 1024}",
 			want: []string{"spec.etcd.quotaBackendBytes: Invalid value: 1024: " + msgQuota}},
-		{name: "quota too large", spec: base + "etcd: {quotaBackendBytes: 17179869184}",
+		{name: "quota too large", spec: "version: 3.6.16\nstorage: {size: 32Gi}\netcd: {quotaBackendBytes: 17179869184}",
 			want: []string{"spec.etcd.quotaBackendBytes: Invalid value: 17179869184: " + msgQuota}},
 		{name: "unknown compaction mode", spec: base + "etcd: {autoCompactionMode: hourly}",
 			want: []string{`spec.etcd.autoCompactionMode: Unsupported value: "hourly": supported values: "periodic", "revision"`, msgNotChecked}},
@@ -209,6 +210,10 @@ func TestValidationRejectsBadInput(t *testing.T) {
 			want: []string{`spec.bootstrap.join.endpoints[0]: Invalid value: "http://10.0.0.5": spec.bootstrap.join.endpoints[0] in body should match '^https?://[^/\s]+:[0-9]+/?$'`}},
 		{name: "join and restore", spec: base + "tls: {enabled: false}\nbootstrap: {fromBackup: {backupName: b}, join: {endpoints: [\"http://10.0.0.5:2379\"]}}",
 			want: []string{"spec.bootstrap: Invalid value: bootstrap takes fromBackup or join, not both: a joined cluster keeps the external cluster's data"}},
+		{name: "a quota the volume cannot hold", spec: base + "etcd: {quotaBackendBytes: 2147483648}",
+			want: []string{"spec: Invalid value: " + msgQuotaFit}},
+		{name: "a quota that leaves no room for the log", spec: "version: 3.6.16\nstorage: {size: 256Mi}\netcd: {quotaBackendBytes: 134217729}",
+			want: []string{"spec: Invalid value: " + msgQuotaFit}},
 		{name: "restore onto adopted volumes", spec: base + "adoptRetainedVolumes: true\nbootstrap: {fromBackup: {backupName: b}}",
 			want: []string{"spec: Invalid value: " + msgRestoreAdopt}},
 		{name: "uppercase name", objName: "Etcd", spec: base,
@@ -287,6 +292,8 @@ func TestValidationAcceptsGoodInput(t *testing.T) {
 	for i, spec := range []string{
 		base,
 		"replicas: 1\nversion: 3.5.35\nstorage: {size: 64Mi}",
+		"version: 3.6.16\nstorage: {size: 256Mi}\netcd: {quotaBackendBytes: 134217728}", // exactly fits beside the log
+		"version: 3.6.16\nstorage: {size: 3Gi}\netcd: {quotaBackendBytes: 2147483648}",
 		base + "etcd: {heartbeatIntervalMillis: 200, electionTimeoutMillis: 2000, autoCompactionMode: revision, autoCompactionRetention: \"10000\"}",
 		base + "etcd: {autoCompactionRetention: 30m}",
 		base + "tls: {serverSecretName: s, peerSecretName: p, clientSecretName: c}",

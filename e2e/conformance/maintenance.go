@@ -26,6 +26,9 @@ func Defrag() framework.Scenario {
 	var leader string
 	var end func()
 	return framework.Scenario{Name: "defrag", Labels: safety, Replicas: 3, Class: framework.Planned, MinDuration: 20 * time.Second,
+		// 64 MiB written and deleted need more than the quota a 256Mi volume gets by default
+		// (64Mi); 128Mi is the most that fits beside etcd's log.
+		Spec: func(s *v1alpha1.EtcdClusterSpec) { s.Etcd.QuotaBackendBytes = 128 << 20 },
 		BeforeLoad: func(ctx context.Context, r *framework.Run) error {
 			if _, err := r.Fill(ctx, 64); err != nil {
 				return err

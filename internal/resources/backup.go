@@ -162,7 +162,7 @@ func BackupJob(b *v1alpha1.EtcdBackup, t JobTarget, retain *Retain, im Images) *
 	// Room for the snapshot and the copy its check opens: twice the quota, and a margin.
 	quota := t.Cluster.Spec.Etcd.QuotaBackendBytes
 	if quota == 0 {
-		quota = 2 << 30
+		quota = v1alpha1.QuotaFor(t.Cluster.Spec.Storage.Size)
 	}
 	work := resource.NewQuantity(2*quota+64<<20, resource.BinarySI)
 	pod := jobPod(t, im, args, work)

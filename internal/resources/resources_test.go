@@ -82,7 +82,7 @@ func TestPodFlags(t *testing.T) {
 			"--listen-client-urls=https://0.0.0.0:2379", "--listen-peer-urls=https://0.0.0.0:2380", "--listen-metrics-urls=http://0.0.0.0:2381",
 			"--advertise-client-urls=https://" + member + ".demo-peer.ns.svc:2379", "--initial-advertise-peer-urls=https://" + member + ".demo-peer.ns.svc:2380",
 			"--initial-cluster=" + ic, "--initial-cluster-state=" + state, "--initial-cluster-token=uid-1",
-			"--heartbeat-interval=100", "--election-timeout=1000", "--quota-backend-bytes=2147483648",
+			"--heartbeat-interval=100", "--election-timeout=1000", "--quota-backend-bytes=469762048",
 			"--auto-compaction-mode=periodic", "--auto-compaction-retention=1h", "--logger=zap", "--log-outputs=stderr", corrupt}
 		if splitHTTP {
 			out = append(out, "--listen-client-http-urls=https://0.0.0.0:2382")
