@@ -99,6 +99,9 @@ const (
 	// (the launcher refused to start etcd and names them), or a peer cannot reach it; it
 	// does not vote, and membership changes wait.
 	ReasonPeersUnreachable = "PeersUnreachable"
+	// ReasonDiskFull: a member's volume has too little room for etcd to start (the launcher
+	// refused, DiskFull); its data is intact, and raising spec.storage.size brings it back.
+	ReasonDiskFull = "DiskFull"
 )
 
 // Phases of a forced recovery (status.recovery.phase).

@@ -174,6 +174,9 @@ func (o *observation) addPods(members memberTable, now time.Time, terminating ti
 			if refusal.Kind == launcher.RefusalPeersUnreachable {
 				m.PeersUnreachable = refusal.Message
 			}
+			if refusal.Kind == launcher.RefusalDiskFull {
+				m.DiskFull = refusal.Message
+			}
 		}
 		if why := podProblem(p, now, terminating); why != "" && m.PodProblem == "" {
 			m.PodProblem = why

@@ -18,10 +18,14 @@ const (
 	// RefusalPeersUnreachable: a member joining a cluster cannot reach the peers it was told
 	// to require (--require-peers), so etcd is not started.
 	RefusalPeersUnreachable RefusalKind = "PeersUnreachable"
+	// RefusalDiskFull: the volume has less room than etcd needs to start (its write-ahead log
+	// preallocates a segment of 64 MB as it opens), so etcd would only crash-loop on "no space
+	// left on device". The data is intact.
+	RefusalDiskFull RefusalKind = "DiskFull"
 )
 
 // RefusalKinds lists every kind, for tests and for parsing.
-var RefusalKinds = []RefusalKind{RefusalDataLost, RefusalClusterIDMismatch, RefusalPeersUnreachable}
+var RefusalKinds = []RefusalKind{RefusalDataLost, RefusalClusterIDMismatch, RefusalPeersUnreachable, RefusalDiskFull}
 
 // Refusal is a reason not to start etcd.
 type Refusal struct {

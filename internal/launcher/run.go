@@ -67,6 +67,9 @@ func Launch(ctx context.Context, o Options, logw io.Writer) int {
 	if err != nil {
 		return refuse(err)
 	}
+	if err := CheckFreeSpace(o.DataDir); err != nil {
+		return refuse(err)
+	}
 	tlsCfg, err := o.tlsConfig()
 	if err != nil {
 		logger.Printf("cannot build a client TLS config from %s (%v): the marker will not be written", o.TLSDir, err)

@@ -55,6 +55,10 @@ func planUnreachable(s State) Action {
 				Message: fmt.Sprintf("etcd is unreachable; replacing the pod of %s, which ended, so that the member restarts from its volume", m.Name)}
 		}
 	}
+	if a, ok := waitDiskFull(s); ok {
+		// Not a lost quorum to force past: the data is on the full volumes.
+		return a
+	}
 	for _, m := range s.sorted() {
 		if m.DataDirLost {
 			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonMemberDataLost, Attention: true,

@@ -59,6 +59,9 @@ func gateHealth(s State) (Action, bool) {
 		if m.PeersUnreachable != "" && !m.Started {
 			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonPeersUnreachable, Attention: true, Message: CannotJoin(m.Name, m.PeersUnreachable)}, true
 		}
+		if m.DiskFull != "" {
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonDiskFull, Attention: true, Message: DiskFullMessage(m.Name, m.DiskFull)}, true
+		}
 		what := "does not answer"
 		switch {
 		case m.Reachable && !m.HasLeader:

@@ -52,6 +52,9 @@ type Member struct {
 	// PeersUnreachable: why the member cannot join (the launcher could not reach a peer it
 	// must reach, and did not start etcd); "" if nothing says so.
 	PeersUnreachable string
+	// DiskFull: the launcher refused to start etcd because the volume is (nearly) full, and
+	// says how full; "" if nothing says so.
+	DiskFull string
 	// ReadyFor is how long the pod has been Ready (0 when it is not).
 	ReadyFor time.Duration
 	// RunningFor is how long the etcd container (the launcher, then etcd) has been running (0
@@ -318,13 +321,18 @@ func Plan(s State, name func(int) string) Action {
 	if s.ClusterID == 0 {
 		return planBootstrap(s, name)
 	}
+	// A larger volume asked for is asked for at once, whatever else waits: expanding a volume
+	// needs no quorum, and a member whose disk is full comes back only so.
+	if a, ok := expandVolumes(s); ok {
+		return a
+	}
 	if a, ok := planRecovery(s); ok {
 		return a
 	}
 	if !s.EtcdReachable {
 		return planUnreachable(s)
 	}
-	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateConnected, gateHealth, gateExternal, changeMembership, handOver, expandVolumes, rollPods, clearAlarms, defragment} {
+	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateConnected, gateHealth, gateExternal, changeMembership, handOver, rollPods, clearAlarms, defragment} {
 		if a, ok := r(s); ok {
 			return a
 		}

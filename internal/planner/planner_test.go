@@ -43,19 +43,32 @@ func settle(s *State) {
 }
 
 func replicas(n int) func(*State) { return func(s *State) { s.Replicas = n } }
-func member(i int, f func(*Member)) func(*State) {
+func member(i int, fs ...func(*Member)) func(*State) {
 	return func(s *State) {
 		for j := range s.Members {
 			if s.Members[j].Index == i {
-				f(&s.Members[j])
+				for _, f := range fs {
+					f(&s.Members[j])
+				}
 				return
 			}
 		}
 		m := Member{Name: name(i), Index: i}
-		f(&m)
+		for _, f := range fs {
+			f(&m)
+		}
 		s.Members = append(s.Members, m)
 	}
 }
+
+// diskFull is a member whose launcher refused to start etcd on a full volume.
+func diskFull(m *Member) {
+	m.Reachable, m.HasLeader, m.ReadyFor = false, false, 0
+	m.DiskFull = "the volume has 1.0MiB free of 200.0MiB, and etcd needs 64.0MiB to open its write-ahead log"
+}
+
+// expand is a member whose volume is smaller than spec.storage.size and can grow in place.
+func expand(m *Member) { m.VolumeExpand = true }
 
 func TestPlan(t *testing.T) {
 	paused := func(s *State) { s.Paused = true }
@@ -281,6 +294,17 @@ func TestPlan(t *testing.T) {
 			want: Action{Kind: AddLearner, Reason: v1alpha1.ReasonReplacingMember, Attention: true}, msg: "replace c-2"},
 		{name: "a volume that can grow in place is expanded", state: running(3, member(2, func(m *Member) { m.VolumeExpand = true })),
 			want: Action{Kind: ExpandVolume, Member: "c-2", Reason: v1alpha1.ReasonMigratingStorage}},
+		// Full disks (issue 39 #1): every member refused to start on a full volume.
+		{name: "full disks everywhere: no advice to force a new cluster", state: running(3, func(s *State) { s.EtcdReachable = false },
+			member(0, diskFull), member(1, diskFull), member(2, diskFull)),
+			want: Action{Kind: Wait, Member: "c-0", Reason: v1alpha1.ReasonDiskFull, Attention: true}, msg: "member c-0 cannot start: the volume has 1.0MiB free"},
+		{name: "full disks everywhere: a larger size is acted on without quorum", state: running(3, func(s *State) { s.EtcdReachable = false },
+			member(0, diskFull), member(1, diskFull, expand), member(2, diskFull, expand)),
+			want: Action{Kind: ExpandVolume, Member: "c-1", Reason: v1alpha1.ReasonMigratingStorage}},
+		{name: "one full disk: a larger size goes before the health gate", state: running(3, member(1, diskFull, expand), member(2, expand)),
+			want: Action{Kind: ExpandVolume, Member: "c-1", Reason: v1alpha1.ReasonMigratingStorage}},
+		{name: "one full disk: the member waits, saying why", state: running(3, member(1, diskFull)),
+			want: Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonDiskFull, Attention: true}, msg: "do not force a new cluster"},
 		{name: "an expanded volume's file system grows with a pod restart", state: running(3, member(2, func(m *Member) { m.VolumeResizePending = true })),
 			want: Action{Kind: DeletePod, Member: "c-2", Reason: v1alpha1.ReasonRollingUpdate}, msg: "grow its file system"},
 		{name: "steady state does nothing", state: running(3),
