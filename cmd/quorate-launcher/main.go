@@ -46,6 +46,7 @@ func main() {
 		fs.DurationVar(&o.RequirePeersFor, "require-peers-for", time.Minute, "how long to wait for --require-peers to answer")
 		fs.StringVar(&o.TerminationLogPath, "termination-log", "/dev/termination-log", "where refusals are written")
 		fs.StringVar(&o.PodAnnotationsPath, "pod-annotations", "", "the pod's annotations file (downward API): the operator marks a member that has run there")
+		fs.StringVar(&o.ForceToken, "force-token", "", "the recovery token of a start with --force-new-cluster: a member forced for it before is not forced again")
 		_ = fs.Parse(os.Args[2:])
 		o.Command = fs.Args()
 		if *requirePeers != "" {

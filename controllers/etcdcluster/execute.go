@@ -102,6 +102,7 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 			RequireData:     a.RequireData,
 			ClusterID:       c.Status.ClusterID,
 			ForceNewCluster: a.ForceNewCluster,
+			ForceToken:      recoveryToken(c),
 			RequirePeers:    externalPeerURLs(c, o),
 		})
 	case planner.DeletePod:
@@ -369,4 +370,12 @@ func (o *observation) keepsQuorum(ctx context.Context, victim uint64, victimName
 	}
 	return fmt.Errorf("not removing member %s yet: %d of the %d voting members that would stay reach a leader with a quorum now, and removing it needs %d; without: %s. The operator looks again in %s; a partition or a member down is the likely cause",
 		victimName, len(stay)-len(cutOff), len(stay), need, strings.Join(cutOff, "; "), removalProbeTimeout)
+}
+
+// recoveryToken is the spec.recovery.forceNewCluster token, or "".
+func recoveryToken(c *v1alpha1.EtcdCluster) string {
+	if c.Spec.Recovery == nil {
+		return ""
+	}
+	return c.Spec.Recovery.ForceNewCluster
 }

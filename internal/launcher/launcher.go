@@ -37,6 +37,10 @@ type Marker struct {
 	MemberID  string    `json:"memberID"`
 	Member    string    `json:"member"`
 	Written   time.Time `json:"written"`
+	// ForcedToken is the spec.recovery.forceNewCluster token of the forced recovery this
+	// member was restarted for, once it led the cluster alone: a later start carrying the flag
+	// for the same token does not force again.
+	ForcedToken string `json:"forcedToken,omitempty"`
 }
 
 // ReadMarker returns the marker, or nil if there is none.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,5 +204,43 @@ func TestHandOver(t *testing.T) {
 	HandOver(context.Background(), single.Factory(), "one-0", nil, logger)
 	if calls := single.Calls(); len(calls) != 0 {
 		t.Fatalf("a single member moved leadership: %v", calls)
+	}
+}
+
+// A survivor forced for a recovery is forced once: a later start of a pod that still carries
+// --force-new-cluster for the same token (the operator lost the recovery's record, or was down
+// when the container restarted) starts etcd without it, instead of making a one-member cluster
+// again beside the members that rejoined. Another token, or a member not yet forced, forces.
+func TestForceOnce(t *testing.T) {
+	etcdCmd := []string{"/usr/local/bin/etcd", "--name=demo-1", flagForceNewCluster}
+	var logs bytes.Buffer
+	logger := log.New(&logs, "", 0)
+	for _, tc := range []struct {
+		name        string
+		token       string
+		marker      *Marker
+		wantForcing bool
+		wantCommand []string
+	}{
+		{"forced before for this token", "incident-1", &Marker{Member: "demo-1", ForcedToken: "incident-1"}, false, []string{"/usr/local/bin/etcd", "--name=demo-1"}},
+		{"not forced yet", "incident-1", &Marker{Member: "demo-1"}, true, etcdCmd},
+		{"forced for an earlier recovery", "incident-2", &Marker{Member: "demo-1", ForcedToken: "incident-1"}, true, etcdCmd},
+		{"a pod from before tokens", "", &Marker{Member: "demo-1", ForcedToken: "incident-1"}, true, etcdCmd},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{Volume: Volume{Member: "demo-1"}, ForceToken: tc.token, Command: slices.Clone(etcdCmd)}
+			got, forcing := o.forceOnce(tc.marker, logger)
+			if forcing != tc.wantForcing || !slices.Equal(got.Command, tc.wantCommand) {
+				t.Fatalf("forceOnce = %v, %q; want %v, %q", forcing, got.Command, tc.wantForcing, tc.wantCommand)
+			}
+		})
+	}
+	if want := "member demo-1 was forced for recovery \"incident-1\" before: starting it without --force-new-cluster\n"; logs.String() != want {
+		t.Errorf("log %q, want %q", logs.String(), want)
+	}
+	// Not forcing, the command is left as it is.
+	o := Options{Command: []string{"/usr/local/bin/etcd"}}
+	if _, forcing := o.forceOnce(&Marker{}, logger); forcing {
+		t.Error("a start without the flag was taken for a forced one")
 	}
 }

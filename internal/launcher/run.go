@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -35,7 +36,28 @@ type Options struct {
 	TerminationLogPath string
 	// PodAnnotationsPath is the pod's annotations file (downward API).
 	PodAnnotationsPath string
-	Command            []string // etcd and its flags
+	// ForceToken is the recovery token of a pod that starts etcd with --force-new-cluster.
+	ForceToken string
+	Command    []string // etcd and its flags
+}
+
+// flagForceNewCluster is etcd's flag that makes a member the single member of its cluster.
+const flagForceNewCluster = "--force-new-cluster"
+
+// forceOnce drops --force-new-cluster from the command of a member that was already forced for
+// this recovery (its marker records the token): a container restart of the survivor's pod must
+// not make a one-member cluster again beside the members that have rejoined since. It says
+// whether etcd still starts forced.
+func (o Options) forceOnce(marker *Marker, logger *log.Logger) (Options, bool) {
+	if !slices.Contains(o.Command, flagForceNewCluster) {
+		return o, false
+	}
+	if o.ForceToken == "" || marker == nil || marker.ForcedToken != o.ForceToken {
+		return o, true
+	}
+	logger.Printf("member %s was forced for recovery %q before: starting it without %s", o.Member, o.ForceToken, flagForceNewCluster)
+	o.Command = slices.DeleteFunc(slices.Clone(o.Command), func(a string) bool { return a == flagForceNewCluster })
+	return o, false
 }
 
 func flagValue(args []string, name string) string {
@@ -80,7 +102,13 @@ func Launch(ctx context.Context, o Options, logw io.Writer) int {
 	if err := checkFirstStart(ctx, o, marker, tlsCfg, logger); err != nil {
 		return refuse(err)
 	}
-	return runEtcd(ctx, o, marker, tlsCfg, logger, refuse)
+	o, forcing := o.forceOnce(marker, logger)
+	if forcing && o.ForceToken != "" && marker != nil && (tlsCfg != nil || o.TLSDir == "") {
+		return runEtcd(ctx, o, marker, tlsCfg, logger, refuse, func(ctx context.Context) error {
+			return recordForced(ctx, o, *marker, tlsCfg, logger)
+		})
+	}
+	return runEtcd(ctx, o, marker, tlsCfg, logger, refuse, nil)
 }
 
 // refuseLaunch logs err, writes the termination message (a Refusal's, which the operator acts
@@ -132,7 +160,7 @@ func checkFirstStart(ctx context.Context, o Options, marker *Marker, tlsCfg *tls
 // runEtcd starts etcd, forwards the signals that stop the pod to it, records the marker on a
 // member's first start, and returns etcd's exit code (or refuse's, when etcd could not be
 // started or turned out to belong to another cluster).
-func runEtcd(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.Config, logger *log.Logger, refuse func(error) int) int {
+func runEtcd(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.Config, logger *log.Logger, refuse func(error) int, alsoRecord func(context.Context) error) int {
 	// The launcher exists to start etcd with the flags the operator put after --.
 	cmd := exec.Command(o.Command[0], o.Command[1:]...) //nolint:gosec // see above
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -149,6 +177,9 @@ func runEtcd(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.Config,
 				_ = cmd.Process.Signal(syscall.SIGTERM)
 			}
 		}()
+	}
+	if alsoRecord != nil {
+		go func() { _ = alsoRecord(mctx) }()
 	}
 	err := cmd.Wait()
 	stopMarker()
@@ -282,6 +313,34 @@ func recordMarker(ctx context.Context, o Options, tlsCfg *tls.Config, logger *lo
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// recordForced records the recovery token in the marker once the forced member leads a
+// cluster of itself alone: etcd has then rewritten its membership, and a later start must not
+// force again (forceOnce).
+func recordForced(ctx context.Context, o Options, marker Marker, tlsCfg *tls.Config, logger *log.Logger) error {
+	self := etcd.Endpoint{Member: o.Member, Address: net.JoinHostPort("127.0.0.1", fmt.Sprint(names.ClientPort))}
+	for {
+		if c, err := etcd.NewClient(ctx, etcd.Config{Endpoints: []etcd.Endpoint{self}, TLS: tlsCfg, Timeout: 3 * time.Second}); err == nil {
+			st, serr := c.Status(ctx, self)
+			_, members, lerr := c.MemberList(ctx)
+			c.Close()
+			if serr == nil && lerr == nil && st.Leader == st.MemberID && len(members) == 1 && members[0].ID == st.MemberID {
+				marker.ForcedToken = o.ForceToken
+				if err := WriteMarker(o.MarkerPath, marker); err != nil {
+					logger.Printf("recording the forced recovery %q in %s: %v", o.ForceToken, o.MarkerPath, err)
+					return err
+				}
+				logger.Printf("member %s leads alone after the forced recovery %q: recorded in %s, a restart will not force again", o.Member, o.ForceToken, o.MarkerPath)
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-time.After(2 * time.Second):
 		}
 	}

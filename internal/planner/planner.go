@@ -310,7 +310,7 @@ func Plan(s State, name func(int) string) Action {
 	if s.Paused {
 		return Action{Kind: Wait, Reason: v1alpha1.ReasonPaused, Message: "spec.paused is true: the operator makes no changes; set it to false to resume"}
 	}
-	for _, r := range []rule{checkIdentity, checkVolumes} {
+	for _, r := range []rule{checkIdentity, checkVolumes, strayForcedPod} {
 		if a, ok := r(s); ok {
 			return a
 		}

@@ -577,6 +577,34 @@ func TestRecoveryJourney(t *testing.T) {
 	}
 }
 
+// A pod that starts etcd with --force-new-cluster is replaced at once unless the recovery that
+// restarts it is under way: its record lost (status lost: token unrecorded), a recovery that
+// has completed, or a token the user changed leave it stray, and its next container restart
+// would make a second one-member cluster with the cluster's ID.
+func TestStrayForcedPodIsReplaced(t *testing.T) {
+	forced := func(m *Member) { m.PodForcesNewCluster = true }
+	for _, tc := range []struct {
+		name     string
+		recovery Recovery
+		stray    bool
+	}{
+		{"the recovery's record was lost", Recovery{Requested: "incident-1"}, true},
+		{"the recovery completed", Recovery{Requested: "incident-1", Token: "incident-1", Phase: v1alpha1.RecoveryCompleted, Member: "c-1"}, true},
+		{"the token was changed mid-recovery", Recovery{Requested: "incident-2", Token: "incident-1", Phase: v1alpha1.RecoveryRestarting, Member: "c-1"}, true},
+		{"the token was removed", Recovery{Token: "incident-1", Phase: v1alpha1.RecoveryRestarting, Member: "c-1"}, true},
+		{"another member is the survivor", Recovery{Requested: "incident-1", Token: "incident-1", Phase: v1alpha1.RecoveryRestarting, Member: "c-0"}, true},
+		{"its own recovery restarts it", Recovery{Requested: "incident-1", Token: "incident-1", Phase: v1alpha1.RecoveryRestarting, Member: "c-1"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := running(3, member(1, forced), func(s *State) { s.Recovery = tc.recovery })
+			a := Plan(s, name)
+			if got := a.Kind == DeletePod && a.Member == "c-1" && a.Reason == v1alpha1.ReasonRecovery && a.Attention; got != tc.stray {
+				t.Fatalf("Plan = %+v; stray pod replaced: %v, want %v", a, got, tc.stray)
+			}
+		})
+	}
+}
+
 func TestRecoveryIsNotNeededWithQuorum(t *testing.T) {
 	s := running(3, func(s *State) { s.Recovery.Requested = "oops" })
 	a := Plan(s, name)

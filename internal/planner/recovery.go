@@ -117,3 +117,25 @@ func rejoinSurvivor(s State) (Action, bool) {
 	}
 	return Action{Kind: Wait, Member: name, Reason: v1alpha1.ReasonRecovery, Message: "waiting for " + name + " to answer again"}, true
 }
+
+// strayForcedPod replaces at once the pod of a member that starts etcd with
+// --force-new-cluster when no recovery is restarting that member: the recovery's record was
+// lost (status lost, the token changed or removed mid-recovery), or an earlier recovery left
+// it. Its next container restart would otherwise make a one-member cluster, with the cluster's
+// ID, beside the members that rejoined: a split brain. The replacement is an ordinary pod.
+func strayForcedPod(s State) (Action, bool) {
+	r := s.Recovery
+	for _, m := range s.sorted() {
+		if !m.HasPod || !m.PodForcesNewCluster || m.PodTerminating {
+			continue
+		}
+		if r.Requested != "" && r.Requested == r.Token && r.Member == m.Name &&
+			(r.Phase == v1alpha1.RecoveryRestarting || r.Phase == v1alpha1.RecoveryRejoining) {
+			continue // the recovery's own survivor: restartSurvivor and rejoinSurvivor drive it
+		}
+		return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonRecovery, Attention: true,
+			Message: fmt.Sprintf("the pod of %s starts etcd with --force-new-cluster, but no recovery is restarting it (spec.recovery.forceNewCluster %q, last recovery %q in phase %q of member %q): replacing it by an ordinary pod, so that a restart cannot make a second cluster",
+				m.Name, r.Requested, r.Token, r.Phase, r.Member)}, true
+	}
+	return Action{}, false
+}

@@ -45,6 +45,9 @@ type MemberPod struct {
 	RequireData bool
 	// ClusterID (hex) the member's data must belong to; empty before bootstrap.
 	ClusterID string
+	// ForceToken is the spec.recovery.forceNewCluster token a ForceNewCluster pod is for: the
+	// launcher forces once per token.
+	ForceToken string
 	// ForceNewCluster starts etcd with --force-new-cluster: the member becomes the single
 	// member of the cluster, keeping its data and the cluster ID (a forced recovery).
 	ForceNewCluster bool
@@ -186,6 +189,9 @@ func LaunchArgs(c *v1alpha1.EtcdCluster, p MemberPod, v version.Version) []strin
 	}
 	if c.Spec.TLS.IsEnabled() {
 		args = append(args, "--tls-dir="+ServerTLSDir)
+	}
+	if p.ForceNewCluster && p.ForceToken != "" {
+		args = append(args, "--force-token="+p.ForceToken)
 	}
 	if len(p.RequirePeers) > 0 {
 		if c.Spec.TLS.IsEnabled() {

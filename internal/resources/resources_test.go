@@ -114,8 +114,9 @@ func TestPodFlags(t *testing.T) {
 			MemberPod{Member: "demo-1", InitialCluster: ic, ClusterID: "abc", RequirePeers: []string{"https://10.87.0.1:22380", "https://10.87.0.1:22382"}},
 			append(append(launcher("demo-1", "abc", "false"), "--tls-dir=/etc/etcd/tls/server", "--peer-tls-dir=/etc/etcd/tls/peer",
 				"--require-peers=https://10.87.0.1:22380,https://10.87.0.1:22382", "--"), etcd("demo-1", "existing", true, true)...)},
-		{"a forced recovery", "3.6.16", MemberPod{Member: "demo-1", InitialCluster: ic, RequireData: true, ClusterID: "abc", ForceNewCluster: true},
-			append(withTLS(launcher("demo-1", "abc", "true"), etcd("demo-1", "existing", true, true)), "--force-new-cluster")},
+		{"a forced recovery", "3.6.16", MemberPod{Member: "demo-1", InitialCluster: ic, RequireData: true, ClusterID: "abc", ForceNewCluster: true, ForceToken: "incident-1"},
+			append(append(append(launcher("demo-1", "abc", "true"), "--tls-dir=/etc/etcd/tls/server", "--force-token=incident-1", "--"),
+				etcd("demo-1", "existing", true, true)...), "--force-new-cluster")},
 	} {
 		c := cluster()
 		c.Spec.Version = tc.version
