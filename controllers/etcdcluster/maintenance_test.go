@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/utils/ptr"
 
@@ -71,5 +72,18 @@ func TestDefragMaintenance(t *testing.T) {
 	})
 	if d := defrags(fake); len(d) != 4 || d[3] != "demo-1" {
 		t.Fatalf("defragmented %v; the round should have taken demo-1 alone", d)
+	}
+}
+
+// A defragmentation schedule that matches no date (accepted before the schedule parser refused
+// such schedules) does not stop the cluster's passes, and is never due.
+func TestDefragScheduleThatNeverRuns(t *testing.T) {
+	c := newCluster("ns", "never", 3)
+	c.Spec.Maintenance.Defrag = &v1alpha1.DefragSpec{Schedule: "0 3 30 2 *"}
+	if err := validateSpec(c, false); err != nil {
+		t.Fatalf("validateSpec = %v, want none", err)
+	}
+	if p := defragPolicy(c, time.Now()); p.Due {
+		t.Fatalf("a schedule that matches no date is due: %+v", p)
 	}
 }

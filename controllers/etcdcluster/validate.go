@@ -21,7 +21,9 @@ func validateSpec(c *v1alpha1.EtcdCluster, allowPlaintext bool) error {
 		return errors.New("spec.tls.enabled is false, but this operator does not run plaintext clusters: anyone who reaches the members could read and write them; remove tls.enabled, or start the operator with --allow-plaintext")
 	}
 	if d := c.Spec.Maintenance.Defrag; d != nil && d.Schedule != "" {
-		if _, err := cronspec.Parse(d.Schedule, 0); err != nil {
+		// A schedule that matches no date is never due (planinput), as before it was refused:
+		// refusing it now would stop every pass of a cluster that has one.
+		if _, err := cronspec.Parse(d.Schedule, 0); err != nil && !errors.Is(err, cronspec.ErrNeverRuns) {
 			return fmt.Errorf("spec.maintenance.defrag.schedule %q %v: use five cron fields such as \"0 3 * * 0\", or @daily, @every 12h", d.Schedule, err)
 		}
 	}

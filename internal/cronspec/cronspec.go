@@ -4,6 +4,7 @@
 package cronspec
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -16,6 +17,9 @@ import (
 // probes is how many runs after a fixed time are looked at to find a schedule's shortest
 // interval: enough to see every gap of an expression such as "0,1 * * * *" within an hour.
 const probes = 120
+
+// ErrNeverRuns: the schedule matches no date.
+var ErrNeverRuns = errors.New("matches no date (such as the 30th of February): it would never run")
 
 // probeStart is the fixed time the probes start from.
 var probeStart = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
@@ -41,7 +45,7 @@ func Parse(spec string, min time.Duration) (s cron.Schedule, err error) {
 	}
 	if s.Next(probeStart).IsZero() {
 		// robfig/cron looks five years ahead and gives up: the schedule would never run.
-		return nil, fmt.Errorf("matches no date (such as the 30th of February): it would never run")
+		return nil, ErrNeverRuns
 	}
 	if shortest := Shortest(s); shortest < min {
 		return nil, fmt.Errorf("has runs %s apart, closer than the shortest interval allowed (%s)", shortest, min)
@@ -52,8 +56,12 @@ func Parse(spec string, min time.Duration) (s cron.Schedule, err error) {
 // Shortest is the shortest time between two consecutive runs of s over its next probes runs
 // after a fixed time.
 func Shortest(s cron.Schedule) time.Duration {
-	t := probeStart
+	// From the first run: the time before it is no interval between runs.
+	t := s.Next(probeStart)
 	shortest := time.Duration(1<<63 - 1)
+	if t.IsZero() {
+		return shortest
+	}
 	for range probes {
 		next := s.Next(t)
 		if next.IsZero() {

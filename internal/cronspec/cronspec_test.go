@@ -45,6 +45,7 @@ func TestShortest(t *testing.T) {
 		"@every 90s":  90 * time.Second,
 		"0 */6 * * *": 6 * time.Hour,
 		"@daily":      24 * time.Hour,
+		"5 0 1 * *":   28 * 24 * time.Hour, // monthly: the shortest month, not the wait for the first run
 	} {
 		s, err := Parse(spec, 0)
 		if err != nil {
