@@ -150,6 +150,10 @@ const (
 	// of the CRD (one a newer CRD added, say) refuses the object as it is, so no status can be
 	// recorded until the spec is corrected. The message says which rule.
 	EventStatusRefused = "StatusRefused"
+	// EventSecretCollision: a certificate Secret the cluster uses was made by another cluster
+	// (their Secret names collide). A new cluster stops on it (TLSNotReady); a cluster that
+	// formed with it before the operator checked keeps it, and this Event says so.
+	EventSecretCollision = "SecretCollision"
 	// EventUsersChanged: etcd's users, roles or authentication were changed to follow
 	// spec.users, or a removed user's Secret was deleted.
 	EventUsersChanged = "UsersChanged"

@@ -193,6 +193,9 @@ func (m *Manager) ensureTLSSecrets(ctx context.Context, c *v1alpha1.EtcdCluster)
 	// members trust only it on the peer port: a client certificate is no peer. Clusters made
 	// before the peer CA existed keep a peer certificate from the cluster CA (renewals keep the
 	// signer). A CA rotation (carotation.go) changes what signs and what is trusted by phase.
+	if err := m.checkOwnSecrets(ctx, c); err != nil {
+		return err
+	}
 	now := time.Now()
 	renewAll := renewAllRequested(c) && !c.Spec.Paused
 	for _, k := range caKinds(c) {
@@ -288,7 +291,7 @@ func (m *Manager) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, name 
 	if err != nil {
 		return err
 	}
-	if err := ofThisCluster(c, s); err != nil {
+	if err := m.ofThisCluster(c, s); err != nil {
 		return err
 	}
 	if err := m.keepSecret(ctx, c, s); err != nil {
@@ -371,7 +374,7 @@ func (m *Manager) renew(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.
 func (m *Manager) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster, name string) (*pki.CA, error) {
 	s, err := m.secret(ctx, c.Namespace, name)
 	if err == nil {
-		if err := ofThisCluster(c, s); err != nil {
+		if err := m.ofThisCluster(c, s); err != nil {
 			return nil, err
 		}
 		return pki.LoadCA(s.Data[pki.KeyCACert], s.Data[pki.KeyCAKey])
@@ -404,8 +407,10 @@ func (m *Manager) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster, name st
 // foo-peer's CA are both foo-peer-ca), and a CA or certificate loaded without this check
 // would make one cluster trust, or serve, another's. A Secret is this cluster's if the cluster
 // controls it or its retention annotation names the cluster's UID, or if it carries the
-// cluster's name label (an earlier EtcdCluster of this name retained it).
-func ofThisCluster(c *v1alpha1.EtcdCluster, s *corev1.Secret) error {
+// cluster's name label (an earlier EtcdCluster of this name retained it). Only a cluster that
+// has not formed stops on another's Secret: one that formed with it (before this check) keeps
+// running on it, with a SecretCollision Event, as refusing would stop its every pass.
+func (m *Manager) ofThisCluster(c *v1alpha1.EtcdCluster, s *corev1.Secret) error {
 	if resources.Retained(c, s) || s.Labels[names.LabelCluster] == c.Name {
 		return nil
 	}
@@ -413,7 +418,33 @@ func ofThisCluster(c *v1alpha1.EtcdCluster, s *corev1.Secret) error {
 	if other := s.Labels[names.LabelCluster]; other != "" {
 		whose = fmt.Sprintf("belongs to EtcdCluster %s: the two clusters' Secret names collide", other)
 	}
-	return fmt.Errorf("secret %s, which EtcdCluster %s needs for its certificates, %s; the Secret is left alone. Create this cluster under another name (or delete the Secret if nothing uses it)", s.Name, c.Name, whose)
+	if c.Status.ClusterID != "" {
+		m.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventSecretCollision,
+			"secret %s, which this cluster uses for its certificates, %s; both clusters keep using it. Move one cluster's data into an EtcdCluster of a name that does not collide (a backup and a restore)", s.Name, whose)
+		return nil
+	}
+	return fmt.Errorf("secret %s, which EtcdCluster %s needs for its certificates, %s; the Secret is left alone. Create this cluster under another name", s.Name, c.Name, whose)
+}
+
+// checkOwnSecrets refuses, before any Secret is written, a cluster whose CA or certificate
+// Secrets another cluster made (ofThisCluster): a pass that stopped halfway would have renewed
+// some of them first.
+func (m *Manager) checkOwnSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+	for _, k := range caKinds(c) {
+		for _, n := range append([]string{k.base}, k.leaves...) {
+			s, err := m.secret(ctx, c.Namespace, n)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := m.ofThisCluster(c, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ClientTLS is the TLS configuration the operator uses to talk to the cluster's members.

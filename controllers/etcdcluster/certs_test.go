@@ -318,7 +318,7 @@ func TestCollidingSecretNamesAreRefused(t *testing.T) {
 	if err := k8s.Create(ctx, newCluster(ns, "foo-peer", 1)); err != nil {
 		t.Fatal(err)
 	}
-	want := "secret foo-peer-ca, which EtcdCluster foo-peer needs for its certificates, belongs to EtcdCluster foo: the two clusters' Secret names collide; the Secret is left alone. Create this cluster under another name (or delete the Secret if nothing uses it)"
+	want := "secret foo-peer-ca, which EtcdCluster foo-peer needs for its certificates, belongs to EtcdCluster foo: the two clusters' Secret names collide; the Secret is left alone. Create this cluster under another name"
 	wantCondition(t, ns, "foo-peer", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonTLSNotReady, want))
 	if pods := objectNames(t, ns, &corev1.PodList{}); slices.Contains(pods, "foo-peer-0") {
 		t.Fatalf("foo-peer started a member on foo's CA: pods %v", pods)
