@@ -79,8 +79,10 @@ func (r *BackupReconciler) restoreGauges(ctx context.Context, b *v1alpha1.EtcdBa
 	if b.Status.CompletionTime == nil || !b.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	err := r.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.ClusterName}, &v1alpha1.EtcdCluster{})
-	if apierrors.IsNotFound(err) {
+	c := &v1alpha1.EtcdCluster{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.ClusterName}, c)
+	if apierrors.IsNotFound(err) || err == nil && (!c.DeletionTimestamp.IsZero() || c.CreationTimestamp.After(b.Status.CompletionTime.Time)) {
+		// Gone, going, or a newer cluster of the same name: the backup is not of it.
 		return nil
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -79,8 +80,9 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		metrics.ForgetSchedule(req.Namespace, req.Name)
 		return ctrl.Result{}, nil
 	}
-	if d := s.Status.LastDrill; d != nil {
-		// The last drill's outcome, from status: the drill gauges are true after a restart.
+	if d := s.Status.LastDrill; d != nil && r.clusterExists(ctx, s.Namespace, s.Spec.ClusterName) {
+		// The last drill's outcome, from status: the drill gauges are true after a restart
+		// (not for a cluster that is gone: its series went with it).
 		metrics.RecordDrill(s.Namespace, s.Name, s.Spec.ClusterName, d.Passed, d.Time.Time)
 	}
 	original := s.DeepCopy()
@@ -89,6 +91,12 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return settle.Result(ctx, ctrl.Result{}, errors.Join(err, serr))
 	}
 	return settle.Result(ctx, res, err)
+}
+
+// clusterExists says whether the cache holds the EtcdCluster, and it is not being deleted.
+func (r *ScheduleReconciler) clusterExists(ctx context.Context, namespace, name string) bool {
+	c := &v1alpha1.EtcdCluster{}
+	return r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, c) == nil && c.DeletionTimestamp.IsZero()
 }
 
 func (r *ScheduleReconciler) now() time.Time {
@@ -360,7 +368,7 @@ func (r *ScheduleReconciler) startDrill(ctx context.Context, s *v1alpha1.EtcdBac
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(s, v1alpha1.GroupVersion.WithKind("EtcdBackupSchedule"))}},
 		Spec: v1alpha1.EtcdClusterSpec{
 			Replicas: 1, Version: src.Spec.Version, Image: src.Spec.Image,
-			Storage:         v1alpha1.StorageSpec{Size: src.Spec.Storage.Size, StorageClassName: s.Spec.Drill.StorageClassName},
+			Storage:         v1alpha1.StorageSpec{Size: drillSize(src), StorageClassName: s.Spec.Drill.StorageClassName},
 			Etcd:            v1alpha1.EtcdOptions{QuotaBackendBytes: src.Spec.Etcd.QuotaBackendBytes},
 			VolumeRetention: "Delete",
 			Bootstrap:       &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{BackupName: backupName}},
@@ -375,6 +383,17 @@ func (r *ScheduleReconciler) startDrill(ctx context.Context, s *v1alpha1.EtcdBac
 	s.Status.Drilling = backupName
 	r.condition(s, v1alpha1.ConditionRestoreVerified, false, v1alpha1.ReasonDrilling, fmt.Sprintf("restoring EtcdBackup %s into EtcdCluster %s", backupName, dc.Name))
 	return nil
+}
+
+// drillSize is the drill's volume: the source's, or more where the source's quota does not fit
+// in it beside etcd's log (a cluster created before the API refused that), so that the API takes
+// the drill's cluster with the source's quota.
+func drillSize(src *v1alpha1.EtcdCluster) resource.Quantity {
+	size := src.Spec.Storage.Size.DeepCopy()
+	if q := src.Spec.Etcd.QuotaBackendBytes; q > 0 && size.Value() < q+v1alpha1.WALReserve {
+		size = *resource.NewQuantity(q+v1alpha1.WALReserve, resource.BinarySI)
+	}
+	return size
 }
 
 // endDrill records the drill's outcome and removes its Job and scratch cluster: only those the

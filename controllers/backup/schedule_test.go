@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -108,4 +109,24 @@ func scheme(t *testing.T) *runtime.Scheme {
 		}
 	}
 	return s
+}
+
+// A drill restores into a volume that holds the source's quota beside etcd's log, so that the
+// API takes its cluster even for a source created before such quotas were refused.
+func TestDrillSize(t *testing.T) {
+	for _, tc := range []struct {
+		size  string
+		quota int64
+		want  string
+	}{
+		{"1Gi", 0, "1Gi"},
+		{"1Gi", 512 << 20, "1Gi"},
+		{"1Gi", 2 << 30, "2176Mi"}, // the old default quota on the sample's volume
+	} {
+		src := &v1alpha1.EtcdCluster{Spec: v1alpha1.EtcdClusterSpec{Storage: v1alpha1.StorageSpec{Size: resource.MustParse(tc.size)},
+			Etcd: v1alpha1.EtcdOptions{QuotaBackendBytes: tc.quota}}}
+		if got := drillSize(src); got.Cmp(resource.MustParse(tc.want)) != 0 {
+			t.Errorf("drillSize(%s, quota %d) = %s, want %s", tc.size, tc.quota, got.String(), tc.want)
+		}
+	}
 }
