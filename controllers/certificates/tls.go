@@ -53,7 +53,8 @@ func tlsSecret(c *v1alpha1.EtcdCluster, name string, caPEM []byte, pair pki.Pair
 // keepSecret makes an operator-generated Secret follow spec.volumeRetention; one retained by
 // an earlier EtcdCluster of the same name is taken over only with spec.adoptRetainedVolumes.
 func (m *Manager) keepSecret(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret) error {
-	if !resources.Retained(c, s) && !c.Spec.AdoptRetainedVolumes {
+	if c.Spec.Paused || !resources.Retained(c, s) && !c.Spec.AdoptRetainedVolumes {
+		// While paused, retention waits as the volumes' does.
 		return nil
 	}
 	updated := s.DeepCopy()

@@ -229,19 +229,25 @@ func TestRestoreFromBackup(t *testing.T) {
 	}
 	fetch, restore := pod.Spec.InitContainers[1], pod.Spec.InitContainers[2]
 	wantFetch := []string{"/quorate-backup", "fetch", "--bucket=" + backupfixture.S3.BucketURL, "--key=etcd/" + ns + "/gone/b1.db", "--sha256=" + strings.Repeat("cd", 32),
-		"--out=/var/lib/etcd/restore/snapshot.db", "--data-dir=/var/lib/etcd/data", "--marker=/var/lib/etcd/quorate-member.json"}
+		"--out=/var/lib/etcd/restore/snapshot.db", "--data-dir=/var/lib/etcd/data", "--marker=/var/lib/etcd/quorate-member.json", "--pod-annotations=/etc/quorate/podinfo/annotations"}
 	if !slices.Equal(fetch.Command, wantFetch) || fetch.EnvFrom[0].SecretRef.Name != "s3-keys" || fetch.Image != images.Launcher {
 		t.Fatalf("fetch container %q, env %+v", fetch.Command, fetch.EnvFrom)
 	}
 	ic := resources.InitialCluster(c, []string{"restored-0", "restored-1", "restored-2"})
 	wantRestore := []string{"/quorate/bin/quorate-launcher", "restore", "--data-dir=/var/lib/etcd/data", "--marker=/var/lib/etcd/quorate-member.json",
-		"--snapshot=/var/lib/etcd/restore/snapshot.db", "--", "/usr/local/bin/etcdutl", "snapshot", "restore", "/var/lib/etcd/restore/snapshot.db",
+		"--snapshot=/var/lib/etcd/restore/snapshot.db", "--pod-annotations=/etc/quorate/podinfo/annotations", "--host=restored-0.restored-peer." + ns + ".svc",
+		"--tls-dir=/etc/etcd/tls/server", "--", "/usr/local/bin/etcdutl", "snapshot", "restore", "/var/lib/etcd/restore/snapshot.db",
 		"--name=restored-0", "--initial-cluster=" + ic, "--initial-cluster-token=" + string(getCluster(t, ns, "restored").UID),
 		"--initial-advertise-peer-urls=https://restored-0.restored-peer." + ns + ".svc:2380"}
 	if !slices.Equal(restore.Command, wantRestore) || restore.Image != "registry.local/etcd:v3.6.16" {
 		t.Fatalf("restore container\n %q\nwant\n %q (image %s)", restore.Command, wantRestore, restore.Image)
 	}
 	assertEvent(t, ns, v1alpha1.EventRestoring, "the 3 bootstrap members restore s3://backups/etcd/"+ns+"/gone/b1.db")
+	// A restoring member's launch requires data: its restore either wrote it or declined
+	// because the member has run.
+	if args := podArgs(t, ns, "restored-0"); !slices.Contains(args, "--require-data=true") || !slices.Contains(args, "--initial-cluster-state=new") {
+		t.Fatalf("a restoring bootstrap member does not require its data: %q", args)
+	}
 
 	// The members form the restored cluster; a member added later joins it, restoring nothing.
 	var members, urls []string

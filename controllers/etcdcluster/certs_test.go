@@ -249,12 +249,12 @@ func TestCertificatesRenewedWhilePaused(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	const lifetime = 9 * time.Second
-	startWith(t, ns, etcd.NewFake("3.6.16"), "test/"+ns, planner.DefaultDeadlines, func(r *Reconciler) { r.CertLifetime = lifetime })
+	fake := etcd.NewFake("3.6.16")
+	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, func(r *Reconciler) { r.CertLifetime = lifetime })
+	kubelet(t, ns)
 	c := newCluster(ns, "held", 1)
 	c.Spec.Users = []v1alpha1.UserSpec{{Name: "orders", ReadWrite: []string{"/orders/"}}}
-	if err := k8s.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	bootstrapCluster(t, c, fake)
 	secrets := []string{names.ServerSecret("held"), names.PeerSecret("held"), names.UserSecret("held", "orders")}
 	certOf := func(name string) (string, error) {
 		s := &corev1.Secret{}

@@ -88,7 +88,11 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 				}
 			}
 			if _, ok := o.pods[m]; !ok {
-				if err := r.createPod(ctx, c, key, resources.MemberPod{Member: m, Bootstrap: true, InitialCluster: initial, Restore: o.restore}); err != nil {
+				// A member restoring a backup requires data at launch: its restore either
+				// wrote it, or declined because the member has run, and then the empty
+				// volume is refused (DataLost) whatever the peers answer at launch.
+				pod := resources.MemberPod{Member: m, Bootstrap: true, InitialCluster: initial, Restore: o.restore, RequireData: o.restore != nil}
+				if err := r.createPod(ctx, c, key, pod); err != nil {
 					return err
 				}
 			}

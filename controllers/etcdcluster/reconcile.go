@@ -207,8 +207,12 @@ func (r *Reconciler) prepare(ctx context.Context, c *v1alpha1.EtcdCluster) (stri
 	if err := validateSpec(c, r.AllowPlaintext); err != nil {
 		return v1alpha1.ReasonInvalidSpec, err
 	}
-	// Certificates are kept (and renewed when due) while paused: an expired certificate would
-	// break the cluster that pausing means to leave alone. spec.tls.renewCertificates waits.
+	// Certificates are renewed when due while a formed cluster is paused: an expired
+	// certificate would break the cluster that pausing means to leave alone.
+	// spec.tls.renewCertificates waits; a paused cluster that has not formed gets nothing.
+	if c.Spec.Paused && c.Status.ClusterID == "" {
+		return "", nil
+	}
 	tlsShare, err := r.certs.EnsureTLS(ctx, c)
 	if err != nil {
 		return v1alpha1.ReasonTLSNotReady, err
@@ -256,10 +260,10 @@ func (r *Reconciler) settleIdentity(ctx context.Context, c *v1alpha1.EtcdCluster
 	}
 	if clusterID != 0 {
 		fold(c, statusShare{clusterID: names.FormatID(clusterID)})
-		if !c.Spec.Paused {
-			if err := r.annotateVolumes(ctx, c, obs); err != nil {
-				return 0, v1alpha1.ReasonRecordClusterIDFailed, err
-			}
+		// Also while paused: the record that a member has run is what keeps its pod from
+		// bootstrapping or restoring a backup again onto an emptied volume.
+		if err := r.annotateVolumes(ctx, c, obs); err != nil {
+			return 0, v1alpha1.ReasonRecordClusterIDFailed, err
 		}
 	}
 	// A cluster created from a backup needs it before its members exist.
