@@ -553,6 +553,9 @@ func TestStorageChanges(t *testing.T) {
 	}
 	c := newCluster(ns, "sto", 3)
 	c.Spec.Storage.StorageClassName = ptr.To("expands-" + ns)
+	// A quota of its own: left out, it follows the volume, and a larger volume rolls every
+	// member to the larger quota, which is not what this test is about.
+	c.Spec.Etcd.QuotaBackendBytes = 256 << 20
 	bootstrapCluster(t, c, fake)
 
 	// Growth in place: only a bound claim can be expanded; envtest has no volume controller,

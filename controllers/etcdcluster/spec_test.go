@@ -78,6 +78,8 @@ func TestSchemaDefaultsMatchDefault(t *testing.T) {
 	}
 	want := minimal.DeepCopy()
 	want.Default()
+	// The quota is the one default the schema does not hold: left out, it follows the volume.
+	want.Spec.Etcd.QuotaBackendBytes = 0
 	if err := k8s.Create(context.Background(), minimal); err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +89,10 @@ func TestSchemaDefaultsMatchDefault(t *testing.T) {
 	}
 	defaulted := got.DeepCopy()
 	defaulted.Default()
+	if q := defaulted.Spec.Etcd.QuotaBackendBytes; q != v1alpha1.QuotaFor(got.Spec.Storage.Size) {
+		t.Errorf("Default() gives a quota of %d for a 1Gi volume, want %d", q, v1alpha1.QuotaFor(got.Spec.Storage.Size))
+	}
+	defaulted.Spec.Etcd.QuotaBackendBytes = 0
 	if !equality.Semantic.DeepEqual(defaulted.Spec, got.Spec) {
 		t.Errorf("Default() changes a spec the API server defaulted:\n %+v\n %+v", got.Spec, defaulted.Spec)
 	}
