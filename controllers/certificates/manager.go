@@ -9,6 +9,7 @@ package certificates
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -47,6 +48,9 @@ type Manager struct {
 
 	secrets secretMemo
 	tlsDone tlsMemo
+	// authAsked holds the clusters (by UID) whose etcd this process asked whether
+	// authentication is on while their status said it is off (SyncUsers).
+	authAsked sync.Map
 }
 
 // New returns the Manager of a reconciler whose client is cl; the reconciler writes through

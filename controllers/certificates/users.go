@@ -35,7 +35,7 @@ const UserSecretType corev1.SecretType = "servicebinding.io/etcd"
 // Its share of the status (the users' certificates' first expiry, authentication and the
 // users) comes with an error too: what it did before the error is reported.
 func (m *Manager) SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etcd.Client, settled bool) (Share, error) {
-	if len(c.Spec.Users) == 0 && !c.Status.AuthEnabled {
+	if len(c.Spec.Users) == 0 && !c.Status.AuthEnabled && !m.authOnInEtcd(ctx, c, cl, settled) {
 		return Share{}, nil
 	}
 	found := &expiries{first: firstExpiry(c)}
@@ -64,6 +64,26 @@ func (m *Manager) SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etc
 	return share, nil
 }
 
+// authOnInEtcd asks etcd, once per cluster and process, whether authentication is on although
+// status says it is off: status was lost, or the cluster was adopted from retained volumes or
+// restored from a backup of a cluster that had users. Then authentication stays on (and the
+// managed users of the earlier spec go) as if status had said so. Asked only from a settled
+// pass with a client; a failed question is asked again.
+func (m *Manager) authOnInEtcd(ctx context.Context, c *v1alpha1.EtcdCluster, cl etcd.Client, settled bool) bool {
+	if !settled || cl == nil || c.Spec.Paused {
+		return false
+	}
+	if _, asked := m.authAsked.Load(c.UID); asked {
+		return false
+	}
+	on, err := cl.AuthEnabled(ctx)
+	if err != nil {
+		return false
+	}
+	m.authAsked.Store(c.UID, true)
+	return on
+}
+
 // authSpec is the authentication c should have, less its users' permissions. It goes on with
 // the first declared user and stays on once it was on: turned off, every certificate the CA
 // ever signed, removed users' too (valid for months), would have full access again. While no
@@ -71,7 +91,8 @@ func (m *Manager) SyncUsers(ctx context.Context, c *v1alpha1.EtcdCluster, cl etc
 // quorate-client) is an admin, as it has full access before authentication is ever on; while
 // users are declared it has none.
 func authSpec(c *v1alpha1.EtcdCluster) etcd.AuthSpec {
-	spec := etcd.AuthSpec{Enabled: len(c.Spec.Users) > 0 || c.Status.AuthEnabled, Admins: []string{names.OperatorCN, names.ServerCN(c.Name)}}
+	// SyncUsers goes this far with no user declared only when authentication is on.
+	spec := etcd.AuthSpec{Enabled: true, Admins: []string{names.OperatorCN, names.ServerCN(c.Name)}}
 	if len(c.Spec.Users) == 0 {
 		spec.Admins = append(spec.Admins, names.ClientCN)
 	} else {

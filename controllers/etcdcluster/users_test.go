@@ -96,3 +96,25 @@ func TestUsers(t *testing.T) {
 		return nil
 	})
 }
+
+// A cluster whose etcd has authentication on although its status says off (status lost, or the
+// cluster adopted or restored from one that had users) keeps it on: the earlier spec's managed
+// users go, the shared client is an admin, and status says authentication is on.
+func TestAuthOnInEtcdStaysOn(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	fake.SetAuth(etcd.AuthSpec{Enabled: true, Admins: []string{"quorate-operator", "app-server"}, Users: []etcd.User{{Name: "orders", ReadWrite: []string{"/orders/"}}}})
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	bootstrapCluster(t, newCluster(ns, "app", 3), fake)
+	waitFor(t, ns, "app", "authentication on in status", func(c *v1alpha1.EtcdCluster) error {
+		if !c.Status.AuthEnabled || len(c.Status.Users) != 0 {
+			return fmt.Errorf("status authEnabled=%v users=%v", c.Status.AuthEnabled, c.Status.Users)
+		}
+		return nil
+	})
+	want := etcd.AuthSpec{Enabled: true, Admins: []string{"quorate-operator", "app-server", "quorate-client"}}
+	if got := fake.Auth(); !reflect.DeepEqual(got, want) {
+		t.Errorf("etcd auth\n %+v\nwant\n %+v", got, want)
+	}
+}

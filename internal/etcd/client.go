@@ -103,6 +103,8 @@ type Client interface {
 	// SyncAuth makes authentication, users and roles match spec (ApplyAuth) and says what
 	// changed.
 	SyncAuth(ctx context.Context, spec AuthSpec) ([]string, error)
+	// AuthEnabled says whether etcd's authentication is on.
+	AuthEnabled(ctx context.Context) (bool, error)
 	Close() error
 }
 
@@ -303,6 +305,16 @@ func (r *realClient) Defragment(ctx context.Context, ep Endpoint) error {
 
 func (r *realClient) SyncAuth(ctx context.Context, spec AuthSpec) ([]string, error) {
 	return ApplyAuth(ctx, r.c, spec)
+}
+
+func (r *realClient) AuthEnabled(ctx context.Context) (bool, error) {
+	ctx, cancel := r.ctx(ctx)
+	defer cancel()
+	st, err := r.c.AuthStatus(ctx)
+	if err != nil {
+		return false, fmt.Errorf("reading the authentication status: %w", err)
+	}
+	return st.Enabled, nil
 }
 
 func (r *realClient) ActivePeers(ctx context.Context, ep Endpoint) (map[uint64]bool, error) {

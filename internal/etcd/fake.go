@@ -592,6 +592,23 @@ func (c *fakeClient) SyncAuth(_ context.Context, spec AuthSpec) ([]string, error
 	return changes, nil
 }
 
+func (c *fakeClient) AuthEnabled(context.Context) (bool, error) {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errLocked("AuthEnabled"); err != nil {
+		return false, err
+	}
+	return f.auth.Enabled, nil
+}
+
+// SetAuth sets etcd's authentication as if applied before (by an earlier operator or cluster).
+func (f *Fake) SetAuth(spec AuthSpec) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.auth = spec
+}
+
 // Auth is the authentication spec last applied.
 func (f *Fake) Auth() AuthSpec {
 	f.mu.Lock()
