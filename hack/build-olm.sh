@@ -37,7 +37,10 @@ probe() {
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$dir/bin/grpc_health_probe" github.com/grpc-ecosystem/grpc-health-probe
   )
 }
-if done_; then crds; probe; echo "$dir"; exit 0; fi
+# The CRDs and the probe are kept under the lock too: a stage that finds OLM built while the
+# background prebuild still copies the CRDs must not remove them under it (a cold CI run on a
+# loaded machine did: "cannot touch .../manifests/crds/.done").
+if done_; then with_lock "$dir" crds; with_lock "$dir" probe; echo "$dir"; exit 0; fi
 
 build() {
   done_ && return 0
@@ -67,6 +70,6 @@ build() {
   log "built OLM $OLM_VERSION and opm in $((SECONDS - start))s"
 }
 with_lock "$dir" build
-crds
-probe
+with_lock "$dir" crds
+with_lock "$dir" probe
 echo "$dir"
