@@ -136,10 +136,18 @@ func (r *BackupReconciler) step(ctx context.Context, b *v1alpha1.EtcdBackup) (ct
 		} else if c := jobCondition(job); c != "" {
 			why = c
 		}
-		r.setPhase(b, v1alpha1.BackupFailed, v1alpha1.ReasonBackupFailed, why)
-		r.Recorder.Event(b, corev1.EventTypeWarning, v1alpha1.EventBackupFailed, why)
-		metrics.RecordBackup(b.Namespace, b.Spec.ClusterName, false, 0, time.Now())
+		return r.fail(b, why)
 	}
+	now := metav1.Now()
+	b.Status.CompletionTime = &now
+	return ctrl.Result{}, nil
+}
+
+// fail ends the backup as Failed for why: condition, Warning Event, metric, completion time.
+func (r *BackupReconciler) fail(b *v1alpha1.EtcdBackup, why string) (ctrl.Result, error) {
+	r.setPhase(b, v1alpha1.BackupFailed, v1alpha1.ReasonBackupFailed, why)
+	r.Recorder.Event(b, corev1.EventTypeWarning, v1alpha1.EventBackupFailed, why)
+	metrics.RecordBackup(b.Namespace, b.Spec.ClusterName, false, 0, time.Now())
 	now := metav1.Now()
 	b.Status.CompletionTime = &now
 	return ctrl.Result{}, nil
@@ -160,13 +168,7 @@ func (r *BackupReconciler) jobGone(ctx context.Context, b *v1alpha1.EtcdBackup, 
 			return ctrl.Result{}, err
 		}
 	}
-	why := fmt.Sprintf("Job %s is gone before its result was read (deleted, or removed a day after it finished while the operator was down): what it stored is not verified; take a new backup", key.Name)
-	r.setPhase(b, v1alpha1.BackupFailed, v1alpha1.ReasonBackupFailed, why)
-	r.Recorder.Event(b, corev1.EventTypeWarning, v1alpha1.EventBackupFailed, why)
-	metrics.RecordBackup(b.Namespace, b.Spec.ClusterName, false, 0, time.Now())
-	now := metav1.Now()
-	b.Status.CompletionTime = &now
-	return ctrl.Result{}, nil
+	return r.fail(b, fmt.Sprintf("Job %s is gone before its result was read (deleted, or removed a day after it finished while the operator was down): what it stored is not verified; take a new backup", key.Name))
 }
 
 // start creates the backup's Job once the cluster can be backed up: it exists, is managed by
