@@ -292,9 +292,6 @@ func (m *Manager) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, name 
 	if err != nil {
 		return err
 	}
-	if err := m.ofThisCluster(c, s); err != nil {
-		return err
-	}
 	if err := m.keepSecret(ctx, c, s); err != nil {
 		return err
 	}
