@@ -135,7 +135,7 @@ func exitOn(log logr.Logger, err error, msg string) {
 func parseFlags() *config {
 	cfg := &config{
 		deadlines: planner.DefaultDeadlines,
-		operator:  resources.Operator{Labels: map[string]string{"control-plane": "controller-manager"}},
+		operator:  resources.Operator{Labels: resources.DefaultOperatorLabels()},
 		zap:       zap.Options{Development: false},
 	}
 	flag.StringVar(&cfg.metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (0 disables it)")
