@@ -27,7 +27,8 @@ if [[ $SELECTOR == *quorate* ]]; then
   conformance_image=$("$here/images.sh" conformance "$version")
   workload_image=${WORKLOAD_IMAGE:-$(cat "$root/bin/workload-image" 2>/dev/null || true)}
   [ -n "$workload_image" ] || die "no workload image: run make images first, or set WORKLOAD_IMAGE"
-  sed -i -E "s#image: localhost:5000/quorate/conformance:[^ ]+#image: $conformance_image#; s#^(\s+)- --scorecard#\1- --scorecard\n\1- --workload-image=$workload_image\n\1- --quiet#" "$m/config.yaml"
+  sed -i -E "s#image: [^ ]*quorate[-/]conformance[@:][^ ]+#image: $conformance_image#; s#^(\s+)- --scorecard#\1- --scorecard\n\1- --workload-image=$workload_image\n\1- --quiet#" "$m/config.yaml"
+  grep -qF "image: $conformance_image" "$m/config.yaml" || die "the scorecard config names no quorate-conformance image to replace"
   "$kubectl" create clusterrolebinding "$NAMESPACE-default" --clusterrole=cluster-admin \
     --serviceaccount="$NAMESPACE:default" --dry-run=client -o yaml | "$kubectl" apply -f - >/dev/null
 fi

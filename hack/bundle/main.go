@@ -83,6 +83,11 @@ func run(o options, in io.Reader) error {
 		clusterBound: map[string]string{},
 	}
 	for _, u := range objs {
+		if u.GetKind() == "Configuration" {
+			if err := conformanceTestImage(u, o.conformanceImage); err != nil {
+				return err
+			}
+		}
 		if err := p.add(u); err != nil {
 			return err
 		}
@@ -95,6 +100,39 @@ func run(o options, in io.Reader) error {
 		return err
 	}
 	return write(o, p.csv, p.manifests, p.scorecard)
+}
+
+// ConformanceEntrypoint is the command of the scorecard config's own test, the shipped suite.
+const ConformanceEntrypoint = "quorate-conformance"
+
+// conformanceTestImage names, in the scorecard config, the conformance image the CSV lists
+// among its related images (by digest when the bundle is built with digests): the config
+// ships in the bundle, and a customer running scorecard pulls what it names.
+func conformanceTestImage(u *unstructured.Unstructured, image string) error {
+	if image == "" {
+		return nil
+	}
+	stages, _, err := unstructured.NestedSlice(u.Object, "stages")
+	if err != nil {
+		return fmt.Errorf("scorecard config: %w", err)
+	}
+	found := false
+	for _, st := range stages {
+		stage, _ := st.(map[string]any)
+		tests, _ := stage["tests"].([]any)
+		for _, t := range tests {
+			test, _ := t.(map[string]any)
+			entry, _ := test["entrypoint"].([]any)
+			if len(entry) > 0 && entry[0] == ConformanceEntrypoint {
+				test["image"] = image
+				found = true
+			}
+		}
+	}
+	if !found {
+		return fmt.Errorf("the scorecard config has no %s test", ConformanceEntrypoint)
+	}
+	return unstructured.SetNestedSlice(u.Object, stages, "stages")
 }
 
 // bundleParts are the input's objects, sorted by what the bundle makes of them.

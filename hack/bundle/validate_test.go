@@ -227,4 +227,32 @@ func TestBundleImagesByDigest(t *testing.T) {
 	if pinned != len(version.Releases) {
 		t.Errorf("%d etcd images pinned in the deployment, want one per release the operator runs (%v)", pinned, version.Releases)
 	}
+	// The scorecard config ships in the bundle: its own test runs the conformance image the
+	// CSV lists, not a development registry's tag.
+	var sc struct {
+		Stages []struct {
+			Tests []struct {
+				Entrypoint []string `json:"entrypoint"`
+				Image      string   `json:"image"`
+			} `json:"tests"`
+		} `json:"stages"`
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "bundle", "tests", "scorecard", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, &sc); err != nil {
+		t.Fatal(err)
+	}
+	var images []string
+	for _, st := range sc.Stages {
+		for _, test := range st.Tests {
+			if len(test.Entrypoint) > 0 && test.Entrypoint[0] == ConformanceEntrypoint {
+				images = append(images, test.Image)
+			}
+		}
+	}
+	if want := []string{related["quorate-conformance"]}; !slices.Equal(images, want) {
+		t.Errorf("the scorecard config's %s tests run %q, want %q (the CSV's related image)", ConformanceEntrypoint, images, want)
+	}
 }
