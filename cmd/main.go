@@ -73,21 +73,21 @@ func identity() string {
 
 // config is what the command line sets.
 type config struct {
-	metricsAddr, probeAddr, leaderNS, pullPolicy string
-	pprofAddr                                    string
-	metricsSecret, metricsService                string
-	secureMetrics, leaderElect                   bool
-	concurrency                                  int
-	apiQPS                                       float64
-	apiBurst                                     int
-	resync, rollSettle                           time.Duration
-	deadlines                                    planner.Deadlines
-	ownershipTerm, certLifetime, certPropagation time.Duration
-	minBackupInterval                            time.Duration
-	allowPlaintext                               bool
-	operator                                     resources.Operator
-	images                                       resources.Images
-	zap                                          zap.Options
+	metricsAddr, probeAddr, leaderNS, pullPolicy   string
+	pprofAddr                                      string
+	metricsSecret, metricsCASecret, metricsService string
+	secureMetrics, leaderElect                     bool
+	concurrency                                    int
+	apiQPS                                         float64
+	apiBurst                                       int
+	resync, rollSettle                             time.Duration
+	deadlines                                      planner.Deadlines
+	ownershipTerm, certLifetime, certPropagation   time.Duration
+	minBackupInterval                              time.Duration
+	allowPlaintext                                 bool
+	operator                                       resources.Operator
+	images                                         resources.Images
+	zap                                            zap.Options
 }
 
 func main() {
@@ -170,7 +170,8 @@ func parseFlags() *config {
 	flag.DurationVar(&cfg.minBackupInterval, "min-backup-interval", backup.DefaultMinInterval, "the shortest time allowed between two runs of an EtcdBackupSchedule (each takes a whole snapshot); a schedule that runs more often is refused with InvalidSchedule")
 	flag.DurationVar(&cfg.certPropagation, "certificate-propagation", defaultPropagation, "how long each phase of a CA rotation (spec.tls.rotateCA) lasts at least: the time the kubelet takes to project an updated Secret into the pods, applications' included (env CERTIFICATE_PROPAGATION)")
 	flag.StringVar(&cfg.operator.Namespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, which the clusters' NetworkPolicies admit to the client port (env POD_NAMESPACE; empty: pods with the operator's labels in any namespace)")
-	flag.StringVar(&cfg.metricsSecret, "metrics-cert-secret", "quorate-metrics-tls", "Secret of the operator's namespace holding the metrics endpoint's certificate and CA (issued and renewed by the operator; a ServiceMonitor names its ca.crt); empty: a self-signed certificate")
+	flag.StringVar(&cfg.metricsSecret, "metrics-cert-secret", "quorate-metrics-tls", "Secret of the operator's namespace holding the metrics endpoint's certificate and its CA's certificate (issued and renewed by the operator; a ServiceMonitor names its ca.crt); empty: a self-signed certificate")
+	flag.StringVar(&cfg.metricsCASecret, "metrics-ca-secret", "quorate-metrics-ca", "Secret of the operator's namespace holding the key of the metrics certificate's CA, which only the operator reads (scrapers read --metrics-cert-secret)")
 	flag.StringVar(&cfg.metricsService, "metrics-service", "quorate-controller-manager-metrics-service", "the metrics Service, whose DNS names the metrics certificate covers")
 	flag.Var(labelsFlag(cfg.operator.Labels), "operator-pod-labels", "labels (k=v,...) of the operator's pods, which the clusters' NetworkPolicies admit to the client port")
 	cfg.zap.BindFlags(flag.CommandLine)
@@ -192,7 +193,7 @@ func metricsServing(cfg *config, restConfig *rest.Config, log logr.Logger) (metr
 	}
 	direct, err := client.New(restConfig, client.Options{Scheme: scheme})
 	exitOn(log, err, "creating a client")
-	metricsCert := &metricstls.Provider{Client: direct, Namespace: cfg.operator.Namespace, Secret: cfg.metricsSecret, Service: cfg.metricsService}
+	metricsCert := &metricstls.Provider{Client: direct, Namespace: cfg.operator.Namespace, Secret: cfg.metricsSecret, CASecret: cfg.metricsCASecret, Service: cfg.metricsService}
 	exitOn(log, metricsCert.Ensure(ctrl.LoggerInto(context.Background(), log), time.Now()), "the metrics certificate")
 	metricsOpts.TLSOpts = append(metricsOpts.TLSOpts, metricsCert.TLSOpts)
 	return metricsOpts, metricsCert

@@ -1,12 +1,14 @@
 // Package metricstls gives the operator's metrics endpoint a certificate that its scrapers
-// can verify: issued for the metrics Service's DNS name by a CA of the operator's own, both
-// kept in a Secret of the operator's namespace, whose ca.crt a ServiceMonitor names
-// (tlsConfig.ca) instead of skipping verification. Every replica serves the certificate of the
+// can verify: issued for the metrics Service's DNS name by a CA of the operator's own, kept in
+// a Secret of the operator's namespace whose ca.crt a ServiceMonitor names (tlsConfig.ca)
+// instead of skipping verification; the CA's key is in a second Secret, which scrapers are
+// not given. Every replica serves the certificate of the
 // Secret; it is renewed in place with a third of its lifetime left, and the new one is served
 // from the next handshake on.
 package metricstls
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -28,9 +30,10 @@ type Provider struct {
 	// Client reads and writes the Secret directly (the manager's cache may not see the
 	// operator's namespace, nor be started yet).
 	Client client.Client
-	// Namespace and Secret hold the CA and the certificate; Service is the metrics Service,
-	// whose in-cluster DNS names the certificate covers.
-	Namespace, Secret, Service string
+	// Namespace holds Secret, the served certificate with its CA's certificate (scrapers read
+	// its ca.crt), and CASecret, the CA's key, which only the operator reads. Service is the
+	// metrics Service, whose in-cluster DNS names the certificate covers.
+	Namespace, Secret, CASecret, Service string
 	// Lifetime of the serving certificate (a year when zero); the CA lasts pki.CAValidity.
 	Lifetime time.Duration
 	// Check is how often Start looks at the certificate's age (an hour when zero).
@@ -66,56 +69,69 @@ func (p *Provider) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error
 	return p.cert, nil
 }
 
-// Ensure loads the Secret's certificate, first issuing it (with a new CA) when the Secret does
-// not exist, and renewing it from the same CA when a third of its lifetime is left or it does
-// not cover the Service's names. Two replicas racing write once: the loser reads the winner's.
+// Ensure loads the Secret's certificate, first issuing it when the Secret does not exist, and
+// renewing it from the same CA when a third of its lifetime is left or it does not cover the
+// Service's names. The CA's key is kept in a Secret of its own (CASecret), which only the
+// operator reads: scrapers are given read access to the served Secret for its ca.crt, and with
+// the key they could issue certificates the ServiceMonitor trusts. A served Secret of the
+// earlier layout (ca.key beside ca.crt) has its CA moved to the CA Secret, then its key
+// removed; a crash between the two steps leaves the key in both, and the next Ensure removes
+// it. Two replicas racing write once: the loser reads the winner's.
 func (p *Provider) Ensure(ctx context.Context, now time.Time) error {
 	for attempt := 0; attempt < 3; attempt++ {
-		s := &corev1.Secret{}
-		err := p.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Secret}, s)
-		switch {
-		case apierrors.IsNotFound(err):
-			ca, err := pki.NewCA("quorate-metrics-ca", now)
+		served := &corev1.Secret{}
+		err := p.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Secret}, served)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading the metrics certificate Secret %s/%s: %w", p.Namespace, p.Secret, err)
+		}
+		exists := err == nil
+		ca, again, err := p.ensureCA(ctx, served, now)
+		if err != nil || again {
 			if err != nil {
 				return err
 			}
+			continue
+		}
+		switch {
+		case !exists:
 			pair, err := p.issue(ca, now)
 			if err != nil {
 				return err
 			}
-			s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: p.Secret, Namespace: p.Namespace, Labels: map[string]string{"app.kubernetes.io/name": "quorate"}},
+			served = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: p.Secret, Namespace: p.Namespace, Labels: map[string]string{"app.kubernetes.io/name": "quorate"}},
 				Type: corev1.SecretTypeTLS,
-				Data: map[string][]byte{pki.KeyCert: pair.CertPEM, pki.KeyKey: pair.KeyPEM, pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM}}
-			if err := p.Client.Create(ctx, s); apierrors.IsAlreadyExists(err) {
+				Data: map[string][]byte{pki.KeyCert: pair.CertPEM, pki.KeyKey: pair.KeyPEM, pki.KeyCACert: ca.CertPEM}}
+			if err := p.Client.Create(ctx, served); apierrors.IsAlreadyExists(err) {
 				continue
 			} else if err != nil {
 				return fmt.Errorf("creating the metrics certificate Secret %s/%s: %w", p.Namespace, p.Secret, err)
 			}
 			logf.FromContext(ctx).Info("issued the metrics certificate", "secret", p.Secret, "names", p.DNSNames())
-		case err != nil:
-			return fmt.Errorf("reading the metrics certificate Secret %s/%s: %w", p.Namespace, p.Secret, err)
-		case p.due(s, now):
-			ca, err := pki.LoadCA(s.Data[pki.KeyCACert], s.Data[pki.KeyCAKey])
-			if err != nil {
-				return fmt.Errorf("the metrics CA in Secret %s/%s does not load (%w): delete the Secret, the operator issues a new one", p.Namespace, p.Secret, err)
+		case p.due(served, now) || !bytes.Equal(served.Data[pki.KeyCACert], ca.CertPEM) || served.Data[pki.KeyCAKey] != nil:
+			updated := served.DeepCopy()
+			if updated.Data == nil {
+				updated.Data = map[string][]byte{}
 			}
-			pair, err := p.issue(ca, now)
-			if err != nil {
-				return err
+			if p.due(served, now) || !bytes.Equal(served.Data[pki.KeyCACert], ca.CertPEM) {
+				pair, err := p.issue(ca, now)
+				if err != nil {
+					return err
+				}
+				updated.Data[pki.KeyCert], updated.Data[pki.KeyKey] = pair.CertPEM, pair.KeyPEM
+				logf.FromContext(ctx).Info("renewing the metrics certificate", "secret", p.Secret)
 			}
-			updated := s.DeepCopy()
-			updated.Data[pki.KeyCert], updated.Data[pki.KeyKey] = pair.CertPEM, pair.KeyPEM
-			if err := p.Client.Patch(ctx, updated, client.MergeFromWithOptions(s, client.MergeFromWithOptimisticLock{})); apierrors.IsConflict(err) {
+			updated.Data[pki.KeyCACert] = ca.CertPEM
+			delete(updated.Data, pki.KeyCAKey)
+			if err := p.Client.Patch(ctx, updated, client.MergeFromWithOptions(served, client.MergeFromWithOptimisticLock{})); apierrors.IsConflict(err) {
 				continue
 			} else if err != nil {
-				return fmt.Errorf("renewing the metrics certificate in Secret %s/%s: %w", p.Namespace, p.Secret, err)
+				return fmt.Errorf("updating the metrics certificate in Secret %s/%s: %w", p.Namespace, p.Secret, err)
 			}
-			logf.FromContext(ctx).Info("renewed the metrics certificate", "secret", p.Secret)
 		}
-		if err := p.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Secret}, s); err != nil {
+		if err := p.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Secret}, served); err != nil {
 			return err
 		}
-		cert, err := tls.X509KeyPair(s.Data[pki.KeyCert], s.Data[pki.KeyKey])
+		cert, err := tls.X509KeyPair(served.Data[pki.KeyCert], served.Data[pki.KeyKey])
 		if err != nil {
 			return fmt.Errorf("the metrics certificate in Secret %s/%s does not load: %w", p.Namespace, p.Secret, err)
 		}
@@ -124,7 +140,43 @@ func (p *Provider) Ensure(ctx context.Context, now time.Time) error {
 		p.mu.Unlock()
 		return nil
 	}
-	return fmt.Errorf("the metrics certificate Secret %s/%s keeps changing under the operator", p.Namespace, p.Secret)
+	return fmt.Errorf("the metrics certificate Secrets %s/%s and %s keep changing under the operator", p.Namespace, p.Secret, p.CASecret)
+}
+
+// ensureCA loads the CA from the CA Secret, creating that Secret when it does not exist: with
+// the CA of a served Secret of the earlier layout (which held ca.key), or a new one. again
+// says that another replica created it first: read both again.
+func (p *Provider) ensureCA(ctx context.Context, served *corev1.Secret, now time.Time) (ca *pki.CA, again bool, err error) {
+	s := &corev1.Secret{}
+	err = p.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.CASecret}, s)
+	switch {
+	case err == nil:
+		ca, err := pki.LoadCA(s.Data[pki.KeyCACert], s.Data[pki.KeyCAKey])
+		if err != nil {
+			return nil, false, fmt.Errorf("the metrics CA in Secret %s/%s does not load (%w): delete it, the operator issues a new CA and certificate", p.Namespace, p.CASecret, err)
+		}
+		return ca, false, nil
+	case !apierrors.IsNotFound(err):
+		return nil, false, fmt.Errorf("reading the metrics CA Secret %s/%s: %w", p.Namespace, p.CASecret, err)
+	}
+	if served.Data[pki.KeyCAKey] != nil {
+		ca, err = pki.LoadCA(served.Data[pki.KeyCACert], served.Data[pki.KeyCAKey])
+	}
+	if ca == nil || err != nil {
+		if ca, err = pki.NewCA("quorate-metrics-ca", now); err != nil {
+			return nil, false, err
+		}
+	}
+	s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: p.CASecret, Namespace: p.Namespace, Labels: map[string]string{"app.kubernetes.io/name": "quorate"}},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM}}
+	if err := p.Client.Create(ctx, s); apierrors.IsAlreadyExists(err) {
+		return nil, true, nil
+	} else if err != nil {
+		return nil, false, fmt.Errorf("creating the metrics CA Secret %s/%s: %w", p.Namespace, p.CASecret, err)
+	}
+	logf.FromContext(ctx).Info("keeping the metrics CA in its own Secret", "secret", p.CASecret)
+	return ca, false, nil
 }
 
 func (p *Provider) issue(ca *pki.CA, now time.Time) (pki.Pair, error) {

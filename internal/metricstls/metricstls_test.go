@@ -4,12 +4,16 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"maps"
 	"net"
 	"net/http"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -20,7 +24,7 @@ import (
 )
 
 func provider(c client.Client) *Provider {
-	return &Provider{Client: c, Namespace: "quorate-system", Secret: "quorate-metrics-tls", Service: "quorate-controller-manager-metrics-service"} //nolint:gosec // G101: a Secret's name
+	return &Provider{Client: c, Namespace: "quorate-system", Secret: "quorate-metrics-tls", CASecret: "quorate-metrics-ca", Service: "quorate-controller-manager-metrics-service"} //nolint:gosec // G101: a Secret's name
 }
 
 // serve answers TLS on loopback with p's certificate and returns the address.
@@ -57,6 +61,10 @@ func TestMetricsCertificateVerifies(t *testing.T) {
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "quorate-system", Name: "quorate-metrics-tls"}, s); err != nil {
 		t.Fatal(err)
 	}
+	// Scrapers are given the served Secret for its ca.crt: the CA's key is not in it.
+	if got := keys(s); !slices.Equal(got, []string{pki.KeyCACert, pki.KeyCert, pki.KeyKey}) {
+		t.Fatalf("the served Secret holds %v", got)
+	}
 	addr := serve(t, p)
 	name := "quorate-controller-manager-metrics-service.quorate-system.svc"
 	// The handshake checks validity against the real clock: the test certificate starts at
@@ -92,6 +100,60 @@ func TestMetricsCertificateVerifies(t *testing.T) {
 	second, err := handshakeAt(t, addr, renewed.Data[pki.KeyCACert], name, now.Add(251*24*time.Hour))
 	if err != nil || second.SerialNumber.Cmp(first.SerialNumber) == 0 {
 		t.Fatalf("after renewal the endpoint serves %v (err %v)", second.SerialNumber, err)
+	}
+}
+
+func keys(s *corev1.Secret) []string {
+	return slices.Sorted(maps.Keys(s.Data))
+}
+
+// An install of the earlier layout, whose served Secret held the CA's key too: the CA moves to
+// the CA Secret and the key leaves the served Secret, whose ca.crt and certificate stay (the
+// scrapers' trust is unchanged), also when the operator stopped between the two steps.
+func TestMetricsCAKeyLeavesTheServedSecret(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	now := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	ca, err := pki.NewCA("quorate-metrics-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crashed := range []bool{false, true} {
+		c := fake.NewClientBuilder().WithScheme(scheme).Build()
+		p := provider(c)
+		pair, err := p.issue(ca, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: p.Secret, Namespace: p.Namespace}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{pki.KeyCert: pair.CertPEM, pki.KeyKey: pair.KeyPEM, pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM}}
+		if err := c.Create(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		if crashed { // the CA Secret was written, the served Secret not yet
+			if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: p.CASecret, Namespace: p.Namespace},
+				Data: map[string][]byte{pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Ensure(ctx, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		served, kept := &corev1.Secret{}, &corev1.Secret{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Secret}, served); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.CASecret}, kept); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string][]byte{pki.KeyCert: pair.CertPEM, pki.KeyKey: pair.KeyPEM, pki.KeyCACert: ca.CertPEM}
+		if !reflect.DeepEqual(served.Data, want) {
+			t.Errorf("crashed=%v: the served Secret holds %v, want the same certificate and CA without the CA's key", crashed, keys(served))
+		}
+		if want := map[string][]byte{pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM}; !reflect.DeepEqual(kept.Data, want) {
+			t.Errorf("crashed=%v: the CA Secret does not hold the earlier CA", crashed)
+		}
 	}
 }
 
