@@ -256,3 +256,25 @@ func TestBundleImagesByDigest(t *testing.T) {
 		t.Errorf("the scorecard config's %s tests run %q, want %q (the CSV's related image)", ConformanceEntrypoint, images, want)
 	}
 }
+
+// The CSV offers exactly the install modes the OLM scenarios install and check with
+// SubjectAccessReviews (e2e/olm checkScope: olm-install AllNamespaces, olm-upgrade and
+// olm-scope-migration OwnNamespace). SingleNamespace and MultiNamespace grant the operator's
+// rules in its own namespace besides the targets (docs/olm.md#install-modes): offering one
+// again needs its scenario first.
+func TestInstallModesOffered(t *testing.T) {
+	b, err := manifests.GetBundleFromDir(filepath.Join("..", "..", "bundle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offered []string
+	for _, m := range b.CSV.Spec.InstallModes {
+		if m.Supported {
+			offered = append(offered, string(m.Type))
+		}
+	}
+	slices.Sort(offered)
+	if want := []string{"AllNamespaces", "OwnNamespace"}; !slices.Equal(offered, want) {
+		t.Errorf("the CSV offers install modes %v, want %v (each with its OLM scenario)", offered, want)
+	}
+}
