@@ -57,6 +57,8 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 		return next, r.startJoin(c, o, s, a), nil
 	case planner.StartRecovery, planner.RecoveryPhase:
 		return next, r.recordRecovery(c, a), nil
+	case planner.Fence:
+		return next, statusShare{}, r.fence(ctx, c, o, a)
 	}
 	return next, statusShare{}, fmt.Errorf("unknown action %q", a.Kind)
 }
@@ -139,6 +141,20 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 		r.Expectations.ExpectDelete(key, expectations.Key{Kind: kindPVC, Name: a.Member}, p.UID)
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventVolumeDeleted, "deleted the volume of removed member %s", a.Member)
 	}
+	return nil
+}
+
+// fence marks a member's volume as fenced by a forced recovery before the survivor is forced
+// (planner.fenceOthers): from then on no pass gives it a pod, whatever status says.
+func (r *Reconciler) fence(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, a planner.Action) error {
+	p, ok := o.pvcs[a.Member]
+	if !ok {
+		return nil
+	}
+	if err := r.annotate(ctx, p, map[string]string{names.AnnotationFenced: a.Token}); err != nil {
+		return fmt.Errorf("fencing the volume of %s: %w", a.Member, err)
+	}
+	r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventRecoveryProgress, "%s", a.Message)
 	return nil
 }
 

@@ -191,6 +191,7 @@ func (o *observation) addVolumes(c *v1alpha1.EtcdCluster, s *planner.State, memb
 		m.HasPVC = true
 		m.PVCTerminating = !p.DeletionTimestamp.IsZero()
 		m.PVCHasData = p.Annotations[names.AnnotationClusterID] != ""
+		m.Fenced = p.Annotations[names.AnnotationFenced]
 		o.judgeVolume(c, p, m)
 		m.Age = max(m.Age, now.Sub(p.CreationTimestamp.Time))
 		if n, err := strconv.Atoi(p.Annotations[resources.AnnotationBootstrapSize]); err == nil && n > s.BootstrapSize {

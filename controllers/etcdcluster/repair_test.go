@@ -535,6 +535,73 @@ func TestForcedRecovery(t *testing.T) {
 	}
 }
 
+// A forced recovery while the other members' pods and volumes are still there, unreachable
+// (a partition between the operator and them, or paused containers): before the survivor is
+// forced, each other volume is marked as fenced and each other pod deleted, so the old
+// majority cannot go on as a second cluster with the same ID; the fenced volumes are deleted
+// once the recovered cluster answers, and the cluster grows back on new volumes.
+func TestForcedRecoveryFencesTheOthers(t *testing.T) {
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	kubelet(t, ns)
+	ctx := context.Background()
+	bootstrap(t, ns, "fen", 3, fake)
+	fake.SetRevision("fen-1", 1234)
+	oldUIDs := map[string]types.UID{}
+	for _, m := range []string{"fen-0", "fen-2"} {
+		fake.SetDown(m, true)
+		p := &corev1.PersistentVolumeClaim{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: m}, p); err != nil {
+			t.Fatal(err)
+		}
+		oldUIDs[m] = p.UID
+	}
+	wantCondition(t, ns, "fen", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonEtcdUnreachable,
+		"no member answers with quorum: waiting for members to come back from their volumes; if a majority of volumes is lost for good, set spec.recovery.forceNewCluster to restart from the member that has the most data (writes it had not applied are lost)"))
+	patchCluster(t, ns, "fen", func(c *v1alpha1.EtcdCluster) {
+		c.Spec.Recovery = &v1alpha1.RecoverySpec{ForceNewCluster: "incident-1"}
+	})
+	eventually(t, timeout, "fen-1 restarted with --force-new-cluster", func() error {
+		p := &corev1.Pod{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "fen-1"}, p); err != nil {
+			return err
+		}
+		if !slices.Contains(p.Spec.Containers[0].Command, "--force-new-cluster") {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	// The survivor is forced: by now the others are fenced and stopped.
+	if pods := objectNames(t, ns, &corev1.PodList{}); !slices.Equal(pods, []string{"fen-1"}) {
+		t.Fatalf("pods when the survivor is forced: %v, want fen-1 alone", pods)
+	}
+	for _, m := range []string{"fen-0", "fen-2"} {
+		p := &corev1.PersistentVolumeClaim{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: m}, p); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Annotations[names.AnnotationFenced]; got != "incident-1" {
+			t.Errorf("the volume of %s is marked %q, want fenced by incident-1", m, got)
+		}
+	}
+	assertEvent(t, ns, v1alpha1.EventRecoveryProgress, "fencing fen-0 before fen-1 is forced to lead alone: its volume is marked so that it never runs again")
+	fake.ForceNewCluster("fen-1")
+	for _, m := range []string{"fen-0", "fen-2"} {
+		fake.SetDown(m, false)
+	}
+	waitFor(t, ns, "fen", "3 members again", settled(3))
+	for _, m := range []string{"fen-0", "fen-2"} {
+		p := &corev1.PersistentVolumeClaim{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: m}, p); err != nil {
+			t.Fatal(err)
+		}
+		if p.UID == oldUIDs[m] || p.Annotations[names.AnnotationFenced] != "" {
+			t.Errorf("%s runs on its fenced volume (UID %s, mark %q)", m, p.UID, p.Annotations[names.AnnotationFenced])
+		}
+	}
+}
+
 // Storage changes: a volume grows in place where its StorageClass allows it (the file system
 // grows at the pod's next start); a change of class (or growth in a class that cannot expand)
 // moves each member to a new volume, add-first, the leader last.

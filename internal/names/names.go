@@ -42,6 +42,12 @@ const (
 	// start etcd on an empty data directory from then on, whatever its flags say. The
 	// launcher reads it through the downward API at every start of the container.
 	AnnotationRequireData = Prefix + "require-data"
+	// AnnotationFenced on a member PVC names the forced recovery (its spec.recovery.forceNewCluster
+	// token) that fenced the member before another member was forced to lead alone: the
+	// forced member's cluster no longer counts it, so its data, which may be a quorum of the
+	// old membership, never runs again. The operator gives such a volume no pod, and deletes it
+	// once the recovered cluster answers.
+	AnnotationFenced = Prefix + "fenced-by-recovery"
 	// LabelRetention on a member PVC is spec.volumeRetention when the PVC was last reconciled.
 	LabelRetention = Prefix + "retention"
 

@@ -2,8 +2,10 @@ package planner
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/names"
 )
 
 // planBootstrap creates the bootstrap members once; a volume that has held data forbids it.
@@ -46,7 +48,7 @@ func planBootstrap(s State, name func(int) string) Action {
 // volumes hold data are brought back; a pod that ended is replaced.
 func planUnreachable(s State) Action {
 	for _, m := range s.sorted() {
-		if m.HasPVC && m.PVCHasData && !m.PVCTerminating && !m.HasPod {
+		if m.HasPVC && m.PVCHasData && !m.PVCTerminating && !m.HasPod && m.Fenced == "" {
 			return Action{Kind: CreatePod, Member: m.Name, RequireData: true, Reason: v1alpha1.ReasonEtcdUnreachable,
 				Message: fmt.Sprintf("etcd is unreachable; restarting member %s from its volume to restore quorum", m.Name)}
 		}
@@ -64,6 +66,10 @@ func planUnreachable(s State) Action {
 			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonMemberDataLost, Attention: true,
 				Message: fmt.Sprintf("no member answers with quorum, and member %s refused to start: it has run before but its volume lost its data, and it will neither rejoin with an empty log nor start a new cluster; bring the other members back, or recover from the one with the most data (spec.recovery.forceNewCluster); if %s held the only copy, restore a backup into a new EtcdCluster", m.Name, m.Name)}
 		}
+	}
+	if fenced := s.fencedMembers(); len(fenced) > 0 {
+		return Action{Kind: Wait, Reason: v1alpha1.ReasonEtcdUnreachable, Attention: true,
+			Message: fmt.Sprintf("no member answers with quorum, and members %s were fenced by a forced recovery that did not complete (their volumes are marked %s and never run again): set a new spec.recovery.forceNewCluster token to restart from the member that has the most data; only if you know that no member was forced, remove the annotation from their PVCs to bring them back", strings.Join(fenced, ", "), names.AnnotationFenced)}
 	}
 	return Action{Kind: Wait, Reason: v1alpha1.ReasonEtcdUnreachable, Attention: true,
 		Message: "no member answers with quorum: waiting for members to come back from their volumes; if a majority of volumes is lost for good, set spec.recovery.forceNewCluster to restart from the member that has the most data (writes it had not applied are lost)"}

@@ -11,7 +11,7 @@ import (
 // that does not answer holds up only its own member.
 func ensureObjects(s State) (Action, bool) {
 	for _, m := range s.sorted() {
-		if !m.InEtcd || m.dataLost() != "" {
+		if !m.InEtcd || m.dataLost() != "" || m.Fenced != "" {
 			continue
 		}
 		switch {

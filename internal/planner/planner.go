@@ -63,6 +63,9 @@ type Member struct {
 	HasPVC         bool
 	PVCTerminating bool
 	PVCHasData     bool // the PVC is annotated with the cluster ID: it has held member data
+	// Fenced is the forced recovery (token) that fenced this member's volume: it never runs
+	// again ("" when not fenced).
+	Fenced string
 	// VolumeOutdated: the PVC does not match spec.storage and cannot be made to (another
 	// StorageClass, or too small in a class that cannot expand): the member moves to a new
 	// volume, add-first.
@@ -192,6 +195,9 @@ const (
 	Disarm Kind = "Disarm"
 	// Defragment returns a member's free pages to the file system.
 	Defragment Kind = "Defragment"
+	// Fence marks Member's volume as fenced by the recovery Action.Token before the survivor
+	// is forced: it never runs again.
+	Fence Kind = "Fence"
 	// StartRecovery records a forced recovery from Member and stops its pod, which comes back
 	// with --force-new-cluster.
 	StartRecovery Kind = "StartRecovery"
@@ -222,6 +228,8 @@ type Action struct {
 	Revision int64
 	// Phase for RecoveryPhase.
 	Phase string
+	// Token for Fence: the recovery that fences the member.
+	Token string
 	// Retry for Wait: when the wait is known to end, if sooner than the usual re-check (a
 	// rolling update waits out RollSettle to the moment, not to the next 5 s tick).
 	Retry time.Duration
@@ -310,7 +318,7 @@ func Plan(s State, name func(int) string) Action {
 	if s.Paused {
 		return Action{Kind: Wait, Reason: v1alpha1.ReasonPaused, Message: "spec.paused is true: the operator makes no changes; set it to false to resume"}
 	}
-	for _, r := range []rule{checkIdentity, checkVolumes, strayForcedPod} {
+	for _, r := range []rule{checkIdentity, checkVolumes, strayForcedPod, fencedPod} {
 		if a, ok := r(s); ok {
 			return a
 		}

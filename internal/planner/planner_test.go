@@ -369,6 +369,12 @@ func (x *sim) apply(t *testing.T, a Action) {
 		m.HasPod, m.PodCurrent, m.Started, m.Reachable, m.ClusterID, m.HasLeader, m.PVCHasData = true, true, true, true, cid, true, true
 		m.ReadyFor, m.Version, m.PodForcesNewCluster = time.Hour, s.Version, a.ForceNewCluster
 		if a.ForceNewCluster {
+			// Every other member must be stopped and fenced before one is forced.
+			for _, o := range s.Members {
+				if o.Name != a.Member && (o.HasPod || (o.HasPVC && o.Fenced != s.Recovery.Token)) {
+					t.Errorf("%s is forced while %s has a pod (%v) or an unfenced volume (fenced %q)", a.Member, o.Name, o.HasPod, o.Fenced)
+				}
+			}
 			// --force-new-cluster: the member alone, leading, with the cluster ID.
 			for i := range s.Members {
 				if s.Members[i].Name != a.Member {
@@ -405,6 +411,9 @@ func (x *sim) apply(t *testing.T, a Action) {
 		}
 	case DeletePVC:
 		s.Members[idx(a.Member)].HasPVC = false
+	case Fence:
+		s.Members[idx(a.Member)].Fenced = a.Token
+		x.changes = append(x.changes, "fence "+a.Member)
 	default:
 		t.Fatalf("unexpected action %v", a)
 	}
@@ -682,5 +691,95 @@ func TestDefragment(t *testing.T) {
 		if got := Plan(tc.state, name); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A forced recovery while the other members still run where the operator cannot reach them (a
+// partition, or paused containers): each is fenced (its volume marked) and stopped before the
+// survivor is forced, so the old majority cannot go on as a second cluster with the same ID;
+// the fenced volumes are deleted once the recovered cluster answers, and never get a pod.
+func TestRecoveryFencesTheOthers(t *testing.T) {
+	x := &sim{s: running(3), nextID: 200}
+	for _, i := range []int{0, 2} {
+		m := &x.s.Members[i]
+		m.Reachable, m.HasLeader = false, false // pods and volumes there, not answering
+	}
+	x.s.Members[1].HasLeader, x.s.Members[1].Revision = false, 1234
+	x.s.EtcdReachable, x.s.LeaderID = false, 0
+	x.s.Recovery.Requested = "incident-1"
+	var stops []string
+	for steps := 0; steps < 100; steps++ {
+		a := Plan(x.s, name)
+		if a.Kind == None {
+			break
+		}
+		if a.Kind == DeletePod && a.Reason == v1alpha1.ReasonRecovery {
+			stops = append(stops, a.Member)
+		}
+		if m, ok := x.s.byName(a.Member); ok && a.Kind == CreatePod && m.Fenced != "" {
+			t.Fatalf("a fenced member gets a pod: %v", a)
+		}
+		x.apply(t, a)
+		x.check(t)
+	}
+	want := []string{"recover-from c-1@1234", "fence c-0", "fence c-2", "recovery Rejoining", "recovery Completed", "add c-0", "promote c-0", "add c-2", "promote c-2"}
+	if !reflect.DeepEqual(x.changes, want) {
+		t.Fatalf("recovery changes = %v\nwant %v", x.changes, want)
+	}
+	// c-0 and c-2 stopped before the survivor's restart (the survivor c-1 twice: forced, then not).
+	if want := []string{"c-0", "c-2", "c-1", "c-1"}; !reflect.DeepEqual(stops, want) {
+		t.Fatalf("pods stopped for the recovery: %v, want %v", stops, want)
+	}
+	for _, m := range x.s.Members {
+		if m.Fenced != "" {
+			t.Errorf("%s is a member of the recovered cluster on a fenced volume", m.Name)
+		}
+	}
+}
+
+// The fence holds without the recovery's record: a fenced member's pod is deleted at once, a
+// cluster without quorum does not restart it from its volume and says why, and a later
+// recovery does not pick it as the survivor.
+func TestFencedVolumesNeverRun(t *testing.T) {
+	fenced := func(m *Member) { m.Fenced = "incident-1" }
+	down := func(m *Member) { m.HasPod, m.Reachable, m.HasLeader = false, false, false }
+	unreachable := func(s *State) { s.EtcdReachable, s.LeaderID = false, 0 }
+	for _, tc := range []struct {
+		name  string
+		state State
+		want  Action
+		msg   string
+	}{
+		{name: "a fenced member's pod is deleted", state: running(3, unreachable, member(0, fenced)),
+			want: Action{Kind: DeletePod, Member: "c-0", Reason: v1alpha1.ReasonRecovery, Attention: true}, msg: "fenced by the recovery \"incident-1\""},
+		{name: "no quorum: a fenced volume is not restarted", state: running(3, unreachable, member(0, fenced, down), member(2, fenced, down),
+			member(1, func(m *Member) { m.HasLeader = false })),
+			want: Action{Kind: Wait, Reason: v1alpha1.ReasonEtcdUnreachable, Attention: true}, msg: "members c-0, c-2 were fenced"},
+		{name: "a new recovery does not start from a fenced volume", state: running(3, unreachable, member(0, fenced, down, func(m *Member) { m.HasPod = false }),
+			member(1, func(m *Member) { m.HasLeader, m.Revision = false, 10 }), member(2, fenced, func(m *Member) { m.HasLeader, m.Revision, m.HasPod = false, 99, true }),
+			func(s *State) {
+				s.Members[2].Fenced = ""
+				s.Members[2].Reachable = true
+				s.Members[0].Revision = 500
+				s.Recovery.Requested = "incident-2"
+			}),
+			want: Action{Kind: StartRecovery, Member: "c-2", Revision: 99, Reason: v1alpha1.ReasonRecovery, Attention: true}, msg: "from member c-2"},
+		{name: "a stuck terminating pod holds the forced start, with the way out", state: running(3, unreachable,
+			member(0, fenced, func(m *Member) { m.PodTerminating, m.TerminatingFor, m.Reachable = true, time.Hour, false }),
+			member(2, fenced, down), func(s *State) {
+				s.Recovery = Recovery{Requested: "incident-1", Token: "incident-1", Phase: v1alpha1.RecoveryRestarting, Member: "c-1"}
+			}),
+			want: Action{Kind: Wait, Member: "c-0", Reason: v1alpha1.ReasonRecovery, Attention: true}, msg: "kubectl delete pod --force --grace-period=0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := Plan(tc.state, name)
+			if !strings.Contains(a.Message, tc.msg) {
+				t.Errorf("message %q does not contain %q", a.Message, tc.msg)
+			}
+			a.Message = ""
+			if !reflect.DeepEqual(a, tc.want) {
+				t.Errorf("Plan =\n %+v\nwant\n %+v", a, tc.want)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/quorum"
@@ -49,7 +50,7 @@ func startRecovery(s State) (Action, bool) {
 	}
 	var best *Member
 	for _, m := range s.sorted() {
-		if !m.Reachable || m.ClusterID != s.ClusterID || !m.HasPVC || m.PVCTerminating || m.DataDirLost {
+		if !m.Reachable || m.ClusterID != s.ClusterID || !m.HasPVC || m.PVCTerminating || m.DataDirLost || m.Fenced != "" {
 			continue
 		}
 		if best == nil || m.Revision > best.Revision {
@@ -58,7 +59,7 @@ func startRecovery(s State) (Action, bool) {
 	}
 	if best == nil {
 		for _, m := range s.sorted() {
-			if m.HasPVC && m.PVCHasData && !m.PVCTerminating && !m.HasPod {
+			if m.HasPVC && m.PVCHasData && !m.PVCTerminating && !m.HasPod && m.Fenced == "" {
 				return Action{Kind: CreatePod, Member: m.Name, RequireData: true, Reason: v1alpha1.ReasonRecovery,
 					Message: fmt.Sprintf("recovery requested: starting member %s from its volume to learn how much it has applied", m.Name)}, true
 			}
@@ -70,10 +71,13 @@ func startRecovery(s State) (Action, bool) {
 		Message: fmt.Sprintf("forcing a new cluster from member %s, which has applied revision %d (the most of the members that answer): writes acknowledged after revision %d that it had not applied are lost", best.Name, best.Revision, best.Revision)}, true
 }
 
-// restartSurvivor replaces the survivor's pod by one that starts etcd with --force-new-cluster
-// and waits until it leads a cluster of itself alone.
+// restartSurvivor fences the other members, then replaces the survivor's pod by one that
+// starts etcd with --force-new-cluster and waits until it leads a cluster of itself alone.
 func restartSurvivor(s State) (Action, bool) {
 	name := s.Recovery.Member
+	if a, ok := fenceOthers(s, name); ok {
+		return a, true
+	}
 	m, _ := s.byName(name)
 	switch {
 	case !m.HasPVC || m.PVCTerminating:
@@ -95,6 +99,62 @@ func restartSurvivor(s State) (Action, bool) {
 	}
 	return Action{Kind: Wait, Member: name, Reason: v1alpha1.ReasonRecovery,
 		Message: fmt.Sprintf("waiting for %s to start as the single member of the cluster", name)}, true
+}
+
+// fenceOthers stops every member but the survivor for good before the survivor is forced to
+// lead alone. A member the operator cannot reach is not necessarily down: partitioned from
+// the operator, or paused, a majority of the old membership would go on as a cluster with the
+// same ID beside the forced one. So each volume is marked first (the mark outlives the
+// recovery's record in status: no later pass gives it a pod), then each pod is deleted, and
+// the survivor is forced only once every other pod is gone, not merely terminating: a pod
+// whose node does not answer may still run.
+func fenceOthers(s State, survivor string) (Action, bool) {
+	token := s.Recovery.Token
+	for _, m := range s.sorted() {
+		if m.Name == survivor {
+			continue
+		}
+		switch {
+		case m.HasPVC && !m.PVCTerminating && m.Fenced != token:
+			return Action{Kind: Fence, Member: m.Name, Token: token, Reason: v1alpha1.ReasonRecovery,
+				Message: fmt.Sprintf("fencing %s before %s is forced to lead alone: its volume is marked so that it never runs again", m.Name, survivor)}, true
+		case m.HasPod && !m.PodTerminating:
+			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonRecovery,
+				Message: fmt.Sprintf("stopping %s (fenced) before %s is forced to lead alone: a member the operator cannot reach may still run with a majority of the old membership", m.Name, survivor)}, true
+		case m.PodTerminating && m.TerminatingFor > s.Deadlines.Terminating:
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonRecovery, Attention: true,
+				Message: fmt.Sprintf("the recovery waits for the pod of %s to stop before %s is forced to lead alone, and its node does not finish it (terminating for %s): if the node is gone for good, delete the pod with kubectl delete pod --force --grace-period=0; forcing while it may still run could make two clusters", m.Name, survivor, m.TerminatingFor.Round(time.Second))}, true
+		case m.PodTerminating:
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonRecovery,
+				Message: fmt.Sprintf("waiting for the pod of %s (fenced) to stop before %s is forced to lead alone", m.Name, survivor)}, true
+		}
+	}
+	return Action{}, false
+}
+
+// fencedPod deletes at once any pod of a fenced member (a pod created from a cache that had
+// not seen the mark yet, or by hand): its data may be a quorum of the membership before the
+// recovery, which must never run again.
+func fencedPod(s State) (Action, bool) {
+	for _, m := range s.sorted() {
+		if m.Fenced != "" && m.HasPod && !m.PodTerminating {
+			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonRecovery, Attention: true,
+				Message: fmt.Sprintf("deleting the pod of %s: its volume was fenced by the recovery %q and never runs again", m.Name, m.Fenced)}, true
+		}
+	}
+	return Action{}, false
+}
+
+// fencedMembers names the members fenced by a recovery, for the message of a cluster that
+// waits without quorum.
+func (s State) fencedMembers() []string {
+	var out []string
+	for _, m := range s.sorted() {
+		if m.Fenced != "" {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }
 
 // rejoinSurvivor replaces the forced pod by an ordinary one, so that no later restart forces a
