@@ -57,7 +57,7 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 		return next, r.startJoin(c, o, s, a), nil
 	case planner.StartRecovery, planner.RecoveryPhase:
 		return next, r.recordRecovery(c, a), nil
-	case planner.Fence:
+	case planner.Fence, planner.MarkRecovered:
 		return next, statusShare{}, r.fence(ctx, c, o, a)
 	}
 	return next, statusShare{}, fmt.Errorf("unknown action %q", a.Kind)
@@ -144,17 +144,24 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 	return nil
 }
 
-// fence marks a member's volume as fenced by a forced recovery before the survivor is forced
-// (planner.fenceOthers): from then on no pass gives it a pod, whatever status says.
+// fence marks the volumes of a forced recovery before the survivor is forced: each other
+// member's as fenced (planner.fenceOthers: from then on no pass gives it a pod, whatever status
+// says), and the survivor's with the token, which is then not acted on again.
 func (r *Reconciler) fence(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, a planner.Action) error {
 	p, ok := o.pvcs[a.Member]
 	if !ok {
 		return nil
 	}
-	if err := r.annotate(ctx, p, map[string]string{names.AnnotationFenced: a.Token}); err != nil {
-		return fmt.Errorf("fencing the volume of %s: %w", a.Member, err)
+	key := names.AnnotationFenced
+	if a.Kind == planner.MarkRecovered {
+		key = names.AnnotationRecoveredBy
 	}
-	r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventRecoveryProgress, "%s", a.Message)
+	if err := r.annotate(ctx, p, map[string]string{key: a.Token}); err != nil {
+		return fmt.Errorf("marking the volume of %s for the recovery: %w", a.Member, err)
+	}
+	if a.Kind == planner.Fence {
+		r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventRecoveryProgress, "%s", a.Message)
+	}
 	return nil
 }
 

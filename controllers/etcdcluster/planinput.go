@@ -192,6 +192,7 @@ func (o *observation) addVolumes(c *v1alpha1.EtcdCluster, s *planner.State, memb
 		m.PVCTerminating = !p.DeletionTimestamp.IsZero()
 		m.PVCHasData = p.Annotations[names.AnnotationClusterID] != ""
 		m.Fenced = p.Annotations[names.AnnotationFenced]
+		m.RecoveredBy = p.Annotations[names.AnnotationRecoveredBy]
 		o.judgeVolume(c, p, m)
 		m.Age = max(m.Age, now.Sub(p.CreationTimestamp.Time))
 		if n, err := strconv.Atoi(p.Annotations[resources.AnnotationBootstrapSize]); err == nil && n > s.BootstrapSize {

@@ -48,6 +48,10 @@ const (
 	// old membership, never runs again. The operator gives such a volume no pod, and deletes it
 	// once the recovered cluster answers.
 	AnnotationFenced = Prefix + "fenced-by-recovery"
+	// AnnotationRecoveredBy on the survivor's PVC names the forced recovery (token) that
+	// restarted it alone: with the fenced volumes' marks, it keeps a token from being acted on
+	// again when the EtcdCluster's status is lost (recreated, or restored by a backup tool).
+	AnnotationRecoveredBy = Prefix + "recovered-by"
 	// LabelRetention on a member PVC is spec.volumeRetention when the PVC was last reconciled.
 	LabelRetention = Prefix + "retention"
 

@@ -66,6 +66,9 @@ type Member struct {
 	// Fenced is the forced recovery (token) that fenced this member's volume: it never runs
 	// again ("" when not fenced).
 	Fenced string
+	// RecoveredBy is the forced recovery (token) that restarted this member alone ("" when
+	// none did).
+	RecoveredBy string
 	// VolumeOutdated: the PVC does not match spec.storage and cannot be made to (another
 	// StorageClass, or too small in a class that cannot expand): the member moves to a new
 	// volume, add-first.
@@ -198,6 +201,9 @@ const (
 	// Fence marks Member's volume as fenced by the recovery Action.Token before the survivor
 	// is forced: it never runs again.
 	Fence Kind = "Fence"
+	// MarkRecovered marks the survivor's volume with the recovery's Action.Token before it is
+	// forced: the token is not acted on again if status is lost.
+	MarkRecovered Kind = "MarkRecovered"
 	// StartRecovery records a forced recovery from Member and stops its pod, which comes back
 	// with --force-new-cluster.
 	StartRecovery Kind = "StartRecovery"
@@ -228,7 +234,7 @@ type Action struct {
 	Revision int64
 	// Phase for RecoveryPhase.
 	Phase string
-	// Token for Fence: the recovery that fences the member.
+	// Token for Fence and MarkRecovered: the recovery that fences or restarts the member.
 	Token string
 	// Retry for Wait: when the wait is known to end, if sooner than the usual re-check (a
 	// rolling update waits out RollSettle to the moment, not to the next 5 s tick).

@@ -414,6 +414,8 @@ func (x *sim) apply(t *testing.T, a Action) {
 	case Fence:
 		s.Members[idx(a.Member)].Fenced = a.Token
 		x.changes = append(x.changes, "fence "+a.Member)
+	case MarkRecovered:
+		s.Members[idx(a.Member)].RecoveredBy = a.Token
 	default:
 		t.Fatalf("unexpected action %v", a)
 	}
@@ -734,6 +736,21 @@ func TestRecoveryFencesTheOthers(t *testing.T) {
 		if m.Fenced != "" {
 			t.Errorf("%s is a member of the recovered cluster on a fenced volume", m.Name)
 		}
+	}
+	// Status lost (the object recreated, or restored by a backup tool) and quorum lost again:
+	// the survivor's volume records the token, which does not force a second time.
+	x.s.Recovery = Recovery{Requested: "incident-1"}
+	x.s.EtcdReachable, x.s.LeaderID = false, 0
+	for i := range x.s.Members {
+		x.s.Members[i].Reachable, x.s.Members[i].HasLeader = x.s.Members[i].Name == "c-1", false
+	}
+	a := Plan(x.s, name)
+	if !strings.Contains(a.Message, `"incident-1" was acted on before (the volume of c-1 records it)`) {
+		t.Errorf("message %q", a.Message)
+	}
+	a.Message = ""
+	if want := (Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonRecovery, Attention: true}); !reflect.DeepEqual(a, want) {
+		t.Fatalf("a token acted on before, with status lost: %+v, want %+v", a, want)
 	}
 }
 

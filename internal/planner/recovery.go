@@ -48,6 +48,12 @@ func startRecovery(s State) (Action, bool) {
 		return Action{Kind: RecoveryPhase, Phase: v1alpha1.RecoveryNotNeeded, Reason: v1alpha1.ReasonRecovery,
 			Message: fmt.Sprintf("spec.recovery.forceNewCluster is %q but the cluster has quorum: nothing to recover; the request is recorded and will not act later", s.Recovery.Requested)}, true
 	}
+	for _, m := range s.sorted() {
+		if m.RecoveredBy == s.Recovery.Requested || m.Fenced == s.Recovery.Requested {
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonRecovery, Attention: true,
+				Message: fmt.Sprintf("spec.recovery.forceNewCluster %q was acted on before (the volume of %s records it), and the cluster's status does not say how it ended: a token forces at most once; set a new token to ask for another recovery", s.Recovery.Requested, m.Name)}, true
+		}
+	}
 	var best *Member
 	for _, m := range s.sorted() {
 		if !m.Reachable || m.ClusterID != s.ClusterID || !m.HasPVC || m.PVCTerminating || m.DataDirLost || m.Fenced != "" {
@@ -83,6 +89,9 @@ func restartSurvivor(s State) (Action, bool) {
 	case !m.HasPVC || m.PVCTerminating:
 		return Action{Kind: Halt, Member: name, Reason: v1alpha1.ReasonRecovery, Attention: true,
 			Message: fmt.Sprintf("the recovery lost its survivor: the volume of %s is gone; restore a backup into a new EtcdCluster", name)}, true
+	case m.RecoveredBy != s.Recovery.Token:
+		return Action{Kind: MarkRecovered, Member: name, Token: s.Recovery.Token, Reason: v1alpha1.ReasonRecovery,
+			Message: fmt.Sprintf("recording the recovery %q on the volume of %s before it is forced", s.Recovery.Token, name)}, true
 	case m.PodTerminating:
 		return Action{Kind: Wait, Member: name, Reason: v1alpha1.ReasonRecovery, Message: "waiting for the old pod of " + name + " to stop"}, true
 	case m.HasPod && !m.PodForcesNewCluster:
