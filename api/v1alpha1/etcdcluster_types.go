@@ -600,12 +600,20 @@ type CertificateExpiry struct {
 
 // CARotationStatus is the progress of a CA rotation.
 type CARotationStatus struct {
-	// Token is the spec.tls.rotateCA it answers.
+	// Token is the spec.tls.rotateCA it answers, or for a rotation the operator started
+	// itself, auto-<serial of the CA it replaces>.
 	Token string `json:"token"`
 	// Phase: Trusting, Reissuing, Dropping or Completed.
 	Phase string `json:"phase"`
 	// PhaseTime is when the phase began.
 	PhaseTime metav1.Time `json:"phaseTime"`
+	// Automatic: the operator started this rotation itself, because a CA had less than a
+	// fifth of its lifetime left; SpecToken is the spec.tls.rotateCA in force then, already
+	// acted on.
+	// +optional
+	Automatic bool `json:"automatic,omitempty"`
+	// +optional
+	SpecToken string `json:"specToken,omitempty"`
 }
 
 // Phases of a join (status.join.phase).

@@ -3,13 +3,17 @@ package certificates
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
@@ -206,21 +210,65 @@ func describeBundle(b []byte) string {
 // status; the Secrets follow on the next pass (ensureTLS), and the members through
 // TrustGeneration. It returns its share of the status.
 func (m *Manager) advanceRotation(c *v1alpha1.EtcdCluster, settled bool, now time.Time) Share {
-	want := c.Spec.TLS.RotateCA
-	if want == "" || !c.Spec.TLS.IsEnabled() || c.Spec.TLS.UserProvided() {
+	if !c.Spec.TLS.IsEnabled() || c.Spec.TLS.UserProvided() {
 		return Share{}
 	}
 	var cur *v1alpha1.CARotationStatus
 	if c.Status.TLS != nil {
 		cur = c.Status.TLS.CARotation
 	}
+	want, automatic := planner.RotationToken(c.Spec.TLS.RotateCA, cur, m.cas.due(c, now))
+	if want == "" {
+		return Share{}
+	}
 	share := Share{tls: true}
 	if phase := planner.NextRotationPhase(want, cur, settled, now, m.propagation()); phase != "" {
 		share.rotation = &v1alpha1.CARotationStatus{Token: want, Phase: phase, PhaseTime: metav1.NewTime(now)}
+		if automatic {
+			share.rotation.Automatic, share.rotation.SpecToken = true, c.Spec.TLS.RotateCA
+			if cur != nil && cur.Automatic && cur.Token == want {
+				share.rotation.SpecToken = cur.SpecToken
+			}
+		}
 		m.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventCARotation, "CA rotation %s: %s", want, rotationMessages[phase])
 	}
 	return share
 }
+
+// caExpiries remembers, per cluster, the generated CAs this process loaded (ensureCA), to
+// tell when one is due for an automatic rotation.
+type caExpiries struct{ m sync.Map } // cluster -> *sync.Map of CA Secret -> *x509.Certificate
+
+// seen records a current CA (not the next one of a rotation) of the cluster.
+func (e *caExpiries) seen(c *v1alpha1.EtcdCluster, secret string, cert *x509.Certificate) {
+	if !slices.ContainsFunc(caKinds(c), func(k caKind) bool { return k.base == secret }) {
+		return
+	}
+	v, _ := e.m.LoadOrStore(types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, &sync.Map{})
+	v.(*sync.Map).Store(secret, cert)
+}
+
+// due returns the token of an automatic rotation when one of the cluster's CAs has less than
+// a fifth of its lifetime left (two years of the ten a generated CA lasts): auto-<its serial>.
+func (e *caExpiries) due(c *v1alpha1.EtcdCluster, now time.Time) string {
+	v, ok := e.m.Load(types.NamespacedName{Namespace: c.Namespace, Name: c.Name})
+	if !ok {
+		return ""
+	}
+	var first *x509.Certificate
+	v.(*sync.Map).Range(func(_, cert any) bool {
+		if x := cert.(*x509.Certificate); first == nil || x.NotAfter.Before(first.NotAfter) {
+			first = x
+		}
+		return true
+	})
+	if first == nil || now.Before(first.NotAfter.Add(-first.NotAfter.Sub(first.NotBefore)/5)) {
+		return ""
+	}
+	return fmt.Sprintf("auto-%x", first.SerialNumber.Bytes()[:min(8, len(first.SerialNumber.Bytes()))])
+}
+
+func (e *caExpiries) forget(cluster types.NamespacedName) { e.m.Delete(cluster) }
 
 var rotationMessages = map[string]string{
 	v1alpha1.CARotationTrusting:  "every ca.crt trusts the current and a new CA; members restart one at a time to load it",

@@ -48,6 +48,7 @@ type Manager struct {
 
 	secrets secretMemo
 	tlsDone tlsMemo
+	cas     caExpiries
 	// authAsked holds the clusters (by UID) whose etcd this process asked whether
 	// authentication is on while their status said it is off (SyncUsers).
 	authAsked sync.Map
@@ -74,6 +75,7 @@ func (m *Manager) Warm(ctx context.Context, cluster types.NamespacedName) error 
 func (m *Manager) Forget(cluster types.NamespacedName) {
 	m.secrets.forget(cluster)
 	m.tlsDone.forget(cluster)
+	m.cas.forget(cluster)
 }
 
 // Advance records, at the end of a pass that took its step, that spec.tls.renewCertificates

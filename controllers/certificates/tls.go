@@ -315,6 +315,12 @@ func (m *Manager) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, name 
 		}
 		caPEM = signer.CertPEM
 	}
+	if end, err := pki.NotAfter(s.Data[pki.KeyCert]); !renewAll && err == nil && !end.Before(signer.Cert.NotAfter) {
+		// It ends with its CA already (pki clamps leaves to their CA): a renewal would give
+		// the same end. The CA's rotation, which the operator starts ahead of its end,
+		// brings the next certificate.
+		return nil
+	}
 	pair, err := signer.Sign(req, now)
 	if err != nil {
 		return err
@@ -375,7 +381,11 @@ func (m *Manager) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster, name st
 		if err := m.ofThisCluster(c, s); err != nil {
 			return nil, err
 		}
-		return pki.LoadCA(s.Data[pki.KeyCACert], s.Data[pki.KeyCAKey])
+		ca, err := pki.LoadCA(s.Data[pki.KeyCACert], s.Data[pki.KeyCAKey])
+		if err == nil {
+			m.cas.seen(c, name, ca.Cert)
+		}
+		return ca, err
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, err
@@ -397,6 +407,7 @@ func (m *Manager) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster, name st
 		}
 		return nil, fmt.Errorf("creating CA secret %s: %w", name, err)
 	}
+	m.cas.seen(c, name, ca.Cert)
 	return ca, nil
 }
 

@@ -190,6 +190,66 @@ func TestCARotation(t *testing.T) {
 	}
 }
 
+// A CA with less than a fifth of its lifetime left is rotated by the operator itself, with no
+// token asked for, through the same phases; the status says it was automatic, the new CA is
+// young, the leaves are its, and the operator does not rotate again.
+func TestCARotatedAheadOfItsExpiry(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	kubelet(t, ns)
+	fake := etcd.NewFake("3.6.16")
+	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, func(r *Reconciler) { r.CertPropagation = 2 * time.Second })
+	// CAs made nine years ago (of ten), as an earlier EtcdCluster of this name left them.
+	old := map[string][]byte{}
+	for _, n := range []string{names.CASecret("old"), names.PeerCASecret("old")} {
+		ca, err := pki.NewCA(n, time.Now().Add(-9*365*24*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		old[n] = ca.CertPEM
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns, Labels: names.ClusterLabels("old")},
+			Data: map[string][]byte{pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM}}
+		if err := k8s.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bootstrap(t, ns, "old", 3, fake)
+	c := waitFor(t, ns, "old", "an automatic rotation completed", func(c *v1alpha1.EtcdCluster) error {
+		if c.Status.TLS == nil || c.Status.TLS.CARotation == nil || c.Status.TLS.CARotation.Phase != v1alpha1.CARotationCompleted {
+			return fmt.Errorf("status.tls %+v", c.Status.TLS)
+		}
+		return nil
+	})
+	rot := c.Status.TLS.CARotation
+	if !rot.Automatic || !strings.HasPrefix(rot.Token, "auto-") || rot.SpecToken != "" {
+		t.Errorf("the rotation's record %+v, want an automatic one", rot)
+	}
+	waitFor(t, ns, "old", "the cluster settled", settled(3))
+	for n, before := range old {
+		s := &corev1.Secret{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, s); err != nil {
+			t.Fatal(err)
+		}
+		if string(s.Data[pki.KeyCACert]) == string(before) {
+			t.Fatalf("%s still holds the old CA", n)
+		}
+		if ca := parseCert(t, s.Data[pki.KeyCACert]); time.Until(ca.NotAfter) < 9*365*24*time.Hour {
+			t.Errorf("%s's new CA ends %s", n, ca.NotAfter)
+		}
+	}
+	server := &corev1.Secret{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.ServerSecret("old")}, server); err != nil {
+		t.Fatal(err)
+	}
+	if end := parseCert(t, server.Data[pki.KeyCert]).NotAfter; time.Until(end) < 80*24*time.Hour {
+		t.Errorf("the server certificate ends %s: not reissued by the new CA", end)
+	}
+	// Once replaced, the CA is not due: the record stays as it is.
+	if c := getCluster(t, ns, "old"); c.Status.TLS.CARotation.Token != rot.Token || c.Status.TLS.CARotation.Phase != v1alpha1.CARotationCompleted {
+		t.Errorf("another rotation: %+v", c.Status.TLS.CARotation)
+	}
+}
+
 // watchPodUIDs records the UID of every pod in ns from now until stop returns: a watch from
 // the listed resourceVersion, resumed from the last event it received, so that a pod that
 // lived for less than a polling interval, or while the API server was slow to answer, is seen

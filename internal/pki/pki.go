@@ -175,6 +175,12 @@ func (ca *CA) Sign(req Request, now time.Time) (Pair, error) {
 	if validity == 0 {
 		validity = LeafValidity
 	}
+	// A certificate never outlives the CA that signs it: past the CA's end it would not verify
+	// anyway, and its expiry would hide the CA's.
+	notAfter := now.Add(validity)
+	if notAfter.After(ca.Cert.NotAfter) {
+		notAfter = ca.Cert.NotAfter
+	}
 	org := req.Organization
 	if org == nil {
 		org = []string{"quorate"}
@@ -183,7 +189,7 @@ func (ca *CA) Sign(req Request, now time.Time) (Pair, error) {
 		SerialNumber: sn,
 		Subject:      pkix.Name{CommonName: req.CommonName, Organization: org},
 		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(validity),
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  ext,
 		DNSNames:     req.DNSNames,

@@ -190,3 +190,34 @@ func TestFilesTLS(t *testing.T) {
 		t.Fatalf("%d changes reported, want the CA bundle and the certificate", changes)
 	}
 }
+
+// A certificate never outlives its CA: one signed by a CA with a month left ends with the CA.
+func TestLeavesEndWithTheirCA(t *testing.T) {
+	now := time.Now()
+	ca, err := NewCA("old-ca", now.Add(-CAValidity+30*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := ca.Sign(Request{CommonName: "leaf", Usage: ClientOnly, Validity: LeafValidity}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := NotAfter(pair.CertPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !end.Equal(ca.Cert.NotAfter) {
+		t.Errorf("the leaf ends %s, its CA %s", end, ca.Cert.NotAfter)
+	}
+	young, err := NewCA("young-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err = young.Sign(Request{CommonName: "leaf", Usage: ClientOnly, Validity: LeafValidity}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end, _ := NotAfter(pair.CertPEM); end.Sub(now.Add(LeafValidity)).Abs() > time.Second {
+		t.Errorf("a young CA's leaf ends %s, want %s", end, now.Add(LeafValidity))
+	}
+}

@@ -30,6 +30,25 @@ func NextRotationPhase(want string, cur *v1alpha1.CARotationStatus, settled bool
 	return ""
 }
 
+// RotationToken is the CA rotation to drive, and whether the operator starts it itself: a
+// rotation the operator started goes on to its end while spec.tls.rotateCA stays as it was;
+// a spec.tls.rotateCA not yet acted on comes next; then, when a CA is due (caDue: the token
+// of a rotation replacing it, "" when none is), the operator rotates it ahead of its expiry,
+// so that no CA ever expires under a cluster, even one that is not settled near the end.
+func RotationToken(spec string, cur *v1alpha1.CARotationStatus, caDue string) (token string, automatic bool) {
+	completed := cur != nil && cur.Phase == v1alpha1.CARotationCompleted
+	actedOn := func(t string) bool { return cur != nil && (cur.Token == t || (cur.Automatic && cur.SpecToken == t)) }
+	switch {
+	case cur != nil && cur.Automatic && !completed && (spec == "" || spec == cur.SpecToken):
+		return cur.Token, true
+	case spec != "" && !(completed && actedOn(spec)):
+		return spec, false
+	case caDue != "" && !(cur != nil && cur.Token == caDue):
+		return caDue, true
+	}
+	return "", false
+}
+
 // JoinPhase is the phase a join's record (status.join, recorded its phase, started whether it
 // exists) moves to after a pass that took step a: Completed once no external member is left,
 // waiting for the go-ahead or removing the external members as the step says, else the

@@ -76,3 +76,38 @@ func TestJoinPhase(t *testing.T) {
 		}
 	}
 }
+
+// Which CA rotation to drive: a spec token until it completes, an automatic one ahead of a
+// CA's expiry, an automatic one under way to its end, and never a token twice.
+func TestRotationToken(t *testing.T) {
+	rot := func(token, phase string, auto bool, spec string) *v1alpha1.CARotationStatus {
+		return &v1alpha1.CARotationStatus{Token: token, Phase: phase, Automatic: auto, SpecToken: spec}
+	}
+	done, trusting := v1alpha1.CARotationCompleted, v1alpha1.CARotationTrusting
+	for _, tc := range []struct {
+		name      string
+		spec, due string
+		cur       *v1alpha1.CARotationStatus
+		want      string
+		automatic bool
+	}{
+		{name: "nothing asked, no CA due", want: ""},
+		{name: "a new spec token", spec: "r1", want: "r1"},
+		{name: "a spec token under way", spec: "r1", cur: rot("r1", trusting, false, ""), want: "r1"},
+		{name: "a spec token completed", spec: "r1", cur: rot("r1", done, false, ""), want: ""},
+		{name: "a CA due", due: "auto-aa", want: "auto-aa", automatic: true},
+		{name: "a CA due after a completed spec token", spec: "r1", due: "auto-aa", cur: rot("r1", done, false, ""), want: "auto-aa", automatic: true},
+		{name: "a new spec token goes before a due CA", spec: "r2", due: "auto-aa", cur: rot("r1", done, false, ""), want: "r2"},
+		{name: "an automatic rotation goes on (the CA is no longer due once replaced)", spec: "r1", cur: rot("auto-aa", v1alpha1.CARotationDropping, true, "r1"), want: "auto-aa", automatic: true},
+		{name: "after an automatic rotation the earlier spec token is not acted on again", spec: "r1", cur: rot("auto-aa", done, true, "r1"), want: ""},
+		{name: "a completed automatic rotation whose CA still looks due does not loop", due: "auto-aa", cur: rot("auto-aa", done, true, ""), want: ""},
+		{name: "a new spec token during an automatic rotation", spec: "r2", cur: rot("auto-aa", trusting, true, "r1"), want: "r2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, auto := RotationToken(tc.spec, tc.cur, tc.due)
+			if got != tc.want || auto != tc.automatic {
+				t.Errorf("RotationToken = %q, %v; want %q, %v", got, auto, tc.want, tc.automatic)
+			}
+		})
+	}
+}
