@@ -207,3 +207,99 @@ func handOver(s State) (Action, bool) {
 	}
 	return Action{Kind: Remove, Member: victim.Name, ID: victim.ID, Reason: v1alpha1.ReasonJoining, Message: msg}, true
 }
+
+// AbortForce says what removing FinalizerJoin by hand does, for the messages of a blocked abort.
+const AbortForce = "to delete the EtcdCluster anyway, remove the finalizer " + v1alpha1.FinalizerJoin +
+	" by hand (kubectl patch etcdcluster <name> --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'): its pods go at once while they still vote in the external cluster, which loses its quorum if too few external members are healthy; remove them from it with etcdctl member remove afterwards"
+
+// PlanAbort is the step of a join aborted by deleting the EtcdCluster before it completed: the
+// operator's members leave the external cluster one at a time, re-derived from the member list
+// of each pass, before their pods go. Learners go first (they change no quorum); then voters,
+// once no external member is unhealthy and leadership is outside the operator's members; an
+// unhealthy voter of the operator's before a healthy one, else the highest index first. Finish
+// (the finalizer goes) once none of the operator's members is in etcd, or no external voter is
+// left (the cluster is the operator's alone, and is deleted as any other).
+func PlanAbort(s State) Action {
+	blocked := func(format string, args ...any) Action {
+		return Action{Kind: Wait, Reason: v1alpha1.ReasonJoinAbortBlocked, Attention: true,
+			Message: "the EtcdCluster is being deleted before its join completed, and its members stay in the external cluster until they are removed one at a time: " + fmt.Sprintf(format, args...) + "; " + AbortForce}
+	}
+	j := s.Join
+	if j == nil {
+		return Action{Kind: Finish, Reason: v1alpha1.ReasonJoinAborting, Message: "no join is under way: the EtcdCluster is deleted as any other"}
+	}
+	if !s.EtcdReachable || j.Unreachable != "" {
+		why := j.Unreachable
+		if why == "" {
+			why = "no member answered"
+		}
+		return blocked("the member list cannot be read (%s), so nothing is removed; the abort goes on once the external cluster answers", why)
+	}
+	var voters []External
+	for _, e := range j.External {
+		if !e.Learner {
+			voters = append(voters, e)
+		}
+	}
+	var ours, ourLearners, ourVoters []Member
+	for _, m := range s.sorted() {
+		switch {
+		case !m.InEtcd:
+		case m.Learner:
+			ours, ourLearners = append(ours, m), append(ourLearners, m)
+		default:
+			ours, ourVoters = append(ours, m), append(ourVoters, m)
+		}
+	}
+	if len(ours) == 0 {
+		return Action{Kind: Finish, Reason: v1alpha1.ReasonJoinAborting,
+			Message: fmt.Sprintf("the join was aborted: none of the operator's members is left in the external cluster, whose %d members remain; the EtcdCluster, its pods and volumes go", len(j.External))}
+	}
+	if len(voters) == 0 {
+		return Action{Kind: Finish, Reason: v1alpha1.ReasonJoinAborting,
+			Message: "no external voter is left in the cluster: it is the operator's alone, and is deleted with the EtcdCluster as any other"}
+	}
+	left := func(ms []Member) string {
+		if len(ms) == 1 {
+			return "the last of the operator's members in it"
+		}
+		return fmt.Sprintf("%d of the operator's members are in it", len(ms))
+	}
+	if n := len(ourLearners); n > 0 {
+		m := ourLearners[n-1]
+		return Action{Kind: Remove, Member: m.Name, ID: m.ID, Reason: v1alpha1.ReasonJoinAborting,
+			Message: fmt.Sprintf("aborting the join: removing learner %s from the external cluster (%s)", m.Name, left(ours))}
+	}
+	for _, e := range voters {
+		if !e.Healthy(s.ClusterID) {
+			what := "does not answer"
+			if e.Problem != "" {
+				what += " (" + e.Problem + ")"
+			}
+			if e.Reachable && !e.HasLeader {
+				what = "has no leader"
+			}
+			return blocked("external member %s %s, and removing a voter of the operator's could leave the external cluster without a quorum; the abort goes on once it is healthy, or once it is removed with etcdctl member remove", e.label(), what)
+		}
+	}
+	if s.LeaderID == 0 {
+		return Action{Kind: Wait, Reason: v1alpha1.ReasonJoinAborting, Message: "aborting the join: waiting for a leader before removing a voter of the operator's"}
+	}
+	for _, m := range ourVoters {
+		if m.ID == s.LeaderID {
+			// Voters are healthy here: the first by ID.
+			e := voters[0]
+			return Action{Kind: MoveLeader, Member: m.Name, ID: m.ID, Target: e.ID, TargetName: e.Name, Reason: v1alpha1.ReasonJoinAborting,
+				Message: fmt.Sprintf("aborting the join: moving leadership from %s to external member %s before removing the operator's voters", m.Name, e.label())}
+		}
+	}
+	victim := ourVoters[len(ourVoters)-1]
+	for _, m := range ourVoters {
+		if !m.Healthy(s.ClusterID) {
+			victim = m
+			break
+		}
+	}
+	return Action{Kind: Remove, Member: victim.Name, ID: victim.ID, Reason: v1alpha1.ReasonJoinAborting,
+		Message: fmt.Sprintf("aborting the join: removing member %s from the external cluster (%s)", victim.Name, left(ours))}
+}
