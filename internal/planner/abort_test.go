@@ -66,6 +66,8 @@ func TestPlanAbort(t *testing.T) {
 		}),
 			Action{Kind: Wait, Reason: v1alpha1.ReasonJoinAbortBlocked, Attention: true,
 				Message: blocked + "the member list cannot be read (10.0.0.5:2379: connection refused), so nothing is removed; the abort goes on once the external cluster answers; " + abortForce}},
+		{"paused", midJoin(func(s *State) { s.Paused = true }),
+			Action{Kind: Wait, Reason: v1alpha1.ReasonPaused, Message: "spec.paused is true: the abort of the join waits, and the EtcdCluster stays; set it to false to go on"}},
 		{"no leader", midJoin(func(s *State) { s.LeaderID = 0 }),
 			Action{Kind: Wait, Reason: v1alpha1.ReasonJoinAborting, Message: "aborting the join: waiting for a leader before removing a voter of the operator's"}},
 		{"none of the operator's members left", midJoin(func(s *State) {

@@ -224,6 +224,9 @@ func PlanAbort(s State) Action {
 		return Action{Kind: Wait, Reason: v1alpha1.ReasonJoinAbortBlocked, Attention: true,
 			Message: "the EtcdCluster is being deleted before its join completed, and its members stay in the external cluster until they are removed one at a time: " + fmt.Sprintf(format, args...) + "; " + AbortForce}
 	}
+	if s.Paused {
+		return Action{Kind: Wait, Reason: v1alpha1.ReasonPaused, Message: "spec.paused is true: the abort of the join waits, and the EtcdCluster stays; set it to false to go on"}
+	}
 	j := s.Join
 	if j == nil {
 		return Action{Kind: Finish, Reason: v1alpha1.ReasonJoinAborting, Message: "no join is under way: the EtcdCluster is deleted as any other"}
