@@ -29,7 +29,7 @@ func withLearner(s *State) {
 	s.Members = append(s.Members, m)
 }
 
-const abortForce = "to delete the EtcdCluster anyway, remove the finalizer etcd.quorate.dev/join by hand (kubectl patch etcdcluster <name> --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'): its pods go at once while they still vote in the external cluster, which loses its quorum if too few external members are healthy; remove them from it with etcdctl member remove afterwards"
+const abortForce = "to delete the EtcdCluster anyway, remove its members from the external cluster yourself (etcdctl member remove, one at a time), then the finalizer etcd.quorate.dev/join (kubectl patch etcdcluster <name> --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'); removing the finalizer first deletes pods that still vote, and the external cluster loses its quorum unless its healthy members alone are a majority of all the voters"
 
 func TestPlanAbort(t *testing.T) {
 	blocked := "the EtcdCluster is being deleted before its join completed, and its members stay in the external cluster until they are removed one at a time: "

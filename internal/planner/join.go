@@ -209,8 +209,7 @@ func handOver(s State) (Action, bool) {
 }
 
 // AbortForce says what removing FinalizerJoin by hand does, for the messages of a blocked abort.
-const AbortForce = "to delete the EtcdCluster anyway, remove the finalizer " + v1alpha1.FinalizerJoin +
-	" by hand (kubectl patch etcdcluster <name> --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'): its pods go at once while they still vote in the external cluster, which loses its quorum if too few external members are healthy; remove them from it with etcdctl member remove afterwards"
+const AbortForce = "to delete the EtcdCluster anyway, remove its members from the external cluster yourself (etcdctl member remove, one at a time), then the finalizer " + v1alpha1.FinalizerJoin + " (kubectl patch etcdcluster <name> --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'); removing the finalizer first deletes pods that still vote, and the external cluster loses its quorum unless its healthy members alone are a majority of all the voters"
 
 // PlanAbort is the step of a join aborted by deleting the EtcdCluster before it completed: the
 // operator's members leave the external cluster one at a time, re-derived from the member list
