@@ -127,17 +127,21 @@ func gateExternal(s State) (Action, bool) {
 		if e.Healthy(s.ClusterID) {
 			continue
 		}
-		what := "does not answer"
-		if e.Problem != "" {
-			what += " (" + e.Problem + ")"
-		}
-		if e.Reachable && !e.HasLeader {
-			what = "has no leader"
-		}
 		return Action{Kind: Wait, Member: e.Name, Reason: v1alpha1.ReasonExternalMemberUnhealthy, Attention: true,
-			Message: fmt.Sprintf("external member %s %s; membership changes wait until it is healthy; if it is gone for good, remove it with etcdctl member remove", e.label(), what)}, true
+			Message: fmt.Sprintf("external member %s %s; membership changes wait until it is healthy; if it is gone for good, remove it with etcdctl member remove", e.label(), e.trouble())}, true
 	}
 	return Action{}, false
+}
+
+// trouble says why an external member is not healthy.
+func (e External) trouble() string {
+	if e.Reachable && !e.HasLeader {
+		return "has no leader"
+	}
+	if e.Problem != "" {
+		return "does not answer (" + e.Problem + ")"
+	}
+	return "does not answer"
 }
 
 // NotConnected is the PeersUnreachable message for an external member that has no working
@@ -243,14 +247,10 @@ func PlanAbort(s State) Action {
 			voters = append(voters, e)
 		}
 	}
-	var ours, ourLearners, ourVoters []Member
+	var ours []Member
 	for _, m := range s.sorted() {
-		switch {
-		case !m.InEtcd:
-		case m.Learner:
-			ours, ourLearners = append(ours, m), append(ourLearners, m)
-		default:
-			ours, ourVoters = append(ours, m), append(ourVoters, m)
+		if m.InEtcd {
+			ours = append(ours, m)
 		}
 	}
 	if len(ours) == 0 {
@@ -261,47 +261,41 @@ func PlanAbort(s State) Action {
 		return Action{Kind: Finish, Reason: v1alpha1.ReasonJoinAborting,
 			Message: "no external voter is left in the cluster: it is the operator's alone, and is deleted with the EtcdCluster as any other"}
 	}
-	left := func(ms []Member) string {
-		if len(ms) == 1 {
-			return "the last of the operator's members in it"
-		}
-		return fmt.Sprintf("%d of the operator's members are in it", len(ms))
-	}
-	if n := len(ourLearners); n > 0 {
-		m := ourLearners[n-1]
-		return Action{Kind: Remove, Member: m.Name, ID: m.ID, Reason: v1alpha1.ReasonJoinAborting,
-			Message: fmt.Sprintf("aborting the join: removing learner %s from the external cluster (%s)", m.Name, left(ours))}
-	}
 	for _, e := range voters {
-		if !e.Healthy(s.ClusterID) {
-			what := "does not answer"
-			if e.Problem != "" {
-				what += " (" + e.Problem + ")"
-			}
-			if e.Reachable && !e.HasLeader {
-				what = "has no leader"
-			}
-			return blocked("external member %s %s, and removing a voter of the operator's could leave the external cluster without a quorum; the abort goes on once it is healthy, or once it is removed with etcdctl member remove", e.label(), what)
+		if !e.Healthy(s.ClusterID) && !slices.ContainsFunc(ours, func(m Member) bool { return m.Learner }) {
+			return blocked("external member %s %s, and removing a voter of the operator's could leave the external cluster without a quorum; the abort goes on once it is healthy, or once it is removed with etcdctl member remove", e.label(), e.trouble())
+		}
+	}
+	return abortStep(s, ours, voters[0])
+}
+
+// abortStep removes one of the operator's members (ours, sorted by index) from the external
+// cluster: the highest learner; else, leadership moved to the external voter target first, an
+// unhealthy voter, else the highest.
+func abortStep(s State, ours []Member, target External) Action {
+	left := fmt.Sprintf("%d of the operator's members are in it", len(ours))
+	if len(ours) == 1 {
+		left = "the last of the operator's members in it"
+	}
+	victim := ours[len(ours)-1]
+	for _, m := range slices.Backward(ours) {
+		if m.Learner {
+			return Action{Kind: Remove, Member: m.Name, ID: m.ID, Reason: v1alpha1.ReasonJoinAborting,
+				Message: fmt.Sprintf("aborting the join: removing learner %s from the external cluster (%s)", m.Name, left)}
+		}
+		if !m.Healthy(s.ClusterID) {
+			victim = m
 		}
 	}
 	if s.LeaderID == 0 {
 		return Action{Kind: Wait, Reason: v1alpha1.ReasonJoinAborting, Message: "aborting the join: waiting for a leader before removing a voter of the operator's"}
 	}
-	for _, m := range ourVoters {
+	for _, m := range ours {
 		if m.ID == s.LeaderID {
-			// Voters are healthy here: the first by ID.
-			e := voters[0]
-			return Action{Kind: MoveLeader, Member: m.Name, ID: m.ID, Target: e.ID, TargetName: e.Name, Reason: v1alpha1.ReasonJoinAborting,
-				Message: fmt.Sprintf("aborting the join: moving leadership from %s to external member %s before removing the operator's voters", m.Name, e.label())}
-		}
-	}
-	victim := ourVoters[len(ourVoters)-1]
-	for _, m := range ourVoters {
-		if !m.Healthy(s.ClusterID) {
-			victim = m
-			break
+			return Action{Kind: MoveLeader, Member: m.Name, ID: m.ID, Target: target.ID, TargetName: target.Name, Reason: v1alpha1.ReasonJoinAborting,
+				Message: fmt.Sprintf("aborting the join: moving leadership from %s to external member %s before removing the operator's voters", m.Name, target.label())}
 		}
 	}
 	return Action{Kind: Remove, Member: victim.Name, ID: victim.ID, Reason: v1alpha1.ReasonJoinAborting,
-		Message: fmt.Sprintf("aborting the join: removing member %s from the external cluster (%s)", victim.Name, left(ours))}
+		Message: fmt.Sprintf("aborting the join: removing member %s from the external cluster (%s)", victim.Name, left)}
 }
