@@ -342,6 +342,17 @@ type TLSSpec struct {
 // IsEnabled reports whether TLS is on (the default).
 func (t TLSSpec) IsEnabled() bool { return t.Enabled == nil || *t.Enabled }
 
+// FinalizerJoin holds a deleted EtcdCluster while its join (spec.bootstrap.join) is recorded and
+// not completed: the operator first removes its own members from the external cluster, one at
+// a time, so that deleting their pods cannot take the external cluster's quorum away.
+const FinalizerJoin = "etcd.quorate.dev/join"
+
+// JoinUnfinished: a join is recorded in status and has not completed, so members of the
+// operator's may vote beside the external ones (FinalizerJoin holds the EtcdCluster).
+func (c *EtcdCluster) JoinUnfinished() bool {
+	return c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Join != nil && c.Status.Join != nil && c.Status.Join.Phase != JoinCompleted
+}
+
 // Joining: spec.bootstrap.join names an external cluster whose members may still be in etcd
 // (the join has not completed).
 func (c *EtcdCluster) Joining() bool {

@@ -95,6 +95,14 @@ const (
 	// ReasonExternalMemberUnhealthy: an external member does not answer or has no leader;
 	// membership changes wait.
 	ReasonExternalMemberUnhealthy = "ExternalMemberUnhealthy"
+	// ReasonJoinAborting: the EtcdCluster was deleted before its join completed; the operator
+	// removes its own members from the external cluster, one at a time, before the EtcdCluster
+	// and its pods go (FinalizerJoin).
+	ReasonJoinAborting = "JoinAborting"
+	// ReasonJoinAbortBlocked: the abort of a join cannot go on (the external cluster's member
+	// list cannot be read, or an external member is unhealthy); the EtcdCluster stays until it
+	// can, or until FinalizerJoin is removed by hand.
+	ReasonJoinAbortBlocked = "JoinAbortBlocked"
 	// ReasonPeersUnreachable: a member joining the cluster cannot reach peers it must reach
 	// (the launcher refused to start etcd and names them), or a peer cannot reach it; it
 	// does not vote, and membership changes wait.
@@ -178,7 +186,10 @@ const (
 	// starts adding its own (spec.bootstrap.join).
 	EventJoinStarted = "JoinStarted"
 	// EventJoinCompleted: the last external member was removed.
-	EventJoinCompleted      = "JoinCompleted"
+	EventJoinCompleted = "JoinCompleted"
+	// EventJoinAborted: the EtcdCluster was deleted mid-join and none of the operator's members
+	// is left in the external cluster: FinalizerJoin is removed, and the pods and volumes go.
+	EventJoinAborted        = "JoinAborted"
 	EventOwnershipAcquired  = "OwnershipAcquired"
 	EventOwnershipTakenOver = "OwnershipTakenOver"
 	EventOwnedElsewhere     = "OwnedElsewhere"
@@ -193,6 +204,7 @@ const (
 var MembershipEvents = []string{
 	EventClusterBootstrapped, EventMemberAdded, EventMemberPromoted, EventMemberRemoved, EventLeaderMoved, EventMemberRestarting,
 	EventPodReplaced, EventAlarmDisarmed, EventDefragmented, EventRecoveryStarted, EventRecoveryProgress, EventJoinStarted, EventJoinCompleted,
+	EventJoinAborted,
 }
 
 // Conditions of an EtcdBackup and an EtcdBackupSchedule.

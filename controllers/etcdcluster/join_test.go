@@ -12,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -276,4 +278,95 @@ func TestJoinWaitsForExternalMembersToConnect(t *testing.T) {
 	}
 	fake.Unreach("vm-1", "mig-0", false)
 	waitJoined(t, ns)
+}
+
+// TestJoinAbortedByDeletion: the EtcdCluster is deleted between the promotions and the
+// go-ahead, one of its members leading. The finalizer holds it while leadership moves to an
+// external member and its members leave the external cluster one at a time; only then does it
+// go, leaving the three external members a cluster of their own.
+func TestJoinAbortedByDeletion(t *testing.T) {
+	ns, fake := startJoin(t, false, nil)
+	ctx := context.Background()
+	c := waitFor(t, ns, "mig", "the go-ahead", func(c *v1alpha1.EtcdCluster) error {
+		if j := c.Status.Join; j == nil || j.Phase != v1alpha1.JoinWaitingForGoAhead {
+			return fmt.Errorf("status.join %+v", c.Status.Join)
+		}
+		return nil
+	})
+	if want := []string{v1alpha1.FinalizerJoin}; !reflect.DeepEqual(c.Finalizers, want) {
+		t.Errorf("finalizers mid-join %v, want %v", c.Finalizers, want)
+	}
+	// 3+3 voters, the external ones healthy: a quorum of 4 needs one of the operator's pods.
+	eventually(t, timeout, "the PDB to count the external voters", func() error {
+		pdb := &policyv1.PodDisruptionBudget{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.PDB("mig")}, pdb); err != nil {
+			return err
+		}
+		if got := pdb.Spec.MinAvailable.IntVal; got != 1 {
+			return fmt.Errorf("minAvailable %d, want 1", got)
+		}
+		return nil
+	})
+	before := len(fake.Calls())
+	fake.SetLeader("mig-1")
+	if err := k8s.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, timeout, "the EtcdCluster to go", func() error {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &v1alpha1.EtcdCluster{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v); membership calls %v", err, fake.Calls()[before:])
+	})
+	if got, want := fake.Calls()[before:], []string{"MoveLeader vm-0", "Remove mig-2", "Remove mig-1", "Remove mig-0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("membership calls of the abort\n got %v\nwant %v", got, want)
+	}
+	var left []string
+	for _, m := range fake.Members() {
+		left = append(left, fmt.Sprintf("%s learner=%v", m.Name, m.IsLearner))
+	}
+	if want := []string{"vm-0 learner=false", "vm-1 learner=false", "vm-2 learner=false"}; !reflect.DeepEqual(left, want) {
+		t.Errorf("members left: %v, want %v", left, want)
+	}
+	assertEvent(t, ns, v1alpha1.EventJoinAborted,
+		"the join was aborted: none of the operator's members is left in the external cluster, whose 3 members remain; the EtcdCluster, its pods and volumes go")
+	assertEvent(t, ns, v1alpha1.EventMemberRemoved, "aborting the join: removing member mig-0 from the external cluster (the last of the operator's members in it)")
+}
+
+// TestJoinAbortWaitsForTheExternalCluster: an external member that does not answer stops the
+// abort before any member of the operator's is removed, with the reason and how to force it;
+// the EtcdCluster stays, and goes once the member is back.
+func TestJoinAbortWaitsForTheExternalCluster(t *testing.T) {
+	ns, fake := startJoin(t, false, nil)
+	ctx := context.Background()
+	c := waitFor(t, ns, "mig", "the go-ahead", func(c *v1alpha1.EtcdCluster) error {
+		if j := c.Status.Join; j == nil || j.Phase != v1alpha1.JoinWaitingForGoAhead || len(c.Finalizers) == 0 {
+			return fmt.Errorf("status.join %+v, finalizers %v", c.Status.Join, c.Finalizers)
+		}
+		return nil
+	})
+	before := len(fake.Calls())
+	fake.SetDown("vm-1", true)
+	if err := k8s.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, ns, "mig", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonJoinAbortBlocked,
+		Message: "the EtcdCluster is being deleted before its join completed, and its members stay in the external cluster until they are removed one at a time: external member vm-1 (" +
+			fmt.Sprintf("%x", memberID(t, fake, "vm-1")) + ") does not answer (10.0.0.6:2379: status of external 10.0.0.6:2379: connection refused (fake)), and removing a voter of the operator's could leave the external cluster without a quorum; the abort goes on once it is healthy, or once it is removed with etcdctl member remove; " +
+			planner.AbortForce})
+	if got := fake.Calls()[before:]; len(got) != 0 {
+		t.Errorf("membership calls while an external member is down: %v", got)
+	}
+	fake.SetDown("vm-1", false)
+	eventually(t, timeout, "the EtcdCluster to go", func() error {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &v1alpha1.EtcdCluster{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v); membership calls %v", err, fake.Calls()[before:])
+	})
+	if got, want := fake.Calls()[before:], []string{"Remove mig-2", "Remove mig-1", "Remove mig-0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("membership calls of the abort\n got %v\nwant %v", got, want)
+	}
 }

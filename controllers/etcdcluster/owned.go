@@ -79,31 +79,10 @@ func (r *Reconciler) deleteOwned(ctx context.Context, c *v1alpha1.EtcdCluster, o
 }
 
 // upkeep keeps the objects that follow the membership in line after a step: the PDB counts
-// the voters and learners etcd lists now, and every member PVC follows
-// spec.volumeRetention. In steady state it writes nothing.
+// the voters and learners etcd lists now (and the external voters of a join), and every member
+// PVC follows spec.volumeRetention. In steady state it writes nothing.
 func (r *Reconciler) upkeep(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, s planner.State) error {
-	voters, learners := int32(0), int32(0)
-	members := s.Members
-	if !s.EtcdReachable {
-		// Without a member list, the last one observed.
-		members = nil
-		for _, m := range c.Status.Members {
-			members = append(members, planner.Member{InEtcd: true, Learner: m.Learner})
-		}
-	}
-	for _, m := range members {
-		switch {
-		case !m.InEtcd:
-		case m.Learner:
-			learners++
-		default:
-			voters++
-		}
-	}
-	if voters == 0 {
-		voters = c.Spec.Replicas
-	}
-	pdb := resources.PDB(c, voters, learners)
+	pdb := resources.PDB(c, pdbVoters(c, s))
 	if err := r.apply(ctx, c, pdb, &policyv1.PodDisruptionBudget{}, func(existing client.Object) {
 		existing.(*policyv1.PodDisruptionBudget).Spec = pdb.Spec
 	}); err != nil {
@@ -126,6 +105,47 @@ func (r *Reconciler) upkeep(ctx context.Context, c *v1alpha1.EtcdCluster, o *obs
 		}
 	}
 	return nil
+}
+
+// pdbVoters counts the voters the PDB keeps a quorum of: the voters and learners etcd lists
+// now, and while a join runs its external voters, with those healthy now. Without a member
+// list, the last one observed, and no external voter counted healthy.
+func pdbVoters(c *v1alpha1.EtcdCluster, s planner.State) resources.Voters {
+	var v resources.Voters
+	members := s.Members
+	if !s.EtcdReachable {
+		members = nil
+		for _, m := range c.Status.Members {
+			members = append(members, planner.Member{InEtcd: true, Learner: m.Learner})
+		}
+	}
+	for _, m := range members {
+		switch {
+		case !m.InEtcd:
+		case m.Learner:
+			v.Learners++
+		default:
+			v.Members++
+		}
+	}
+	if s.Join != nil && s.Join.Started {
+		if !s.EtcdReachable && c.Status.Join != nil {
+			v.External = c.Status.Join.Remaining
+		}
+		for _, e := range s.Join.External {
+			if e.Learner {
+				continue
+			}
+			v.External++
+			if e.Healthy(s.ClusterID) {
+				v.ExternalHealthy++
+			}
+		}
+	}
+	if v.Members == 0 && v.External == 0 {
+		v.Members = c.Spec.Replicas
+	}
+	return v
 }
 
 // apply creates desired, or updates the existing object with update() when its hash is stale.

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -89,7 +90,7 @@ type Certificates interface {
 }
 
 // The verbs the code uses, and no more (the controllers' tests count every write by verb):
-// +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update
@@ -130,6 +131,13 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	if q, acting, err := r.holdClaim(ctx, c); !acting {
 		return q.result(ctx), err
 	}
+	// Deleted mid-join (FinalizerJoin): the operator's members leave the external cluster first.
+	if !c.DeletionTimestamp.IsZero() {
+		return r.abort(ctx, original, c)
+	}
+	if q, changed, err := r.keepFinalizer(ctx, c, c.JoinUnfinished()); changed {
+		return q.result(ctx), err
+	}
 	// Prepare: certificates and Services exist before any member needs them.
 	if reason, err := r.prepare(ctx, c); err != nil {
 		return r.fail(ctx, original, c, reason, err)
@@ -157,7 +165,7 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 }
 
 // current reads the cluster a pass is about; nil when there is nothing to do for it (deleted,
-// being deleted, or only in an out-of-date copy), with when to look again.
+// being deleted with no join to abort, or only in an out-of-date copy), with when to look again.
 func (r *Reconciler) current(ctx context.Context, req ctrl.Request) (*v1alpha1.EtcdCluster, requeue, error) {
 	c := &v1alpha1.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
@@ -170,7 +178,7 @@ func (r *Reconciler) current(ctx context.Context, req ctrl.Request) (*v1alpha1.E
 		}
 		return nil, requeue{}, err
 	}
-	if !c.DeletionTimestamp.IsZero() {
+	if !c.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(c, v1alpha1.FinalizerJoin) {
 		// Owner references let the garbage collector delete members, volumes and secrets.
 		return nil, requeue{}, nil
 	}

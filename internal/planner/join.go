@@ -127,17 +127,21 @@ func gateExternal(s State) (Action, bool) {
 		if e.Healthy(s.ClusterID) {
 			continue
 		}
-		what := "does not answer"
-		if e.Problem != "" {
-			what += " (" + e.Problem + ")"
-		}
-		if e.Reachable && !e.HasLeader {
-			what = "has no leader"
-		}
 		return Action{Kind: Wait, Member: e.Name, Reason: v1alpha1.ReasonExternalMemberUnhealthy, Attention: true,
-			Message: fmt.Sprintf("external member %s %s; membership changes wait until it is healthy; if it is gone for good, remove it with etcdctl member remove", e.label(), what)}, true
+			Message: fmt.Sprintf("external member %s %s; membership changes wait until it is healthy; if it is gone for good, remove it with etcdctl member remove", e.label(), e.trouble())}, true
 	}
 	return Action{}, false
+}
+
+// trouble says why an external member is not healthy.
+func (e External) trouble() string {
+	if e.Reachable && !e.HasLeader {
+		return "has no leader"
+	}
+	if e.Problem != "" {
+		return "does not answer (" + e.Problem + ")"
+	}
+	return "does not answer"
 }
 
 // NotConnected is the PeersUnreachable message for an external member that has no working
@@ -206,4 +210,92 @@ func handOver(s State) (Action, bool) {
 		return Action{Kind: Wait, Reason: v1alpha1.ReasonJoining, Message: "waiting for a healthy member to move leadership to, before removing the external leader"}, true
 	}
 	return Action{Kind: Remove, Member: victim.Name, ID: victim.ID, Reason: v1alpha1.ReasonJoining, Message: msg}, true
+}
+
+// AbortForce says what removing FinalizerJoin by hand does, for the messages of a blocked abort.
+const AbortForce = "to delete the EtcdCluster anyway, remove its members from the external cluster yourself (etcdctl member remove, one at a time), then the finalizer " + v1alpha1.FinalizerJoin + " (kubectl patch etcdcluster <name> --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'); removing the finalizer first deletes pods that still vote, and the external cluster loses its quorum unless its healthy members alone are a majority of all the voters"
+
+// PlanAbort is the step of a join aborted by deleting the EtcdCluster before it completed: the
+// operator's members leave the external cluster one at a time, re-derived from the member list
+// of each pass, before their pods go. Learners go first (they change no quorum); then voters,
+// once no external member is unhealthy and leadership is outside the operator's members; an
+// unhealthy voter of the operator's before a healthy one, else the highest index first. Finish
+// (the finalizer goes) once none of the operator's members is in etcd, or no external voter is
+// left (the cluster is the operator's alone, and is deleted as any other).
+func PlanAbort(s State) Action {
+	blocked := func(format string, args ...any) Action {
+		return Action{Kind: Wait, Reason: v1alpha1.ReasonJoinAbortBlocked, Attention: true,
+			Message: "the EtcdCluster is being deleted before its join completed, and its members stay in the external cluster until they are removed one at a time: " + fmt.Sprintf(format, args...) + "; " + AbortForce}
+	}
+	if s.Paused {
+		return Action{Kind: Wait, Reason: v1alpha1.ReasonPaused, Message: "spec.paused is true: the abort of the join waits, and the EtcdCluster stays; set it to false to go on"}
+	}
+	j := s.Join
+	if j == nil {
+		return Action{Kind: Finish, Reason: v1alpha1.ReasonJoinAborting, Message: "no join is under way: the EtcdCluster is deleted as any other"}
+	}
+	if !s.EtcdReachable || j.Unreachable != "" {
+		why := j.Unreachable
+		if why == "" {
+			why = "no member answered"
+		}
+		return blocked("the member list cannot be read (%s), so nothing is removed; the abort goes on once the external cluster answers", why)
+	}
+	var voters []External
+	for _, e := range j.External {
+		if !e.Learner {
+			voters = append(voters, e)
+		}
+	}
+	var ours []Member
+	for _, m := range s.sorted() {
+		if m.InEtcd {
+			ours = append(ours, m)
+		}
+	}
+	if len(ours) == 0 {
+		return Action{Kind: Finish, Reason: v1alpha1.ReasonJoinAborting,
+			Message: fmt.Sprintf("the join was aborted: none of the operator's members is left in the external cluster, whose %d members remain; the EtcdCluster, its pods and volumes go", len(j.External))}
+	}
+	if len(voters) == 0 {
+		return Action{Kind: Finish, Reason: v1alpha1.ReasonJoinAborting,
+			Message: "no external voter is left in the cluster: it is the operator's alone, and is deleted with the EtcdCluster as any other"}
+	}
+	for _, e := range voters {
+		if !e.Healthy(s.ClusterID) && !slices.ContainsFunc(ours, func(m Member) bool { return m.Learner }) {
+			return blocked("external member %s %s, and removing a voter of the operator's could leave the external cluster without a quorum; the abort goes on once it is healthy, or once it is removed with etcdctl member remove", e.label(), e.trouble())
+		}
+	}
+	return abortStep(s, ours, voters[0])
+}
+
+// abortStep removes one of the operator's members (ours, sorted by index) from the external
+// cluster: the highest learner; else, leadership moved to the external voter target first, an
+// unhealthy voter, else the highest.
+func abortStep(s State, ours []Member, target External) Action {
+	left := fmt.Sprintf("%d of the operator's members are in it", len(ours))
+	if len(ours) == 1 {
+		left = "the last of the operator's members in it"
+	}
+	victim := ours[len(ours)-1]
+	for _, m := range slices.Backward(ours) {
+		if m.Learner {
+			return Action{Kind: Remove, Member: m.Name, ID: m.ID, Reason: v1alpha1.ReasonJoinAborting,
+				Message: fmt.Sprintf("aborting the join: removing learner %s from the external cluster (%s)", m.Name, left)}
+		}
+		if !m.Healthy(s.ClusterID) {
+			victim = m
+		}
+	}
+	if s.LeaderID == 0 {
+		return Action{Kind: Wait, Reason: v1alpha1.ReasonJoinAborting, Message: "aborting the join: waiting for a leader before removing a voter of the operator's"}
+	}
+	for _, m := range ours {
+		if m.ID == s.LeaderID {
+			return Action{Kind: MoveLeader, Member: m.Name, ID: m.ID, Target: target.ID, TargetName: target.Name, Reason: v1alpha1.ReasonJoinAborting,
+				Message: fmt.Sprintf("aborting the join: moving leadership from %s to external member %s before removing the operator's voters", m.Name, target.label())}
+		}
+	}
+	return Action{Kind: Remove, Member: victim.Name, ID: victim.ID, Reason: v1alpha1.ReasonJoinAborting,
+		Message: fmt.Sprintf("aborting the join: removing member %s from the external cluster (%s)", victim.Name, left)}
 }

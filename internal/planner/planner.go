@@ -211,6 +211,9 @@ const (
 	RecoveryPhase Kind = "RecoveryPhase"
 	// StartJoin records the external cluster's ID and members (spec.bootstrap.join).
 	StartJoin Kind = "StartJoin"
+	// Finish ends the abort of a join (PlanAbort): none of the operator's members is left in
+	// the external cluster, and the EtcdCluster may go.
+	Finish Kind = "Finish"
 )
 
 // Action is the planner's decision.

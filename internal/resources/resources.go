@@ -152,15 +152,28 @@ func ClientService(c *v1alpha1.EtcdCluster) *corev1.Service {
 	return s
 }
 
+// Voters counts the voting members of a cluster for its PDB: the operator's own (Members), and
+// while a join runs the external ones (External, of which ExternalHealthy are healthy now).
+type Voters struct {
+	Members, Learners, External, ExternalHealthy int32
+}
+
 // PDB keeps a quorum of the current voters available through voluntary disruptions, and
 // follows the membership as it changes. Learners are counted on top, so that an eviction can
 // never take a voter while a learner stands in for it. Unhealthy members may always be
 // evicted: they do not count towards quorum anyway. A single voter has no redundancy to keep:
 // its budget lets a drain evict it (the member is down until it is rescheduled) rather than
 // block the drain forever.
-func PDB(c *v1alpha1.EtcdCluster, voters, learners int32) *policyv1.PodDisruptionBudget {
-	need := quorum.Of(voters) + learners
-	if voters <= 1 {
+//
+// While a join runs, the quorum is the combined cluster's, and the budget selects only the
+// operator's pods: of the quorum of all voters, the healthy external ones cover what they can,
+// and the operator's members must cover the rest (never more than there are): minAvailable =
+// clamp(quorum(members+external) - externalHealthy, 0, members) + learners. An external member
+// that is down makes the operator's members count for more; one healthy external voter of a
+// 1+3 cluster whose two other external members are down leaves no operator's pod evictable.
+func PDB(c *v1alpha1.EtcdCluster, v Voters) *policyv1.PodDisruptionBudget {
+	need := min(max(quorum.Of(v.Members+v.External)-v.ExternalHealthy, 0), v.Members) + v.Learners
+	if v.Members+v.External <= 1 {
 		need = 0
 	}
 	minAvailable := intstr.FromInt32(need)

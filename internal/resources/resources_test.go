@@ -171,9 +171,33 @@ func TestPDBKeepsQuorumOfTheCurrentVoters(t *testing.T) {
 		{2, 0, 2}, // two voters: losing either loses quorum
 		{3, 0, 2}, {3, 1, 3}, {4, 0, 3}, {5, 0, 3}, {5, 1, 4}, {9, 0, 5},
 	} {
-		pdb := PDB(cluster(), tc.voters, tc.learners)
+		pdb := PDB(cluster(), Voters{Members: tc.voters, Learners: tc.learners})
 		if got := pdb.Spec.MinAvailable.IntVal; got != tc.want {
 			t.Errorf("%d voters, %d learners: minAvailable %d, want %d", tc.voters, tc.learners, got, tc.want)
+		}
+	}
+}
+
+// While a join runs the budget keeps a quorum of the combined cluster: the healthy external
+// voters count towards it, the operator's pods cover the rest.
+func TestPDBCountsExternalVoters(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    Voters
+		want int32
+	}{
+		{"3+3, all healthy: quorum 4, external cover 3", Voters{Members: 3, External: 3, ExternalHealthy: 3}, 1},
+		{"3+3, one external down", Voters{Members: 3, External: 3, ExternalHealthy: 2}, 2},
+		{"3+3, two external down", Voters{Members: 3, External: 3, ExternalHealthy: 1}, 3},
+		{"3+3, external unknown (member list unread)", Voters{Members: 3, External: 3}, 3},
+		{"1+3, one external down: the single member of ours is needed", Voters{Members: 1, External: 3, ExternalHealthy: 2}, 1},
+		{"1+3, all healthy", Voters{Members: 1, External: 3, ExternalHealthy: 3}, 0},
+		{"2+3 and a learner", Voters{Members: 2, Learners: 1, External: 3, ExternalHealthy: 3}, 1},
+		{"3+1 while the last external member is removed", Voters{Members: 3, External: 1, ExternalHealthy: 1}, 2},
+		{"no member of ours votes yet", Voters{Learners: 1, External: 3, ExternalHealthy: 3}, 1},
+	} {
+		if got := PDB(cluster(), tc.v).Spec.MinAvailable.IntVal; got != tc.want {
+			t.Errorf("%s: minAvailable %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }
