@@ -161,6 +161,15 @@ func parseFlags() *config {
 	flag.BoolVar(&cfg.allowPlaintext, "allow-plaintext", false, "manage EtcdClusters with tls.enabled false (anyone who reaches their members can read and write them); off: such clusters are refused with the condition InvalidSpec")
 	flag.StringVar(&cfg.images.EtcdRepository, "etcd-image-repository", envflag.Or("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
 	flag.StringVar(&cfg.images.Launcher, "launcher-image", envflag.Or("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
+	flag.Func("allowed-image-registries", "comma-separated registry hosts or repository paths (registry.example.com,ghcr.io/quorate-dev/) the etcd images, spec.image included, and the launcher must come from; a cluster whose image is from elsewhere stops with Degraded=ImageNotAllowed (default: any)", func(v string) error {
+		for _, r := range strings.Split(v, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				cfg.images.Policy.AllowedRegistries = append(cfg.images.Policy.AllowedRegistries, r)
+			}
+		}
+		return nil
+	})
+	flag.BoolVar(&cfg.images.Policy.RequireDigests, "require-image-digests", false, "run only images named by digest (@sha256:...), as disconnected installs need: a cluster whose etcd image (spec.image, or the version's) is named by tag stops with Degraded=ImageNotAllowed")
 	flag.StringVar(&cfg.pullPolicy, "image-pull-policy", envflag.Or("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
 	flag.DurationVar(&cfg.certLifetime, "certificate-lifetime", pki.LeafValidity, "lifetime of the certificates the operator generates; each is renewed in its Secret with a third of it left")
 	defaultPropagation, err := time.ParseDuration(envflag.Or("CERTIFICATE_PROPAGATION", "2m"))

@@ -135,7 +135,11 @@ const (
 
 	// Degraded reasons of a pass that stopped before it could plan.
 	// ReasonInvalidSpec: the spec holds what the schema cannot check (label and annotation keys).
-	ReasonInvalidSpec      = "InvalidSpec"
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonImageNotAllowed: the etcd image (spec.image, or the version's) or the launcher is
+	// outside the operator's image policy (--allowed-image-registries,
+	// --require-image-digests); nothing is started or changed until it is within.
+	ReasonImageNotAllowed  = "ImageNotAllowed"
 	ReasonTLSNotReady      = "TLSNotReady"
 	ReasonServicesNotReady = "ServicesNotReady"
 	// ReasonNetworkPolicyNotReady: the cluster's NetworkPolicy could not be written (the API

@@ -215,6 +215,11 @@ func (r *Reconciler) prepare(ctx context.Context, c *v1alpha1.EtcdCluster) (stri
 	if err := validateSpec(c, r.AllowPlaintext); err != nil {
 		return v1alpha1.ReasonInvalidSpec, err
 	}
+	for _, image := range []string{r.Images.EtcdImage(c), r.Images.Launcher} {
+		if err := r.Images.Policy.Check(image); err != nil {
+			return v1alpha1.ReasonImageNotAllowed, fmt.Errorf("%w; no member is started or changed until then", err)
+		}
+	}
 	// Certificates are renewed when due while a formed cluster is paused: an expired
 	// certificate would break the cluster that pausing means to leave alone.
 	// spec.tls.renewCertificates waits; a paused cluster that has not formed gets nothing.

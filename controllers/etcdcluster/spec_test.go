@@ -10,6 +10,8 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/pki"
+	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/resources"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -114,6 +116,44 @@ func TestInvalidLabelKeyIsRefused(t *testing.T) {
 	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
 		t.Fatalf("pods %v were built from an invalid spec", pods)
 	}
+}
+
+// The administrator's image policy: a spec.image from another registry stops the cluster
+// before any member exists, with ImageNotAllowed naming the image and the policy; an image
+// within it lets the members start. An annotation that would weaken the members' pod security
+// is refused as InvalidSpec.
+func TestImagePolicyAndWeakeningAnnotations(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	startWith(t, ns, etcd.NewFake("3.6.16"), "test/"+ns, planner.DefaultDeadlines, func(r *Reconciler) {
+		r.Images.Policy = resources.ImagePolicy{AllowedRegistries: []string{"registry.example.com", "docker.io/quorate/"}}
+	})
+	c := newCluster(ns, "img", 3)
+	c.Spec.Image = "quay.io/someone/etcd:v3.6.16"
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, ns, "img", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonImageNotAllowed,
+		"image quay.io/someone/etcd:v3.6.16 is from none of the registries this operator may run images from (--allowed-image-registries: registry.example.com, docker.io/quorate/): use an image from one of them, or ask the operator's administrator; no member is started or changed until then"))
+	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
+		t.Fatalf("pods %v run an image outside the policy", pods)
+	}
+	patchCluster(t, ns, "img", func(c *v1alpha1.EtcdCluster) { c.Spec.Image = "registry.example.com/etcd:v3.6.16" })
+	eventually(t, timeout, "the members created", func() error {
+		if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 3 {
+			return fmt.Errorf("pods %v", pods)
+		}
+		return nil
+	})
+
+	w := newCluster(ns, "weak", 3)
+	w.Spec.Image = "registry.example.com/etcd:v3.6.16"
+	w.Spec.PodTemplate = &v1alpha1.PodTemplate{Annotations: map[string]string{"container.apparmor.security.beta.kubernetes.io/etcd": "unconfined"}}
+	if err := k8s.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, ns, "weak", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec,
+		`spec.podTemplate.annotations key "container.apparmor.security.beta.kubernetes.io/etcd": annotations under container.apparmor.security.beta.kubernetes.io/ change the pods' security settings (AppArmor, seccomp) or ask the container runtime for more than the pod spec allows, and members run with the cluster's keys; remove it; correct the spec: no member is created or changed until then`))
 }
 
 // A plaintext cluster is refused unless the operator was started to allow it.

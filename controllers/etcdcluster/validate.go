@@ -3,6 +3,8 @@ package etcdcluster
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,10 +45,37 @@ func validateSpec(c *v1alpha1.EtcdCluster, allowPlaintext bool) error {
 	check("labels", keysOf(t.Labels))
 	check("annotations", keysOf(t.Annotations))
 	check("nodeSelector", keysOf(t.NodeSelector))
+	for _, k := range slices.Sorted(maps.Keys(t.Annotations)) {
+		if p := weakeningPrefix(k); p != "" {
+			problems = append(problems, fmt.Sprintf("spec.podTemplate.annotations key %q: annotations under %s change the pods' security settings (AppArmor, seccomp) or ask the container runtime for more than the pod spec allows, and members run with the cluster's keys; remove it", k, p))
+		}
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%s; correct the spec: no member is created or changed until then", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// weakeningPrefixes are annotation prefixes that change a pod's security outside its spec:
+// the AppArmor and seccomp annotations (profiles, unconfined among them) and the container
+// runtimes' own annotations (CRI-O and containerd act on some: devices, user namespaces).
+var weakeningPrefixes = []string{
+	"container.apparmor.security.beta.kubernetes.io/",
+	"seccomp.security.alpha.kubernetes.io/",
+	"container.seccomp.security.alpha.kubernetes.io/",
+	"io.kubernetes.cri-o.",
+	"io.kubernetes.cri.",
+	"io.containerd.",
+	"run.oci.",
+}
+
+func weakeningPrefix(key string) string {
+	for _, p := range weakeningPrefixes {
+		if strings.HasPrefix(key, p) {
+			return p
+		}
+	}
+	return ""
 }
 
 func keysOf[V any](m map[string]V) []string {

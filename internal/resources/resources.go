@@ -65,6 +65,8 @@ type Images struct {
 	EtcdPinned map[string]string
 	// PullPolicy of both images.
 	PullPolicy corev1.PullPolicy
+	// Policy is the administrator's rule for both images.
+	Policy ImagePolicy
 }
 
 // EtcdImage is the etcd image for the cluster: spec.image, or the configured repository
