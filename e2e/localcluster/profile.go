@@ -94,21 +94,30 @@ func (c *Cluster) applyProfile(ctx context.Context) error {
 	if c.cfg.Profile != ProfileOpenShiftLike {
 		return nil
 	}
-	t, err := template.ParseFS(addonFS, "profiles/openshift-like.yaml")
+	manifest, err := c.cfg.profileManifest()
 	if err != nil {
 		return err
+	}
+	if err := c.kubectl(ctx, manifest, "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
+		return fmt.Errorf("applying the openshift-like profile's policies: %w", err)
+	}
+	c.logf("profile openshift-like: Pod Security Admission restricted on every namespace but %v; UID ranges assigned and enforced by admission policies", psaExempt)
+	return nil
+}
+
+// profileManifest is the openshift-like profile's admission policies for the cluster's version.
+func (c Config) profileManifest() (string, error) {
+	t, err := template.ParseFS(addonFS, "profiles/openshift-like.yaml")
+	if err != nil {
+		return "", err
 	}
 	quoted := make([]string, len(profileExempt))
 	for i, n := range profileExempt {
 		quoted[i] = "'" + n + "'"
 	}
 	var buf bytes.Buffer
-	if err := t.Execute(&buf, map[string]string{"MAPVersion": c.cfg.mapVersion(), "Exempt": "[" + strings.Join(quoted, ", ") + "]"}); err != nil {
-		return err
+	if err := t.Execute(&buf, map[string]string{"MAPVersion": c.mapVersion(), "Exempt": "[" + strings.Join(quoted, ", ") + "]"}); err != nil {
+		return "", err
 	}
-	if err := c.kubectl(ctx, buf.String(), "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
-		return fmt.Errorf("applying the openshift-like profile's policies: %w", err)
-	}
-	c.logf("profile openshift-like: Pod Security Admission restricted on every namespace but %v; UID ranges assigned and enforced by admission policies", psaExempt)
-	return nil
+	return buf.String(), nil
 }
