@@ -6,6 +6,7 @@ package uidpolicy
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,6 +56,9 @@ type Policy struct {
 	// Reader reads namespaces (Auto); the operator passes its uncached API reader, so that it
 	// neither watches nor caches every namespace. It needs get on namespaces.
 	Reader client.Reader
+
+	// told holds the namespaces whose fallback to 65532 was logged: once each per process.
+	told sync.Map
 }
 
 // Choice is the UIDChoice for pods in namespace. Auto returns an error only when reading the
@@ -76,7 +80,9 @@ func (p *Policy) Choice(ctx context.Context, namespace string) (resources.UIDCho
 	err := p.Reader.Get(ctx, types.NamespacedName{Name: namespace}, ns)
 	switch {
 	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
-		logf.FromContext(ctx).V(1).Info("cannot read the namespace: its pods ask for user 65532 (--pod-security-context=platform leaves it to the platform)", "namespace", namespace, "error", err.Error())
+		if _, told := p.told.LoadOrStore(namespace, true); !told {
+			logf.FromContext(ctx).Info("cannot read the namespace, so its pods ask for user 65532; where the platform assigns users (OpenShift), grant the operator get on namespaces or set --pod-security-context=platform", "namespace", namespace, "error", err.Error())
+		}
 		return resources.UIDFixed, nil
 	case err != nil:
 		return "", fmt.Errorf("reading namespace %s to choose its pods' user (--pod-security-context=auto): %w", namespace, err)
