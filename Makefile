@@ -187,7 +187,7 @@ CLUSTER_NODES ?= 1
 # PSA restricted everywhere, a UID range per namespace assigned and enforced; docs/local-cluster.md).
 PROFILE ?=
 .PHONY: cluster-up
-cluster-up: ## Start a local cluster of K8S_VERSION built from source, with CLUSTER_NODES nodes (KUBECONFIG in ~/.kube/quorate-$(CLUSTER).yaml).
+cluster-up: ## Start a local cluster of K8S_VERSION built from source, with CLUSTER_NODES nodes and admission PROFILE (openshift-like; KUBECONFIG in ~/.kube/quorate-$(CLUSTER).yaml).
 	go run ./cmd/quorate-localcluster up --name $(CLUSTER) --k8s-version $(K8S_VERSION) --nodes $(CLUSTER_NODES) --profile "$(PROFILE)"
 
 .PHONY: cluster-down
