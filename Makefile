@@ -183,9 +183,12 @@ olm-catalog: ## Build the operator and bundle images of the previous and the cur
 ##@ Local cluster
 
 CLUSTER_NODES ?= 1
+# The local cluster's admission profile: empty, or openshift-like (OpenShift's pod restrictions:
+# PSA restricted everywhere, a UID range per namespace assigned and enforced; docs/local-cluster.md).
+PROFILE ?=
 .PHONY: cluster-up
-cluster-up: ## Start a local cluster of K8S_VERSION built from source, with CLUSTER_NODES nodes (KUBECONFIG in ~/.kube/quorate-$(CLUSTER).yaml).
-	go run ./cmd/quorate-localcluster up --name $(CLUSTER) --k8s-version $(K8S_VERSION) --nodes $(CLUSTER_NODES)
+cluster-up: ## Start a local cluster of K8S_VERSION built from source, with CLUSTER_NODES nodes and admission PROFILE (openshift-like; KUBECONFIG in ~/.kube/quorate-$(CLUSTER).yaml).
+	go run ./cmd/quorate-localcluster up --name $(CLUSTER) --k8s-version $(K8S_VERSION) --nodes $(CLUSTER_NODES) --profile "$(PROFILE)"
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster and remove everything it created.
@@ -220,7 +223,7 @@ conformance: ## Build the shipped suite, bin/quorate-conformance.
 e2e: conformance image images $(KUSTOMIZE) ## Run the whole suite on a local cluster it starts and removes (K8S_VERSION).
 	KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator \
 	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
-	  --duration=$(E2E_DURATION) --certificate-propagation=$(CERT_PROPAGATION) --report-dir=$(REPORT_DIR)/$(K8S_VERSION) -test.v -test.timeout=80m --labels=$(E2E_LABELS) $(CONFORMANCE_FLAGS)
+	  --duration=$(E2E_DURATION) --certificate-propagation=$(CERT_PROPAGATION) --report-dir=$(REPORT_DIR)/$(K8S_VERSION) -test.v -test.timeout=80m --labels=$(E2E_LABELS) --cluster-profile="$(PROFILE)" $(CONFORMANCE_FLAGS)
 
 .PHONY: e2e-safety
 e2e-safety: ## Run the safety scenarios (volumes deleted, data wiped, power loss, bad image, NOSPACE, retention, forced recovery) on a local cluster.

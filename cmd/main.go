@@ -42,6 +42,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/pki"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
+	"github.com/quorate-dev/quorate/internal/uidpolicy"
 	"github.com/quorate-dev/quorate/internal/upgradegate"
 )
 
@@ -87,6 +88,7 @@ type config struct {
 	allowPlaintext                                 bool
 	operator                                       resources.Operator
 	images                                         resources.Images
+	uidMode                                        string
 	zap                                            zap.Options
 }
 
@@ -170,6 +172,7 @@ func parseFlags() *config {
 		return nil
 	})
 	flag.BoolVar(&cfg.images.Policy.RequireDigests, "require-image-digests", false, "run only images named by digest (@sha256:...), as disconnected installs need: a cluster whose etcd image (spec.image, or the version's) is named by tag stops with Degraded=ImageNotAllowed")
+	flag.StringVar(&cfg.uidMode, "pod-security-context", envflag.Or("POD_SECURITY_CONTEXT", string(uidpolicy.Auto)), "who chooses the user and groups of member, backup and drill pods: fixed (they ask for 65532, which keeps a root-owned volume writable), platform (they ask for none: OpenShift's restricted-v2 SCC assigns them from the namespace's range and rejects others), auto (platform in namespaces with the openshift.io/sa.scc.uid-range annotation, fixed elsewhere and where the namespace cannot be read) (env POD_SECURITY_CONTEXT)")
 	flag.StringVar(&cfg.pullPolicy, "image-pull-policy", envflag.Or("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
 	flag.DurationVar(&cfg.certLifetime, "certificate-lifetime", pki.LeafValidity, "lifetime of the certificates the operator generates; each is renewed in its Secret with a third of it left")
 	defaultPropagation, err := time.ParseDuration(envflag.Or("CERTIFICATE_PROPAGATION", "2m"))
@@ -232,7 +235,11 @@ func newManager(cfg *config, restConfig *rest.Config, metricsOpts metricsserver.
 
 // addControllers registers the EtcdCluster, EtcdBackup and EtcdBackupSchedule controllers.
 func addControllers(mgr ctrl.Manager, cfg *config, id string, log logr.Logger) {
+	mode, err := uidpolicy.ParseMode(cfg.uidMode)
+	exitOn(log, err, "reading the flags")
+	uids := &uidpolicy.Policy{Mode: mode, Reader: mgr.GetAPIReader()}
 	r := &etcdcluster.Reconciler{
+		UIDs:            uids,
 		Client:          mgr.GetClient(),
 		APIReader:       mgr.GetAPIReader(),
 		Scheme:          mgr.GetScheme(),
@@ -251,9 +258,9 @@ func addControllers(mgr ctrl.Manager, cfg *config, id string, log logr.Logger) {
 	exitOn(log, r.SetupWithManager(mgr, cfg.concurrency), "setting up the controller")
 	// Backups, schedules and restore drills act on the clusters whose claim r holds.
 	exitOn(log, (&backup.BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: r.Recorder, Images: cfg.images, Ownership: r.Ownership}).SetupWithManager(mgr), "setting up the backup controller")
+		Recorder: r.Recorder, Images: cfg.images, UIDs: uids, Ownership: r.Ownership}).SetupWithManager(mgr), "setting up the backup controller")
 	exitOn(log, (&backup.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: r.Recorder, Images: cfg.images, Ownership: r.Ownership, MinInterval: cfg.minBackupInterval}).SetupWithManager(mgr), "setting up the backup schedule controller")
+		Recorder: r.Recorder, Images: cfg.images, UIDs: uids, Ownership: r.Ownership, MinInterval: cfg.minBackupInterval}).SetupWithManager(mgr), "setting up the backup schedule controller")
 }
 
 // cacheOptions restricts the cache to WATCH_NAMESPACE (comma-separated, as OLM sets it), or

@@ -26,11 +26,11 @@ has() { # has REPO TAG
     "http://$REGISTRY/v2/$1/manifests/$2" 2>/dev/null
 }
 
-build() { # build CONTEXT DOCKERFILE IMAGE
+build() { # build CONTEXT DOCKERFILE IMAGE [BUILDAH BUD ARGS...]
   log "building $3"
   # --timestamp 0: the same inputs give the same image, digest included, on any machine; the
   # bundle names images by digest (make bundle).
-  buildah --storage-driver vfs bud --quiet --layers=false --timestamp 0 -f "$2" -t "$3" "$1" >/dev/null
+  buildah --storage-driver vfs bud --quiet --layers=false --timestamp 0 "${@:4}" -f "$2" -t "$3" "$1" >/dev/null
   buildah --storage-driver vfs push --quiet --tls-verify=false "$3" "docker://$3" >/dev/null
   buildah --storage-driver vfs rmi "$3" >/dev/null 2>&1 || true
 }
@@ -96,7 +96,7 @@ operator() {
   local bins=("$root/bin/linux_amd64/quorate-operator" "$root/bin/linux_amd64/quorate-launcher" "$root/bin/linux_amd64/quorate-backup")
   for b in "${bins[@]}"; do [ -x "$b" ] || die "$b is missing: run make build-linux first"; done
   local tag; tag=$(content_tag "$version" "${bins[@]}" "$root/Dockerfile")
-  has quorate/operator "$tag" || build "$root" "$root/Dockerfile" "$REGISTRY/quorate/operator:$tag"
+  has quorate/operator "$tag" || build "$root" "$root/Dockerfile" "$REGISTRY/quorate/operator:$tag" --build-arg "VERSION=$version"
   echo "$REGISTRY/quorate/operator:$tag"
 }
 
@@ -104,8 +104,8 @@ workload() {
   local version=${1:?version}
   local bin=$root/bin/linux_amd64/quorate-workload
   [ -x "$bin" ] || die "$bin is missing: run make build-linux first"
-  local tag; tag=$(content_tag "$version" "$bin")
-  has quorate/workload "$tag" || build "$root" "$root/hack/images/workload/Dockerfile" "$REGISTRY/quorate/workload:$tag"
+  local tag; tag=$(content_tag "$version" "$bin" "$root/hack/images/workload/Dockerfile")
+  has quorate/workload "$tag" || build "$root" "$root/hack/images/workload/Dockerfile" "$REGISTRY/quorate/workload:$tag" --build-arg "VERSION=$version"
   echo "$REGISTRY/quorate/workload:$tag"
 }
 
@@ -155,11 +155,12 @@ olmv1() { # olmv1: OLM v1's catalogd and operator-controller in one image; print
 
 conformance() { # conformance VERSION: quorate-conformance (static) for the scorecard's custom test
   local version=${1:?version}
-  local c; c=$(ctx); mkdir -p "$c/rootfs/usr/local/bin" "$c/rootfs/tmp"; chmod 1777 "$c/rootfs/tmp"
+  local c; c=$(ctx); mkdir -p "$c/rootfs/usr/local/bin" "$c/rootfs/tmp" "$c/licenses"; chmod 1777 "$c/rootfs/tmp"
+  cp "$root/LICENSE" "$c/licenses/LICENSE"
   CGO_ENABLED=0 go test -C "$root" -c -tags e2e -trimpath -ldflags "-s -w -X github.com/quorate-dev/quorate/internal/buildinfo.Version=$version" \
     -o "$c/rootfs/usr/local/bin/quorate-conformance" ./e2e/conformance
-  local tag; tag=$(content_tag "$version" "$c/rootfs/usr/local/bin/quorate-conformance")
-  has quorate/conformance "$tag" || build "$c" "$here/images/conformance/Dockerfile" "$REGISTRY/quorate/conformance:$tag"
+  local tag; tag=$(content_tag "$version" "$c/rootfs/usr/local/bin/quorate-conformance" "$here/images/conformance/Dockerfile")
+  has quorate/conformance "$tag" || build "$c" "$here/images/conformance/Dockerfile" "$REGISTRY/quorate/conformance:$tag" --build-arg "VERSION=$version"
   rm -rf "$c"
   echo "$REGISTRY/quorate/conformance:$tag"
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/resources"
+	"github.com/quorate-dev/quorate/internal/uidpolicy"
 )
 
 // BackupReconciler takes EtcdBackups. Each backup is one Job (named after it) that runs
@@ -41,6 +42,7 @@ type BackupReconciler struct {
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
 	Images    resources.Images
+	UIDs      *uidpolicy.Policy
 	Ownership *ownership.Ownership
 	// APIReader reads the claims (Leases), and a finished Job's pods, without caching them.
 	APIReader client.Reader
@@ -186,7 +188,11 @@ func (r *BackupReconciler) start(ctx context.Context, b *v1alpha1.EtcdBackup) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	job := resources.BackupJob(b, target, retain, r.Images)
+	im := r.Images
+	if im.UIDs, err = r.UIDs.Choice(ctx, b.Namespace); err != nil {
+		return ctrl.Result{}, err
+	}
+	job := resources.BackupJob(b, target, retain, im)
 	if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{}, fmt.Errorf("creating Job %s: %w", job.Name, err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/resources"
+	"github.com/quorate-dev/quorate/internal/uidpolicy"
 )
 
 // ScheduleReconciler runs EtcdBackupSchedules: it creates an EtcdBackup at each scheduled
@@ -40,6 +41,7 @@ type ScheduleReconciler struct {
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
 	Images    resources.Images
+	UIDs      *uidpolicy.Policy
 	Ownership *ownership.Ownership
 	APIReader client.Reader
 	// Now is the clock (tests set it).
@@ -321,7 +323,11 @@ func (r *ScheduleReconciler) drill(ctx context.Context, s *v1alpha1.EtcdBackupSc
 			target.Members = []string{dc.Status.Members[0].Name}
 		}
 		owner := *metav1.NewControllerRef(s, v1alpha1.GroupVersion.WithKind("EtcdBackupSchedule"))
-		j := resources.VerifyJob(drillJob(s.Name), owner, target, b.Status.Revision, b.Status.Keys, b.Status.KeyspaceSHA256, r.Images)
+		im := r.Images
+		if im.UIDs, err = r.UIDs.Choice(ctx, s.Namespace); err != nil {
+			return true, err
+		}
+		j := resources.VerifyJob(drillJob(s.Name), owner, target, b.Status.Revision, b.Status.Keys, b.Status.KeyspaceSHA256, im)
 		if err := r.Create(ctx, j); err != nil && !apierrors.IsAlreadyExists(err) {
 			return true, fmt.Errorf("creating the drill's Job: %w", err)
 		}

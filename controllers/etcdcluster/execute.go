@@ -232,7 +232,12 @@ func (r *Reconciler) createPVC(ctx context.Context, c *v1alpha1.EtcdCluster, key
 }
 
 func (r *Reconciler) createPod(ctx context.Context, c *v1alpha1.EtcdCluster, key types.NamespacedName, p resources.MemberPod) error {
-	pod, err := resources.Pod(c, p, r.Images)
+	im := r.Images
+	var err error
+	if im.UIDs, err = r.UIDs.Choice(ctx, c.Namespace); err != nil {
+		return err
+	}
+	pod, err := resources.Pod(c, p, im)
 	if err != nil {
 		return err
 	}

@@ -34,16 +34,20 @@ import (
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
+	"github.com/quorate-dev/quorate/internal/uidpolicy"
 )
 
 // Reconciler reconciles EtcdClusters.
 type Reconciler struct {
 	client.Client
 	// APIReader reads Secrets without caching every Secret of the cluster.
-	APIReader    client.Reader
-	Scheme       *runtime.Scheme
-	Recorder     record.EventRecorder
-	Images       resources.Images
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  record.EventRecorder
+	Images    resources.Images
+	// UIDs chooses, per namespace, whether pods ask for a user or leave it to the platform
+	// (nil: they ask for 65532).
+	UIDs         *uidpolicy.Policy
 	EtcdFactory  etcd.Factory
 	Expectations *expectations.Expectations
 	// ResyncPeriod is how often a settled cluster's health is checked again.
@@ -93,6 +97,7 @@ type Certificates interface {
 // +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdclusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

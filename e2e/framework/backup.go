@@ -113,14 +113,17 @@ func (r *Run) RunTool(ctx context.Context, name string, args []string, credentia
 	}
 	ctr := corev1.Container{Name: "tool", Image: image, Command: append([]string{"/quorate-backup"}, args...), VolumeMounts: mounts,
 		SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532)}}
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, RunAsNonRoot: ptr.To(true)}}
 	if credentials != "" {
 		ctr.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: credentials}}}}
 	}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace},
 		Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](0), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{ctr}, Volumes: volumes}}},
+			RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{ctr}, Volumes: volumes,
+			// Restricted as Pod Security Admission's "restricted" asks; no user: the image's
+			// USER, or the platform's choice (PROFILE=openshift-like assigns one from a range).
+			SecurityContext: &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}}}},
 	}
 	if err := r.Suite.Client.Create(ctx, job); err != nil {
 		return nil, err

@@ -94,7 +94,10 @@ func (s *Suite) provide(testenv env.Environment, cfg *envconf.Config) error {
 	opts := s.Opts
 	switch opts.Provider {
 	case "local":
-		p := localcluster.NewProvider().WithNodes(opts.Nodes)
+		if err := localcluster.CheckProfile(opts.ClusterProfile); err != nil {
+			return fmt.Errorf("--cluster-profile: %w", err)
+		}
+		p := localcluster.NewProvider().WithNodes(opts.Nodes).WithProfile(opts.ClusterProfile)
 		p.WithVersion(opts.K8sVersion)
 		lc := localcluster.DefaultConfig(opts.ClusterName, localcluster.ResolveVersion(opts.K8sVersion))
 		s.kubectl = lc.Kubectl()

@@ -25,12 +25,15 @@ type Options struct {
 	ClusterName string
 	// Nodes is how many nodes a local cluster the suite starts has; the node scenarios
 	// (suite=nodes) need 4: node 1 and three for their members.
-	Nodes     int
-	ReportDir string
-	Duration  time.Duration
-	Rate      float64
-	Clients   int
-	OpenLoop  bool
+	Nodes int
+	// ClusterProfile is the admission profile of a local cluster the suite starts
+	// (openshift-like: OpenShift's pod restrictions, docs/local-cluster.md).
+	ClusterProfile string
+	ReportDir      string
+	Duration       time.Duration
+	Rate           float64
+	Clients        int
+	OpenLoop       bool
 	// Budgets are the availability budgets of the scenario classes (--budget-*).
 	Budgets     Budgets
 	EtcdVersion string
@@ -102,6 +105,7 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.Provider, "provider", "existing", "where to run: existing (the cluster of --kubeconfig), local (start a local cluster built from source), kind")
 	flag.StringVar(&o.K8sVersion, "k8s-version", "v1.35.4", "Kubernetes version of a cluster the suite starts (local or kind)")
 	flag.StringVar(&o.ClusterName, "cluster-name", "quorate-e2e", "name of a cluster the suite starts")
+	flag.StringVar(&o.ClusterProfile, "cluster-profile", "", "admission profile of a local cluster the suite starts (--provider=local): empty, or openshift-like (Pod Security Admission restricted everywhere, and every namespace's pods given a user and fsGroup from its own UID range, any other rejected, as OpenShift's restricted-v2 SCC does)")
 	flag.IntVar(&o.Nodes, "nodes", 1, "nodes of a local cluster the suite starts (--provider=local): node 1 is this machine, each further one a network namespace with its own containerd, kubelet and kube-proxy; the node scenarios (suite=nodes) need 4: node 1 and three for their members")
 	flag.StringVar(&o.ReportDir, "report-dir", "quorate-report", "directory for the report (JUnit, Markdown, HTML, histories)")
 	flag.DurationVar(&o.Duration, "duration", 30*time.Second, "load time of steady phases (before, between and after a scenario's actions)")

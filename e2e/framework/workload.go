@@ -56,10 +56,13 @@ func (r *Run) workloadPod() *corev1.Pod {
 				VolumeMounts:   mounts,
 				Resources:      res,
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532)},
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, RunAsNonRoot: ptr.To(true)},
 			}},
 			Volumes:      volumes,
 			NodeSelector: r.workloadNodeSelector(),
+			// Restricted as Pod Security Admission's "restricted" asks; no user: the image's
+			// USER, or the platform's choice (PROFILE=openshift-like assigns one from a range).
+			SecurityContext: &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 		},
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-//go:embed addons/*.yaml
+//go:embed addons/*.yaml profiles/*.yaml
 var addonFS embed.FS
 
 // applyAddons installs CoreDNS and the volume provisioner with the cluster's kubectl, on node 1

@@ -168,6 +168,9 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err := c.applyAddons(ctx); err != nil {
 		return err
 	}
+	if err := c.applyProfile(ctx); err != nil {
+		return err
+	}
 	return c.installKubeconfig()
 }
 
@@ -189,6 +192,9 @@ func (c *Cluster) prepareState(ctx context.Context) error {
 		return err
 	}
 	if err := c.writeConfigs(); err != nil {
+		return err
+	}
+	if err := c.writeProfile(); err != nil {
 		return err
 	}
 	return c.setupNetwork(ctx)

@@ -23,7 +23,7 @@ func (c *Cluster) etcdDaemon() daemon {
 }
 
 func (c *Cluster) apiServerDaemon() daemon {
-	return daemon{name: "kube-apiserver", args: []string{c.cfg.k8sBin("kube-apiserver"),
+	return daemon{name: "kube-apiserver", args: append([]string{c.cfg.k8sBin("kube-apiserver"),
 		"--advertise-address=" + c.cfg.NodeIP,
 		"--bind-address=" + c.cfg.NodeIP,
 		fmt.Sprintf("--secure-port=%d", c.cfg.APIServerPort),
@@ -53,7 +53,7 @@ func (c *Cluster) apiServerDaemon() daemon {
 		"--enable-aggregator-routing=true",
 		"--profiling=false",
 		"--v=1",
-	}}
+	}, c.cfg.profileAPIServerArgs()...)}
 }
 
 func (c *Cluster) controllerManagerDaemon() daemon {

@@ -41,6 +41,8 @@ type Config struct {
 	// (docs/local-cluster.md).
 	StateInMemory bool
 	Kubeconfig    string // where the admin kubeconfig is written for the user
+	// Profile is the admission profile (profile.go): "" or openshift-like.
+	Profile string
 
 	// ContainerdVersion is the containerd every node runs, built from source
 	// (hack/build-containerd.sh): from 1.7 on it mounts container roots volatile (containerd.go).

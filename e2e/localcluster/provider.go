@@ -24,6 +24,7 @@ import (
 type Provider struct {
 	name, version string
 	nodes         int
+	profile       string
 	cluster       *Cluster
 	restConfig    *rest.Config
 }
@@ -53,6 +54,9 @@ func (p *Provider) WithVersion(version string) support.E2EClusterProvider {
 
 // WithNodes sets how many nodes a cluster the provider starts has (1 when unset).
 func (p *Provider) WithNodes(n int) *Provider { p.nodes = n; return p }
+
+// WithProfile sets the admission profile of a cluster the provider starts (profile.go).
+func (p *Provider) WithProfile(profile string) *Provider { p.profile = profile; return p }
 
 // WithPath is accepted for interface compatibility; binaries come from the build cache.
 func (p *Provider) WithPath(string) support.E2EClusterProvider { return p }
@@ -86,6 +90,7 @@ func (p *Provider) handle() *Cluster {
 		if p.nodes > 0 {
 			cfg.Nodes = p.nodes
 		}
+		cfg.Profile = p.profile
 		p.cluster = New(cfg, os.Stderr)
 	}
 	return p.cluster

@@ -434,6 +434,9 @@ func write(o options, csv *operatorsv1alpha1.ClusterServiceVersion, manifests []
 	return nil
 }
 
+// OpenShiftVersions are the OpenShift releases the bundle is for (com.redhat.openshift.versions).
+const OpenShiftVersions = "v4.20"
+
 // Annotations of the bundle, in the order bundle.Dockerfile carries them as labels.
 func Annotations(channels string) [][2]string {
 	return [][2]string{
@@ -445,6 +448,9 @@ func Annotations(channels string) [][2]string {
 		{"operators.operatorframework.io.bundle.channel.default.v1", defaultChannel},
 		{"operators.operatorframework.io.test.mediatype.v1", "scorecard+v1"},
 		{"operators.operatorframework.io.test.config.v1", "tests/scorecard/"},
+		// OpenShift 4.20 is the first on Kubernetes 1.33, the CSV's minKubeVersion; "v4.20"
+		// lists it and every later release (docs/olm.md).
+		{"com.redhat.openshift.versions", OpenShiftVersions},
 	}
 }
 

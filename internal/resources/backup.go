@@ -122,12 +122,9 @@ func jobPod(t JobTarget, im Images, args []string, workSize *resource.Quantity) 
 			RestartPolicy:                corev1.RestartPolicyNever,
 			AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks:           ptr.To(false),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), RunAsGroup: ptr.To[int64](65532), FSGroup: ptr.To[int64](65532),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Containers: []corev1.Container{ctr},
-			Volumes:    volumes,
+			SecurityContext:              podSecurityContext(im.UIDs),
+			Containers:                   []corev1.Container{ctr},
+			Volumes:                      volumes,
 		},
 	}
 }

@@ -108,16 +108,10 @@ func Pod(c *v1alpha1.EtcdCluster, p MemberPod, im Images) (*corev1.Pod, error) {
 			TerminationGracePeriodSeconds: ptr.To[int64](30),
 			EnableServiceLinks:            ptr.To(false),
 			AutomountServiceAccountToken:  ptr.To(false),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptr.To(true),
-				RunAsUser:      ptr.To[int64](65532),
-				RunAsGroup:     ptr.To[int64](65532),
-				FSGroup:        ptr.To[int64](65532),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			InitContainers: append([]corev1.Container{launcherContainer(im, etcd.Resources)}, restoreContainers(c, p, im, mounts)...),
-			Containers:     []corev1.Container{etcd},
-			Volumes:        volumes,
+			SecurityContext:               podSecurityContext(im.UIDs),
+			InitContainers:                append([]corev1.Container{launcherContainer(im, etcd.Resources)}, restoreContainers(c, p, im, mounts)...),
+			Containers:                    []corev1.Container{etcd},
+			Volumes:                       volumes,
 		},
 	}
 	if p.Restore != nil {

@@ -67,6 +67,10 @@ type Images struct {
 	PullPolicy corev1.PullPolicy
 	// Policy is the administrator's rule for both images.
 	Policy ImagePolicy
+	// UIDs says whether pods ask for a user and groups or leave them to the platform; the
+	// operator sets it per namespace (internal/uidpolicy). It is not part of MemberSpecHash:
+	// a running member keeps the user its data is owned by.
+	UIDs UIDChoice
 }
 
 // EtcdImage is the etcd image for the cluster: spec.image, or the configured repository
