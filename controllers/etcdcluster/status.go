@@ -190,6 +190,10 @@ func degradedCondition(s planner.State, a planner.Action, sum summary, gen int64
 		return statuscond.New(v1alpha1.ConditionDegraded, true, a.Reason, a.Message, gen)
 	case s.ClusterID != 0 && !s.EtcdReachable:
 		return statuscond.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonEtcdUnreachable, a.Message, gen)
+	case divergence(s) != "":
+		// Through the whole replacement (promoting, moving leadership), not only its first step.
+		reason, msg := planner.Divergence(s)
+		return statuscond.New(v1alpha1.ConditionDegraded, true, reason, msg, gen)
 	case len(s.Alarms) > 0:
 		c := alarmCondition(s.Alarms, gen)
 		return statuscond.New(v1alpha1.ConditionDegraded, true, c.Reason, c.Message, gen)
@@ -287,4 +291,9 @@ func (r *Reconciler) eventOnTransitions(c *v1alpha1.EtcdCluster, before, after v
 		}
 		r.Recorder.Eventf(c, eventType, now.Reason, "%s is %s: %s", t, now.Status, now.Message)
 	}
+}
+
+func divergence(s planner.State) string {
+	reason, _ := planner.Divergence(s)
+	return reason
 }
