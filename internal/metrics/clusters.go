@@ -91,11 +91,11 @@ type clusterKey struct{ namespace, name string }
 type fixedLabel struct{ name, value string }
 
 type clusterRecord struct {
-	status *Cluster         // nil until the first SetCluster; replaced whole, never changed
+	status *Cluster // nil until the first SetCluster; replaced whole, never changed
 	// divergent are the members the last consistency check found divergent (SetDivergent).
 	divergent []string
-	base   []*dto.LabelPair // ClusterLabel and namespace, sorted by name
-	counts []count
+	base      []*dto.LabelPair // ClusterLabel and namespace, sorted by name
+	counts    []count
 }
 
 // count is one counter series of a cluster: its family, the pair of the family's third label

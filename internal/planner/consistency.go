@@ -83,7 +83,7 @@ func Judge(c Consistency) Verdict {
 		}
 	}
 	if best == len(hs) {
-		return Verdict{Outcome: Consistent, Message: fmt.Sprintf("the %d voters have the same data at revision %d (hash %s)", len(hs), c.Revision, hashText(major))}
+		return Verdict{Outcome: Consistent, Message: fmt.Sprintf("the %d voters have the same data at revision %d (%s)", len(hs), c.Revision, hashText(major))}
 	}
 	if best < quorum.Of(len(hs)) {
 		return Verdict{Outcome: NoMajority,
@@ -98,7 +98,7 @@ func Judge(c Consistency) Verdict {
 		}
 	}
 	return Verdict{Outcome: Divergent, Divergent: bad,
-		Message: fmt.Sprintf("the data of %s differ from the majority's at revision %d: %s, where %s %s",
+		Message: fmt.Sprintf("the data of %s differ from the majority's at revision %d: %s, where %s have %s",
 			memberNames(bad), c.Revision, describe(bad, hashOf), memberNames(good), hashText(major))}
 }
 
