@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/testsupport"
@@ -89,6 +90,53 @@ func TestConsistencyCheckFindsCorruptedMember(t *testing.T) {
 		Message: fmt.Sprintf("the data of hk-2 differ from the majority's at revision %d: hk-2 has hash %08x, where hk-0 and hk-1 have hash %08x", c.Revision, bad.Hash, good.Hash)}
 	if bad.Member != "hk-2" || bad.Hash == good.Hash || !reflect.DeepEqual(v, want) {
 		t.Fatalf("after corrupting hk-2: %#v\nwant %#v", v, want)
+	}
+}
+
+// A member whose data diverge from the majority's (its HashKV differs), with the CORRUPT alarm
+// etcd raised for it: Degraded says MemberCorrupt with the hashes, a Warning Event, the member
+// is replaced add-first (its replacement is promoted before it is removed), and the alarm is
+// disarmed only after a comparison of the new voters agrees.
+func TestDivergentMemberIsReplaced(t *testing.T) {
+	ns := newNamespace(t)
+	kubelet(t, ns)
+	fake := etcd.NewFake("3.6.16")
+	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, func(r *Reconciler) { r.ConsistencyInterval = 2 * time.Second })
+	bootstrap(t, ns, "demo", 3, fake)
+	bad := memberID(t, fake, "demo-1")
+	if leader := getCluster(t, ns, "demo").Status.Leader; leader == "demo-1" {
+		fake.SetLeader("demo-0")
+	}
+	fake.Diverge("demo-1", 0xbad)
+	fake.RaiseAlarm("demo-1", planner.AlarmCorrupt)
+	wantMsg := fmt.Sprintf("the data of demo-1 differ from the majority's at revision 1: demo-1 has hash 00000bad, where demo-0 and demo-2 have hash %08x", etcd.FakeHash)
+	assertEvent(t, ns, v1alpha1.ReasonMemberCorrupt, "Degraded is True: adding a member to replace demo-1, because "+wantMsg+"; it keeps serving until its replacement votes")
+	waitFor(t, ns, "demo", "the divergent member replaced and the alarm disarmed", func(c *v1alpha1.EtcdCluster) error {
+		if err := settled(3)(c); err != nil {
+			return err
+		}
+		if len(fake.Alarms()) > 0 {
+			return fmt.Errorf("alarms still raised: %v", fake.Alarms())
+		}
+		return nil
+	})
+	var changes []string
+	for _, c := range fake.Calls() {
+		for _, p := range []string{"AddLearner", "Promote", "Remove", "Disarm"} {
+			if strings.HasPrefix(c, p+" ") {
+				changes = append(changes, c)
+			}
+		}
+	}
+	// The alarm is disarmed after its member was removed: the fake names it by ID no more.
+	want := []string{"AddLearner https://demo-3.demo-peer." + ns + ".svc:2380", "Promote demo-3", "Remove demo-1", "Disarm  " + planner.AlarmCorrupt}
+	if !reflect.DeepEqual(changes, want) {
+		t.Fatalf("membership changes %v, want %v", changes, want)
+	}
+	for _, m := range fake.Members() {
+		if m.ID == bad {
+			t.Fatalf("the divergent member %x is still a member", bad)
+		}
 	}
 }
 
