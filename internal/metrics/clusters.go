@@ -311,17 +311,19 @@ func CountClusterIDMismatch(namespace, name string) {
 
 // SetDivergent replaces the members the last consistency check found divergent. The
 // collector keeps members: the caller must not change it afterwards.
-func SetDivergent(namespace, name string, members []string) {
-	Clusters.mu.Lock()
-	defer Clusters.mu.Unlock()
-	r, ok := Clusters.clusters[clusterKey{namespace, name}]
-	if !ok && len(members) == 0 {
+func (c *ClusterCollector) SetDivergent(namespace, name string, members []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.clusters[clusterKey{namespace, name}]; !ok && len(members) == 0 {
 		return
 	}
-	if !ok {
-		r = Clusters.record(namespace, name)
-	}
-	r.divergent = members
+	c.record(namespace, name).divergent = members
+}
+
+// SetDivergent replaces the members the last consistency check found divergent in the
+// cluster.
+func SetDivergent(namespace, name string, members []string) {
+	Clusters.SetDivergent(namespace, name, members)
 }
 
 // CountConsistencyCheck counts a comparison of the cluster's voters' data by its result
