@@ -82,6 +82,7 @@ type config struct {
 	apiQPS                                         float64
 	apiBurst                                       int
 	resync, rollSettle                             time.Duration
+	consistencyInterval                            time.Duration
 	deadlines                                      planner.Deadlines
 	ownershipTerm, certLifetime, certPropagation   time.Duration
 	minBackupInterval                              time.Duration
@@ -150,6 +151,7 @@ func parseFlags() *config {
 	flag.Float64Var(&cfg.apiQPS, "kube-api-qps", 50, "requests per second the operator's Kubernetes client sends at most, sustained (client-go's token bucket; reads from the cache do not count)")
 	flag.IntVar(&cfg.apiBurst, "kube-api-burst", 100, "requests the operator's Kubernetes client may send at once above --kube-api-qps")
 	flag.DurationVar(&cfg.resync, "resync-period", 30*time.Second, "how often a settled cluster's health is checked")
+	flag.DurationVar(&cfg.consistencyInterval, "consistency-check-interval", etcdcluster.DefaultConsistencyInterval, "how often the voters' data of each cluster are compared (etcd HashKV at one revision; a member whose data differ from the majority's is replaced); hashing reads each member's whole database; 0 turns it off")
 	flag.DurationVar(&cfg.rollSettle, "roll-settle", 10*time.Second, "how long every member's pod must have been ready before a rolling update (etcd upgrade, spec change) replaces the next one; clients reconnect in that time")
 	deadlines := &cfg.deadlines
 	flag.DurationVar(&deadlines.MemberStart, "member-start-deadline", deadlines.MemberStart, "how long a member's new pod may take to become healthy before a rollout is reported stuck (sooner when the pod shows why, such as an image pull error)")
@@ -239,21 +241,22 @@ func addControllers(mgr ctrl.Manager, cfg *config, id string, log logr.Logger) {
 	exitOn(log, err, "reading the flags")
 	uids := &uidpolicy.Policy{Mode: mode, Reader: mgr.GetAPIReader()}
 	r := &etcdcluster.Reconciler{
-		UIDs:            uids,
-		Client:          mgr.GetClient(),
-		APIReader:       mgr.GetAPIReader(),
-		Scheme:          mgr.GetScheme(),
-		Recorder:        mgr.GetEventRecorderFor(id), //nolint:staticcheck // core/v1 events show in kubectl describe; the source names the install
-		Images:          cfg.images,
-		EtcdFactory:     etcdFactory(),
-		Expectations:    expectations.New(2 * time.Minute),
-		ResyncPeriod:    cfg.resync,
-		Settings:        etcdcluster.Settings{RollSettle: cfg.rollSettle, Deadlines: cfg.deadlines},
-		Ownership:       &ownership.Ownership{Identity: id, Term: cfg.ownershipTerm},
-		AllowPlaintext:  cfg.allowPlaintext,
-		Operator:        cfg.operator,
-		CertLifetime:    cfg.certLifetime,
-		CertPropagation: cfg.certPropagation,
+		UIDs:                uids,
+		Client:              mgr.GetClient(),
+		APIReader:           mgr.GetAPIReader(),
+		Scheme:              mgr.GetScheme(),
+		Recorder:            mgr.GetEventRecorderFor(id), //nolint:staticcheck // core/v1 events show in kubectl describe; the source names the install
+		Images:              cfg.images,
+		EtcdFactory:         etcdFactory(),
+		Expectations:        expectations.New(2 * time.Minute),
+		ResyncPeriod:        cfg.resync,
+		Settings:            etcdcluster.Settings{RollSettle: cfg.rollSettle, Deadlines: cfg.deadlines},
+		Ownership:           &ownership.Ownership{Identity: id, Term: cfg.ownershipTerm},
+		AllowPlaintext:      cfg.allowPlaintext,
+		Operator:            cfg.operator,
+		CertLifetime:        cfg.certLifetime,
+		CertPropagation:     cfg.certPropagation,
+		ConsistencyInterval: cfg.consistencyInterval,
 	}
 	exitOn(log, r.SetupWithManager(mgr, cfg.concurrency), "setting up the controller")
 	// Backups, schedules and restore drills act on the clusters whose claim r holds.

@@ -63,6 +63,12 @@ const (
 	ReasonSettled           = "Settled"
 	// ReasonReplacingMember: a member losing its volume is replaced add-first.
 	ReasonReplacingMember = "ReplacingMember"
+	// ReasonMemberCorrupt: the operator's consistency check found a voter whose data differ
+	// from the majority's (HashKV at one revision); it is replaced add-first.
+	ReasonMemberCorrupt = "MemberCorrupt"
+	// ReasonDataInconsistent: the voters' data differ and no majority agrees; the operator
+	// halts, since replacing any member could keep the bad data.
+	ReasonDataInconsistent = "DataInconsistent"
 	// ReasonMigratingStorage: spec.storage changed; volumes are expanded, or members move to
 	// new volumes add-first.
 	ReasonMigratingStorage = "MigratingStorage"

@@ -272,6 +272,9 @@ func (r *Reconciler) maintain(ctx context.Context, c *v1alpha1.EtcdCluster, o *o
 	switch a.Kind {
 	case planner.Disarm:
 		for _, al := range o.alarms {
+			if a.Reason == v1alpha1.ReasonCorrupt && al.Type != planner.AlarmCorrupt {
+				continue // a consistency check disarms CORRUPT; NOSPACE is cleared on its own terms
+			}
 			if err := o.client.Disarm(ctx, al); err != nil {
 				return err
 			}

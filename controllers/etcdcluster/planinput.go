@@ -56,19 +56,20 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 // alarms, recovery, maintenance and retained volumes.
 func (o *observation) clusterState(c *v1alpha1.EtcdCluster, clusterID uint64, now time.Time, set Settings) planner.State {
 	s := planner.State{
-		Cluster:       c.Name,
-		Replicas:      int(c.Spec.Replicas),
-		Paused:        c.Spec.Paused,
-		ClusterID:     clusterID,
-		Version:       c.Spec.Version,
-		Image:         c.Spec.Image,
-		QuotaBytes:    c.Spec.Etcd.QuotaBackendBytes,
-		EtcdReachable: o.members != nil,
-		Alarms:        o.alarmTypes(),
-		AdoptVolumes:  c.Spec.AdoptRetainedVolumes,
-		RollSettle:    set.RollSettle,
-		Deadlines:     set.Deadlines,
-		Now:           now,
+		Cluster:        c.Name,
+		Replicas:       int(c.Spec.Replicas),
+		Paused:         c.Spec.Paused,
+		ClusterID:      clusterID,
+		Version:        c.Spec.Version,
+		Image:          c.Spec.Image,
+		QuotaBytes:     c.Spec.Etcd.QuotaBackendBytes,
+		EtcdReachable:  o.members != nil,
+		Alarms:         o.alarmTypes(),
+		CorruptMembers: o.corruptMembers(),
+		AdoptVolumes:   c.Spec.AdoptRetainedVolumes,
+		RollSettle:     set.RollSettle,
+		Deadlines:      set.Deadlines,
+		Now:            now,
 	}
 	if c.Spec.Recovery != nil {
 		s.Recovery.Requested = c.Spec.Recovery.ForceNewCluster

@@ -68,9 +68,14 @@ type Reconciler struct {
 	CertPropagation time.Duration
 	// Operator selects the operator's own pods in the clusters' NetworkPolicies.
 	Operator resources.Operator
+	// ConsistencyInterval is how often a cluster's voters' data are compared (HashKV at one
+	// revision); 0 turns the comparison off.
+	ConsistencyInterval time.Duration
 
 	// certs does the pass's certificate work (package certificates); setup builds it.
 	certs Certificates
+	// checks remembers each cluster's last consistency check.
+	checks consistencyChecks
 }
 
 // Certificates is what a pass needs of the cluster's certificates (package certificates).
@@ -178,6 +183,7 @@ func (r *Reconciler) current(ctx context.Context, req ctrl.Request) (*v1alpha1.E
 			r.Expectations.Forget(req.NamespacedName)
 			r.certs.Forget(req.NamespacedName)
 			r.Ownership.Forget(req.NamespacedName)
+			r.checks.forget(req.NamespacedName)
 			metrics.ForgetCluster(req.Namespace, req.Name)
 			return nil, requeue{}, nil
 		}
@@ -297,6 +303,8 @@ func (r *Reconciler) settleIdentity(ctx context.Context, c *v1alpha1.EtcdCluster
 // in line, and moves a join and a CA rotation along.
 func (r *Reconciler) step(ctx context.Context, c *v1alpha1.EtcdCluster, obs *observation, clusterID uint64) (planner.State, planner.Action, requeue, error) {
 	state := obs.buildState(c, clusterID, time.Now(), r.Settings)
+	state.Consistency = r.consistency(ctx, c, obs, state)
+	metrics.SetDivergent(c.Namespace, c.Name, divergentMembers(state))
 	action := planner.Plan(state, obs.memberName)
 	logf.FromContext(ctx).V(1).Info("planned", "action", action.String())
 	q, share, execErr := r.execute(ctx, c, obs, state, action)

@@ -190,6 +190,10 @@ func degradedCondition(s planner.State, a planner.Action, sum summary, gen int64
 		return statuscond.New(v1alpha1.ConditionDegraded, true, a.Reason, a.Message, gen)
 	case s.ClusterID != 0 && !s.EtcdReachable:
 		return statuscond.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonEtcdUnreachable, a.Message, gen)
+	case divergence(s) != "":
+		// Through the whole replacement (promoting, moving leadership), not only its first step.
+		reason, msg := planner.Divergence(s)
+		return statuscond.New(v1alpha1.ConditionDegraded, true, reason, msg, gen)
 	case len(s.Alarms) > 0:
 		c := alarmCondition(s.Alarms, gen)
 		return statuscond.New(v1alpha1.ConditionDegraded, true, c.Reason, c.Message, gen)
@@ -225,7 +229,7 @@ func alarmCondition(alarms []string, gen int64) metav1.Condition {
 	switch {
 	case slices.Contains(alarms, planner.AlarmCorrupt):
 		return statuscond.New(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonCorrupt,
-			"etcd raised CORRUPT: a member's data differs from its peers'; find it in the etcd logs and delete its PVC so it is replaced, then disarm the alarm", gen)
+			"etcd raised CORRUPT: a member's data differs from its peers'; etcd refuses writes; the operator compares the voters' data, replaces the member outside the majority and disarms the alarm once they agree", gen)
 	case slices.Contains(alarms, planner.AlarmNoSpace):
 		return statuscond.New(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonNoSpace,
 			"etcd raised NOSPACE: the database reached spec.etcd.quotaBackendBytes; clients can read and delete but not write until the quota is raised (the operator rolls it out and disarms the alarm) or space is freed", gen)
@@ -287,4 +291,9 @@ func (r *Reconciler) eventOnTransitions(c *v1alpha1.EtcdCluster, before, after v
 		}
 		r.Recorder.Eventf(c, eventType, now.Reason, "%s is %s: %s", t, now.Status, now.Message)
 	}
+}
+
+func divergence(s planner.State) string {
+	reason, _ := planner.Divergence(s)
+	return reason
 }

@@ -156,6 +156,7 @@ func TestAlerts(t *testing.T) {
 	if want := []string{
 		"QuorateEtcdNoLeader", "QuorateEtcdClusterUnavailable", "QuorateEtcdQuorumAtRisk", "QuorateEtcdMemberUnhealthy",
 		"QuorateEtcdFrequentLeaderChanges", "QuorateEtcdDatabaseNearQuota", "QuorateEtcdNoSpace", "QuorateEtcdCorrupt",
+		"QuorateEtcdMemberDivergent", "QuorateEtcdDataInconsistent",
 		"QuorateEtcdHighFsyncDurations", "QuorateEtcdHighCommitDurations",
 		"QuorateOperatorDown", "QuorateCertificateExpiringSoon", "QuorateCertificateExpiring", "QuorateBackupTooOld", "QuorateRestoreDrillFailed", "QuorateReconcileErrors",
 	}; !slices.Equal(alerts, want) {

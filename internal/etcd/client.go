@@ -53,6 +53,21 @@ type Alarm struct {
 	Type     string
 }
 
+// KVHash is one member's hash of its key-value store up to a revision (HashKV).
+type KVHash struct {
+	// Hash of every key revision the member keeps up to Revision.
+	Hash uint32
+	// CompactRevision is the member's compaction when it hashed: hashes of members compacted
+	// at different revisions do not compare.
+	CompactRevision int64
+	// Revision the hash covers.
+	Revision int64
+}
+
+// ErrCompacted: the revision asked for is compacted away on the member, so it hashes nothing
+// comparable; a later comparison at a newer revision will.
+var ErrCompacted = errors.New("the revision is compacted")
+
 // Endpoint addresses one member.
 type Endpoint struct {
 	// Member is the member (and pod) name.
@@ -89,6 +104,9 @@ type Client interface {
 	Alarms(ctx context.Context) ([]Alarm, error)
 	// Disarm clears an alarm.
 	Disarm(ctx context.Context, a Alarm) error
+	// HashKV asks one member for the hash of its key-value store up to rev. ErrCompacted
+	// when the member compacted rev away.
+	HashKV(ctx context.Context, ep Endpoint, rev int64) (KVHash, error)
 	// Defragment returns a member's free pages to the file system; the member blocks
 	// meanwhile.
 	Defragment(ctx context.Context, ep Endpoint) error
@@ -291,6 +309,20 @@ func (r *realClient) Disarm(ctx context.Context, a Alarm) error {
 		return fmt.Errorf("disarming %s of member %x: %w", a.Type, a.MemberID, err)
 	}
 	return nil
+}
+
+func (r *realClient) HashKV(ctx context.Context, ep Endpoint, rev int64) (KVHash, error) {
+	// Hashing reads the member's whole database: as long as a defragmentation may take.
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resp, err := r.c.HashKV(ctx, urlOf(r.cfg, ep), rev)
+	if err != nil {
+		if errors.Is(err, rpctypes.ErrCompacted) || rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCCompacted) {
+			return KVHash{}, fmt.Errorf("hash of %s at revision %d: %w", ep.Member, rev, ErrCompacted)
+		}
+		return KVHash{}, fmt.Errorf("hash of %s at revision %d: %w", ep.Member, rev, err)
+	}
+	return KVHash{Hash: resp.Hash, CompactRevision: resp.CompactRevision, Revision: rev}, nil
 }
 
 func (r *realClient) Defragment(ctx context.Context, ep Endpoint) error {

@@ -31,6 +31,7 @@ type Fake struct {
 	dbSize    map[string]int64
 	dbInUse   map[string]int64
 	revision  map[string]int64
+	hashes    map[string]uint32 // members whose data diverged: their HashKV (Diverge)
 	answerAs  map[string]string
 	servedAt  map[string]string  // endpoint name -> member name (ServeAt)
 	held      map[string]bool    // members kept from starting (HoldStart)
@@ -44,7 +45,7 @@ type Fake struct {
 // NewFake returns an empty, not yet bootstrapped cluster running the given etcd version.
 func NewFake(version string) *Fake {
 	return &Fake{nextID: 0x1000, down: map[string]bool{}, foreign: map[string]uint64{},
-		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, dbInUse: map[string]int64{}, revision: map[string]int64{}, answerAs: map[string]string{}, servedAt: map[string]string{}, held: map[string]bool{}, unreached: map[[2]string]bool{}, version: version}
+		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, dbInUse: map[string]int64{}, revision: map[string]int64{}, hashes: map[string]uint32{}, answerAs: map[string]string{}, servedAt: map[string]string{}, held: map[string]bool{}, unreached: map[[2]string]bool{}, version: version}
 }
 
 // Factory returns a Factory whose clients talk to this fake.
@@ -230,6 +231,17 @@ func (f *Fake) SetRevision(name string, rev int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.revision[name] = rev
+}
+
+// FakeHash is the HashKV every member whose data did not diverge answers.
+const FakeHash uint32 = 0x5eed
+
+// Diverge makes a member's HashKV answer hash, as a member whose data differ from its peers';
+// FakeHash makes it agree again.
+func (f *Fake) Diverge(name string, hash uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hashes[name] = hash
 }
 
 // Members returns a copy of the member list.
@@ -532,6 +544,32 @@ func (c *fakeClient) Defragment(_ context.Context, ep Endpoint) error {
 		f.dbSize[ep.Member] = u
 	}
 	return nil
+}
+
+// HashKV answers FakeHash, or what Diverge set, for a member that is up and has applied rev.
+func (c *fakeClient) HashKV(_ context.Context, ep Endpoint, rev int64) (KVHash, error) {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errLocked("HashKV"); err != nil {
+		return KVHash{}, err
+	}
+	name := f.atLocked(ep.Member)
+	for _, m := range f.members {
+		if m.Name != name || !f.upLocked(m) {
+			continue
+		}
+		if rev > max(f.revision[m.Name], 1) {
+			return KVHash{}, fmt.Errorf("hash of %s at revision %d: etcdserver: mvcc: required revision is a future revision (fake)", ep.Member, rev)
+		}
+		h, ok := f.hashes[m.Name]
+		if !ok {
+			h = FakeHash
+		}
+		f.calls = append(f.calls, fmt.Sprintf("HashKV %s %d", m.Name, rev))
+		return KVHash{Hash: h, Revision: rev}, nil
+	}
+	return KVHash{}, fmt.Errorf("hash of %s: connection refused (fake)", ep.Member)
 }
 
 // Reaches: the member is up, the cluster has a quorum, and the member and the leader have

@@ -53,6 +53,10 @@ var (
 		"Reconcile passes of EtcdClusters by outcome: the step taken (None, Wait, Halt, AddLearner, ...) or Error.", "outcome")
 	descMembershipChanges = clusterDesc("quorate_membership_changes_total",
 		"etcd membership changes made by the operator, by change (add_learner, promote, remove, move_leader).", "change")
+	descMemberDivergent = clusterDesc("quorate_member_divergent",
+		"1 while the operator's last consistency check found the member's data differ from the majority's (it is being replaced); absent otherwise.", "member")
+	descConsistencyChecks = clusterDesc("quorate_consistency_checks_total",
+		"Comparisons of the voters' data (HashKV at one revision) by result: consistent, divergent (a member differs from the majority), no_majority, inconclusive (no verdict, tried again).", "result")
 	descClusterIDMismatches = clusterDesc("quorate_cluster_id_mismatches_total",
 		"Times a member was found to belong to another etcd cluster than the recorded one (membership changes stop).")
 )
@@ -87,9 +91,11 @@ type clusterKey struct{ namespace, name string }
 type fixedLabel struct{ name, value string }
 
 type clusterRecord struct {
-	status *Cluster         // nil until the first SetCluster; replaced whole, never changed
-	base   []*dto.LabelPair // ClusterLabel and namespace, sorted by name
-	counts []count
+	status *Cluster // nil until the first SetCluster; replaced whole, never changed
+	// divergent are the members the last consistency check found divergent (SetDivergent).
+	divergent []string
+	base      []*dto.LabelPair // ClusterLabel and namespace, sorted by name
+	counts    []count
 }
 
 // count is one counter series of a cluster: its family, the pair of the family's third label
@@ -173,7 +179,7 @@ func (c *ClusterCollector) Forget(namespace, name string) {
 // Describe sends the descriptions of every family the collector exports.
 func (c *ClusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descAvailable, descMemberHealthy, descAlarm, descMembers, descHealthyVoters, descCertificateExpiry,
-		descReconcileOutcomes, descMembershipChanges, descClusterIDMismatches} {
+		descReconcileOutcomes, descMembershipChanges, descClusterIDMismatches, descMemberDivergent, descConsistencyChecks} {
 		ch <- d
 	}
 }
@@ -222,6 +228,9 @@ func (c *ClusterCollector) series(r *clusterRecord, out []series) []series {
 		if s.FirstExpirySecret != "" {
 			gauge(descCertificateExpiry, float64(s.FirstExpiry.Unix()), &dto.LabelPair{Name: &labelSecret, Value: &s.FirstExpirySecret})
 		}
+	}
+	for i := range r.divergent {
+		gauge(descMemberDivergent, 1, &dto.LabelPair{Name: &labelMember, Value: &r.divergent[i]})
 	}
 	for _, n := range r.counts {
 		out = append(out, series{desc: n.desc, value: n.n, labels: withLabel(r.base, n.label)})
@@ -298,4 +307,27 @@ func CountMembershipChange(namespace, name, change string) {
 // CountClusterIDMismatch counts a member found to belong to another etcd cluster.
 func CountClusterIDMismatch(namespace, name string) {
 	Clusters.add(namespace, name, descClusterIDMismatches, "", "")
+}
+
+// SetDivergent replaces the members the last consistency check found divergent. The
+// collector keeps members: the caller must not change it afterwards.
+func (c *ClusterCollector) SetDivergent(namespace, name string, members []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.clusters[clusterKey{namespace, name}]; !ok && len(members) == 0 {
+		return
+	}
+	c.record(namespace, name).divergent = members
+}
+
+// SetDivergent replaces the members the last consistency check found divergent in the
+// cluster.
+func SetDivergent(namespace, name string, members []string) {
+	Clusters.SetDivergent(namespace, name, members)
+}
+
+// CountConsistencyCheck counts a comparison of the cluster's voters' data by its result
+// (planner.Outcome).
+func CountConsistencyCheck(namespace, name, result string) {
+	Clusters.add(namespace, name, descConsistencyChecks, "result", result)
 }

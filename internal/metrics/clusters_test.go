@@ -86,6 +86,26 @@ quorate_member_healthy{etcd_cluster="a",member="a-2",namespace="ns"} 1
 // Every series a scrape makes has its label pairs sorted by name, whatever ClusterLabel is:
 // client_golang copies and sorts the pairs of a series that has them out of order, the
 // allocations the shared pairs are there to avoid.
+// A member the consistency check found divergent has its series while it is, and checks count
+// by result.
+func TestDivergentMembers(t *testing.T) {
+	c := NewClusterCollector()
+	c.SetDivergent("ns", "a", nil) // no series made for a cluster without any
+	compare(t, "nothing divergent", c, "")
+	c.SetDivergent("ns", "a", []string{"a-1"})
+	c.add("ns", "a", descConsistencyChecks, "result", "divergent")
+	compare(t, "a-1 divergent", c, `
+quorate_member_divergent{etcd_cluster="a",member="a-1",namespace="ns"} 1
+quorate_consistency_checks_total{etcd_cluster="a",namespace="ns",result="divergent"} 1
+`)
+	c.SetDivergent("ns", "a", nil)
+	c.add("ns", "a", descConsistencyChecks, "result", "consistent")
+	compare(t, "a-1 replaced", c, `
+quorate_consistency_checks_total{etcd_cluster="a",namespace="ns",result="consistent"} 1
+quorate_consistency_checks_total{etcd_cluster="a",namespace="ns",result="divergent"} 1
+`)
+}
+
 func TestClusterSeriesLabelsSorted(t *testing.T) {
 	c := NewClusterCollector()
 	c.Set("ns", "a", Cluster{Available: true, Alarms: []string{"NOSPACE"}, FirstExpirySecret: "a-ca", FirstExpiry: time.Unix(1900000000, 0),

@@ -17,14 +17,14 @@ const (
 // clearAlarms clears a NOSPACE alarm once the database fits the quota again (after
 // spec.etcd.quotaBackendBytes was raised and rolled out, or after freeing space): it
 // defragments members whose files hold free pages, followers first, and disarms. A CORRUPT
-// alarm is never cleared by the operator.
+// alarm is disarmed only once a consistency check made since it was raised finds every voter
+// agreeing (a divergent member is replaced first, by changeMembership).
 func clearAlarms(s State) (Action, bool) {
 	if len(s.Alarms) == 0 {
 		return Action{}, false
 	}
 	if slices.Contains(s.Alarms, AlarmCorrupt) {
-		return Action{Kind: Wait, Reason: v1alpha1.ReasonCorrupt, Attention: true,
-			Message: "etcd raised the CORRUPT alarm: a member's data differs from its peers'; find the member in the etcd logs, delete its PVC so it is replaced, then disarm with etcdctl alarm disarm"}, true
+		return corruptAlarm(s), true
 	}
 	var largest Member
 	for _, m := range s.voters() {

@@ -19,8 +19,11 @@ func changeMembership(s State) (Action, bool) {
 	voters, retiring := s.voters(), s.retiring()
 	switch {
 	case len(retiring) > 0 && len(voters) <= s.Replicas:
-		reason, what := retiring[0].why()
-		return Action{Kind: AddLearner, Reason: reason, Attention: reason == v1alpha1.ReasonReplacingMember,
+		reason, what := s.why(retiring[0])
+		if a, ok := leaveDivergentLeader(s); ok {
+			return a, true
+		}
+		return Action{Kind: AddLearner, Reason: reason, Attention: reason == v1alpha1.ReasonReplacingMember || reason == v1alpha1.ReasonMemberCorrupt,
 			Message: fmt.Sprintf("adding a member to replace %s, %s; it keeps serving until its replacement votes", retiring[0].Name, what)}, true
 	case len(voters) < s.Replicas:
 		return Action{Kind: AddLearner, Reason: v1alpha1.ReasonScaling,
@@ -45,7 +48,7 @@ func removeVoter(s State, voters, retiring []Member) (Action, bool) {
 			}
 		}
 		var what string
-		reason, what = victim.why()
+		reason, what = s.why(victim)
 		msg = fmt.Sprintf("removing %s, %s, now that its replacement votes", victim.Name, what)
 	}
 	if victim.ID == s.LeaderID {
@@ -55,6 +58,22 @@ func removeVoter(s State, voters, retiring []Member) (Action, bool) {
 		}
 	}
 	return Action{Kind: Remove, Member: victim.Name, ID: victim.ID, Reason: reason, Message: msg}, true
+}
+
+// leaveDivergentLeader moves leadership off a leader whose data diverged before a member is
+// added: a new member catches up from the leader's snapshot, and would copy its bad data.
+func leaveDivergentLeader(s State) (Action, bool) {
+	leader, ok := s.byID(s.LeaderID)
+	if !ok || s.divergence(leader) == "" {
+		return Action{}, false
+	}
+	a, ok := moveLeaderAway(s, leader, "before a new member catches up from the leader: its data differ from the majority's")
+	if !ok {
+		return Action{Kind: Wait, Member: leader.Name, Reason: v1alpha1.ReasonMemberCorrupt, Attention: true,
+			Message: fmt.Sprintf("leader %s must be replaced because %s, but no healthy voter can take over leadership: waiting", leader.Name, s.divergence(leader))}, true
+	}
+	a.Reason, a.Attention = v1alpha1.ReasonMemberCorrupt, true
+	return a, true
 }
 
 // moveLeaderAway hands leadership to a healthy voter that keeps its volume, preferring the

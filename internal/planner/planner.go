@@ -150,6 +150,10 @@ type State struct {
 	LeaderID uint64
 	// Alarms raised in the cluster (NOSPACE, CORRUPT), as etcd lists them.
 	Alarms []string
+	// CorruptMembers are the members CORRUPT alarms were raised for (AlarmMember).
+	CorruptMembers []string
+	// Consistency is the last complete comparison of the voters' data (nil: none yet).
+	Consistency *Consistency
 	// BootstrapSize is the size recorded on existing bootstrap objects, 0 when there are none.
 	BootstrapSize int
 	// UnknownMembers are etcd members whose peer URL the operator did not create.
@@ -265,6 +269,15 @@ func (s State) byName(name string) (Member, bool) {
 	return Member{}, false
 }
 
+func (s State) byID(id uint64) (Member, bool) {
+	for _, m := range s.Members {
+		if id != 0 && m.InEtcd && m.ID == id {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
 func (s State) sorted() []Member {
 	ms := slices.Clone(s.Members)
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Index < ms[j].Index })
@@ -282,26 +295,32 @@ func (s State) voters() []Member {
 }
 
 // retiring are the voters to replace while they still serve: those losing their volume
-// first, then those whose volume does not match spec.storage. They are replaced add-first,
-// and removed only once their replacement is a voter.
+// first, then those whose data diverged from the majority's, then those whose volume does not
+// match spec.storage. They are replaced add-first, and removed only once their replacement is
+// a voter.
 func (s State) retiring() []Member {
-	var losing, moving []Member
+	var losing, diverged, moving []Member
 	for _, m := range s.voters() {
 		switch {
 		case !m.Healthy(s.ClusterID):
 		case m.dataLost() != "":
 			losing = append(losing, m)
+		case s.divergence(m) != "":
+			diverged = append(diverged, m)
 		case m.VolumeOutdated:
 			moving = append(moving, m)
 		}
 	}
-	return append(losing, moving...)
+	return append(append(losing, diverged...), moving...)
 }
 
 // why says why a retiring member is replaced.
-func (m Member) why() (reason, what string) {
+func (s State) why(m Member) (reason, what string) {
 	if m.dataLost() != "" {
 		return v1alpha1.ReasonReplacingMember, "whose volume is being deleted"
+	}
+	if d := s.divergence(m); d != "" {
+		return v1alpha1.ReasonMemberCorrupt, "because " + d
 	}
 	return v1alpha1.ReasonMigratingStorage, "whose volume does not match spec.storage"
 }
@@ -349,7 +368,7 @@ func Plan(s State, name func(int) string) Action {
 	if !s.EtcdReachable {
 		return planUnreachable(s)
 	}
-	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateConnected, gateHealth, gateExternal, changeMembership, handOver, rollPods, clearAlarms, defragment} {
+	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateConnected, gateHealth, gateExternal, haltDisagreement, changeMembership, handOver, rollPods, clearAlarms, defragment} {
 		if a, ok := r(s); ok {
 			return a
 		}

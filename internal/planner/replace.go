@@ -17,6 +17,11 @@ func replaceGone(s State) (Action, bool) {
 			continue
 		}
 		why := m.dataLost()
+		if d := s.divergence(m); why == "" && d != "" {
+			// Found divergent while it served, it serves no more (etcd's initial corruption
+			// check refuses to start it): its data are worth nothing, like lost ones.
+			why = d + ", and it does not serve"
+		}
 		if why == "" || (!m.Learner && m.Healthy(s.ClusterID)) {
 			continue
 		}
@@ -33,7 +38,11 @@ func replaceGone(s State) (Action, bool) {
 					Message: fmt.Sprintf("member %s must be replaced because %s, but only %d other voters are healthy: waiting for them before removing it", m.Name, why, healthy)}, true
 			}
 		}
-		return Action{Kind: Remove, Member: m.Name, ID: m.ID, Reason: v1alpha1.ReasonMemberDataLost, Attention: true,
+		reason := v1alpha1.ReasonMemberDataLost
+		if m.dataLost() == "" {
+			reason = v1alpha1.ReasonMemberCorrupt
+		}
+		return Action{Kind: Remove, Member: m.Name, ID: m.ID, Reason: reason, Attention: true,
 			Message: fmt.Sprintf("removing member %s because %s; a new member will take its place", m.Name, why)}, true
 	}
 	return Action{}, false

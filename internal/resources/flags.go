@@ -45,6 +45,7 @@ func EtcdFlags(c *v1alpha1.EtcdCluster, v version.Version, member, state, initia
 		"--logger=zap",
 		"--log-outputs=stderr",
 		version.InitialCorruptCheckFlag(v),
+		version.CorruptCheckTimeFlag(v),
 	}
 	if version.SplitsClientHTTP(v) {
 		flags = append(flags, fmt.Sprintf("--listen-client-http-urls=%s://0.0.0.0:%d", scheme, names.ClientHTTPPort))

@@ -74,16 +74,16 @@ func TestPodFlags(t *testing.T) {
 			"--pod-annotations=/etc/quorate/podinfo/annotations"}
 	}
 	etcd := func(member, state string, minor6, splitHTTP bool) []string {
-		skipSAN, corrupt := "--peer-skip-client-san-verification=true", "--feature-gates=InitialCorruptCheck=true"
+		skipSAN, corrupt, periodic := "--peer-skip-client-san-verification=true", "--feature-gates=InitialCorruptCheck=true", "--corrupt-check-time=10m"
 		if !minor6 {
-			skipSAN, corrupt = "--experimental-peer-skip-client-san-verification=true", "--experimental-initial-corrupt-check=true"
+			skipSAN, corrupt, periodic = "--experimental-peer-skip-client-san-verification=true", "--experimental-initial-corrupt-check=true", "--experimental-corrupt-check-time=10m"
 		}
 		out := []string{"/usr/local/bin/etcd", "--name=" + member, "--data-dir=/var/lib/etcd/data",
 			"--listen-client-urls=https://0.0.0.0:2379", "--listen-peer-urls=https://0.0.0.0:2380", "--listen-metrics-urls=http://0.0.0.0:2381",
 			"--advertise-client-urls=https://" + member + ".demo-peer.ns.svc:2379", "--initial-advertise-peer-urls=https://" + member + ".demo-peer.ns.svc:2380",
 			"--initial-cluster=" + ic, "--initial-cluster-state=" + state, "--initial-cluster-token=uid-1",
 			"--heartbeat-interval=100", "--election-timeout=1000", "--quota-backend-bytes=469762048",
-			"--auto-compaction-mode=periodic", "--auto-compaction-retention=1h", "--logger=zap", "--log-outputs=stderr", corrupt}
+			"--auto-compaction-mode=periodic", "--auto-compaction-retention=1h", "--logger=zap", "--log-outputs=stderr", corrupt, periodic}
 		if splitHTTP {
 			out = append(out, "--listen-client-http-urls=https://0.0.0.0:2382")
 		}

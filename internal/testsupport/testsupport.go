@@ -10,6 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,7 +36,13 @@ func FreePort(t testing.TB) int {
 // (KUBEBUILDER_ASSETS).
 type Etcd struct {
 	Name, ClientURL, PeerURL, MetricsURL, DataDir string
+	// stop ends the process gracefully and waits for it.
+	stop func()
 }
+
+// Stop ends the member gracefully (SIGTERM: etcd commits its backend before it exits) and
+// waits until it has.
+func (e *Etcd) Stop() { e.stop() }
 
 // StartEtcd starts a single-member etcd named name with the given extra flags, stops it when
 // the test ends, and returns once it is healthy. With tls, the client URL is https (the
@@ -50,12 +59,48 @@ type EtcdOptions struct {
 	// PeerURL to advertise (a free loopback port when empty): a restored member keeps the
 	// peer URL it was restored with.
 	PeerURL string
-	TLS     bool
-	Args    []string
+	// InitialCluster of a member of a cluster (StartCluster); the member alone when empty.
+	InitialCluster string
+	TLS            bool
+	Args           []string
 }
 
 // StartEtcdWith starts a single-member etcd as o says.
 func StartEtcdWith(t testing.TB, name string, o EtcdOptions) *Etcd {
+	t.Helper()
+	e := launchEtcd(t, name, o)
+	e.waitHealthy(t)
+	return e
+}
+
+// StartCluster starts a cluster of n members on loopback (named name-0, name-1, ...) with
+// the given extra flags, and returns once every member is healthy.
+func StartCluster(t testing.TB, name string, n int, extra ...string) []*Etcd {
+	t.Helper()
+	peers := make([]string, n)
+	initial := make([]string, n)
+	for i := range peers {
+		peers[i] = fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+		initial[i] = fmt.Sprintf("%s-%d=%s", name, i, peers[i])
+	}
+	members := make([]*Etcd, n)
+	for i := range members {
+		members[i] = launchEtcd(t, fmt.Sprintf("%s-%d", name, i), EtcdOptions{PeerURL: peers[i], InitialCluster: strings.Join(initial, ","), Args: extra})
+	}
+	for _, e := range members {
+		e.waitHealthy(t)
+	}
+	return members
+}
+
+// Restart starts a stopped member again on its data and peer URL, at a new client URL.
+func (e *Etcd) Restart(t testing.TB, extra ...string) *Etcd {
+	t.Helper()
+	return StartEtcdWith(t, e.Name, EtcdOptions{DataDir: e.DataDir, PeerURL: e.PeerURL, InitialCluster: e.Name + "=" + e.PeerURL, Args: extra})
+}
+
+// launchEtcd starts the etcd process, without waiting for it to serve.
+func launchEtcd(t testing.TB, name string, o EtcdOptions) *Etcd {
 	t.Helper()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
@@ -75,26 +120,42 @@ func StartEtcdWith(t testing.TB, name string, o EtcdOptions) *Etcd {
 		e.PeerURL = fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
 	}
 	extra := o.Args
+	if o.InitialCluster == "" {
+		o.InitialCluster = name + "=" + e.PeerURL
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	args := append([]string{"--name=" + name, "--data-dir=" + e.DataDir, "--log-level=error",
 		"--listen-client-urls=" + e.ClientURL, "--advertise-client-urls=" + e.ClientURL, "--listen-metrics-urls=" + e.MetricsURL,
-		"--listen-peer-urls=" + e.PeerURL, "--initial-advertise-peer-urls=" + e.PeerURL, "--initial-cluster=" + name + "=" + e.PeerURL}, extra...)
+		"--listen-peer-urls=" + e.PeerURL, "--initial-advertise-peer-urls=" + e.PeerURL, "--initial-cluster=" + o.InitialCluster}, extra...)
 	cmd := exec.CommandContext(ctx, filepath.Join(assets, "etcd"), args...) //nolint:gosec // the etcd make test built
 	cmd.Stderr = os.Stderr
+	// Gracefully, so a stopped member's backend holds what it applied; killed if it hangs.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	var once sync.Once
+	e.stop = func() { once.Do(func() { cancel(); _ = cmd.Wait() }) }
+	t.Cleanup(e.stop)
+	return e
+}
+
+// waitHealthy waits, a minute at most, until the member serves.
+func (e *Etcd) waitHealthy(t testing.TB) {
+	t.Helper()
+	var err error
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		resp, err := http.Get(e.MetricsURL + "/health")
+		var resp *http.Response
+		resp, err = http.Get(e.MetricsURL + "/health")
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return e
+				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("etcd %s is not healthy after a minute: %v", name, err)
+			t.Fatalf("etcd %s is not healthy after a minute: %v", e.Name, err)
 		}
 	}
 }

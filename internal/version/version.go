@@ -127,3 +127,15 @@ func InitialCorruptCheckFlag(v Version) string {
 	}
 	return "--experimental-initial-corrupt-check=true"
 }
+
+// CorruptCheckInterval is how often a cluster's leader compares its followers' data with its
+// own (etcd's periodic corruption check), raising CORRUPT on a difference.
+const CorruptCheckInterval = "10m"
+
+// CorruptCheckTimeFlag turns on etcd's periodic corruption check (renamed in 3.6).
+func CorruptCheckTimeFlag(v Version) string {
+	if v.Minor >= 6 {
+		return "--corrupt-check-time=" + CorruptCheckInterval
+	}
+	return "--experimental-corrupt-check-time=" + CorruptCheckInterval
+}

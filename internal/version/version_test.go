@@ -74,6 +74,9 @@ func TestVersionDependentFlags(t *testing.T) {
 	if InitialCorruptCheckFlag(v36) != "--feature-gates=InitialCorruptCheck=true" {
 		t.Errorf("3.6 corrupt check flag = %q", InitialCorruptCheckFlag(v36))
 	}
+	if CorruptCheckTimeFlag(v35) != "--experimental-corrupt-check-time=10m" || CorruptCheckTimeFlag(v36) != "--corrupt-check-time=10m" {
+		t.Errorf("periodic corruption check flags: 3.5 %q, 3.6 %q", CorruptCheckTimeFlag(v35), CorruptCheckTimeFlag(v36))
+	}
 }
 
 func TestKnown(t *testing.T) {
