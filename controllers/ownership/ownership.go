@@ -379,16 +379,6 @@ func (o *Ownership) spec(now time.Time, transitions int32) coordinationv1.LeaseS
 		AcquireTime: &t, RenewTime: &t, LeaseTransitions: ptr.To(transitions)}
 }
 
-func renewed(l *coordinationv1.Lease) time.Time {
-	switch {
-	case l.Spec.RenewTime != nil:
-		return l.Spec.RenewTime.Time
-	case l.Spec.AcquireTime != nil:
-		return l.Spec.AcquireTime.Time
-	}
-	return time.Time{}
-}
-
 // reportOwner records an Event when this instance sees a new holder of a cluster's claim.
 func (o *Ownership) reportOwner(rec record.EventRecorder, c *v1alpha1.EtcdCluster, holder, previous, reason string) {
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
