@@ -313,10 +313,7 @@ func (r *Reconciler) step(ctx context.Context, c *v1alpha1.EtcdCluster, obs *obs
 // report writes the status once, and ends the pass: a refused membership change is a wait, any
 // other error goes back for backoff.
 func (r *Reconciler) report(ctx context.Context, original, c *v1alpha1.EtcdCluster, obs *observation, state planner.State, action planner.Action, q requeue, execErr error) (ctrl.Result, error) {
-	if execErr == nil {
-		execErr = r.Ownership.InTerm(holdOf(ctx))
-	}
-	if res, stop := stopForClaim(ctx, execErr); stop {
+	if res, stop := stopForClaim(ctx, errors.Join(execErr, r.Ownership.InTerm(holdOf(ctx)))); stop {
 		return res, nil
 	}
 	st := computeStatus(c, obs, state, action, execErr)
@@ -355,7 +352,7 @@ const unhealthyRetry = 2 * time.Second
 
 // fail records an error that stopped the pass before planning, then returns it for backoff.
 func (r *Reconciler) fail(ctx context.Context, original, c *v1alpha1.EtcdCluster, reason string, err error) (ctrl.Result, error) {
-	if res, stop := stopForClaim(ctx, err); stop {
+	if res, stop := stopForClaim(ctx, errors.Join(err, r.Ownership.InTerm(holdOf(ctx)))); stop {
 		return res, nil
 	}
 	metrics.CountReconcile(c.Namespace, c.Name, "Error")
