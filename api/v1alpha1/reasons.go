@@ -203,6 +203,9 @@ const (
 	EventOwnershipAcquired  = "OwnershipAcquired"
 	EventOwnershipTakenOver = "OwnershipTakenOver"
 	EventOwnedElsewhere     = "OwnedElsewhere"
+	// EventOwnershipLost: the install lost a claim it held (its Lease was deleted, or written by
+	// another install): it stopped acting on the cluster in the middle of a pass.
+	EventOwnershipLost = "OwnershipLost"
 	// EventLeftoverRemoved: an object of one of the cluster's names was still there, controlled
 	// by an earlier EtcdCluster of the same name (deleted, its dependents not yet collected):
 	// the operator deleted it to create the cluster's own.

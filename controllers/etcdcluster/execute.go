@@ -36,6 +36,18 @@ import (
 func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, s planner.State, a planner.Action) (requeue, statusShare, error) {
 	// After a step, the next pass observes what it did.
 	next := requeue{after: r.StepDelay, reason: "observing the effect of " + string(a.Kind)}
+	// The one place a planned step is checked against the claim (mayAct).
+	switch a.Kind {
+	case planner.None, planner.Halt, planner.Wait:
+	default:
+		wait, err := r.mayAct(ctx, c, changesMembers(a.Kind))
+		if err != nil {
+			return requeue{}, statusShare{}, err
+		}
+		if wait > 0 {
+			return requeue{after: wait, reason: "the cluster's claim is too new for " + string(a.Kind)}, statusShare{}, nil
+		}
+	}
 	switch a.Kind {
 	case planner.None, planner.Halt:
 		return requeue{after: r.ResyncPeriod, reason: "resync: " + string(a.Kind)}, statusShare{}, nil
@@ -61,6 +73,17 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 		return next, statusShare{}, r.fence(ctx, c, o, a)
 	}
 	return next, statusShare{}, fmt.Errorf("unknown action %q", a.Kind)
+}
+
+// changesMembers says whether a step changes etcd's membership or deletes or takes over a
+// member's Pod or volume: those read the claim again right before (mayAct).
+func changesMembers(k planner.Kind) bool {
+	switch k {
+	case planner.AddLearner, planner.Promote, planner.Remove, planner.MoveLeader,
+		planner.DeletePod, planner.DeletePVC, planner.AdoptVolumes:
+		return true
+	}
+	return false
 }
 
 // waitRetry is when a pass that waits looks again: every 5 s, or sooner when the planner knows

@@ -231,6 +231,11 @@ func (r *Reconciler) removeLeftover(ctx context.Context, c *v1alpha1.EtcdCluster
 	if obj.GetDeletionTimestamp() != nil {
 		return true, nil // deleted already, by an earlier pass or the garbage collector
 	}
+	// A deletion reads the claim again first (a leftover is no member: a new claim need
+	// not wait a term for it, as for mayAct's changes).
+	if err := r.Ownership.Confirm(ctx, r.APIReader, r.Recorder, c, holdOf(ctx)); err != nil {
+		return false, err
+	}
 	// The object as this pass saw it, no later state: one the cache shows before an earlier
 	// pass's delete is not deleted (and announced) twice.
 	uid, rv := obj.GetUID(), obj.GetResourceVersion()

@@ -138,9 +138,11 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	original := c.DeepCopy()
 	c.Default()
 	// Ownership: only the operator instance that holds the cluster's claim acts on it.
-	if q, acting, err := r.holdClaim(ctx, c); !acting {
+	hold, q, err := r.holdClaim(ctx, c)
+	if !hold.Act {
 		return q.result(ctx), err
 	}
+	ctx = withHold(ctx, hold)
 	// Deleted mid-join (FinalizerJoin): the operator's members leave the external cluster first.
 	if !c.DeletionTimestamp.IsZero() {
 		return r.abort(ctx, original, c)
@@ -202,22 +204,23 @@ func (r *Reconciler) current(ctx context.Context, req ctrl.Request) (*v1alpha1.E
 	return c, requeue{}, nil
 }
 
-// holdClaim takes or renews the cluster's claim; a pass acts only while this instance holds it.
-// Holding it, it reads the cluster's Secrets in one request the first time.
-func (r *Reconciler) holdClaim(ctx context.Context, c *v1alpha1.EtcdCluster) (requeue, bool, error) {
-	owned, holder, err := r.Ownership.Claim(ctx, r.Client, r.APIReader, r.Recorder, c)
+// holdClaim takes or renews the cluster's claim; a pass acts only while this instance holds it,
+// and within the hold it returns (mayAct). Holding it, it reads the cluster's Secrets in one
+// request the first time.
+func (r *Reconciler) holdClaim(ctx context.Context, c *v1alpha1.EtcdCluster) (ownership.Hold, requeue, error) {
+	hold, err := r.Ownership.Claim(ctx, r.Client, r.APIReader, r.Recorder, c)
 	if err != nil {
-		return requeue{}, false, err
+		return ownership.Hold{}, requeue{}, err
 	}
-	if !owned {
-		logf.FromContext(ctx).V(1).Info("another operator instance holds the cluster's claim", "holder", holder)
-		return requeue{after: r.Ownership.Term / 4, reason: "another operator instance holds the cluster's claim"}, false, nil
+	if !hold.Act {
+		logf.FromContext(ctx).V(1).Info("not acting on the cluster", "holder", hold.Holder, "why", hold.Why)
+		return hold, requeue{after: r.Ownership.Term / 4, reason: hold.Why}, nil
 	}
 	if err := r.certs.Warm(ctx, client.ObjectKeyFromObject(c)); err != nil {
-		return requeue{}, false, fmt.Errorf("listing the cluster's Secrets: %w", err)
+		return ownership.Hold{}, requeue{}, fmt.Errorf("listing the cluster's Secrets: %w", err)
 	}
-	fold(c, statusShare{operator: &holder})
-	return requeue{}, true, nil
+	fold(c, statusShare{operator: &hold.Holder})
+	return hold, requeue{}, nil
 }
 
 // prepare checks the spec and makes the certificates, Services and NetworkPolicy exist before
@@ -310,6 +313,9 @@ func (r *Reconciler) step(ctx context.Context, c *v1alpha1.EtcdCluster, obs *obs
 	q, share, execErr := r.execute(ctx, c, obs, state, action)
 	fold(c, share)
 	if execErr == nil {
+		execErr = r.Ownership.InTerm(holdOf(ctx))
+	}
+	if execErr == nil {
 		execErr = r.upkeep(ctx, c, obs, state)
 	}
 	if execErr == nil {
@@ -333,6 +339,9 @@ func (r *Reconciler) step(ctx context.Context, c *v1alpha1.EtcdCluster, obs *obs
 // report writes the status once, and ends the pass: a refused membership change is a wait, any
 // other error goes back for backoff.
 func (r *Reconciler) report(ctx context.Context, original, c *v1alpha1.EtcdCluster, obs *observation, state planner.State, action planner.Action, q requeue, execErr error) (ctrl.Result, error) {
+	if res, stop := stopForClaim(ctx, errors.Join(execErr, r.Ownership.InTerm(holdOf(ctx)))); stop {
+		return res, nil
+	}
 	st := computeStatus(c, obs, state, action, execErr)
 	if err := r.writeStatus(ctx, original, st); err != nil {
 		return ctrl.Result{}, err
@@ -349,12 +358,29 @@ func (r *Reconciler) report(ctx context.Context, original, c *v1alpha1.EtcdClust
 	return r.withinClaim(q).result(ctx), nil
 }
 
+// stopForClaim ends a pass stopped for its claim (lost, or its term running low): it may not
+// act any more, the status included; the next pass claims or renews it first.
+func stopForClaim(ctx context.Context, err error) (ctrl.Result, bool) {
+	if !errors.Is(err, ownership.ErrClaimLost) && !errors.Is(err, ownership.ErrTermRunningLow) {
+		return ctrl.Result{}, false
+	}
+	logf.FromContext(ctx).Info("stopped acting on the cluster for this pass", "reason", err.Error())
+	return requeue{after: claimRetry, reason: "the claim must be taken or renewed again"}.result(ctx), true
+}
+
+// claimRetry is how soon a pass that stopped for its claim (lost, or its term running low)
+// is followed by one that claims or renews it.
+const claimRetry = time.Second
+
 // unhealthyRetry is how soon a pass asks again after etcd refused a membership change because
 // its members have not been connected to one another for long enough (etcd.ErrUnhealthyCluster).
 const unhealthyRetry = 2 * time.Second
 
 // fail records an error that stopped the pass before planning, then returns it for backoff.
 func (r *Reconciler) fail(ctx context.Context, original, c *v1alpha1.EtcdCluster, reason string, err error) (ctrl.Result, error) {
+	if res, stop := stopForClaim(ctx, errors.Join(err, r.Ownership.InTerm(holdOf(ctx)))); stop {
+		return res, nil
+	}
 	metrics.CountReconcile(c.Namespace, c.Name, "Error")
 	if serr := r.writeStatus(ctx, original, errorStatus(original, c.Status.Operator, c.Generation, reason, err)); serr != nil {
 		return ctrl.Result{}, errors.Join(err, serr)

@@ -6,6 +6,9 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/ownership"
 )
 
 // requeue is when the next pass of a cluster comes, and why: every pass that asks for one
@@ -42,4 +45,33 @@ func (r *Reconciler) withinClaim(q requeue) requeue {
 		return q.merge(requeue{after: d, reason: "renewing the cluster's claim in time"})
 	}
 	return q
+}
+
+// holdKey carries a pass's ownership.Hold in its context, to every place that acts.
+type holdKey struct{}
+
+func withHold(ctx context.Context, h ownership.Hold) context.Context {
+	return context.WithValue(ctx, holdKey{}, h)
+}
+
+// holdOf is the Hold the pass acts under (the zero Hold, which bounds nothing, outside one).
+func holdOf(ctx context.Context) ownership.Hold {
+	h, _ := ctx.Value(holdKey{}).(ownership.Hold)
+	return h
+}
+
+// mayAct is the check before every action a pass takes (execute, removeLeftover): none starts
+// once the claim's term as judged at the pass's start runs low (ownership.ErrTermRunningLow),
+// and membership changes and deletions (changes) first read the claim again, live, and stop
+// the pass when it is no longer this instance's (ownership.ErrClaimLost). A claim too new for
+// changes returns how long they wait.
+func (r *Reconciler) mayAct(ctx context.Context, c *v1alpha1.EtcdCluster, changes bool) (time.Duration, error) {
+	h := holdOf(ctx)
+	if !changes {
+		return 0, r.Ownership.InTerm(h)
+	}
+	if wait := r.Ownership.ChangesWait(h); wait > 0 {
+		return wait, nil
+	}
+	return 0, r.Ownership.Confirm(ctx, r.APIReader, r.Recorder, c, h)
 }

@@ -96,12 +96,29 @@ var images = resources.Images{Launcher: "quorate/operator:test", EtcdRepository:
 type writeCounter struct {
 	mu     sync.Mutex
 	writes []string
+	// stamped is every write with the moment it was sent, reset never.
+	stamped []stampedWrite
+}
+
+// stampedWrite is one write and when it was sent.
+type stampedWrite struct {
+	at    time.Time
+	write string
 }
 
 func (w *writeCounter) add(verb string, obj client.Object) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.writes = append(w.writes, fmt.Sprintf("%s %T %s", verb, obj, obj.GetName()))
+	write := fmt.Sprintf("%s %T %s", verb, obj, obj.GetName())
+	w.writes = append(w.writes, write)
+	w.stamped = append(w.stamped, stampedWrite{at: time.Now(), write: write})
+}
+
+// history is every write so far, with when it was sent.
+func (w *writeCounter) history() []stampedWrite {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.stamped)
 }
 
 func (w *writeCounter) snapshot() []string {

@@ -5,6 +5,7 @@ package ownership
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/names"
@@ -25,45 +27,117 @@ import (
 // Ownership is the claim one operator instance holds on each EtcdCluster it manages: a Lease
 // in the cluster's namespace. Two Quorate installs whose watch scopes overlap (a cluster-wide
 // and a namespaced install, during a move from one to the other) both see the cluster; only
-// the holder of an unexpired claim changes anything, the status included. A claim is taken
-// over only after it expired, and a pass acts only while at least half of its claim's term is
-// left, so no two instances act in overlapping windows.
+// the holder of a claim changes anything, the status included.
+//
+// Every term is judged on this install's own clock (a monotonic one: time.Now carries a
+// monotonic reading), never from the times written in the Lease by another install: another
+// holder's claim has expired only once this install has seen the same version of the Lease,
+// unchanged, for a whole term; this install's own claim lasts a term from the moment it sent
+// the write that made or renewed it, less a margin in which no new action starts. A Lease
+// found gone is a lost claim; whoever creates it again waits a term before acting, unless its
+// own claim had not ended yet. docs/design.md ("Two installs") has the argument why no two
+// installs act in overlapping windows.
 type Ownership struct {
 	// Identity names this operator install (its namespace): the pods of one install are one
 	// instance at a time already (leader election).
 	Identity string
 	// Term is how long a claim lasts without renewal; 0 turns claims off.
 	Term time.Duration
+	// Clock reads the local time (tests inject one); nil is time.Now.
+	Clock func() time.Time
 
 	mu       sync.Mutex
-	reported map[types.NamespacedName]string    // the last holder this instance reported per cluster
-	held     map[types.NamespacedName]time.Time // when this instance's claims expire, as last written or read
+	reported map[types.NamespacedName]string // the last holder this instance reported per cluster
+	claims   map[types.NamespacedName]claim  // what this instance last saw or wrote of each claim
 }
 
-// holding says whether this instance holds the claim with more than half its term left, by
-// what it last wrote or read: no other install takes a claim over before it expires, so the
-// Lease need not be read again until it is due for renewal (at thousands of clusters a read per
-// pass exceeded the client's rate limit). Like client-go's leader election, this trusts the
-// claim's term: a Lease deleted by hand is noticed at the next renewal.
-func (o *Ownership) holding(key types.NamespacedName, now time.Time) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	expires, ok := o.held[key]
-	return ok && expires.Sub(now) > o.Term/2
+// claim is what this instance remembers of one cluster's Lease: the version it last saw or
+// wrote, and when, on its own clock.
+type claim struct {
+	uid     types.UID
+	version string // the Lease's resourceVersion
+	holder  string
+	term    time.Duration // the Lease's own term (LeaseDurationSeconds)
+	// seen is when this instance first saw this version, or sent the write that made it.
+	seen time.Time
+	// ours: this instance holds the claim through this version, until seen + Term.
+	ours bool
+	// changesFrom is when membership changes and deletions may start (a claim created for a
+	// cluster no install has acted on allows the rest at once, those only a term later).
+	changesFrom time.Time
+	// gone: the Lease was found deleted while ours; the next Claim reads it again.
+	gone bool
 }
 
-// record remembers when this instance's claim on a cluster expires (zero: it holds none).
-func (o *Ownership) record(key types.NamespacedName, expires time.Time) {
+// Hold is what one pass may do under the cluster's claim, as judged when the pass started.
+type Hold struct {
+	// Act: this instance holds the claim and the pass may act.
+	Act bool
+	// Holder is the claim's holder as last seen ("" when nobody holds it yet).
+	Holder string
+	// Why says why the pass may not act, and when it may.
+	Why string
+	// Until is when the pass starts no new action: the claim's end on this instance's clock,
+	// less the margin (zero with claims off).
+	Until time.Time
+	// ChangesFrom is when membership changes and deletions may start.
+	ChangesFrom time.Time
+}
+
+// ErrClaimLost: the claim is no longer this instance's (the Lease changed hands or was
+// deleted); the pass stops and changes nothing more.
+var ErrClaimLost = errors.New("this operator install lost the cluster's claim")
+
+// ErrTermRunningLow: less than the margin is left of the claim's term as judged when the pass
+// started; the pass starts nothing more, and the next one renews the claim first.
+var ErrTermRunningLow = errors.New("the cluster's claim has less than its safety margin left")
+
+func (o *Ownership) now() time.Time {
+	if o.Clock != nil {
+		return o.Clock()
+	}
+	return time.Now()
+}
+
+// Margin is how long before its claim ends an instance starts no new action: it covers one
+// action's duration (etcd calls time out after 5 s, the removal probe after 2 s) and the drift
+// between two machines' clock rates. A quarter of the term.
+func (o *Ownership) Margin() time.Duration {
+	return o.Term / 4
+}
+
+func (o *Ownership) get(key types.NamespacedName) (claim, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if expires.IsZero() {
-		delete(o.held, key)
-		return
+	cl, ok := o.claims[key]
+	return cl, ok
+}
+
+func (o *Ownership) put(key types.NamespacedName, cl claim) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.claims == nil {
+		o.claims = map[types.NamespacedName]claim{}
 	}
-	if o.held == nil {
-		o.held = map[types.NamespacedName]time.Time{}
+	o.claims[key] = cl
+}
+
+// hold is the Hold of a claim this instance holds.
+func (o *Ownership) hold(cl claim) Hold {
+	return Hold{Act: true, Holder: o.Identity, Until: cl.seen.Add(o.Term - o.Margin()), ChangesFrom: cl.changesFrom}
+}
+
+// trusted returns the Hold of a claim this instance holds with more than half its term left,
+// by what it last wrote: nobody takes a claim over before it has seen it unchanged for a term,
+// so the Lease need not be read again until it is due for renewal (at thousands of clusters a
+// read per pass exceeded the client's rate limit). Every membership change and deletion reads
+// it again first (Confirm).
+func (o *Ownership) trusted(key types.NamespacedName, now time.Time) (Hold, bool) {
+	cl, ok := o.get(key)
+	if !ok || !cl.ours || cl.gone || cl.seen.Add(o.Term).Sub(now) <= o.Term/2 {
+		return Hold{}, false
 	}
-	o.held[key] = expires
+	return o.hold(cl), true
 }
 
 // Forget drops what this instance remembers of a deleted cluster.
@@ -73,77 +147,220 @@ func (o *Ownership) Forget(cluster types.NamespacedName) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.held, cluster)
+	delete(o.claims, cluster)
 	delete(o.reported, cluster)
 }
 
+// observed is the claim as a Lease read now shows it, carrying over when this instance first
+// saw that version.
+func observed(prev claim, known bool, l *coordinationv1.Lease, now time.Time) (claim, bool) {
+	if known && prev.uid == l.UID && prev.version == l.ResourceVersion {
+		return prev, true
+	}
+	return claim{uid: l.UID, version: l.ResourceVersion, holder: ptr.Deref(l.Spec.HolderIdentity, ""),
+		term: time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second, seen: now}, false
+}
+
 // Claim makes sure this instance holds the cluster's claim, creating, renewing or taking it
-// over as needed: it reads the Lease through live (uncached), writes it through w, and records
-// an Event through rec when the holder changes. It returns whether this instance may act, and
-// the holder.
-func (o *Ownership) Claim(ctx context.Context, w client.Writer, live client.Reader, rec record.EventRecorder, c *v1alpha1.EtcdCluster) (bool, string, error) {
+// over as needed: it reads the Lease (and, when the Lease is gone, the cluster) through live
+// (uncached), writes it through w, and records an Event through rec when the holder changes.
+// It returns what the pass may do.
+func (o *Ownership) Claim(ctx context.Context, w client.Writer, live client.Reader, rec record.EventRecorder, c *v1alpha1.EtcdCluster) (Hold, error) {
 	if o == nil || o.Term <= 0 {
-		return true, "", nil
+		return Hold{Act: true}, nil
 	}
-	now := time.Now()
+	now := o.now()
 	cluster := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-	if o.holding(cluster, now) {
-		return true, o.Identity, nil
+	if h, ok := o.trusted(cluster, now); ok {
+		return h, nil
 	}
-	o.record(cluster, time.Time{})
 	key := types.NamespacedName{Namespace: c.Namespace, Name: names.OwnerLease(c.Name)}
+	prev, known := o.get(cluster)
 	lease := &coordinationv1.Lease{}
 	err := live.Get(ctx, key, lease)
 	if apierrors.IsNotFound(err) {
-		lease = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: names.ClusterLabels(c.Name)},
-			Spec:       o.spec(now, 0),
-		}
-		if err := w.Create(ctx, lease); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return false, "", nil // another instance created it first: look again next pass
-			}
-			return false, "", fmt.Errorf("claiming the cluster (Lease %s): %w", key.Name, err)
-		}
-		o.record(cluster, now.Add(o.Term))
-		o.reportOwner(rec, c, o.Identity, "", v1alpha1.EventOwnershipAcquired)
-		return true, o.Identity, nil
+		return o.create(ctx, w, live, rec, c, prev, known, now)
 	}
 	if err != nil {
-		return false, "", fmt.Errorf("reading the cluster's claim (Lease %s): %w", key.Name, err)
+		return Hold{}, fmt.Errorf("reading the cluster's claim (Lease %s): %w", key.Name, err)
 	}
-	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
-	expires := renewed(lease).Add(time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second)
+	cl, same := observed(prev, known, lease, now)
+	if !same {
+		if known && prev.ours && !prev.gone {
+			o.reportLost(ctx, rec, c, fmt.Sprintf("its Lease %s now names %q as holder (version %s)", key.Name, cl.holder, cl.version))
+		}
+		o.put(cluster, cl)
+	}
+	term := max(cl.term, o.Term)
 	switch {
-	case holder == o.Identity && expires.Sub(now) > o.Term/2:
-		o.record(cluster, expires)
-		return true, holder, nil
-	case holder == o.Identity:
+	case cl.holder == o.Identity && same && cl.ours:
+		// Ours, due for renewal: renewing the version this instance wrote proves nobody wrote
+		// the Lease since (a conflict says somebody did).
 		lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
 		lease.Spec.LeaseDurationSeconds = ptr.To(int32(o.Term.Seconds()))
-		if err := w.Update(ctx, lease); err != nil {
-			if apierrors.IsConflict(err) {
-				return false, holder, nil
-			}
-			return false, holder, fmt.Errorf("renewing the cluster's claim: %w", err)
+		return o.write(ctx, w, cluster, lease, now, cl.changesFrom, "renewing the cluster's claim")
+	case cl.holder == o.Identity && !known:
+		// This instance names itself holder but remembers nothing: the install restarted.
+		// Leader election kept its previous pod from acting once this one leads.
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
+		lease.Spec.LeaseDurationSeconds = ptr.To(int32(o.Term.Seconds()))
+		return o.write(ctx, w, cluster, lease, now, now, "renewing the cluster's claim after a restart")
+	case now.Sub(cl.seen) < term:
+		if cl.holder == o.Identity {
+			return Hold{Holder: cl.holder, Why: fmt.Sprintf("this install created the cluster's claim again after its Lease was deleted, and waits until it has seen it unchanged for a term (%s, %s left) before acting: another install may have held it until then", term, (term - now.Sub(cl.seen)).Round(time.Second))}, nil
 		}
-		o.record(cluster, now.Add(o.Term))
-		return true, holder, nil
-	case holder != "" && now.Before(expires):
-		o.reportOwner(rec, c, holder, "", v1alpha1.EventOwnedElsewhere)
-		return false, holder, nil
+		o.reportOwner(rec, c, cl.holder, "", v1alpha1.EventOwnedElsewhere)
+		return Hold{Holder: cl.holder, Why: fmt.Sprintf("operator %s holds the cluster's claim (Lease %s unchanged for %s of its term of %s on this install's clock)", cl.holder, key.Name, now.Sub(cl.seen).Round(time.Second), term)}, nil
 	}
-	// The claim expired (or was released): take it over.
+	// This instance saw the same version for a whole term: whoever wrote it stopped acting.
 	lease.Spec = o.spec(now, ptr.Deref(lease.Spec.LeaseTransitions, 0)+1)
-	if err := w.Update(ctx, lease); err != nil {
-		if apierrors.IsConflict(err) {
-			return false, holder, nil
-		}
-		return false, holder, fmt.Errorf("taking over the cluster's claim from %s: %w", holder, err)
+	h, err := o.write(ctx, w, cluster, lease, now, now, "taking over the cluster's claim from "+cl.holder)
+	switch {
+	case h.Act && cl.holder != o.Identity:
+		o.reportOwner(rec, c, o.Identity, cl.holder, v1alpha1.EventOwnershipTakenOver)
+	case h.Act:
+		o.reportOwner(rec, c, o.Identity, "", v1alpha1.EventOwnershipAcquired)
 	}
-	o.record(cluster, now.Add(o.Term))
-	o.reportOwner(rec, c, o.Identity, holder, v1alpha1.EventOwnershipTakenOver)
-	return true, o.Identity, nil
+	return h, err
+}
+
+// write updates the Lease (its resourceVersion a precondition) sent at now; done, this
+// instance holds the claim until now + Term.
+func (o *Ownership) write(ctx context.Context, w client.Writer, cluster types.NamespacedName, lease *coordinationv1.Lease, now, changesFrom time.Time, what string) (Hold, error) {
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	if err := w.Update(ctx, lease); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// Somebody wrote or deleted it since it was read: the next pass reads it again.
+			return Hold{Holder: holder, Why: "the cluster's claim changed while " + what}, nil
+		}
+		return Hold{}, fmt.Errorf("%s: %w", what, err)
+	}
+	cl := claim{uid: lease.UID, version: lease.ResourceVersion, holder: o.Identity, term: o.Term, seen: now, ours: true, changesFrom: changesFrom}
+	o.put(cluster, cl)
+	return o.hold(cl), nil
+}
+
+// create creates the cluster's Lease, found gone. When this instance held the claim and its
+// term had not ended, the new Lease continues it: nobody else could act before that term's
+// end, nor, having seen the new Lease, before a term after it was written. Otherwise the
+// Lease may have been deleted under another holder still acting: the new claim allows
+// nothing until this instance has seen it unchanged for a term, except on a cluster no
+// install has acted on yet (its status, read live, names no operator), where it allows at once
+// everything but membership changes and deletions.
+func (o *Ownership) create(ctx context.Context, w client.Writer, live client.Reader, rec record.EventRecorder, c *v1alpha1.EtcdCluster, prev claim, known bool, now time.Time) (Hold, error) {
+	cluster := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	key := types.NamespacedName{Namespace: c.Namespace, Name: names.OwnerLease(c.Name)}
+	held := known && prev.ours && now.Before(prev.seen.Add(o.Term-o.Margin()))
+	if known && prev.ours && !prev.gone {
+		o.reportLost(ctx, rec, c, fmt.Sprintf("its Lease %s was deleted", key.Name))
+	}
+	cl := claim{holder: o.Identity, term: o.Term, seen: now, changesFrom: prev.changesFrom}
+	switch {
+	case held:
+		cl.ours = true
+	default:
+		current := &v1alpha1.EtcdCluster{}
+		if err := live.Get(ctx, cluster, current); err != nil {
+			return Hold{}, fmt.Errorf("reading the cluster before claiming it: %w", err)
+		}
+		if current.UID == c.UID && current.Status.Operator == "" && current.Status.ClusterID == "" {
+			cl.ours, cl.changesFrom = true, now.Add(o.Term)
+		}
+	}
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: names.ClusterLabels(c.Name)},
+		Spec:       o.spec(now, 0),
+	}
+	if err := w.Create(ctx, lease); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// Another instance created it first: look again next pass.
+			return Hold{Why: "another operator install created the cluster's claim first"}, nil
+		}
+		return Hold{}, fmt.Errorf("claiming the cluster (Lease %s): %w", key.Name, err)
+	}
+	cl.uid, cl.version = lease.UID, lease.ResourceVersion
+	o.put(cluster, cl)
+	switch {
+	case known && prev.ours:
+		// A claim found lost ends the pass that found it, whatever the new Lease allows.
+		return Hold{Holder: o.Identity, Why: fmt.Sprintf("the cluster's claim (Lease %s) was deleted; this install created it again and acts from its next pass", key.Name)}, nil
+	case cl.ours:
+		o.reportOwner(rec, c, o.Identity, "", v1alpha1.EventOwnershipAcquired)
+		return o.hold(cl), nil
+	}
+	return Hold{Holder: o.Identity, Why: fmt.Sprintf("the cluster's claim (Lease %s) was gone; this install created it and waits a term (%s) before acting, since another install may have held it until then", key.Name, o.Term)}, nil
+}
+
+// Confirm reads the cluster's claim again (live, uncached) right before a membership change or
+// a deletion: it returns an error wrapping ErrClaimLost when the Lease is gone or was written
+// by anyone but this instance since, and one wrapping ErrTermRunningLow when h's time is up.
+func (o *Ownership) Confirm(ctx context.Context, live client.Reader, rec record.EventRecorder, c *v1alpha1.EtcdCluster, h Hold) error {
+	if o == nil || o.Term <= 0 {
+		return nil
+	}
+	if err := o.InTerm(h); err != nil {
+		return err
+	}
+	cluster := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	key := types.NamespacedName{Namespace: c.Namespace, Name: names.OwnerLease(c.Name)}
+	now := o.now()
+	prev, known := o.get(cluster)
+	lease := &coordinationv1.Lease{}
+	err := live.Get(ctx, key, lease)
+	if apierrors.IsNotFound(err) {
+		if known && prev.ours && !prev.gone {
+			prev.gone = true
+			o.put(cluster, prev)
+			o.reportLost(ctx, rec, c, fmt.Sprintf("its Lease %s was deleted", key.Name))
+		}
+		return fmt.Errorf("%w: its Lease %s was deleted; nothing more is changed in this pass, and the next pass claims the cluster again", ErrClaimLost, key.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("reading the cluster's claim (Lease %s) before acting: %w", key.Name, err)
+	}
+	cl, same := observed(prev, known, lease, now)
+	if same && cl.ours {
+		return nil
+	}
+	if !same {
+		o.put(cluster, cl)
+	}
+	if known && prev.ours && !prev.gone {
+		o.reportLost(ctx, rec, c, fmt.Sprintf("its Lease %s now names %q as holder (version %s)", key.Name, cl.holder, cl.version))
+	}
+	return fmt.Errorf("%w: its Lease %s was written by another (holder %q) since this install's claim; nothing more is changed in this pass", ErrClaimLost, key.Name, cl.holder)
+}
+
+// ChangesWait is how long membership changes and deletions must wait under h (0: none): a
+// claim created for a cluster no install had acted on allows them only after a term.
+func (o *Ownership) ChangesWait(h Hold) time.Duration {
+	if o == nil || o.Term <= 0 {
+		return 0
+	}
+	return max(h.ChangesFrom.Sub(o.now()), 0)
+}
+
+// InTerm returns an error wrapping ErrTermRunningLow once h's time is up, or before its
+// nil with claims off.
+func (o *Ownership) InTerm(h Hold) error {
+	if o == nil || o.Term <= 0 || h.Until.IsZero() {
+		return nil
+	}
+	if now := o.now(); !now.Before(h.Until) {
+		return fmt.Errorf("%w: the pass started acting under a claim that ends in less than %s now; the next pass renews it first", ErrTermRunningLow, o.Margin())
+	}
+	return nil
+}
+
+// reportLost records that this instance lost a claim it held, with the cause.
+func (o *Ownership) reportLost(ctx context.Context, rec record.EventRecorder, c *v1alpha1.EtcdCluster, cause string) {
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	o.mu.Lock()
+	delete(o.reported, key) // a holder seen next is reported again
+	o.mu.Unlock()
+	msg := fmt.Sprintf("operator %s lost this cluster's claim: %s. It stopped acting on the cluster; if something deletes the Lease (a GitOps prune, a namespace clean-up), exclude Leases labelled for the cluster from it", o.Identity, cause)
+	logf.FromContext(ctx).Info(msg)
+	rec.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventOwnershipLost, "%s", msg)
 }
 
 // RenewWithin shortens a requeue so that the next pass comes while the claim has more than
@@ -160,16 +377,6 @@ func (o *Ownership) spec(now time.Time, transitions int32) coordinationv1.LeaseS
 	t := metav1.MicroTime{Time: now}
 	return coordinationv1.LeaseSpec{HolderIdentity: ptr.To(o.Identity), LeaseDurationSeconds: ptr.To(int32(o.Term.Seconds())),
 		AcquireTime: &t, RenewTime: &t, LeaseTransitions: ptr.To(transitions)}
-}
-
-func renewed(l *coordinationv1.Lease) time.Time {
-	switch {
-	case l.Spec.RenewTime != nil:
-		return l.Spec.RenewTime.Time
-	case l.Spec.AcquireTime != nil:
-		return l.Spec.AcquireTime.Time
-	}
-	return time.Time{}
 }
 
 // reportOwner records an Event when this instance sees a new holder of a cluster's claim.
@@ -195,9 +402,11 @@ func (o *Ownership) reportOwner(rec record.EventRecorder, c *v1alpha1.EtcdCluste
 	}
 }
 
-// Holds reports whether this instance holds the cluster's unexpired claim, without renewing
-// or taking it (the cluster's own reconciler does that): the backup and schedule controllers
-// act on a cluster only while its holder is this instance. With claims off, it always does.
+// Holds reports whether this instance holds the cluster's claim, without renewing or taking it
+// (the cluster's own reconciler does that): the backup and schedule controllers act on a
+// cluster only while its Lease, read through reader, is the version this instance wrote and
+// holds, with more than the margin left of its term on this instance's clock. With claims off,
+// it always does.
 func (o *Ownership) Holds(ctx context.Context, reader client.Reader, c *v1alpha1.EtcdCluster) (bool, string, error) {
 	if o == nil || o.Term <= 0 {
 		return true, "", nil
@@ -211,6 +420,8 @@ func (o *Ownership) Holds(ctx context.Context, reader client.Reader, c *v1alpha1
 		return false, "", fmt.Errorf("reading the claim of EtcdCluster %s: %w", c.Name, err)
 	}
 	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
-	expires := renewed(lease).Add(time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second)
-	return holder == o.Identity && time.Now().Before(expires), holder, nil
+	now := o.now()
+	cl, known := o.get(types.NamespacedName{Namespace: c.Namespace, Name: c.Name})
+	_, same := observed(cl, known, lease, now)
+	return same && cl.ours && !cl.gone && now.Before(o.hold(cl).Until), holder, nil
 }
