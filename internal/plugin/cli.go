@@ -24,6 +24,7 @@ Commands:
   pause CLUSTER
   resume CLUSTER
   report CLUSTER|operator [-f FILE.zip] [--operator-namespace NS]
+  disk-check --storage-class SC [--size 1Gi] [--image OPERATOR_IMAGE]
 
 Every command takes --kubeconfig, --context, -n/--namespace; the commands that change a
 cluster wait for the operator to act on it (--timeout, default 10m) and show its progress.
@@ -45,6 +46,7 @@ type opts struct {
 	replicas                          int
 	member, file, operatorNS          string
 	logLines                          int64
+	storageClass, size, image         string
 }
 
 func flagSet(o *opts, errOut io.Writer) *flag.FlagSet {
@@ -72,6 +74,9 @@ func flagSet(o *opts, errOut io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.file, "f", "", "report: the zip file to write (default: quorate-report-<target>-<time>.zip)")
 	fs.StringVar(&o.operatorNS, "operator-namespace", "quorate-system", "report: namespace of the operator")
 	fs.Int64Var(&o.logLines, "log-lines", 5000, "report: lines of each log to keep")
+	fs.StringVar(&o.storageClass, "storage-class", "", "disk-check: the StorageClass to measure (default: the cluster's default class)")
+	fs.StringVar(&o.size, "size", "1Gi", "disk-check: size of the volume to measure")
+	fs.StringVar(&o.image, "image", "", "disk-check: image holding /quorate-backup (default: the operator's)")
 	return fs
 }
 
@@ -131,6 +136,16 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, newEnv func(
 			return "", fmt.Errorf("%s takes one %s, got %d arguments; see kubectl quorate help", cmd, what, len(pos))
 		}
 		return pos[0], nil
+	}
+	if cmd == "disk-check" {
+		if len(pos) != 0 || len(rest) != 0 {
+			return errors.New("disk-check takes no arguments: name the class with --storage-class")
+		}
+		env, err := newEnv(o.kube, out, errOut)
+		if err != nil {
+			return err
+		}
+		return env.DiskCheck(ctx, DiskCheckOptions{StorageClass: o.storageClass, Image: o.image, Size: o.size, OperatorNamespace: o.operatorNS, Timeout: o.timeout})
 	}
 	if !slices.Contains([]string{"status", "etcdctl", "backup", "restore", "renew-certificates", "pause", "resume", "report"}, cmd) {
 		if slices.Contains([]string{"defrag", "move-leader"}, cmd) {

@@ -47,6 +47,8 @@ type Env struct {
 	// Etcd opens an etcd session with a cluster (port-forward and client certificate); a
 	// fake in unit tests.
 	Etcd EtcdOpener
+	// PodLogs reads a container's log; nil: through Kube.
+	PodLogs func(ctx context.Context, namespace, pod, container string) ([]byte, error)
 }
 
 // KubeFlags are kubectl's connection flags.

@@ -1,4 +1,7 @@
-package plugin
+// Package apitest runs the plugin against a real API server (envtest): the patches of pause,
+// resume and renew-certificates as the API server applies and validates them, and the
+// redaction of a support report built from real Secrets.
+package apitest
 
 import (
 	"archive/zip"
@@ -28,7 +31,10 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
+	"github.com/quorate-dev/quorate/internal/plugin"
 )
+
+var now = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 
 // The envtest API server is started by the first test that needs it and stopped by TestMain.
 var (
@@ -54,13 +60,13 @@ func apiServer(t *testing.T) (client.Client, string) {
 			apiErr = fmt.Errorf("KUBEBUILDER_ASSETS is not set: run these tests with `make test`, or set it to the envtest binaries")
 			return
 		}
-		apiEnv = &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
+		apiEnv = &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
 		apiCfg, apiErr = apiEnv.Start()
 	})
 	if apiErr != nil {
 		t.Fatal(apiErr)
 	}
-	cl, err := client.New(apiCfg, client.Options{Scheme: Scheme})
+	cl, err := client.New(apiCfg, client.Options{Scheme: plugin.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,10 +77,10 @@ func apiServer(t *testing.T) (client.Client, string) {
 	return cl, ns.Name
 }
 
-func realEnv(t *testing.T, ns string) (*Env, *bytes.Buffer, *bytes.Buffer) {
+func realEnv(t *testing.T, ns string) (*plugin.Env, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
-	env, err := EnvFor(apiCfg, ns, out, errOut)
+	env, err := plugin.EnvFor(apiCfg, ns, out, errOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +245,7 @@ func TestReportRedactsSecrets(t *testing.T) {
 			{Name: "AWS_SECRET_ACCESS_KEY", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "bucket-creds"}, Key: "AWS_SECRET_ACCESS_KEY"}}},
 			{Name: "LEAKED", Value: leak},
 		}}}}}
-	opPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: opNS.Name, Name: "quorate-op", Labels: OperatorSelector},
+	opPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: opNS.Name, Name: "quorate-op", Labels: plugin.OperatorSelector},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "quorate", Args: []string{"--key=" + string(operator.KeyPEM)}}}}}
 	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a.1"}, InvolvedObject: corev1.ObjectReference{Kind: "EtcdCluster", Namespace: ns, Name: "a"},
 		Reason: "Test", Message: "a message that leaks " + string(ca.KeyPEM) + " and " + base64.StdEncoding.EncodeToString([]byte(leak)), Type: corev1.EventTypeWarning}
@@ -253,7 +259,7 @@ func TestReportRedactsSecrets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var buf bytes.Buffer
-	if err := env.Report(ctx, "a", ReportOptions{OperatorNamespace: opNS.Name}, &buf); err != nil {
+	if err := env.Report(ctx, "a", plugin.ReportOptions{OperatorNamespace: opNS.Name}, &buf); err != nil {
 		t.Fatal(err)
 	}
 	zr, err := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
@@ -297,12 +303,12 @@ func TestReportRedactsSecrets(t *testing.T) {
 	}
 
 	// What the report does say of the Secrets: names, types, keys and owners.
-	var got []SecretSummary
+	var got []plugin.SecretSummary
 	if err := yaml.Unmarshal(files["cluster/secrets.yaml"], &got); err != nil {
 		t.Fatal(err)
 	}
 	labels := names.ClusterLabels("a")
-	want := []SecretSummary{
+	want := []plugin.SecretSummary{
 		{Name: "a-ca", Type: "Opaque", Keys: []string{"ca.crt", "ca.key"}, Labels: labels},
 		{Name: "a-operator-tls", Type: "kubernetes.io/tls", Keys: []string{"ca.crt", "tls.crt", "tls.key"}, Labels: labels},
 		{Name: "a-server-tls", Type: "kubernetes.io/tls", Keys: []string{"ca.crt", "tls.crt", "tls.key"}, Labels: labels},
@@ -317,7 +323,7 @@ func TestReportRedactsSecrets(t *testing.T) {
 			t.Errorf("the report has no %s", f)
 		}
 	}
-	if !bytes.Contains(files["cluster/events.yaml"], []byte("a message that leaks "+Redacted)) {
+	if !bytes.Contains(files["cluster/events.yaml"], []byte("a message that leaks "+plugin.Redacted)) {
 		t.Errorf("the Event's message is not in the report with its secret redacted:\n%s", files["cluster/events.yaml"])
 	}
 }
