@@ -268,10 +268,12 @@ e2e-olm: conformance image images $(KUSTOMIZE) ## Install Quorate through OLM v0
 e2e-smoke: ## Smoke test: local cluster, operator, a 3-member cluster written and read through its Service, teardown.
 	$(MAKE) e2e CONFORMANCE_FLAGS="--labels=scenario=steady $(CONFORMANCE_FLAGS)" E2E_DURATION=10s
 
+# etcdctl for `kubectl quorate etcdctl` in e2e-plugin (hack/build-etcd.sh builds it).
+ETCDCTL ?= $(QUORATE_CACHE)/etcd/$(ENVTEST_ETCD_VERSION)/bin/etcdctl
 .PHONY: e2e-plugin
 e2e-plugin: plugin image images $(KUSTOMIZE) ## Run every kubectl-quorate command against a cluster on a local cluster it starts and removes (e2e/plugin).
 	go test -c -tags e2e -o $(LOCALBIN)/quorate-e2e-plugin ./e2e/plugin
-	KUSTOMIZE=$(KUSTOMIZE) PLUGIN=$(LOCALBIN)/kubectl-quorate ETCDCTL=$${ETCDCTL:-$$(command -v etcdctl || true)} $(LOCALBIN)/quorate-e2e-plugin --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator --install-s3 \
+	KUSTOMIZE=$(KUSTOMIZE) PLUGIN=$(LOCALBIN)/kubectl-quorate ETCDCTL=$(ETCDCTL) $(LOCALBIN)/quorate-e2e-plugin --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator --install-s3 \
 	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
 	  --duration=$(E2E_DURATION) --report-dir=$(REPORT_DIR)/plugin -test.v -test.timeout=40m $(CONFORMANCE_FLAGS)
 
