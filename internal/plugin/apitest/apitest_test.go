@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,9 +30,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
 	"github.com/quorate-dev/quorate/internal/plugin"
+	"github.com/quorate-dev/quorate/internal/testsupport"
 )
 
 var now = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
@@ -325,5 +328,92 @@ func TestReportRedactsSecrets(t *testing.T) {
 	}
 	if !bytes.Contains(files["cluster/events.yaml"], []byte("a message that leaks "+plugin.Redacted)) {
 		t.Errorf("the Event's message is not in the report with its secret redacted:\n%s", files["cluster/events.yaml"])
+	}
+}
+
+// memberConn is a MemberConn to a real etcd on this machine, with the credentials it trusts.
+type memberConn struct {
+	endpoint string
+	creds    plugin.Credentials
+}
+
+func (m memberConn) Endpoint() string                              { return m.endpoint }
+func (m memberConn) Credentials() plugin.Credentials               { return m.creds }
+func (m memberConn) Close() error                                  { return nil }
+func (m memberConn) Status(context.Context) (etcd.Status, error)   { return etcd.Status{}, nil }
+func (m memberConn) Alarms(context.Context) ([]etcd.Alarm, error)  { return nil, nil }
+func (m memberConn) HashKV(context.Context) (uint32, int64, error) { return 0, 0, nil }
+func (m memberConn) MemberList(context.Context) (uint64, []etcd.Member, error) {
+	return 0, nil, nil
+}
+
+type opener struct{ conn memberConn }
+
+func (o opener) Open(context.Context, *v1alpha1.EtcdCluster, string) (plugin.MemberConn, error) {
+	return o.conn, nil
+}
+
+// etcdctl, from PATH, reaches a member that demands client certificates with the
+// credentials the plugin read, written to a temporary directory that is gone afterwards.
+func TestEtcdctlWithClientCertificates(t *testing.T) {
+	cl, ns := apiServer(t)
+	ctx := context.Background()
+	t.Setenv("PATH", os.Getenv("KUBEBUILDER_ASSETS")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+
+	ca, err := pki.NewCA("a-ca", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the operator issues them: the server certificate covers 127.0.0.1, which a
+	// port-forward's local end is.
+	server, err := ca.Issue(names.ServerCN("a"), []string{names.ClientHost("a", ns)}, []net.IP{net.IPv4(127, 0, 0, 1)}, pki.ServerAndClient, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	operator, err := ca.Sign(pki.Request{CommonName: names.OperatorCN, Usage: pki.ClientOnly}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for n, data := range map[string][]byte{"ca.crt": ca.CertPEM, "server.crt": server.CertPEM, "server.key": server.KeyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, n), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	member := testsupport.StartEtcdWith(t, "a-0", testsupport.EtcdOptions{TLS: true, Args: []string{"--client-cert-auth",
+		"--trusted-ca-file=" + filepath.Join(dir, "ca.crt"), "--cert-file=" + filepath.Join(dir, "server.crt"), "--key-file=" + filepath.Join(dir, "server.key")}})
+
+	c := newCluster(ns, "a")
+	if err := cl.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Status.Members = []v1alpha1.MemberStatus{{Name: "a-0", Healthy: true, IsLeader: true}}
+	if err := cl.Status().Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	env, out, _ := realEnv(t, ns)
+	env.Etcd = opener{memberConn{endpoint: member.ClientURL, creds: plugin.Credentials{Secret: "a-operator-tls", CertPEM: operator.CertPEM, KeyPEM: operator.KeyPEM, CAPEM: ca.CertPEM}}}
+	if code, err := env.Etcdctl(ctx, "a", "", []string{"put", "/k", "v"}); err != nil || code != 0 {
+		t.Fatalf("etcdctl put: exit %d, %v", code, err)
+	}
+	out.Reset()
+	if code, err := env.Etcdctl(ctx, "a", "", []string{"get", "/k", "--print-value-only"}); err != nil || code != 0 {
+		t.Fatalf("etcdctl get: exit %d, %v", code, err)
+	}
+	if got := out.String(); got != "v\n" {
+		t.Errorf("etcdctl get printed %q, want v", got)
+	}
+	// etcdctl's own failure is its exit code.
+	if code, err := env.Etcdctl(ctx, "a", "", []string{"no-such-command"}); err != nil || code == 0 {
+		t.Errorf("etcdctl no-such-command: exit %d, %v; want a non-zero exit", code, err)
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("the credentials' temporary directory was left behind: %v", left)
 	}
 }
