@@ -52,7 +52,7 @@ type opts struct {
 func flagSet(o *opts, errOut io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("kubectl-quorate", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	fs.Usage = func() { fmt.Fprint(errOut, Usage) }
+	fs.Usage = func() { _, _ = io.WriteString(errOut, Usage) }
 	fs.StringVar(&o.kube.Kubeconfig, "kubeconfig", "", "path to the kubeconfig file")
 	fs.StringVar(&o.kube.Context, "context", "", "kubeconfig context to use")
 	fs.StringVar(&o.kube.Namespace, "namespace", "", "namespace of the cluster")
@@ -121,8 +121,8 @@ func useColour(mode string, out io.Writer) bool {
 // the Env from the connection flags (NewEnv; a fake in tests).
 func Run(ctx context.Context, args []string, out, errOut io.Writer, newEnv func(KubeFlags, io.Writer, io.Writer) (*Env, error)) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(out, Usage)
-		return nil
+		_, err := io.WriteString(out, Usage)
+		return err
 	}
 	cmd := args[0]
 	var o opts
@@ -164,6 +164,12 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, newEnv func(
 	if err != nil {
 		return err
 	}
+	return runCommand(ctx, env, cmd, target, rest, &o)
+}
+
+// runCommand runs one of the commands that take a cluster (or a backup).
+func runCommand(ctx context.Context, env *Env, cmd, target string, rest []string, o *opts) error {
+	out := env.Out
 	switch cmd {
 	case "status":
 		st, err := env.GatherStatus(ctx, target, !o.noEtcd)
@@ -192,6 +198,9 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, newEnv func(
 	case "backup":
 		return env.Backup(ctx, target, BackupOptions{To: o.to, Prefix: o.prefix, CredentialsSecret: o.credentials, Timeout: o.timeout})
 	case "restore":
+		if o.replicas < 0 || o.replicas > 9 {
+			return fmt.Errorf("--replicas %d: a cluster has 1 to 9 members", o.replicas)
+		}
 		return env.Restore(ctx, target, RestoreOptions{Into: o.into, Version: o.version, StorageSize: o.storageSize, Replicas: int32(o.replicas), Timeout: o.timeout})
 	case "renew-certificates":
 		return env.RenewCertificates(ctx, target, o.token, o.timeout)
@@ -202,7 +211,7 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, newEnv func(
 		if file == "" {
 			file = fmt.Sprintf("quorate-report-%s-%s.zip", strings.ReplaceAll(target, "/", "-"), env.Now().UTC().Format("20060102-150405"))
 		}
-		f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600) //nolint:gosec // the file the user names with -f
 		if err != nil {
 			return err
 		}

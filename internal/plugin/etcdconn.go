@@ -28,7 +28,8 @@ import (
 // Credentials are the client certificate the plugin uses for a cluster, PEM encoded; empty
 // for a plaintext cluster.
 type Credentials struct {
-	Secret             string
+	// From is the Secret the certificate was read from.
+	From               string
 	CertPEM, KeyPEM    []byte
 	CAPEM              []byte
 	ServerName         string
@@ -75,7 +76,7 @@ func clientCredentials(ctx context.Context, cl client.Client, c *v1alpha1.EtcdCl
 		if err != nil {
 			return Credentials{}, fmt.Errorf("reading the client certificate Secret %s (the plugin needs get on secrets in %s): %w", n, c.Namespace, err)
 		}
-		return Credentials{Secret: n, CertPEM: s.Data[pki.KeyCert], KeyPEM: s.Data[pki.KeyKey], CAPEM: s.Data[pki.KeyCACert],
+		return Credentials{From: n, CertPEM: s.Data[pki.KeyCert], KeyPEM: s.Data[pki.KeyKey], CAPEM: s.Data[pki.KeyCACert],
 			ServerName: names.ClientHost(c.Name, c.Namespace)}, nil
 	}
 	return Credentials{}, fmt.Errorf("no client certificate Secret of cluster %s (looked for %v): %w", c.Name, candidates, lastErr)
@@ -100,7 +101,7 @@ func (o *portForwardOpener) Open(ctx context.Context, c *v1alpha1.EtcdCluster, m
 	}
 	tlsCfg, err := creds.TLS()
 	if err != nil {
-		return nil, fmt.Errorf("client certificate %s: %w", creds.Secret, err)
+		return nil, fmt.Errorf("client certificate %s: %w", creds.From, err)
 	}
 	port, stop, err := o.forward(ctx, c.Namespace, member, names.ClientPort)
 	if err != nil {
@@ -129,7 +130,7 @@ func (o *portForwardOpener) forward(ctx context.Context, namespace, pod string, 
 	if err != nil {
 		return 0, nil, err
 	}
-	var dialer httpstream.Dialer = spdy.NewDialer(upgrader, &http.Client{Transport: rt}, http.MethodPost, u)
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: rt}, http.MethodPost, u)
 	if ws, err := portforward.NewSPDYOverWebsocketDialer(u, o.env.REST); err == nil {
 		dialer = portforward.NewFallbackDialer(ws, dialer, func(err error) bool {
 			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)

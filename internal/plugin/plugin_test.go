@@ -46,7 +46,7 @@ func testEnv(t *testing.T, objs []client.Object, funcs interceptor.Funcs) (*Env,
 	t.Helper()
 	base := fake.NewClientBuilder().WithScheme(Scheme).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.EtcdCluster{}, &v1alpha1.EtcdBackup{}, &v1alpha1.EtcdBackupSchedule{}).Build()
-	cl := interceptor.NewClient(base.(client.WithWatch), funcs)
+	cl := interceptor.NewClient(base, funcs)
 	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
 	return &Env{Client: cl, Namespace: "ns", Out: out, Err: errOut, Now: func() time.Time { return now }, Poll: time.Millisecond}, base, out, errOut
 }
@@ -342,7 +342,7 @@ func TestParseArgs(t *testing.T) {
 }
 
 func TestEtcdctlArgs(t *testing.T) {
-	got := etcdctlArgs("https://127.0.0.1:5000", "/tmp/d", Credentials{Secret: "a-operator-tls"}, []string{"member", "list"})
+	got := etcdctlArgs("https://127.0.0.1:5000", "/tmp/d", Credentials{From: "a-operator-tls"}, []string{"member", "list"})
 	want := []string{"--endpoints=https://127.0.0.1:5000", "--cacert=/tmp/d/ca.crt", "--cert=/tmp/d/tls.crt", "--key=/tmp/d/tls.key", "member", "list"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Error(diff)
@@ -455,9 +455,9 @@ func TestGatherStatus(t *testing.T) {
 		Alarms:     []string{"NOSPACE"},
 		Conditions: []ConditionRow{{"Available", "True", "QuorumHealthy", "2 of 3 healthy", metav1.NewTime(now.Add(-3 * time.Hour))}, {"Degraded", "True", "MemberUnhealthy", "unhealthy members: a-1", metav1.NewTime(now.Add(-10 * time.Minute))}},
 		Certificates: []CertRow{
-			{Secret: "a-ca", Key: "ca.crt", Subject: "a-ca", NotAfter: caNotAfter},
-			{Secret: "a-operator-tls", Key: "tls.crt", Subject: "quorate-operator", NotAfter: now.Add(10 * 24 * time.Hour)},
-			{Secret: "a-operator-tls", Key: "ca.crt", Subject: "a-ca", NotAfter: caNotAfter},
+			{Name: "a-ca", Key: "ca.crt", Subject: "a-ca", NotAfter: caNotAfter},
+			{Name: "a-operator-tls", Key: "tls.crt", Subject: "quorate-operator", NotAfter: now.Add(10 * 24 * time.Hour)},
+			{Name: "a-operator-tls", Key: "ca.crt", Subject: "a-ca", NotAfter: caNotAfter},
 		},
 		LastBackup: &BackupRow{Name: "a-new", Phase: "Completed", Time: ptr.To(metav1.NewTime(now.Add(-2*time.Hour + time.Minute))), Revision: 99, Size: 3 << 20},
 		LastDrill:  &DrillRow{Schedule: "daily", Backup: "a-old", Passed: true, Message: "7 keys, keyspace hash matches", Time: metav1.NewTime(now.Add(-5 * time.Hour))},
@@ -480,7 +480,7 @@ func renderFixture() *Status {
 		},
 		Alarms:       []string{"NOSPACE"},
 		Conditions:   []ConditionRow{{"Available", "True", "QuorumHealthy", "2 of 3 healthy", metav1.NewTime(now.Add(-3 * time.Hour))}, {"Degraded", "True", "MemberUnhealthy", "unhealthy members: a-1", metav1.NewTime(now.Add(-10 * time.Minute))}},
-		Certificates: []CertRow{{Secret: "a-ca", Key: "ca.crt", Subject: "a-ca", NotAfter: now.Add(3000 * 24 * time.Hour)}, {Secret: "a-operator-tls", Key: "tls.crt", Subject: "quorate-operator", NotAfter: now.Add(10 * 24 * time.Hour)}},
+		Certificates: []CertRow{{Name: "a-ca", Key: "ca.crt", Subject: "a-ca", NotAfter: now.Add(3000 * 24 * time.Hour)}, {Name: "a-operator-tls", Key: "tls.crt", Subject: "quorate-operator", NotAfter: now.Add(10 * 24 * time.Hour)}},
 		LastBackup:   &BackupRow{Name: "a-new", Phase: "Completed", Time: ptr.To(metav1.NewTime(now.Add(-2 * time.Hour))), Revision: 99, Size: 3 << 20},
 		LastDrill:    &DrillRow{Schedule: "daily", Backup: "a-old", Passed: true, Message: "7 keys, keyspace hash matches", Time: metav1.NewTime(now.Add(-5 * time.Hour))},
 		Problems:     []string{"etcd status of a-1: port-forward: pod a-1 is not running"},
@@ -545,7 +545,7 @@ func TestRenderStatusColours(t *testing.T) {
 func TestRenderStatusJSON(t *testing.T) {
 	st := &Status{Name: "a", Namespace: "ns", Replicas: 1, Ready: 1, Paused: true,
 		Members:      []MemberRow{{Name: "a-0", ID: "a0", Role: RoleLeader, Healthy: true, Revision: 5}},
-		Certificates: []CertRow{{Secret: "a-ca", Key: "ca.crt", Subject: "a-ca", NotAfter: now}}}
+		Certificates: []CertRow{{Name: "a-ca", Key: "ca.crt", Subject: "a-ca", NotAfter: now}}}
 	var buf bytes.Buffer
 	if err := RenderStatusJSON(&buf, st); err != nil {
 		t.Fatal(err)

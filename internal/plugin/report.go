@@ -287,8 +287,18 @@ func (e *Env) reportCluster(ctx context.Context, c *v1alpha1.EtcdCluster, o Repo
 		}
 	}
 	b.addYAML("cluster/etcdbackupschedules.yaml", schedules)
+	e.reportSecrets(ctx, c, credSecrets, b)
+	e.reportPods(ctx, c, o, b)
+	b.addYAML("cluster/events.yaml", e.events(ctx, c.Namespace, func(ev *corev1.Event) bool {
+		n := ev.InvolvedObject.Name
+		return n == c.Name || strings.HasPrefix(n, c.Name+"-")
+	}, b))
+	e.reportEtcd(ctx, c, b)
+}
 
-	// Secrets: names, types, keys and owners of the cluster's and its backups' Secrets.
+// reportSecrets records the cluster's and its backups' Secrets: names, types, keys, labels
+// and owners.
+func (e *Env) reportSecrets(ctx context.Context, c *v1alpha1.EtcdCluster, credSecrets map[string]bool, b *bundle) {
 	wanted := map[string]bool{}
 	for _, n := range certSecrets(c) {
 		wanted[n] = true
@@ -320,7 +330,10 @@ func (e *Env) reportCluster(ctx context.Context, c *v1alpha1.EtcdCluster, o Repo
 	}
 	slices.SortFunc(secrets, func(x, y SecretSummary) int { return strings.Compare(x.Name, y.Name) })
 	b.addYAML("cluster/secrets.yaml", secrets)
+}
 
+// reportPods records the cluster's pods with their logs, and its volumes.
+func (e *Env) reportPods(ctx context.Context, c *v1alpha1.EtcdCluster, o ReportOptions, b *bundle) {
 	var pl corev1.PodList
 	if err := e.Client.List(ctx, &pl, client.InNamespace(c.Namespace), client.MatchingLabels{names.LabelCluster: c.Name}); err != nil {
 		b.problem("listing the cluster's pods: %v", err)
@@ -339,11 +352,6 @@ func (e *Env) reportCluster(ctx context.Context, c *v1alpha1.EtcdCluster, o Repo
 		vl.Items[i].ManagedFields = nil
 	}
 	b.addYAML("cluster/pvcs.yaml", vl.Items)
-	b.addYAML("cluster/events.yaml", e.events(ctx, c.Namespace, func(ev *corev1.Event) bool {
-		n := ev.InvolvedObject.Name
-		return n == c.Name || strings.HasPrefix(n, c.Name+"-")
-	}, b))
-	e.reportEtcd(ctx, c, b)
 }
 
 func (e *Env) events(ctx context.Context, ns string, keep func(*corev1.Event) bool, b *bundle) []corev1.Event {

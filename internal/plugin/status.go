@@ -68,7 +68,8 @@ type ConditionRow struct {
 
 // CertRow is one certificate of the cluster's Secrets.
 type CertRow struct {
-	Secret   string    `json:"secret"`
+	// Name of the Secret holding the certificate.
+	Name     string    `json:"secret"`
 	Key      string    `json:"key"`
 	Subject  string    `json:"subject"`
 	NotAfter time.Time `json:"notAfter"`
@@ -127,7 +128,7 @@ func certRows(s *corev1.Secret) []CertRow {
 		if err != nil {
 			continue
 		}
-		out = append(out, CertRow{Secret: s.Name, Key: k, Subject: cert.Subject.CommonName, NotAfter: cert.NotAfter.UTC()})
+		out = append(out, CertRow{Name: s.Name, Key: k, Subject: cert.Subject.CommonName, NotAfter: cert.NotAfter.UTC()})
 	}
 	return out
 }
@@ -202,7 +203,7 @@ func (e *Env) GatherStatus(ctx context.Context, name string, withEtcd bool) (*St
 	}
 	if len(st.Certificates) == 0 && c.Status.TLS != nil && c.Status.TLS.FirstExpiry != nil {
 		fe := c.Status.TLS.FirstExpiry
-		st.Certificates = append(st.Certificates, CertRow{Secret: fe.Secret, Key: "(first to expire, from status)", NotAfter: fe.Time.UTC()})
+		st.Certificates = append(st.Certificates, CertRow{Name: fe.Secret, Key: "(first to expire, from status)", NotAfter: fe.Time.UTC()})
 	}
 	e.gatherBackups(ctx, c, st)
 	return st, nil
@@ -371,9 +372,30 @@ func RenderStatus(w io.Writer, st *Status, now time.Time, colour bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := renderMembers(w, p, st); err != nil {
+		return err
+	}
+	if err := renderConditions(w, p, st, now); err != nil {
+		return err
+	}
+	if err := renderCertificates(w, p, st, now); err != nil {
+		return err
+	}
+	if err := renderBackups(w, p, st, now); err != nil {
+		return err
+	}
+	if len(st.Problems) > 0 {
+		fmt.Fprintln(w, "\nNot shown:")
+		for _, pr := range st.Problems {
+			fmt.Fprintf(w, "  %s\n", p.paint(p.warn, pr))
+		}
+	}
+	return nil
+}
 
+func renderMembers(w io.Writer, p palette, st *Status) error {
 	fmt.Fprintln(w, "\nMembers:")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  NAME\tID\tROLE\tHEALTH\tREVISION\tDB SIZE\tDB IN USE\tVERSION\tPOD\tNODE\tVOLUME\tRESTARTS")
 	for _, m := range st.Members {
 		health := p.paint(p.good, "healthy")
@@ -391,23 +413,23 @@ func RenderStatus(w io.Writer, st *Status, now time.Time, colour bool) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Name, orDash(m.ID), m.Role, health, rev, humanBytes(m.DBSize),
 			humanBytes(m.DBSizeInUse), orDash(m.Version), orDash(m.Pod), orDash(m.Node), orDash(m.Volume), restarts)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	return tw.Flush()
+}
 
+func renderConditions(w io.Writer, p palette, st *Status, now time.Time) error {
 	fmt.Fprintln(w, "\nConditions:")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tSINCE\tMESSAGE")
 	for _, c := range st.Conditions {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, p.paint(conditionColour(p, c), c.Status), c.Reason, humanDuration(c.Since.Sub(now)), c.Message)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	return tw.Flush()
+}
 
+func renderCertificates(w io.Writer, p palette, st *Status, now time.Time) error {
 	if len(st.Certificates) > 0 {
 		fmt.Fprintln(w, "\nCertificates:")
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  SECRET\tKEY\tSUBJECT\tEXPIRES")
 		certs := slices.Clone(st.Certificates)
 		slices.SortStableFunc(certs, func(a, b CertRow) int { return a.NotAfter.Compare(b.NotAfter) })
@@ -420,15 +442,16 @@ func RenderStatus(w io.Writer, st *Status, now time.Time, colour bool) error {
 			case left < 21*24*time.Hour:
 				colourOf = p.warn
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Secret, c.Key, orDash(c.Subject), p.paint(colourOf, c.NotAfter.Format(time.RFC3339)+" ("+humanDuration(left)+")"))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Name, c.Key, orDash(c.Subject), p.paint(colourOf, c.NotAfter.Format(time.RFC3339)+" ("+humanDuration(left)+")"))
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		return tw.Flush()
 	}
+	return nil
+}
 
+func renderBackups(w io.Writer, p palette, st *Status, now time.Time) error {
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if b := st.LastBackup; b != nil {
 		phase := b.Phase
 		switch b.Phase {
@@ -454,16 +477,7 @@ func RenderStatus(w io.Writer, st *Status, now time.Time, colour bool) error {
 	} else {
 		fmt.Fprintf(tw, "Last drill:\tnone\n")
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(st.Problems) > 0 {
-		fmt.Fprintln(w, "\nNot shown:")
-		for _, pr := range st.Problems {
-			fmt.Fprintf(w, "  %s\n", p.paint(p.warn, pr))
-		}
-	}
-	return nil
+	return tw.Flush()
 }
 
 // RenderStatusJSON writes the status as indented JSON.

@@ -394,7 +394,7 @@ func TestEtcdctlWithClientCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	env, out, _ := realEnv(t, ns)
-	env.Etcd = opener{memberConn{endpoint: member.ClientURL, creds: plugin.Credentials{Secret: "a-operator-tls", CertPEM: operator.CertPEM, KeyPEM: operator.KeyPEM, CAPEM: ca.CertPEM}}}
+	env.Etcd = opener{memberConn{endpoint: member.ClientURL, creds: plugin.Credentials{From: "a-operator-tls", CertPEM: operator.CertPEM, KeyPEM: operator.KeyPEM, CAPEM: ca.CertPEM}}}
 	if code, err := env.Etcdctl(ctx, "a", "", []string{"put", "/k", "v"}); err != nil || code != 0 {
 		t.Fatalf("etcdctl put: exit %d, %v", code, err)
 	}
