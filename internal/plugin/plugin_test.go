@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"errors"
@@ -592,5 +593,43 @@ func TestScrub(t *testing.T) {
 	}
 	if got := redactBucketURL("s3://u:p@bucket?region=eu&X-Amz-Signature=abc&endpoint=http://minio:9000"); got != "s3://bucket?X-Amz-Signature=%5BREDACTED%5D&endpoint=http%3A%2F%2Fminio%3A9000&region=eu" {
 		t.Errorf("redactBucketURL: %s", got)
+	}
+}
+
+// A secret value that an encoder escapes (a tab) is scrubbed before encoding: the escaped form
+// would not match it afterwards.
+func TestBundleScrubsBeforeEncoding(t *testing.T) {
+	b := newBundle()
+	b.learnSecret(&corev1.Secret{Data: map[string][]byte{"k": []byte("tab\tseparated-secret")}})
+	b.addYAML("x.yaml", map[string]any{"message": "leak tab\tseparated-secret here", "revision": int64(1) << 60})
+	b.addJSON("x.json", []string{"tab\tseparated-secret"})
+	b.add("x.log", []byte("log tab\tseparated-secret\n"))
+	var buf bytes.Buffer
+	if err := b.write(&buf, now); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range zr.File {
+		r, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[f.Name] = string(data)
+	}
+	want := map[string]string{
+		"x.yaml": "message: leak [REDACTED] here\nrevision: 1152921504606846976\n",
+		"x.json": "[\n  \"[REDACTED]\"\n]\n",
+		"x.log":  "log [REDACTED]\n",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
 	}
 }

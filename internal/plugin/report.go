@@ -45,38 +45,88 @@ type SecretSummary struct {
 }
 
 // bundle collects the report's files and the secret values that must not appear in them.
+// Structured files are kept as trees until the zip is written, so that each string in them is
+// scrubbed before encoding (an encoder escapes what it quotes, and an escaped value would no
+// longer match its secret).
 type bundle struct {
 	names    []string
 	files    map[string][]byte
+	trees    map[string]tree
 	secrets  [][]byte
 	problems []string
 }
 
-func newBundle() *bundle { return &bundle{files: map[string][]byte{}} }
+// tree is a structured file: a generic JSON value, written as JSON or YAML.
+type tree struct {
+	v      any
+	asJSON bool
+}
+
+func newBundle() *bundle { return &bundle{files: map[string][]byte{}, trees: map[string]tree{}} }
+
+func (b *bundle) register(name string) {
+	if _, ok := b.files[name]; ok {
+		return
+	}
+	if _, ok := b.trees[name]; ok {
+		return
+	}
+	b.names = append(b.names, name)
+}
 
 func (b *bundle) add(name string, data []byte) {
-	if _, ok := b.files[name]; !ok {
-		b.names = append(b.names, name)
-	}
+	b.register(name)
 	b.files[name] = data
 }
 
-func (b *bundle) addYAML(name string, v any) {
-	data, err := yaml.Marshal(v)
+func (b *bundle) addTree(name string, v any, asJSON bool) {
+	raw, err := json.Marshal(v)
 	if err != nil {
 		b.problem("encoding %s: %v", name, err)
 		return
 	}
-	b.add(name, data)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		b.problem("encoding %s: %v", name, err)
+		return
+	}
+	b.register(name)
+	b.trees[name] = tree{v: generic, asJSON: asJSON}
 }
 
-func (b *bundle) addJSON(name string, v any) {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		b.problem("encoding %s: %v", name, err)
-		return
+func (b *bundle) addYAML(name string, v any) { b.addTree(name, v, false) }
+
+func (b *bundle) addJSON(name string, v any) { b.addTree(name, v, true) }
+
+// scrubTree scrubs every string of a generic JSON value, map keys too.
+func scrubTree(v any, pieces [][]byte) any {
+	switch t := v.(type) {
+	case string:
+		return string(scrub([]byte(t), pieces))
+	case []any:
+		for i := range t {
+			t[i] = scrubTree(t[i], pieces)
+		}
+		return t
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[string(scrub([]byte(k), pieces))] = scrubTree(x, pieces)
+		}
+		return out
 	}
-	b.add(name, append(data, '\n'))
+	return v
+}
+
+func (t tree) encode(pieces [][]byte) ([]byte, error) {
+	v := scrubTree(t.v, pieces)
+	if t.asJSON {
+		data, err := json.MarshalIndent(v, "", "  ")
+		return append(data, '\n'), err
+	}
+	return yaml.Marshal(v)
 }
 
 func (b *bundle) problem(format string, args ...any) {
@@ -136,7 +186,8 @@ func scrub(data []byte, pieces [][]byte) []byte {
 	return data
 }
 
-// write scrubs every file and writes the zip.
+// write scrubs every file and writes the zip: the strings of structured files before they
+// are encoded, and every file's bytes as written.
 func (b *bundle) write(w io.Writer, now time.Time) error {
 	if len(b.problems) > 0 {
 		b.add("problems.txt", []byte(strings.Join(b.problems, "\n")+"\n"))
@@ -144,11 +195,18 @@ func (b *bundle) write(w io.Writer, now time.Time) error {
 	pieces := scrubPieces(b.secrets)
 	zw := zip.NewWriter(w)
 	for _, n := range b.names {
+		data, ok := b.files[n]
+		if !ok {
+			var err error
+			if data, err = b.trees[n].encode(pieces); err != nil {
+				return fmt.Errorf("encoding %s: %w", n, err)
+			}
+		}
 		f, err := zw.CreateHeader(&zip.FileHeader{Name: n, Method: zip.Deflate, Modified: now})
 		if err != nil {
 			return err
 		}
-		if _, err := f.Write(scrub(b.files[n], pieces)); err != nil {
+		if _, err := f.Write(scrub(data, pieces)); err != nil {
 			return err
 		}
 	}
