@@ -76,7 +76,7 @@ test: manifests generate fmt vet lint ## Unit and integration tests (envtest wit
 
 .PHONY: unit
 unit: ## Unit tests only (no API server).
-	go test $$(go list ./... | grep -v -e /controllers -e /hack/alerts) -count=1
+	go test $$(go list ./... | grep -v -e /controllers -e /hack/alerts -e /internal/plugin/apitest) -count=1
 
 ##@ Build
 
@@ -93,6 +93,14 @@ build-linux: ## Build the static linux/amd64 binaries the images hold.
 	$(GOFLAGS_STATIC) go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-launcher ./cmd/quorate-launcher
 	$(GOFLAGS_STATIC) go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-backup ./cmd/quorate-backup
 	$(GOFLAGS_STATIC) go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-workload ./cmd/quorate-workload
+
+.PHONY: plugin
+plugin: ## Build the kubectl plugin, bin/kubectl-quorate (in PATH, kubectl runs it as `kubectl quorate`).
+	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/kubectl-quorate ./cmd/kubectl-quorate
+
+.PHONY: release
+release: ## Build the kubectl plugin's archives (linux and darwin, amd64 and arm64) into dist/, and dist/quorate.yaml: the krew manifest with their sha256.
+	hack/plugin-release.sh $(VERSION) "$(LDFLAGS)"
 
 .PHONY: run
 run: manifests generate ## Run the manager from this machine against the current kubeconfig.
@@ -262,6 +270,15 @@ e2e-olm: conformance image images $(KUSTOMIZE) ## Install Quorate through OLM v0
 .PHONY: e2e-smoke
 e2e-smoke: ## Smoke test: local cluster, operator, a 3-member cluster written and read through its Service, teardown.
 	$(MAKE) e2e CONFORMANCE_FLAGS="--labels=scenario=steady $(CONFORMANCE_FLAGS)" E2E_DURATION=10s
+
+# etcdctl for `kubectl quorate etcdctl` in e2e-plugin (hack/build-etcd.sh builds it).
+ETCDCTL ?= $(QUORATE_CACHE)/etcd/$(ENVTEST_ETCD_VERSION)/bin/etcdctl
+.PHONY: e2e-plugin
+e2e-plugin: plugin image images $(KUSTOMIZE) ## Run every kubectl-quorate command against a cluster on a local cluster it starts and removes (e2e/plugin).
+	go test -c -tags e2e -o $(LOCALBIN)/quorate-e2e-plugin ./e2e/plugin
+	KUSTOMIZE=$(KUSTOMIZE) PLUGIN=$(LOCALBIN)/kubectl-quorate ETCDCTL=$(ETCDCTL) $(LOCALBIN)/quorate-e2e-plugin --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator --install-s3 \
+	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
+	  --duration=$(E2E_DURATION) --report-dir=$(REPORT_DIR)/plugin -test.v -test.timeout=40m $(CONFORMANCE_FLAGS)
 
 .PHONY: e2e-matrix
 e2e-matrix: conformance image images ## Run the suite on every Kubernetes version of the matrix and combine the reports.

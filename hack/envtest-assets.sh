@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Prints a KUBEBUILDER_ASSETS directory holding kube-apiserver, etcd and kubectl built from
-# source (cached per version), for controller-runtime's envtest.
+# Prints a KUBEBUILDER_ASSETS directory holding kube-apiserver, etcd (with etcdctl and etcdutl)
+# and kubectl built from source (cached per version), for controller-runtime's envtest.
 # Usage: hack/envtest-assets.sh [k8s-version] [etcd-version]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,4 +15,6 @@ ln -sf "$kbin/kube-apiserver" "$dir/kube-apiserver"
 ln -sf "$kbin/kubectl" "$dir/kubectl"
 ln -sf "$ebin/etcd" "$dir/etcd"
 ln -sf "$ebin/etcdutl" "$dir/etcdutl"
+# For the kubectl plugin's test of `kubectl quorate etcdctl` (internal/plugin/apitest).
+ln -sf "$ebin/etcdctl" "$dir/etcdctl"
 echo "$dir"

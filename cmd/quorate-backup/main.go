@@ -9,6 +9,9 @@
 //	quorate-backup verify  compare a restored cluster with what its backup recorded (a restore
 //	                       drill's Job)
 //	quorate-backup list    list the snapshots under a prefix of a bucket
+//	quorate-backup disk-check
+//	                       measure fdatasync latency and throughput of a directory's disk
+//	                       (the pod of `kubectl quorate disk-check`)
 package main
 
 import (
@@ -37,6 +40,9 @@ func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: quorate-backup save|fetch|verify|list [flags]")
 		os.Exit(64)
+	}
+	if os.Args[1] == "disk-check" {
+		os.Exit(diskCheck(os.Args[2:]))
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	termination := fs.String("termination-log", "/dev/termination-log", "where the result goes (the container's termination message)")

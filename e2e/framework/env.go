@@ -120,6 +120,10 @@ func (s *Suite) provide(testenv env.Environment, cfg *envconf.Config) error {
 	return nil
 }
 
+// Kubeconfig is the kubeconfig file of the cluster the suite runs on (empty: the client's
+// defaults), for tools the suite runs as a user would (the kubectl plugin).
+func (s *Suite) Kubeconfig() string { return s.kubeconfig }
+
 // connect makes the suite's clients for the cluster and installs what the options ask for.
 func (s *Suite) connect(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 	opts := s.Opts

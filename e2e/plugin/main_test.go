@@ -1,0 +1,312 @@
+//go:build e2e
+
+// Package plugin runs every command of the kubectl plugin (bin/kubectl-quorate, or $PLUGIN)
+// against a real cluster under the conformance workload, as a user would: with the suite's
+// kubeconfig, through the CRDs and port-forwards. `make e2e-plugin` builds and runs it on a
+// local cluster with the S3 store (--install-s3) for the backup and restore.
+package plugin
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
+	"github.com/quorate-dev/quorate/internal/plugin"
+)
+
+var (
+	testenv env.Environment
+	suite   *framework.Suite
+	opts    = framework.RegisterFlags()
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	testenv, suite, err = framework.Setup(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Exit(testenv.Run(m))
+}
+
+// TestPlugin runs the plugin scenario.
+func TestPlugin(t *testing.T) {
+	testenv.Test(t, []features.Feature{suite.Feature(Plugin())}...)
+}
+
+// binary is the plugin to run: $PLUGIN, or bin/kubectl-quorate of the repository.
+func binary() string {
+	if p := os.Getenv("PLUGIN"); p != "" {
+		return p
+	}
+	return filepath.Join("..", "..", "bin", "kubectl-quorate")
+}
+
+// quorate runs the plugin with the suite's kubeconfig in the run's namespace and returns its
+// standard output; an exit status other than 0 is an error that holds its standard error.
+func quorate(ctx context.Context, r *framework.Run, args ...string) (string, error) {
+	// The connection flags go before "--", after which etcdctl's arguments follow.
+	pre, post := args, []string(nil)
+	if i := indexOf(args, "--"); i >= 0 {
+		pre, post = args[:i], args[i:]
+	}
+	full := append(append([]string{}, pre...), "-n", r.Namespace)
+	if kc := r.Suite.Kubeconfig(); kc != "" {
+		full = append(full, "--kubeconfig", kc)
+	}
+	full = append(full, post...)
+	cmd := exec.CommandContext(ctx, binary(), full...)
+	if e := os.Getenv("ETCDCTL"); e != "" {
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(e)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	r.Event("action", "kubectl quorate", strings.Join(args, " "))
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl quorate %s: %w\n%s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String(), nil
+}
+
+func indexOf(args []string, s string) int {
+	for i, a := range args {
+		if a == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// Plugin: every command of the plugin against a 3-member cluster under load. Its changes
+// go through the operator, so the cluster stays within the planned budget throughout.
+func Plugin() framework.Scenario {
+	var backup string
+	report := filepath.Join(os.TempDir(), fmt.Sprintf("quorate-plugin-report-%d.zip", time.Now().UnixNano()))
+	return framework.Scenario{Name: "plugin", Labels: map[string]string{label.Suite: "plugin"}, Replicas: 3, Class: framework.Planned,
+		Steps: []framework.Step{
+			{Name: "status -o json shows three healthy members with their revisions, a leader and the certificates", Do: func(ctx context.Context, r *framework.Run) error {
+				out, err := quorate(ctx, r, "status", r.Cluster, "-o", "json")
+				if err != nil {
+					return err
+				}
+				var st plugin.Status
+				if err := json.Unmarshal([]byte(out), &st); err != nil {
+					return fmt.Errorf("status -o json: %w\n%s", err, out)
+				}
+				leaders := 0
+				for _, m := range st.Members {
+					if !m.Healthy || m.Revision == 0 || m.DBSizeInUse == 0 || m.Pod == "" || m.Node == "" {
+						return fmt.Errorf("member %+v: want healthy, with a revision, DB in use, pod and node (problems: %v)", m, st.Problems)
+					}
+					if m.Role == plugin.RoleLeader {
+						leaders++
+					}
+				}
+				if len(st.Members) != 3 || leaders != 1 || st.Leader == "" || st.ClusterID == "" || len(st.Certificates) == 0 || len(st.Problems) > 0 {
+					return fmt.Errorf("status: %d members, %d leaders, leader %q, cluster ID %q, %d certificates, problems %v", len(st.Members), leaders, st.Leader, st.ClusterID, len(st.Certificates), st.Problems)
+				}
+				_, err = quorate(ctx, r, "status", r.Cluster, "--color", "always")
+				return err
+			}},
+			{Name: "etcdctl lists the members and writes a key", Do: func(ctx context.Context, r *framework.Run) error {
+				out, err := quorate(ctx, r, "etcdctl", r.Cluster, "--", "member", "list")
+				if err != nil {
+					return err
+				}
+				if n := strings.Count(strings.TrimSpace(out), "\n") + 1; n != 3 {
+					return fmt.Errorf("etcdctl member list: %d lines, want 3:\n%s", n, out)
+				}
+				if _, err := quorate(ctx, r, "etcdctl", r.Cluster, "--", "put", "/plugin-e2e", "v"); err != nil {
+					return err
+				}
+				out, err = quorate(ctx, r, "etcdctl", r.Cluster, "--", "get", "/plugin-e2e", "--print-value-only")
+				if err != nil {
+					return err
+				}
+				if strings.TrimSpace(out) != "v" {
+					return fmt.Errorf("etcdctl get /plugin-e2e: %q, want v", out)
+				}
+				return nil
+			}},
+			{Name: "pause, then resume", Do: func(ctx context.Context, r *framework.Run) error {
+				if _, err := quorate(ctx, r, "pause", r.Cluster, "--timeout", "3m"); err != nil {
+					return err
+				}
+				c, err := r.GetCluster(ctx)
+				if err != nil {
+					return err
+				}
+				if p := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing); !c.Spec.Paused || p == nil || p.Reason != v1alpha1.ReasonPaused {
+					return fmt.Errorf("after pause: spec.paused %t, Progressing %+v", c.Spec.Paused, p)
+				}
+				if _, err := quorate(ctx, r, "resume", r.Cluster, "--timeout", "3m"); err != nil {
+					return err
+				}
+				if c, err = r.GetCluster(ctx); err != nil {
+					return err
+				}
+				if p := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing); c.Spec.Paused || p == nil || p.Reason == v1alpha1.ReasonPaused {
+					return fmt.Errorf("after resume: spec.paused %t, Progressing %+v", c.Spec.Paused, p)
+				}
+				return nil
+			}},
+			{Name: "renew-certificates renews every leaf certificate", Do: func(ctx context.Context, r *framework.Run) error {
+				before := &corev1.Secret{}
+				if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: r.Cluster + "-server-tls"}, before); err != nil {
+					return err
+				}
+				if _, err := quorate(ctx, r, "renew-certificates", r.Cluster, "--token", "plugin-e2e", "--timeout", "5m"); err != nil {
+					return err
+				}
+				c, err := r.GetCluster(ctx)
+				if err != nil {
+					return err
+				}
+				after := &corev1.Secret{}
+				if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: r.Cluster + "-server-tls"}, after); err != nil {
+					return err
+				}
+				if c.Status.TLS == nil || c.Status.TLS.RenewedToken != "plugin-e2e" || bytes.Equal(before.Data["tls.crt"], after.Data["tls.crt"]) {
+					return fmt.Errorf("after renew-certificates: status.tls %+v; server certificate changed: %t", c.Status.TLS, !bytes.Equal(before.Data["tls.crt"], after.Data["tls.crt"]))
+				}
+				return r.WaitSettled(ctx, 3, 5*time.Minute)
+			}},
+			{Name: "backup --to the S3 store", Do: func(ctx context.Context, r *framework.Run) error {
+				if err := r.UseS3(ctx); err != nil {
+					return err
+				}
+				s := framework.Storage("backups")
+				out, err := quorate(ctx, r, "backup", r.Cluster, "--to", s.BucketURL, "--credentials-secret", s.CredentialsSecret, "--timeout", "5m")
+				if err != nil {
+					return err
+				}
+				name, _, ok := strings.Cut(strings.TrimPrefix(out, "backup "), ":")
+				if !ok {
+					return fmt.Errorf("backup printed %q", out)
+				}
+				b := &v1alpha1.EtcdBackup{}
+				if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: name}, b); err != nil {
+					return err
+				}
+				if b.Status.Phase != v1alpha1.BackupCompleted {
+					return fmt.Errorf("EtcdBackup %s is %s", name, b.Status.Phase)
+				}
+				backup = name
+				return nil
+			}},
+			{Name: "restore the backup into a new cluster", Do: func(ctx context.Context, r *framework.Run) error {
+				restored := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: "restored"}}
+				r.OnCleanup(func(ctx context.Context) error { return r.DeleteAndWait(ctx, restored) })
+				if _, err := quorate(ctx, r, "restore", backup, "--into", "restored", "--storage-size", "256Mi", "--timeout", "10m"); err != nil {
+					return err
+				}
+				out, err := quorate(ctx, r, "etcdctl", "restored", "--", "get", "/plugin-e2e", "--print-value-only")
+				if err != nil {
+					return err
+				}
+				if strings.TrimSpace(out) != "v" {
+					return fmt.Errorf("the restored cluster holds %q at /plugin-e2e, want v", out)
+				}
+				return nil
+			}},
+			{Name: "report: a zip with the CRs, logs and etcd's view, and no Secret value", Do: func(ctx context.Context, r *framework.Run) error {
+				defer func() { _ = os.Remove(report) }()
+				if _, err := quorate(ctx, r, "report", r.Cluster, "-f", report, "--operator-namespace", r.Suite.Opts.OperatorNS); err != nil {
+					return err
+				}
+				files, err := readZip(report)
+				if err != nil {
+					return err
+				}
+				for _, f := range []string{"cluster/etcdcluster.yaml", "cluster/events.yaml", "cluster/secrets.yaml", "etcd/members.json", "etcd/endpoint-status.json"} {
+					if _, ok := files[f]; !ok {
+						return fmt.Errorf("the report has no %s", f)
+					}
+				}
+				var sl corev1.SecretList
+				if err := r.Suite.Client.List(ctx, &sl, client.InNamespace(r.Namespace)); err != nil {
+					return err
+				}
+				for name, data := range files {
+					for _, s := range sl.Items {
+						for k, v := range s.Data {
+							if len(v) >= 8 && (bytes.Contains(data, v) || bytes.Contains(data, []byte(base64.StdEncoding.EncodeToString(v)))) {
+								return fmt.Errorf("%s of the report holds the value of Secret %s key %s", name, s.Name, k)
+							}
+						}
+					}
+				}
+				op := report + ".operator.zip"
+				defer func() { _ = os.Remove(op) }()
+				_, err = quorate(ctx, r, "report", "operator", "-f", op, "--operator-namespace", r.Suite.Opts.OperatorNS)
+				return err
+			}},
+			{Name: "disk-check measures the default StorageClass", Do: func(ctx context.Context, r *framework.Run) error {
+				out, err := quorate(ctx, r, "disk-check", "--timeout", "5m", "--operator-namespace", r.Suite.Opts.OperatorNS)
+				// The verdict depends on the machine's disk; the measurement must be there.
+				if !strings.Contains(out, "fdatasync p99") {
+					return fmt.Errorf("disk-check printed no measurement: %q (%v)", out, err)
+				}
+				var pl corev1.PodList
+				if err := r.Suite.Client.List(ctx, &pl, client.InNamespace(r.Namespace), client.HasLabels{plugin.LabelDiskCheck}); err != nil {
+					return err
+				}
+				if len(pl.Items) != 0 {
+					return fmt.Errorf("the disk-check pod %s was left behind", pl.Items[0].Name)
+				}
+				return nil
+			}},
+			{Name: "defrag and move-leader are refused: the operator has no field for them", Do: func(ctx context.Context, r *framework.Run) error {
+				for _, cmd := range []string{"defrag", "move-leader"} {
+					if _, err := quorate(ctx, r, cmd, r.Cluster); err == nil || !strings.Contains(err.Error(), "is not available") {
+						return fmt.Errorf("%s: %v, want a refusal", cmd, err)
+					}
+				}
+				return r.WaitSettled(ctx, 3, 5*time.Minute)
+			}},
+		}}
+}
+
+func readZip(path string) (map[string][]byte, error) {
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = zr.Close() }()
+	files := map[string][]byte{}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			return nil, err
+		}
+		data, err := io.ReadAll(rc)
+		_ = rc.Close()
+		if err != nil {
+			return nil, err
+		}
+		files[f.Name] = data
+	}
+	return files, nil
+}
