@@ -800,3 +800,18 @@ func TestFencedVolumesNeverRun(t *testing.T) {
 		})
 	}
 }
+
+// A forced recovery is refused while a join has not completed: the external members vote in
+// the same cluster, the operator cannot fence them, and they may still hold a quorum.
+func TestNoRecoveryDuringAJoin(t *testing.T) {
+	s := running(2, func(s *State) {
+		s.EtcdReachable, s.LeaderID = false, 0
+		s.Join = &Join{Started: true, External: []External{{Name: "vm-0", ID: 900}, {Name: "vm-1", ID: 901}, {Name: "vm-2", ID: 902}}}
+		s.Recovery.Requested = "incident-1"
+	}, member(0, func(m *Member) { m.Reachable, m.HasLeader = false, false }), member(1, func(m *Member) { m.HasLeader, m.Revision = false, 50 }))
+	a := Plan(s, name)
+	a.Message = ""
+	if want := (Action{Kind: Halt, Reason: v1alpha1.ReasonRecovery, Attention: true}); !reflect.DeepEqual(a, want) {
+		t.Fatalf("Plan = %+v, want %+v", a, want)
+	}
+}

@@ -20,6 +20,13 @@ func planRecovery(s State) (Action, bool) {
 		return Action{}, false
 	}
 	if r.Requested != r.Token {
+		if s.Join != nil {
+			// The external members are voters of the same cluster that the operator may not
+			// reach, and fences none of: they may hold a quorum and go on taking writes, and a
+			// forced member would make a second cluster with the same ID beside them.
+			return Action{Kind: Halt, Reason: v1alpha1.ReasonRecovery, Attention: true,
+				Message: fmt.Sprintf("spec.recovery.forceNewCluster %q is not acted on while a join (spec.bootstrap.join) has not completed: the external members vote in the same cluster, the operator cannot fence them, and they may still hold a quorum; restore quorum with the external cluster's members, or abort the join by deleting this EtcdCluster", r.Requested)}, true
+		}
 		return startRecovery(s)
 	}
 	switch r.Phase {
