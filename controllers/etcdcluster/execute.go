@@ -117,7 +117,7 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 				// wrote it, or declined because the member has run, and then the empty
 				// volume is refused (DataLost) whatever the peers answer at launch.
 				pod := resources.MemberPod{Member: m, Bootstrap: true, InitialCluster: initial, Restore: o.restore, RequireData: o.restore != nil}
-				if err := r.createPod(ctx, c, key, pod); err != nil {
+				if err := r.createPod(ctx, c, o, key, pod); err != nil {
 					return err
 				}
 			}
@@ -125,7 +125,7 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 	case planner.CreatePVC:
 		return r.createPVC(ctx, c, key, a.Member, 0)
 	case planner.CreatePod:
-		return r.createPod(ctx, c, key, resources.MemberPod{
+		return r.createPod(ctx, c, o, key, resources.MemberPod{
 			Member:          a.Member,
 			InitialCluster:  initialClusterFor(c, o, a.Member),
 			RequireData:     a.RequireData,
@@ -247,17 +247,27 @@ func (r *Reconciler) actOnMembership(ctx context.Context, c *v1alpha1.EtcdCluste
 }
 
 func (r *Reconciler) createPVC(ctx context.Context, c *v1alpha1.EtcdCluster, key types.NamespacedName, member string, bootstrapSize int) error {
-	if err := r.create(ctx, c, resources.PVC(c, member, bootstrapSize), &corev1.PersistentVolumeClaim{}); err != nil {
+	pvc := resources.PVC(c, member, bootstrapSize)
+	// Who chooses its pods' user is decided once, for the volume's life (podUser).
+	choice, err := r.UIDs.Choice(ctx, c.Namespace)
+	if err != nil {
+		return err
+	}
+	if pvc.Annotations == nil {
+		pvc.Annotations = map[string]string{}
+	}
+	pvc.Annotations[names.AnnotationPodUser] = string(choice)
+	if err := r.create(ctx, c, pvc, &corev1.PersistentVolumeClaim{}); err != nil {
 		return err
 	}
 	r.Expectations.ExpectCreate(key, expectations.Key{Kind: kindPVC, Name: member})
 	return nil
 }
 
-func (r *Reconciler) createPod(ctx context.Context, c *v1alpha1.EtcdCluster, key types.NamespacedName, p resources.MemberPod) error {
+func (r *Reconciler) createPod(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, key types.NamespacedName, p resources.MemberPod) error {
 	im := r.Images
 	var err error
-	if im.UIDs, err = r.UIDs.Choice(ctx, c.Namespace); err != nil {
+	if im.UIDs, err = r.podUser(ctx, c, o.pvcs[p.Member]); err != nil {
 		return err
 	}
 	pod, err := resources.Pod(c, p, im)
@@ -269,6 +279,22 @@ func (r *Reconciler) createPod(ctx context.Context, c *v1alpha1.EtcdCluster, key
 	}
 	r.Expectations.ExpectCreate(key, expectations.Key{Kind: kindPod, Name: p.Member})
 	return nil
+}
+
+// podUser is who chooses the user of a member's pods: what its PVC recorded when it was
+// created, so that every pod of a volume runs as the user that wrote its files (a namespace
+// that gains OpenShift's range annotation later, or an operator upgrade, changes nothing for
+// it); 65532 for a PVC of an earlier release, which always ran pods so; the namespace's choice
+// for a PVC this pass creates (not observed yet), as createPVC records it.
+func (r *Reconciler) podUser(ctx context.Context, c *v1alpha1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (resources.UIDChoice, error) {
+	if pvc == nil {
+		return r.UIDs.Choice(ctx, c.Namespace)
+	}
+	switch choice := resources.UIDChoice(pvc.Annotations[names.AnnotationPodUser]); choice {
+	case resources.UIDFixed, resources.UIDPlatform:
+		return choice, nil
+	}
+	return resources.UIDFixed, nil
 }
 
 // create creates obj. When an object of that name exists already (the cache had not seen it

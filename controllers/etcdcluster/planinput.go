@@ -178,6 +178,9 @@ func (o *observation) addPods(members memberTable, now time.Time, terminating ti
 			if refusal.Kind == launcher.RefusalDiskFull {
 				m.DiskFull = refusal.Message
 			}
+			if refusal.Kind == launcher.RefusalVolumeUnreadable && m.PodProblem == "" {
+				m.PodProblem = "its launcher may not read the volume: " + refusal.Message
+			}
 		}
 		if why := podProblem(p, now, terminating); why != "" && m.PodProblem == "" {
 			m.PodProblem = why

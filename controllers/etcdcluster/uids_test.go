@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +14,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/resources"
 	"github.com/quorate-dev/quorate/internal/uidpolicy"
 )
 
@@ -59,5 +61,57 @@ func TestMemberPodUserFollowsTheNamespace(t *testing.T) {
 				t.Errorf("member pod security context (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The user a volume's pods run as is decided once, when the PVC is created, and recorded on
+// it: a namespace that gains OpenShift's range annotation later does not change it for a
+// running member's next pod (its files stay readable), and a PVC made by an earlier release
+// (no record) keeps 65532.
+func TestMemberPodUserFollowsTheVolume(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, func(r *Reconciler) {
+		r.UIDs = &uidpolicy.Policy{Mode: uidpolicy.Auto, Reader: r.APIReader}
+	})
+	kubelet(t, ns)
+	bootstrap(t, ns, "vol", 1, fake)
+	member := names.Member("vol", 0)
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: member}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	if got := pvc.Annotations[names.AnnotationPodUser]; got != string(resources.UIDFixed) {
+		t.Fatalf("the PVC records %q, want %q", got, resources.UIDFixed)
+	}
+	n := &corev1.Namespace{}
+	if err := k8s.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Annotations = map[string]string{uidpolicy.AnnotationUIDRange: "1000650000/10000"}
+	if err := k8s.Patch(ctx, n, patch); err != nil {
+		t.Fatal(err)
+	}
+	old := &corev1.Pod{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: member}, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{}
+	eventually(t, timeout, "the member's next pod", func() error {
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: member}, pod); err != nil {
+			return err
+		}
+		if pod.UID == old.UID {
+			return errors.New("the old pod")
+		}
+		return nil
+	})
+	if sc := pod.Spec.SecurityContext; sc.RunAsUser == nil || *sc.RunAsUser != resources.PodUID || sc.FSGroup == nil || *sc.FSGroup != resources.PodUID {
+		t.Errorf("the member's next pod runs as %v (fsGroup %v), want %d as its volume records", sc.RunAsUser, sc.FSGroup, resources.PodUID)
 	}
 }

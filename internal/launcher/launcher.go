@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -74,12 +75,28 @@ func WriteMarker(path string, m Marker) error {
 
 // HasData reports whether dataDir holds an etcd member's data.
 func HasData(dataDir string) bool {
+	data, _ := hasData(dataDir)
+	return data
+}
+
+// hasData is HasData, with the error when the data directory cannot be searched (permission
+// denied): then nothing is known about the data, and it must not be taken for lost.
+func hasData(dataDir string) (bool, error) {
 	for _, p := range []string{"member/wal", "member/snap/db"} {
-		if _, err := os.Stat(filepath.Join(dataDir, p)); err == nil {
-			return true
+		_, err := os.Stat(filepath.Join(dataDir, p))
+		if err == nil {
+			return true, nil
+		}
+		if errors.Is(err, fs.ErrPermission) {
+			return false, err
 		}
 	}
-	return false
+	return false, nil
+}
+
+// unreadable is the refusal of a volume the pod's user may not read.
+func unreadable(err error) *Refusal {
+	return &Refusal{Kind: RefusalVolumeUnreadable, Message: fmt.Sprintf("%v: this pod runs as user %d, group %d, and may not read the volume's files, which another user wrote; the data is left as it is. Run the member as the user that owns them (the PVC's %s annotation records it), or make the files readable by this pod's group", err, os.Getuid(), os.Getgid(), names.AnnotationPodUser)}
 }
 
 // ReadPodAnnotations reads the pod's annotations as the downward API writes them: one
@@ -135,10 +152,16 @@ type Volume struct {
 // Check decides whether etcd may start on this volume. It returns the marker if there is one.
 func (v Volume) Check() (*Marker, error) {
 	marker, err := ReadMarker(v.MarkerPath)
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, unreadable(err)
+	}
 	if err != nil {
 		return nil, &Refusal{Kind: RefusalDataLost, Message: err.Error()}
 	}
-	data := HasData(v.DataDir)
+	data, err := hasData(v.DataDir)
+	if err != nil {
+		return marker, unreadable(err)
+	}
 	switch {
 	case marker != nil && v.ExpectedClusterID != "" && marker.ClusterID != v.ExpectedClusterID:
 		return marker, &Refusal{Kind: RefusalClusterIDMismatch, Message: fmt.Sprintf(

@@ -22,10 +22,14 @@ const (
 	// preallocates a segment of 64 MB as it opens), so etcd would only crash-loop on "no space
 	// left on device". The data is intact.
 	RefusalDiskFull RefusalKind = "DiskFull"
+	// RefusalVolumeUnreadable: the pod's user may not read the volume's marker or data (the
+	// pod runs as another user than the one that wrote them). The data may be intact: this is
+	// never read as a lost volume.
+	RefusalVolumeUnreadable RefusalKind = "VolumeUnreadable"
 )
 
 // RefusalKinds lists every kind, for tests and for parsing.
-var RefusalKinds = []RefusalKind{RefusalDataLost, RefusalClusterIDMismatch, RefusalPeersUnreachable, RefusalDiskFull}
+var RefusalKinds = []RefusalKind{RefusalDataLost, RefusalClusterIDMismatch, RefusalPeersUnreachable, RefusalDiskFull, RefusalVolumeUnreadable}
 
 // Refusal is a reason not to start etcd.
 type Refusal struct {

@@ -52,6 +52,11 @@ const (
 	// restarted it alone: with the fenced volumes' marks, it keeps a token from being acted on
 	// again when the EtcdCluster's status is lost (recreated, or restored by a backup tool).
 	AnnotationRecoveredBy = Prefix + "recovered-by"
+	// AnnotationPodUser on a member PVC records who chose the user its pods run as when it was
+	// created (resources.UIDChoice: fixed, or platform); every later pod of the volume runs the
+	// same way, so the files its first pod wrote stay readable. A PVC without it was made by a
+	// release that always ran pods as 65532 (fixed).
+	AnnotationPodUser = Prefix + "pod-user"
 	// LabelRetention on a member PVC is spec.volumeRetention when the PVC was last reconciled.
 	LabelRetention = Prefix + "retention"
 
