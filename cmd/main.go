@@ -109,6 +109,10 @@ func main() {
 		log.Error(nil, "no launcher image: set --launcher-image or OPERATOR_IMAGE to the operator's image")
 		os.Exit(2)
 	}
+	if err := images.Policy.Check(images.Launcher); err != nil {
+		log.Error(err, "the launcher image is outside the image policy: every member pod runs it")
+		os.Exit(2)
+	}
 
 	restConfig := ctrl.GetConfigOrDie()
 	restConfig.QPS, restConfig.Burst = float32(cfg.apiQPS), cfg.apiBurst

@@ -229,11 +229,6 @@ func (r *Reconciler) prepare(ctx context.Context, c *v1alpha1.EtcdCluster) (stri
 	if err := validateSpec(c, r.AllowPlaintext); err != nil {
 		return v1alpha1.ReasonInvalidSpec, err
 	}
-	for _, image := range []string{r.Images.EtcdImage(c), r.Images.Launcher} {
-		if err := r.Images.Policy.Check(image); err != nil {
-			return v1alpha1.ReasonImageNotAllowed, fmt.Errorf("%w; no member is started or changed until then", err)
-		}
-	}
 	// Certificates are renewed when due while a formed cluster is paused: an expired
 	// certificate would break the cluster that pausing means to leave alone.
 	// spec.tls.renewCertificates waits; a paused cluster that has not formed gets nothing.
@@ -253,6 +248,12 @@ func (r *Reconciler) prepare(ctx context.Context, c *v1alpha1.EtcdCluster) (stri
 	}
 	if err := r.ensureNetworkPolicy(ctx, c); err != nil {
 		return v1alpha1.ReasonNetworkPolicyNotReady, err
+	}
+	// The image policy holds members back, not the certificates, Services and NetworkPolicy
+	// above: a cluster left running on an image outside a policy set later keeps certificates
+	// that are renewed while someone changes its image. (The launcher is checked at start.)
+	if err := r.Images.Policy.Check(r.Images.EtcdImage(c)); err != nil {
+		return v1alpha1.ReasonImageNotAllowed, fmt.Errorf("%w; no member is started or changed until then (the certificates are still renewed)", err)
 	}
 	return "", nil
 }

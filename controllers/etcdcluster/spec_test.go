@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,9 +136,14 @@ func TestImagePolicyAndWeakeningAnnotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCondition(t, ns, "img", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonImageNotAllowed,
-		"image quay.io/someone/etcd:v3.6.16 is from none of the registries this operator may run images from (--allowed-image-registries: registry.example.com, docker.io/quorate/): use an image from one of them, or ask the operator's administrator; no member is started or changed until then"))
+		"image quay.io/someone/etcd:v3.6.16 is from none of the registries this operator may run images from (--allowed-image-registries: registry.example.com, docker.io/quorate/): use an image from one of them, or ask the operator's administrator; no member is started or changed until then (the certificates are still renewed)"))
 	if pods := objectNames(t, ns, &corev1.PodList{}); len(pods) != 0 {
 		t.Fatalf("pods %v run an image outside the policy", pods)
+	}
+	// The policy holds the members back, not the certificates (a running cluster on an image
+	// outside a policy set later keeps them renewed).
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.ServerSecret("img")}, &corev1.Secret{}); err != nil {
+		t.Errorf("the certificates were not made under ImageNotAllowed: %v", err)
 	}
 	patchCluster(t, ns, "img", func(c *v1alpha1.EtcdCluster) { c.Spec.Image = "registry.example.com/etcd:v3.6.16" })
 	eventually(t, timeout, "the members created", func() error {
@@ -148,12 +155,15 @@ func TestImagePolicyAndWeakeningAnnotations(t *testing.T) {
 
 	w := newCluster(ns, "weak", 3)
 	w.Spec.Image = "registry.example.com/etcd:v3.6.16"
-	w.Spec.PodTemplate = &v1alpha1.PodTemplate{Annotations: map[string]string{"container.apparmor.security.beta.kubernetes.io/etcd": "unconfined"}}
+	w.Spec.PodTemplate = &v1alpha1.PodTemplate{Annotations: map[string]string{
+		"container.apparmor.security.beta.kubernetes.io/etcd":             "unconfined",
+		"container.apparmor.security.beta.kubernetes.io/install-launcher": "runtime/default", // hardening: allowed
+	}}
 	if err := k8s.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	wantCondition(t, ns, "weak", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec,
-		`spec.podTemplate.annotations key "container.apparmor.security.beta.kubernetes.io/etcd": annotations under container.apparmor.security.beta.kubernetes.io/ change the pods' security settings (AppArmor, seccomp) or ask the container runtime for more than the pod spec allows, and members run with the cluster's keys; remove it; correct the spec: no member is created or changed until then`))
+		`spec.podTemplate.annotations container.apparmor.security.beta.kubernetes.io/etcd=unconfined: annotations under container.apparmor.security.beta.kubernetes.io/ may only ask for the runtime's default profile (runtime/default, docker/default): members run with the cluster's keys, so a profile other than the default (unconfined, localhost/...) or a request to the container runtime is refused; remove it; correct the spec: no member is created or changed until then`))
 }
 
 // A plaintext cluster is refused unless the operator was started to allow it.

@@ -46,8 +46,8 @@ func validateSpec(c *v1alpha1.EtcdCluster, allowPlaintext bool) error {
 	check("annotations", keysOf(t.Annotations))
 	check("nodeSelector", keysOf(t.NodeSelector))
 	for _, k := range slices.Sorted(maps.Keys(t.Annotations)) {
-		if p := weakeningPrefix(k); p != "" {
-			problems = append(problems, fmt.Sprintf("spec.podTemplate.annotations key %q: annotations under %s change the pods' security settings (AppArmor, seccomp) or ask the container runtime for more than the pod spec allows, and members run with the cluster's keys; remove it", k, p))
+		if p := weakeningPrefix(k, t.Annotations[k]); p != "" {
+			problems = append(problems, fmt.Sprintf("spec.podTemplate.annotations %s=%s: annotations under %s may only ask for the runtime's default profile (runtime/default, docker/default): members run with the cluster's keys, so a profile other than the default (unconfined, localhost/...) or a request to the container runtime is refused; remove it", k, t.Annotations[k], p))
 		}
 	}
 	if len(problems) > 0 {
@@ -56,22 +56,30 @@ func validateSpec(c *v1alpha1.EtcdCluster, allowPlaintext bool) error {
 	return nil
 }
 
-// weakeningPrefixes are annotation prefixes that change a pod's security outside its spec:
-// the AppArmor and seccomp annotations (profiles, unconfined among them) and the container
-// runtimes' own annotations (CRI-O and containerd act on some: devices, user namespaces).
-var weakeningPrefixes = []string{
-	"container.apparmor.security.beta.kubernetes.io/",
-	"seccomp.security.alpha.kubernetes.io/",
-	"container.seccomp.security.alpha.kubernetes.io/",
-	"io.kubernetes.cri-o.",
-	"io.kubernetes.cri.",
-	"io.containerd.",
-	"run.oci.",
-}
+// profilePrefixes are the AppArmor and seccomp annotations: a profile other than the
+// runtime's default (unconfined, a localhost profile) can loosen a pod's confinement outside
+// its spec. runtimePrefixes are the container runtimes' own annotations (CRI-O and containerd
+// act on some: devices, user namespaces), refused whatever their value.
+var (
+	profilePrefixes = []string{
+		"container.apparmor.security.beta.kubernetes.io/",
+		"seccomp.security.alpha.kubernetes.io/",
+		"container.seccomp.security.alpha.kubernetes.io/",
+	}
+	runtimePrefixes = []string{"io.kubernetes.cri-o.", "io.kubernetes.cri.", "io.containerd.", "run.oci."}
+)
 
-func weakeningPrefix(key string) string {
-	for _, p := range weakeningPrefixes {
+// weakeningPrefix names the prefix of an annotation that would weaken the members' pod
+// security ("" when it does not): a runtime annotation, or a profile annotation that asks for
+// another profile than the runtime's default (which only hardens).
+func weakeningPrefix(key, value string) string {
+	for _, p := range runtimePrefixes {
 		if strings.HasPrefix(key, p) {
+			return p
+		}
+	}
+	for _, p := range profilePrefixes {
+		if strings.HasPrefix(key, p) && value != "runtime/default" && value != "docker/default" {
 			return p
 		}
 	}
