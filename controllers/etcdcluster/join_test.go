@@ -296,14 +296,15 @@ func TestJoinAbortedByDeletion(t *testing.T) {
 	if want := []string{v1alpha1.FinalizerJoin}; !reflect.DeepEqual(c.Finalizers, want) {
 		t.Errorf("finalizers mid-join %v, want %v", c.Finalizers, want)
 	}
-	// 3+3 voters, the external ones healthy: a quorum of 4 needs one of the operator's pods.
+	// 3+3 voters, the external ones healthy: a quorum of 4 needs one of the operator's pods,
+	// and the budget keeps a quorum of the operator's own (2) as its margin.
 	eventually(t, timeout, "the PDB to count the external voters", func() error {
 		pdb := &policyv1.PodDisruptionBudget{}
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.PDB("mig")}, pdb); err != nil {
 			return err
 		}
-		if got := pdb.Spec.MinAvailable.IntVal; got != 1 {
-			return fmt.Errorf("minAvailable %d, want 1", got)
+		if got := pdb.Spec.MinAvailable.IntVal; got != 2 {
+			return fmt.Errorf("minAvailable %d, want 2", got)
 		}
 		return nil
 	})

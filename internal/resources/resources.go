@@ -173,12 +173,16 @@ type Voters struct {
 //
 // While a join runs, the quorum is the combined cluster's, and the budget selects only the
 // operator's pods: of the quorum of all voters, the healthy external ones cover what they can,
-// and the operator's members must cover the rest (never more than there are): minAvailable =
-// clamp(quorum(members+external) - externalHealthy, 0, members) + learners. An external member
+// and the operator's members must cover the rest (never more than there are), and never less
+// than a quorum of the operator's own members (the margin outside a join): minAvailable =
+// min(max(quorum(members+external) - externalHealthy, quorum(members)), members) + learners. An external member
 // that is down makes the operator's members count for more; one healthy external voter of a
 // 1+3 cluster whose two other external members are down leaves no operator's pod evictable.
 func PDB(c *v1alpha1.EtcdCluster, v Voters) *policyv1.PodDisruptionBudget {
-	need := min(max(quorum.Of(v.Members+v.External)-v.ExternalHealthy, 0), v.Members) + v.Learners
+	// Never less than a quorum of the operator's own members, as outside a join: the healthy
+	// external count is from the last pass, and one external failure must not be what stands
+	// between an eviction and a lost quorum.
+	need := min(max(quorum.Of(v.Members+v.External)-v.ExternalHealthy, quorum.Of(v.Members)), v.Members) + v.Learners
 	if v.Members+v.External <= 1 {
 		need = 0
 	}

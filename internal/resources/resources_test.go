@@ -179,20 +179,21 @@ func TestPDBKeepsQuorumOfTheCurrentVoters(t *testing.T) {
 }
 
 // While a join runs the budget keeps a quorum of the combined cluster: the healthy external
-// voters count towards it, the operator's pods cover the rest.
+// voters count towards it, the operator's pods cover the rest; and never less than a quorum
+// of the operator's own members, so one external failure after an eviction loses nothing.
 func TestPDBCountsExternalVoters(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		v    Voters
 		want int32
 	}{
-		{"3+3, all healthy: quorum 4, external cover 3", Voters{Members: 3, External: 3, ExternalHealthy: 3}, 1},
+		{"3+3, all healthy: quorum 4, external cover 3, but a quorum of ours stays", Voters{Members: 3, External: 3, ExternalHealthy: 3}, 2},
 		{"3+3, one external down", Voters{Members: 3, External: 3, ExternalHealthy: 2}, 2},
 		{"3+3, two external down", Voters{Members: 3, External: 3, ExternalHealthy: 1}, 3},
 		{"3+3, external unknown (member list unread)", Voters{Members: 3, External: 3}, 3},
 		{"1+3, one external down: the single member of ours is needed", Voters{Members: 1, External: 3, ExternalHealthy: 2}, 1},
-		{"1+3, all healthy", Voters{Members: 1, External: 3, ExternalHealthy: 3}, 0},
-		{"2+3 and a learner", Voters{Members: 2, Learners: 1, External: 3, ExternalHealthy: 3}, 1},
+		{"1+3, all healthy: the single member of ours stays during the join", Voters{Members: 1, External: 3, ExternalHealthy: 3}, 1},
+		{"2+3 and a learner", Voters{Members: 2, Learners: 1, External: 3, ExternalHealthy: 3}, 3},
 		{"3+1 while the last external member is removed", Voters{Members: 3, External: 1, ExternalHealthy: 1}, 2},
 		{"no member of ours votes yet", Voters{Learners: 1, External: 3, ExternalHealthy: 3}, 1},
 	} {
