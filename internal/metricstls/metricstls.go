@@ -74,9 +74,10 @@ func (p *Provider) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error
 // Service's names. The CA's key is kept in a Secret of its own (CASecret), which only the
 // operator reads: scrapers are given read access to the served Secret for its ca.crt, and with
 // the key they could issue certificates the ServiceMonitor trusts. A served Secret of the
-// earlier layout (ca.key beside ca.crt) has its CA moved to the CA Secret, then its key
-// removed; a crash between the two steps leaves the key in both, and the next Ensure removes
-// it. Two replicas racing write once: the loser reads the winner's.
+// earlier layout (ca.key beside ca.crt) gets a new CA (the old one's key was readable by every
+// scraper): the CA Secret is created first, then the served Secret gets a certificate it signed
+// and its ca.crt, without the old key; a crash between the two steps is finished by the next
+// Ensure. Two replicas racing write once: the loser reads the winner's.
 func (p *Provider) Ensure(ctx context.Context, now time.Time) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		served := &corev1.Secret{}
@@ -85,7 +86,7 @@ func (p *Provider) Ensure(ctx context.Context, now time.Time) error {
 			return fmt.Errorf("reading the metrics certificate Secret %s/%s: %w", p.Namespace, p.Secret, err)
 		}
 		exists := err == nil
-		ca, again, err := p.ensureCA(ctx, served, now)
+		ca, again, err := p.ensureCA(ctx, now)
 		if err != nil || again {
 			if err != nil {
 				return err
@@ -143,10 +144,9 @@ func (p *Provider) Ensure(ctx context.Context, now time.Time) error {
 	return fmt.Errorf("the metrics certificate Secrets %s/%s and %s keep changing under the operator", p.Namespace, p.Secret, p.CASecret)
 }
 
-// ensureCA loads the CA from the CA Secret, creating that Secret when it does not exist: with
-// the CA of a served Secret of the earlier layout (which held ca.key), or a new one. again
-// says that another replica created it first: read both again.
-func (p *Provider) ensureCA(ctx context.Context, served *corev1.Secret, now time.Time) (ca *pki.CA, again bool, err error) {
+// ensureCA loads the CA from the CA Secret, creating that Secret with a new CA when it does not
+// exist. again says that another replica created it first: read both again.
+func (p *Provider) ensureCA(ctx context.Context, now time.Time) (ca *pki.CA, again bool, err error) {
 	s := &corev1.Secret{}
 	err = p.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.CASecret}, s)
 	switch {
@@ -159,13 +159,11 @@ func (p *Provider) ensureCA(ctx context.Context, served *corev1.Secret, now time
 	case !apierrors.IsNotFound(err):
 		return nil, false, fmt.Errorf("reading the metrics CA Secret %s/%s: %w", p.Namespace, p.CASecret, err)
 	}
-	if served.Data[pki.KeyCAKey] != nil {
-		ca, err = pki.LoadCA(served.Data[pki.KeyCACert], served.Data[pki.KeyCAKey])
-	}
-	if ca == nil || err != nil {
-		if ca, err = pki.NewCA("quorate-metrics-ca", now); err != nil {
-			return nil, false, err
-		}
+	// Always a new CA, also for a served Secret of the earlier layout: whoever could read that
+	// Secret (every scraper) had its key, so the old CA is not trusted on. Scrapers re-read
+	// ca.crt from the served Secret, which gets the new CA and a certificate it signed.
+	if ca, err = pki.NewCA("quorate-metrics-ca", now); err != nil {
+		return nil, false, err
 	}
 	s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: p.CASecret, Namespace: p.Namespace, Labels: map[string]string{"app.kubernetes.io/name": "quorate"}},
 		Type: corev1.SecretTypeOpaque,

@@ -1,13 +1,13 @@
 package metricstls
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"maps"
 	"net"
 	"net/http"
-	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -107,9 +107,9 @@ func keys(s *corev1.Secret) []string {
 	return slices.Sorted(maps.Keys(s.Data))
 }
 
-// An install of the earlier layout, whose served Secret held the CA's key too: the CA moves to
-// the CA Secret and the key leaves the served Secret, whose ca.crt and certificate stay (the
-// scrapers' trust is unchanged), also when the operator stopped between the two steps.
+// An install of the earlier layout, whose served Secret held the CA's key too (readable by every
+// scraper): a new CA in the CA Secret, and the served Secret gets a certificate it signed and
+// its ca.crt, without the old key; also when the operator stopped between the two steps.
 func TestMetricsCAKeyLeavesTheServedSecret(t *testing.T) {
 	ctx := context.Background()
 	scheme := runtime.NewScheme()
@@ -131,9 +131,13 @@ func TestMetricsCAKeyLeavesTheServedSecret(t *testing.T) {
 		if err := c.Create(ctx, old); err != nil {
 			t.Fatal(err)
 		}
+		fresh := (*pki.CA)(nil)
 		if crashed { // the CA Secret was written, the served Secret not yet
+			if fresh, err = pki.NewCA("quorate-metrics-ca", now); err != nil {
+				t.Fatal(err)
+			}
 			if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: p.CASecret, Namespace: p.Namespace},
-				Data: map[string][]byte{pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM}}); err != nil {
+				Data: map[string][]byte{pki.KeyCACert: fresh.CertPEM, pki.KeyCAKey: fresh.KeyPEM}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -147,12 +151,28 @@ func TestMetricsCAKeyLeavesTheServedSecret(t *testing.T) {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.CASecret}, kept); err != nil {
 			t.Fatal(err)
 		}
-		want := map[string][]byte{pki.KeyCert: pair.CertPEM, pki.KeyKey: pair.KeyPEM, pki.KeyCACert: ca.CertPEM}
-		if !reflect.DeepEqual(served.Data, want) {
-			t.Errorf("crashed=%v: the served Secret holds %v, want the same certificate and CA without the CA's key", crashed, keys(served))
+		if got := keys(served); !slices.Equal(got, []string{pki.KeyCACert, pki.KeyCert, pki.KeyKey}) {
+			t.Errorf("crashed=%v: the served Secret holds %v", crashed, got)
 		}
-		if want := map[string][]byte{pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM}; !reflect.DeepEqual(kept.Data, want) {
-			t.Errorf("crashed=%v: the CA Secret does not hold the earlier CA", crashed)
+		if bytes.Equal(kept.Data[pki.KeyCACert], ca.CertPEM) || bytes.Equal(kept.Data[pki.KeyCAKey], ca.KeyPEM) {
+			t.Errorf("crashed=%v: the CA whose key scrapers could read is kept", crashed)
+		}
+		if fresh != nil && !bytes.Equal(kept.Data[pki.KeyCACert], fresh.CertPEM) {
+			t.Errorf("crashed=%v: the CA Secret written before the stop was replaced", crashed)
+		}
+		if !bytes.Equal(served.Data[pki.KeyCACert], kept.Data[pki.KeyCACert]) {
+			t.Errorf("crashed=%v: the served ca.crt is not the CA Secret's", crashed)
+		}
+		leaf, err := pki.ParseCert(served.Data[pki.KeyCert])
+		if err != nil {
+			t.Fatal(err)
+		}
+		newCA, err := pki.ParseCert(kept.Data[pki.KeyCACert])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := leaf.CheckSignatureFrom(newCA); err != nil {
+			t.Errorf("crashed=%v: the served certificate is not the new CA's: %v", crashed, err)
 		}
 	}
 }
