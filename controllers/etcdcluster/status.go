@@ -229,7 +229,7 @@ func alarmCondition(alarms []string, gen int64) metav1.Condition {
 	switch {
 	case slices.Contains(alarms, planner.AlarmCorrupt):
 		return statuscond.New(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonCorrupt,
-			"etcd raised CORRUPT: a member's data differs from its peers'; etcd refuses writes; the operator compares the voters' data, replaces the member outside the majority and disarms the alarm once they agree", gen)
+			"etcd raised CORRUPT: a member's data differs from its peers'; etcd refuses writes; the operator compares the voters' data (only while every voter is its own and healthy, and --consistency-check-interval is not 0), replaces the member outside the majority and disarms the alarm once they agree. If Degraded does not name a divergent member within minutes, the comparison cannot run: find the member with etcdctl endpoint hashkv, delete its PVC to have it replaced, then etcdctl alarm disarm (docs/runbooks.md)", gen)
 	case slices.Contains(alarms, planner.AlarmNoSpace):
 		return statuscond.New(v1alpha1.ConditionAlarm, true, v1alpha1.ReasonNoSpace,
 			"etcd raised NOSPACE: the database reached spec.etcd.quotaBackendBytes; clients can read and delete but not write until the quota is raised (the operator rolls it out and disarms the alarm) or space is freed", gen)

@@ -139,7 +139,7 @@ func TestAlarmCondition(t *testing.T) {
 		{[]string{planner.AlarmNoSpace}, cond(v1alpha1.ConditionAlarm, metav1.ConditionTrue, v1alpha1.ReasonNoSpace,
 			"etcd raised NOSPACE: the database reached spec.etcd.quotaBackendBytes; clients can read and delete but not write until the quota is raised (the operator rolls it out and disarms the alarm) or space is freed")},
 		{[]string{planner.AlarmCorrupt, planner.AlarmNoSpace}, cond(v1alpha1.ConditionAlarm, metav1.ConditionTrue, v1alpha1.ReasonCorrupt,
-			"etcd raised CORRUPT: a member's data differs from its peers'; etcd refuses writes; the operator compares the voters' data, replaces the member outside the majority and disarms the alarm once they agree")},
+			"etcd raised CORRUPT: a member's data differs from its peers'; etcd refuses writes; the operator compares the voters' data (only while every voter is its own and healthy, and --consistency-check-interval is not 0), replaces the member outside the majority and disarms the alarm once they agree. If Degraded does not name a divergent member within minutes, the comparison cannot run: find the member with etcdctl endpoint hashkv, delete its PVC to have it replaced, then etcdctl alarm disarm (docs/runbooks.md)")},
 	} {
 		if got := alarmCondition(tc.alarms, gen); got != tc.want {
 			t.Errorf("%v:\n got %+v\nwant %+v", tc.alarms, got, tc.want)

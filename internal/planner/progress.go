@@ -33,8 +33,9 @@ func NextRotationPhase(want string, cur *v1alpha1.CARotationStatus, settled bool
 // RotationToken is the CA rotation to drive, and whether the operator starts it itself: a
 // rotation the operator started goes on to its end while spec.tls.rotateCA stays as it was;
 // a spec.tls.rotateCA not yet acted on comes next; then, when a CA is due (caDue: the token
-// of a rotation replacing it, "" when none is), the operator rotates it ahead of its expiry,
-// so that no CA ever expires under a cluster, even one that is not settled near the end.
+// of a rotation replacing it, "" when none is), the operator rotates it ahead of its expiry:
+// with two years to go (a fifth of ten), so that a cluster has that long to be settled once,
+// as every phase of a rotation starts only from a settled pass.
 func RotationToken(spec string, cur *v1alpha1.CARotationStatus, caDue string) (token string, automatic bool) {
 	completed := cur != nil && cur.Phase == v1alpha1.CARotationCompleted
 	actedOn := func(t string) bool { return cur != nil && (cur.Token == t || (cur.Automatic && cur.SpecToken == t)) }

@@ -66,6 +66,27 @@ func TestNetworkPolicyAdmitsOnlyThisOperator(t *testing.T) {
 	if !sel.Matches(labels.Set(manager.Spec.Template.Labels)) {
 		t.Errorf("the operator's rule (%s) does not admit the manager's pods (%v)", sel, manager.Spec.Template.Labels)
 	}
+	// OLM installs run the CSV's deployment, not config/manager's.
+	var csv struct {
+		Spec struct {
+			Install struct {
+				Spec struct {
+					Deployments []struct {
+						Spec appsv1.DeploymentSpec `json:"spec"`
+					} `json:"deployments"`
+				} `json:"spec"`
+			} `json:"install"`
+		} `json:"spec"`
+	}
+	objectOf(t, "../../bundle/manifests/quorate.clusterserviceversion.yaml", "ClusterServiceVersion", &csv)
+	if len(csv.Spec.Install.Spec.Deployments) == 0 {
+		t.Fatal("the CSV has no deployment")
+	}
+	for _, d := range csv.Spec.Install.Spec.Deployments {
+		if !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("the operator's rule (%s) does not admit the CSV's operator pods (%v)", sel, d.Spec.Template.Labels)
+		}
+	}
 	if sel.Matches(anotherOperator) {
 		t.Errorf("the operator's rule (%s) admits another kubebuilder operator's pods (%v)", sel, anotherOperator)
 	}
