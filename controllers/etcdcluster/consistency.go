@@ -156,8 +156,9 @@ func replaced(c planner.Consistency, s planner.State) bool {
 }
 
 // comparable are the voters' endpoints and revisions, when every voter is one of the
-// operator's members and answered as itself; ok is false otherwise (a comparison of some of
-// the voters could name a majority that is none).
+// operator's members, answered as itself, and runs the same etcd release; ok is false
+// otherwise (a comparison of some of the voters could name a majority that is none, and
+// releases need not hash alike: a rolling upgrade is no corruption).
 func comparable(o *observation, s planner.State) ([]etcd.Endpoint, []planner.Member, bool) {
 	var eps []etcd.Endpoint
 	var voters []planner.Member
@@ -167,6 +168,9 @@ func comparable(o *observation, s planner.State) ([]etcd.Endpoint, []planner.Mem
 		}
 		ep, ok := o.endpoints[m.Name]
 		if !ok || !m.Healthy(s.ClusterID) || m.Revision <= 0 {
+			return nil, nil, false
+		}
+		if len(voters) > 0 && m.Version != voters[0].Version {
 			return nil, nil, false
 		}
 		eps, voters = append(eps, ep), append(voters, m)
