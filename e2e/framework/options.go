@@ -53,8 +53,11 @@ type Options struct {
 	OLMVersions      string
 	OLMv1            bool
 	KeepFailed       bool
-	Scorecard        bool
-	Quiet            bool
+	// ScenarioRole is the ClusterRole the suite binds itself to in each scenario namespace it
+	// creates (the Job's namespace-scoped rights, config/conformance); empty: none.
+	ScenarioRole string
+	Scorecard    bool
+	Quiet        bool
 	// StorageClasses: FROM,TO for the storage-migration scenario.
 	StorageClasses string
 	// OwnershipTerm is the --ownership-term of the operators the suite installs.
@@ -131,6 +134,7 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.OperatorNS, "operator-namespace", "quorate-system", "namespace of the Quorate operator (the operator-kill fault targets its pods)")
 	flag.BoolVar(&o.Scorecard, "scorecard", false, "print the result as operator-sdk scorecard v1alpha3 TestStatus JSON on stdout (for a scorecard custom test)")
 	flag.BoolVar(&o.KeepFailed, "keep-failed", false, "keep the namespaces of failed scenarios for inspection")
+	flag.StringVar(&o.ScenarioRole, "scenario-role", "", "after creating each scenario namespace, bind the suite's own identity to this ClusterRole there and wait until the rights apply (the Job in config/conformance: quorate-conformance-scenario, its only rights inside a namespace); empty: bind nothing, the credentials must already allow it")
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
 	flag.DurationVar(&o.OwnershipTerm, "ownership-term", 20*time.Second, "--ownership-term of the operators the suite installs (shorter than the operator's default, so that the scope-migration scenario's takeovers are quick)")
 	flag.IntVar(&o.BenchRuns, "bench-runs", 0, "run each benchmark scenario (suite=bench: a rolling etcd upgrade, the leader's pod deleted) this many times; quorate-report bench summarises them")

@@ -294,7 +294,7 @@ func runKey(name string) ctxKey { return ctxKey("quorate-run-" + name) }
 
 func (r *Run) setup(ctx context.Context) error {
 	c := r.Suite.Client
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace, Labels: map[string]string{"quorate.dev/conformance": r.Scenario.Name}}}); err != nil {
+	if err := r.CreateNamespace(ctx, r.Namespace); err != nil {
 		return err
 	}
 	if r.Scenario.Install != nil {

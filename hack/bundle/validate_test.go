@@ -278,3 +278,58 @@ func TestInstallModesOffered(t *testing.T) {
 		t.Errorf("the CSV offers install modes %v, want %v (each with its OLM scenario)", offered, want)
 	}
 }
+
+// The conformance Job (config/conformance) runs the images the CSV lists, by digest: the
+// suite's in kustomization.yaml, the workload's in settings.env. A release that rebuilt them
+// fails here until both are updated (docs/conformance.md).
+func TestConformanceJobImagesByDigest(t *testing.T) {
+	b, err := manifests.GetBundleFromDir(filepath.Join("..", "..", "bundle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, r := range b.CSV.Spec.RelatedImages {
+		if r.Name == "quorate-conformance" || r.Name == "quorate-workload" {
+			want[r.Name] = r.Image
+		}
+	}
+	dir := filepath.Join("..", "..", "config", "conformance")
+	raw, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Images []struct {
+			Name    string `json:"name"`
+			NewName string `json:"newName"`
+			NewTag  string `json:"newTag"`
+			Digest  string `json:"digest"`
+		} `json:"images"`
+	}
+	if err := yaml.Unmarshal(raw, &k); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, i := range k.Images {
+		ref := i.NewName
+		if i.NewTag != "" {
+			ref += ":" + i.NewTag
+		}
+		if i.Digest != "" {
+			ref += "@" + i.Digest
+		}
+		got[i.Name] = ref
+	}
+	env, err := os.ReadFile(filepath.Join(dir, "settings.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(env), "\n") {
+		if v, ok := strings.CutPrefix(line, "QUORATE_WORKLOAD_IMAGE="); ok {
+			got["quorate-workload"] = v
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("config/conformance runs %v, want the CSV's related images %v", got, want)
+	}
+}
