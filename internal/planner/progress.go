@@ -42,9 +42,9 @@ func RotationToken(spec string, cur *v1alpha1.CARotationStatus, caDue string) (t
 	switch {
 	case cur != nil && cur.Automatic && !completed && (spec == "" || spec == cur.SpecToken):
 		return cur.Token, true
-	case spec != "" && !(completed && actedOn(spec)):
+	case spec != "" && (!completed || !actedOn(spec)):
 		return spec, false
-	case caDue != "" && !(cur != nil && cur.Token == caDue):
+	case caDue != "" && (cur == nil || cur.Token != caDue):
 		return caDue, true
 	}
 	return "", false
