@@ -56,20 +56,11 @@ func (r *Reconciler) abort(ctx context.Context, original, c *v1alpha1.EtcdCluste
 		q, _, err := r.keepFinalizer(ctx, c, false)
 		return q.result(ctx), err
 	}
-	obs, err := r.observe(ctx, c)
-	if err != nil {
-		return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
+	obs, clusterID, res, done, err := r.observeIdentified(ctx, original, c)
+	if done {
+		return res, err
 	}
 	defer obs.close()
-	if q, err := r.clearView(ctx, c, obs); err != nil {
-		return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
-	} else if q.after > 0 {
-		return q.result(ctx), nil
-	}
-	clusterID, reason, err := r.settleIdentity(ctx, c, obs)
-	if err != nil {
-		return r.fail(ctx, original, c, reason, err)
-	}
 	state := obs.buildState(c, clusterID, time.Now(), r.Settings)
 	action := planner.PlanAbort(state)
 	logf.FromContext(ctx).V(1).Info("planned the join's abort", "action", action.String())

@@ -154,26 +154,42 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	if reason, err := r.prepare(ctx, c); err != nil {
 		return r.fail(ctx, original, c, reason, err)
 	}
-	// Observe: Pods, PVCs and etcd, read once; nothing below reads them again.
-	obs, err := r.observe(ctx, c)
-	if err != nil {
-		return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
+	obs, clusterID, res, done, err := r.observeIdentified(ctx, original, c)
+	if done {
+		return res, err
 	}
 	defer obs.close()
-	if q, err := r.clearView(ctx, c, obs); err != nil {
-		return r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
-	} else if q.after > 0 {
-		return q.result(ctx), nil
-	}
-	// Identity: which cluster the members must belong to, and a backup to start from.
-	clusterID, reason, err := r.settleIdentity(ctx, c, obs)
-	if err != nil {
-		return r.fail(ctx, original, c, reason, err)
-	}
 	// Plan and act: one step.
 	state, action, q, execErr := r.step(ctx, c, obs, clusterID)
 	// Report: status once, Events on changes, metrics.
 	return r.report(ctx, original, c, obs, state, action, q, execErr)
+}
+
+// observeIdentified is what every pass that plans reads first. Observe: Pods, PVCs and etcd,
+// read once; nothing after it reads them again. Then the cache must show the operator's own
+// changes, and identity is settled: which cluster the members must belong to, and a backup to
+// start from. done says the pass ends here, with res and err; otherwise the caller closes obs.
+func (r *Reconciler) observeIdentified(ctx context.Context, original, c *v1alpha1.EtcdCluster) (obs *observation, clusterID uint64, res ctrl.Result, done bool, err error) {
+	obs, err = r.observe(ctx, c)
+	if err != nil {
+		res, err = r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
+		return nil, 0, res, true, err
+	}
+	if q, err := r.clearView(ctx, c, obs); err != nil || q.after > 0 {
+		obs.close()
+		if err != nil {
+			res, err = r.fail(ctx, original, c, v1alpha1.ReasonObserveFailed, err)
+			return nil, 0, res, true, err
+		}
+		return nil, 0, q.result(ctx), true, nil
+	}
+	clusterID, reason, err := r.settleIdentity(ctx, c, obs)
+	if err != nil {
+		obs.close()
+		res, err = r.fail(ctx, original, c, reason, err)
+		return nil, 0, res, true, err
+	}
+	return obs, clusterID, ctrl.Result{}, false, nil
 }
 
 // current reads the cluster a pass is about; nil when there is nothing to do for it (deleted,
