@@ -68,11 +68,15 @@ PROMTOOL_VERSION ?= v0.316.0
 lint: ## golangci-lint (.golangci.yml), built from the module proxy and cached in QUORATE_CACHE.
 	"$$(hack/build-tool.sh github.com/golangci/golangci-lint/v2/cmd/golangci-lint $(GOLANGCI_LINT_VERSION))" run ./...
 
+# The envtests of controllers/etcdcluster each run their own manager in their own namespace and
+# spend most of their time waiting on requeues: four at once on two cores.
+TEST_PARALLEL ?= 4
+
 .PHONY: test
 test: manifests generate fmt vet lint ## Unit and integration tests (envtest with kube-apiserver and etcd built from source; promtool for the alerts), after the linter.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh $(ENVTEST_K8S_VERSION) $(ENVTEST_ETCD_VERSION))" \
 	PROMTOOL="$$(hack/build-tool.sh github.com/prometheus/prometheus/cmd/promtool $(PROMTOOL_VERSION) remove_all_sd)" \
-	  go test ./... -count=1 -coverprofile cover.out
+	  go test ./... -count=1 -parallel $(TEST_PARALLEL) -coverprofile cover.out
 
 .PHONY: unit
 unit: ## Unit tests only (no API server).

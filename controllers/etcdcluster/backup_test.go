@@ -101,6 +101,7 @@ func finishJob(t *testing.T, j *batchv1.Job, res backup.Result, failed bool) {
 // members (the Job's arguments compared whole, the credentials only by the Secret's name);
 // the Job's result becomes the backup's status. A failed Job fails the backup with its error.
 func TestBackup(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	kubelet(t, ns)
 	fake := etcd.NewFake("3.6.16")
@@ -185,6 +186,7 @@ func TestBackup(t *testing.T) {
 // bucket's credentials) and restores it with etcdutl before etcd starts. Members added later
 // restore nothing.
 func TestRestoreFromBackup(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	kubelet(t, ns)
 	fake := etcd.NewFake("3.6.16")
@@ -295,6 +297,7 @@ func routeFakes(fakes map[string]*etcd.Fake) etcd.Factory {
 // lets go, and restores the newest into a scratch cluster whose keyspace a Job compares with
 // the backup's record: a match passes the drill, the scratch cluster is removed.
 func TestScheduleRetentionAndDrill(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	kubelet(t, ns)
 	src, scratch := etcd.NewFake("3.6.16"), etcd.NewFake("3.6.16")

@@ -34,6 +34,7 @@ func parseCert(t *testing.T, b []byte) *x509.Certificate {
 // Generated certificates are renewed in their Secrets with a third of their lifetime left,
 // from the CA that signed them, which does not change.
 func TestCertificatesAreRenewed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	const lifetime = 9 * time.Second
@@ -98,6 +99,7 @@ func TestCertificatesAreRenewed(t *testing.T) {
 // CA, every ca.crt trusts it alone and the members restart again. A renewal token renews every
 // certificate from the same CA, once.
 func TestCARotation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	kubelet(t, ns)
@@ -194,6 +196,7 @@ func TestCARotation(t *testing.T) {
 // token asked for, through the same phases; the status says it was automatic, the new CA is
 // young, the leaves are its, and the operator does not rotate again.
 func TestCARotatedAheadOfItsExpiry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	kubelet(t, ns)
@@ -306,6 +309,7 @@ func watchPodUIDs(t *testing.T, ns string) (map[string]map[types.UID]bool, func(
 // alone. A renewCertificates token is not acted on, nor recorded as done, until the cluster is
 // resumed.
 func TestCertificatesRenewedWhilePaused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	const lifetime = 9 * time.Second
@@ -364,6 +368,7 @@ func TestCertificatesRenewedWhilePaused(t *testing.T) {
 // starts no member on the other cluster's CA, and leaves the Secret (and the first cluster)
 // alone.
 func TestCollidingSecretNamesAreRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")

@@ -21,6 +21,7 @@ import (
 // whenever the install that writes to the cluster changes, the other one's last write came at
 // least the claims' margin before, and no membership change is made twice.
 func TestDeletedClaimNeverLetsTwoInstallsAct(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	kubelet(t, ns)

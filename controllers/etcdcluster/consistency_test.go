@@ -98,6 +98,7 @@ func TestConsistencyCheckFindsCorruptedMember(t *testing.T) {
 // is replaced add-first (its replacement is promoted before it is removed), and the alarm is
 // disarmed only after a comparison of the new voters agrees.
 func TestDivergentMemberIsReplaced(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	kubelet(t, ns)
 	fake := etcd.NewFake("3.6.16")

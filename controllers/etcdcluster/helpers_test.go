@@ -21,7 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-const timeout = 60 * time.Second
+// timeout bounds every wait: generous, since make test runs beside CI's image builds on two cores.
+const timeout = 2 * time.Minute
 
 // kubelet plays the node and kube-controller-manager for one namespace: it gives pods an IP,
 // completes the deletion of terminating pods (as a kubelet does once their containers stopped),

@@ -55,6 +55,7 @@ func plaintext(r *Reconciler) { r.AllowPlaintext = true }
 // members as learners one at a time (each pod told the external peers), waits for the
 // go-ahead, then removes the external members, the leader last once leadership moved.
 func TestJoinMovesAnExternalClusterIn(t *testing.T) {
+	t.Parallel()
 	ns, fake := startJoin(t, false, nil)
 	c := waitFor(t, ns, "mig", "the go-ahead", func(c *v1alpha1.EtcdCluster) error {
 		if j := c.Status.Join; j == nil || j.Phase != v1alpha1.JoinWaitingForGoAhead {
@@ -119,6 +120,7 @@ func TestJoinMovesAnExternalClusterIn(t *testing.T) {
 // TestJoinRefusesAnUnhealthyCluster: a member that does not answer stops the join before any
 // change, with the reason; once it is back the join starts.
 func TestJoinRefusesAnUnhealthyCluster(t *testing.T) {
+	t.Parallel()
 	ns, fake := startJoin(t, true, func(f *etcd.Fake) { f.SetDown("vm-2", true) })
 	wantCondition(t, ns, "mig", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonJoinRefused,
 		Message: "the external cluster is not joined: member vm-2 (" + fmt.Sprintf("%x", memberID(t, fake, "vm-2")) + ") does not answer: 10.0.0.7:2379: status of external 10.0.0.7:2379: connection refused (fake); nothing was changed, and the join starts once this is fixed"})
@@ -206,6 +208,7 @@ func wantPeers(t *testing.T, ns string, blocks ...string) {
 // peers and refuses to start etcd. The join stops with PeersUnreachable and the launcher's
 // words, adds no other member and removes none; once the member starts the join goes on.
 func TestJoinWaitsForPeersToBeReachable(t *testing.T) {
+	t.Parallel()
 	ns, fake := startJoin(t, true, func(f *etcd.Fake) { f.HoldStart("mig-0", true) })
 	ctx := context.Background()
 	pod := runningPod(t, ns, "mig-0")
@@ -257,6 +260,7 @@ func TestJoinWaitsForPeersToBeReachable(t *testing.T) {
 // to the first member (it cannot reach the member's peer URL). The join stops with
 // PeersUnreachable before the member is promoted, and goes on once the connection works.
 func TestJoinWaitsForExternalMembersToConnect(t *testing.T) {
+	t.Parallel()
 	ns, fake := startJoin(t, true, func(f *etcd.Fake) { f.Unreach("vm-1", "mig-0", true) })
 	ctx := context.Background()
 	// The member's etcd has been running for a minute.
@@ -285,6 +289,7 @@ func TestJoinWaitsForExternalMembersToConnect(t *testing.T) {
 // external member and its members leave the external cluster one at a time; only then does it
 // go, leaving the three external members a cluster of their own.
 func TestJoinAbortedByDeletion(t *testing.T) {
+	t.Parallel()
 	ns, fake := startJoin(t, false, nil)
 	ctx := context.Background()
 	c := waitFor(t, ns, "mig", "the go-ahead", func(c *v1alpha1.EtcdCluster) error {
@@ -339,6 +344,7 @@ func TestJoinAbortedByDeletion(t *testing.T) {
 // abort before any member of the operator's is removed, with the reason and how to force it;
 // the EtcdCluster stays, and goes once the member is back.
 func TestJoinAbortWaitsForTheExternalCluster(t *testing.T) {
+	t.Parallel()
 	ns, fake := startJoin(t, false, nil)
 	ctx := context.Background()
 	c := waitFor(t, ns, "mig", "the go-ahead", func(c *v1alpha1.EtcdCluster) error {

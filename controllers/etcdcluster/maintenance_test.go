@@ -28,6 +28,7 @@ func defrags(f *etcd.Fake) []string {
 // at a time, then the leader after leadership moved to a defragmented follower; a scheduled
 // round takes every member over the minimum and records when it finished.
 func TestDefragMaintenance(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	kubelet(t, ns)
 	fake := etcd.NewFake("3.6.16")

@@ -19,6 +19,7 @@ import (
 )
 
 func TestBootstrapScaleAndReplace(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	ctx := context.Background()
 	fake := etcd.NewFake("3.6.16")
@@ -211,6 +212,7 @@ func TestBootstrapScaleAndReplace(t *testing.T) {
 // A membership step that fails is reported as Progressing=True/StepFailed and retried until it
 // succeeds, without repeating a change that was made.
 func TestFailedStepIsReportedAndRetried(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
@@ -255,6 +257,7 @@ func assertStepFailed(t *testing.T, ns, name, message string) {
 // for 5 s (a member just restarted): the operator waits and asks again, says why in
 // Progressing, and returns no error for backoff (no error log).
 func TestUnhealthyClusterIsAWait(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	op := startOperator(t, ns, fake)
@@ -278,6 +281,7 @@ func TestUnhealthyClusterIsAWait(t *testing.T) {
 // etcd refuses to promote a learner that has not caught up; the operator asks again until it
 // may, and adds no other learner meanwhile.
 func TestPromotionWaitsForTheLearnerToCatchUp(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)

@@ -89,9 +89,13 @@ func TestMetricsFromStatus(t *testing.T) {
 // other than namespace and etcd_cluster.
 func clusterSeries(t *testing.T, namespace, cluster string) map[string]float64 {
 	t.Helper()
-	ch := make(chan prometheus.Metric, 1000)
-	metrics.Clusters.Collect(ch)
-	close(ch)
+	// Other tests' clusters run beside (t.Parallel): their series go through the same
+	// collector, however many they are.
+	ch := make(chan prometheus.Metric)
+	go func() {
+		defer close(ch)
+		metrics.Clusters.Collect(ch)
+	}()
 	got := map[string]float64{}
 	for m := range ch {
 		var d dto.Metric

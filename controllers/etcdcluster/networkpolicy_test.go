@@ -23,6 +23,7 @@ import (
 // it follows spec changes, goes when disabled and comes back when enabled; a peer the API
 // server refuses stops the pass with a condition that names it, and fixing the spec recovers.
 func TestNetworkPolicy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")

@@ -27,6 +27,7 @@ import (
 // with them, as a member pod starts it, refuses the applications' client certificate (and the
 // operator's) on its peer port, and accepts its peer certificate there.
 func TestPeerPortRefusesClientCertificates(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	startOperator(t, ns, etcd.NewFake("3.6.16"))
 	ctx := context.Background()

@@ -38,6 +38,7 @@ func cnd(t string, status metav1.ConditionStatus, reason, message string) metav1
 // The PodDisruptionBudget keeps a quorum of the voters etcd lists now, and lets the drain of a
 // single member's node go through.
 func TestPDBFollowsTheVoters(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
@@ -68,6 +69,7 @@ func TestPDBFollowsTheVoters(t *testing.T) {
 // An object that has one of the cluster's names but is not the cluster's is never taken over:
 // the step fails with what to do.
 func TestForeignObjectIsNotTakenOver(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	startOperator(t, ns, etcd.NewFake("3.6.16"))
 	kubelet(t, ns)
@@ -93,6 +95,7 @@ func TestForeignObjectIsNotTakenOver(t *testing.T) {
 // deleted, announced by an Event, and made anew for the new cluster: the Services (apply),
 // the member's volume and pod (create), the certificates (made before the cluster forms).
 func TestLeftoversOfAnEarlierClusterAreReplaced(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
@@ -164,6 +167,7 @@ func TestLeftoversOfAnEarlierClusterAreReplaced(t *testing.T) {
 // A member is judged by what answers as that member: an address that answers as another
 // member (an IP taken over after a restart) does not make a down member look healthy.
 func TestHealthIsMatchedByMemberID(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
@@ -183,6 +187,7 @@ func TestHealthIsMatchedByMemberID(t *testing.T) {
 // A version change is checked against the version the members run, refused with the rule it
 // breaks, rolls nothing, and can be set back.
 func TestVersionChangeIsCheckedAgainstTheMembers(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.5.20")
 	startOperator(t, ns, fake)
@@ -224,6 +229,7 @@ func podUIDs(t *testing.T, ns string) map[string]types.UID {
 // NOSPACE is the cluster's, not a member's: it does not stop the rollout of a larger quota,
 // and the operator disarms it once the database fits.
 func TestNoSpaceIsClearedOnceTheQuotaFits(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
@@ -263,6 +269,7 @@ func TestNoSpaceIsClearedOnceTheQuotaFits(t *testing.T) {
 
 // Lowering replicas before a learner is promoted removes the learner.
 func TestLearnerIsCancelledWhenReplicasAreLowered(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
@@ -289,6 +296,7 @@ func TestLearnerIsCancelledWhenReplicasAreLowered(t *testing.T) {
 // Once a member has run, its pod says so, and the launcher reads it at every start: it never
 // again starts etcd on an empty volume, whatever the pod's flags allow.
 func TestMembersThatRanAreMarkedOnTheirPods(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
@@ -313,6 +321,7 @@ func TestMembersThatRanAreMarkedOnTheirPods(t *testing.T) {
 
 // A pod that ended (evicted, or stopped by a node shutdown) never runs again: it is replaced.
 func TestEndedPodIsReplaced(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
@@ -348,6 +357,7 @@ func TestEndedPodIsReplaced(t *testing.T) {
 // spec.volumeRetention: Retain (the default) keeps volumes and certificates without owner
 // references; Delete makes the EtcdCluster their owner; either can be set back.
 func TestVolumeRetentionPolicy(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
@@ -384,6 +394,7 @@ func TestVolumeRetentionPolicy(t *testing.T) {
 // Deleting an EtcdCluster keeps its volumes; one created later under the same name stops at
 // them, and restarts the old cluster from them (its cluster ID, no bootstrap) only when asked.
 func TestRetainedVolumesAreAdoptedOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
@@ -463,6 +474,7 @@ func collectGarbage(t *testing.T, ns string, uid types.UID) {
 // user asks; then the member with the most data restarts alone with --force-new-cluster, its
 // pod is replaced by an ordinary one, and the cluster grows back with new members.
 func TestForcedRecovery(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
@@ -541,6 +553,7 @@ func TestForcedRecovery(t *testing.T) {
 // majority cannot go on as a second cluster with the same ID; the fenced volumes are deleted
 // once the recovered cluster answers, and the cluster grows back on new volumes.
 func TestForcedRecoveryFencesTheOthers(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
@@ -606,6 +619,7 @@ func TestForcedRecoveryFencesTheOthers(t *testing.T) {
 // grows at the pod's next start); a change of class (or growth in a class that cannot expand)
 // moves each member to a new volume, add-first, the leader last.
 func TestStorageChanges(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
@@ -735,6 +749,7 @@ func bindVolume(t *testing.T, ns, name string) {
 // never both act: the holder of the cluster's claim does everything, and the other takes over
 // only once the claim has expired.
 func TestTwoInstallsNeverBothAct(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	kubelet(t, ns)
@@ -789,6 +804,7 @@ func TestTwoInstallsNeverBothAct(t *testing.T) {
 // reported with its node, and holds up only its own member: another member's missing pod is
 // still created.
 func TestPodStuckTerminatingIsReported(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	deadlines := planner.DefaultDeadlines

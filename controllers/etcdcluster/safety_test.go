@@ -16,6 +16,7 @@ import (
 )
 
 func TestSplitBrainGuardStopsMembershipChanges(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	op := startOperator(t, ns, fake)
@@ -52,6 +53,7 @@ func TestSplitBrainGuardStopsMembershipChanges(t *testing.T) {
 // step it was killed after, the result and the membership changes must be the same as without
 // crashes: no member created twice, no member removed twice.
 func TestOperatorKilledBetweenSteps(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	kubelet(t, ns)
@@ -105,6 +107,7 @@ func TestOperatorKilledBetweenSteps(t *testing.T) {
 }
 
 func TestStatusLossDoesNotBootstrapAgain(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	op := startOperator(t, ns, fake)

@@ -24,6 +24,7 @@ import (
 )
 
 func TestPausedClusterIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
@@ -51,6 +52,7 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 }
 
 func TestMissingUserSecretIsReported(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	startOperator(t, ns, etcd.NewFake("3.6.16"))
 	c := newCluster(ns, "usr", 3)
@@ -75,6 +77,7 @@ func TestMissingUserSecretIsReported(t *testing.T) {
 // The defaults live in the CRD schema (what the API server applies) and in Default() (what the
 // operator applies to objects stored before a default existed); they must agree.
 func TestSchemaDefaultsMatchDefault(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	minimal := &v1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: ns},
@@ -105,6 +108,7 @@ func TestSchemaDefaultsMatchDefault(t *testing.T) {
 // What the schema cannot check within its cost budget (label keys) stops the operator before
 // any member is built from the spec, with the condition InvalidSpec.
 func TestInvalidLabelKeyIsRefused(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	startOperator(t, ns, etcd.NewFake("3.6.16"))
 	c := newCluster(ns, "keys", 3)
@@ -125,6 +129,7 @@ func TestInvalidLabelKeyIsRefused(t *testing.T) {
 // within it lets the members start. An annotation that would weaken the members' pod security
 // is refused as InvalidSpec.
 func TestImagePolicyAndWeakeningAnnotations(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	startWith(t, ns, etcd.NewFake("3.6.16"), "test/"+ns, planner.DefaultDeadlines, func(r *Reconciler) {
@@ -168,6 +173,7 @@ func TestImagePolicyAndWeakeningAnnotations(t *testing.T) {
 
 // A plaintext cluster is refused unless the operator was started to allow it.
 func TestPlaintextNeedsTheOperatorsConsent(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	startOperator(t, ns, etcd.NewFake("3.6.16"))
 	c := newCluster(ns, "plain", 3)
@@ -186,6 +192,7 @@ func TestPlaintextNeedsTheOperatorsConsent(t *testing.T) {
 // cover the members' names stops the cluster with a message naming the Secret, the field and
 // the names it holds; replacing it lets the members start.
 func TestUserCertificatesAreChecked(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	startOperator(t, ns, etcd.NewFake("3.6.16"))

@@ -22,6 +22,7 @@ import (
 // namespace that carries OpenShift's UID range asks for no user, group or fsGroup (restricted-v2
 // assigns them and rejects 65532); in any other namespace it asks for 65532.
 func TestMemberPodUserFollowsTheNamespace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seccomp := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 	for _, tc := range []struct {
@@ -69,6 +70,7 @@ func TestMemberPodUserFollowsTheNamespace(t *testing.T) {
 // running member's next pod (its files stay readable), and a PVC made by an earlier release
 // (no record) keeps 65532.
 func TestMemberPodUserFollowsTheVolume(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")

@@ -22,6 +22,7 @@ import (
 // users left authentication stays on (removed users' certificates stay refused) and the shared
 // client certificate is an admin, until users are declared again.
 func TestUsers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
@@ -101,6 +102,7 @@ func TestUsers(t *testing.T) {
 // cluster adopted or restored from one that had users) keeps it on: the earlier spec's managed
 // users go, the shared client is an admin, and status says authentication is on.
 func TestAuthOnInEtcdStaysOn(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	fake.SetAuth(etcd.AuthSpec{Enabled: true, Admins: []string{"quorate-operator", "app-server"}, Users: []etcd.User{{Name: "orders", ReadWrite: []string{"/orders/"}}}})

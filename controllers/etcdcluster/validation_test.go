@@ -92,6 +92,7 @@ func manyLabels(n int) string {
 // TestValidationRejectsBadInput creates EtcdClusters with bad specs and asserts the exact
 // field errors the API server returns: every rejection says what to do.
 func TestValidationRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -241,6 +242,7 @@ func TestValidationRejectsBadInput(t *testing.T) {
 // TestValidationKeepsImmutableFields updates a valid EtcdCluster in ways that cannot be
 // applied to a running cluster, and asserts each is rejected with its message.
 func TestValidationKeepsImmutableFields(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -288,6 +290,7 @@ func TestValidationKeepsImmutableFields(t *testing.T) {
 
 // TestValidationAcceptsGoodInput guards against rules that reject what they should allow.
 func TestValidationAcceptsGoodInput(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	for i, spec := range []string{
 		base,
@@ -312,6 +315,7 @@ func TestValidationAcceptsGoodInput(t *testing.T) {
 
 // The go-ahead of a join, and its endpoints, may change after creation.
 func TestValidationAllowsJoinSettings(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	ctx := context.Background()
 	obj := clusterObject(t, ns, "join", base+"tls: {enabled: false}\n"+joinPlain)
@@ -327,6 +331,7 @@ func TestValidationAllowsJoinSettings(t *testing.T) {
 
 // A CA rotation and a renewal are asked for by changing their tokens on a running cluster.
 func TestValidationAllowsRenewalAndRotation(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	ctx := context.Background()
 	obj := clusterObject(t, ns, "rotate", base)
@@ -347,6 +352,7 @@ func TestValidationAllowsRenewalAndRotation(t *testing.T) {
 // (on which robfig/cron panicked) is refused by the API with what to write; a time zone
 // followed by its fields is accepted.
 func TestScheduleValidationRefusesTimeZoneAlone(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	const msg = "schedule names a time zone and no times: write the five cron fields after it, such as CRON_TZ=Europe/Berlin 0 3 * * *"
 	for i, tc := range []struct {
