@@ -47,6 +47,7 @@ func main() {
 		fs.StringVar(&o.TerminationLogPath, "termination-log", "/dev/termination-log", "where refusals are written")
 		fs.StringVar(&o.PodAnnotationsPath, "pod-annotations", "", "the pod's annotations file (downward API): the operator marks a member that has run there")
 		fs.StringVar(&o.ForceToken, "force-token", "", "the recovery token of a start with --force-new-cluster: a member forced for it before is not forced again")
+		fs.DurationVar(&o.StopDelay, "stop-delay", 0, "how long etcd keeps serving after the pod is told to stop, while its endpoint leaves the client Service")
 		_ = fs.Parse(os.Args[2:])
 		o.Command = fs.Args()
 		if *requirePeers != "" {

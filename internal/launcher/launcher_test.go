@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/quorate-dev/quorate/internal/etcd"
 )
@@ -242,5 +248,54 @@ func TestForceOnce(t *testing.T) {
 	o := Options{Command: []string{"/usr/local/bin/etcd"}}
 	if _, forcing := o.forceOnce(&Marker{}, logger); forcing {
 		t.Error("a start without the flag was taken for a forced one")
+	}
+}
+
+// The stop sequence: etcd serves through the delay, leadership leaves, then etcd gets the
+// signal; a second signal ends the delay early and follows the first.
+func TestStopSequence(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		second bool
+		want   []string
+	}{
+		{"one signal: the whole delay", false, []string{"hand-over", "forward terminated"}},
+		{"a second signal ends the delay", true, []string{"hand-over", "forward terminated", "forward interrupt"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sigs := make(chan os.Signal, 2)
+			var mu sync.Mutex
+			var steps []string
+			var forwardedAt time.Time
+			step := func(s string) {
+				mu.Lock()
+				defer mu.Unlock()
+				steps = append(steps, s)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				stopSequence(context.Background(), sigs, delay, func() { step("hand-over") }, func(s os.Signal) {
+					if s == syscall.SIGTERM {
+						forwardedAt = time.Now()
+					}
+					step("forward " + s.String())
+				}, log.New(io.Discard, "", 0))
+			}()
+			start := time.Now()
+			sigs <- syscall.SIGTERM
+			if tc.second {
+				sigs <- syscall.SIGINT
+			}
+			close(sigs)
+			<-done
+			if d := cmp.Diff(tc.want, steps); d != "" {
+				t.Errorf("steps (-want +got):\n%s", d)
+			}
+			if waited := forwardedAt.Sub(start); !tc.second && waited < delay {
+				t.Errorf("etcd was told to stop %s after the signal, before the %s delay", waited, delay)
+			}
+		})
 	}
 }

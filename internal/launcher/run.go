@@ -38,7 +38,10 @@ type Options struct {
 	PodAnnotationsPath string
 	// ForceToken is the recovery token of a pod that starts etcd with --force-new-cluster.
 	ForceToken string
-	Command    []string // etcd and its flags
+	// StopDelay is how long etcd keeps serving after the pod is told to stop, while its
+	// endpoint leaves the client Service (stopSequence).
+	StopDelay time.Duration
+	Command   []string // etcd and its flags
 }
 
 // flagForceNewCluster is etcd's flag that makes a member the single member of its cluster.
@@ -198,26 +201,61 @@ func runEtcd(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.Config,
 	return 0
 }
 
-// forwardSignals passes SIGTERM and SIGINT on to etcd, handing leadership over before the
-// first one.
+// forwardSignals passes SIGTERM and SIGINT on to etcd, after the stop sequence (stopSequence)
+// for the first one.
 func forwardSignals(ctx context.Context, cmd *exec.Cmd, o Options, tlsCfg *tls.Config, logger *log.Logger) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	go func() {
-		first := true
-		for s := range sigs {
-			if first && (tlsCfg != nil || o.TLSDir == "") {
-				// Whoever stops the pod (kubectl delete, a drain, an eviction, the operator),
-				// leadership leaves before etcd stops, while etcd still serves: its own
-				// hand-over at shutdown can drop the proposal in flight.
-				hctx, cancel := context.WithTimeout(ctx, handOverTimeout)
-				HandOver(hctx, etcd.NewClient, o.Member, tlsCfg, logger)
-				cancel()
-			}
-			first = false
-			_ = cmd.Process.Signal(s)
+	handOver := func() {}
+	if tlsCfg != nil || o.TLSDir == "" {
+		handOver = func() {
+			hctx, cancel := context.WithTimeout(ctx, handOverTimeout)
+			defer cancel()
+			HandOver(hctx, etcd.NewClient, o.Member, tlsCfg, logger)
 		}
-	}()
+	}
+	go stopSequence(ctx, sigs, o.StopDelay, handOver, func(s os.Signal) { _ = cmd.Process.Signal(s) }, logger)
+}
+
+// stopSequence is what happens between the first stop signal and etcd's stop. Whoever stops
+// the pod (kubectl delete, a drain, an eviction, the operator), its endpoint leaves the
+// Services as the pod starts terminating, but kube-proxy drops it from the Service's address a
+// moment later: etcd keeps serving for delay, so that a client that knows only the Service and
+// connects meanwhile reaches a member that answers rather than one that is gone. Then
+// leadership leaves while etcd still serves (etcd's own hand-over at shutdown can drop the
+// proposal in flight), and etcd is told to stop. A second signal ends the delay early; it and
+// every later signal are passed on after the first.
+func stopSequence(ctx context.Context, sigs <-chan os.Signal, delay time.Duration, handOver func(), forward func(os.Signal), logger *log.Logger) {
+	first, ok := <-sigs
+	if !ok {
+		return
+	}
+	var again []os.Signal
+	if delay > 0 {
+		logger.Printf("stopping in %s: etcd serves while its endpoint leaves the client Service", delay)
+		timer := time.NewTimer(delay)
+		select {
+		case <-timer.C:
+		case s, ok := <-sigs:
+			if !ok { // no more signals will come: the delay runs out
+				<-timer.C
+				break
+			}
+			timer.Stop()
+			logger.Printf("%s during the stop delay: stopping etcd now", s)
+			again = append(again, s)
+		case <-ctx.Done():
+			timer.Stop()
+		}
+	}
+	handOver()
+	forward(first)
+	for _, s := range again {
+		forward(s)
+	}
+	for s := range sigs {
+		forward(s)
+	}
 }
 
 // handOverTimeout bounds the leadership hand-over before etcd is stopped; the pod's grace

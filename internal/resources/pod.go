@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -164,6 +165,14 @@ func launcherContainer(im Images, resources corev1.ResourceRequirements) corev1.
 	}
 }
 
+// MemberStopDelay is how long a member's etcd keeps serving after its pod is told to stop,
+// before leadership leaves and etcd stops (the launcher's stop sequence): the pod's endpoint
+// leaves the client Service as it starts terminating, and kube-proxy stops sending new
+// connections to it within about a second (its minimum sync period), so that a client that
+// knows only the Service reconnects to a member that answers. It is part of the pod's 30 s
+// grace period.
+const MemberStopDelay = 3 * time.Second
+
 // LaunchArgs is the etcd container's command: the launcher, its checks of the volume, then
 // etcd and its flags.
 func LaunchArgs(c *v1alpha1.EtcdCluster, p MemberPod, v version.Version) []string {
@@ -180,6 +189,7 @@ func LaunchArgs(c *v1alpha1.EtcdCluster, p MemberPod, v version.Version) []strin
 		"--expected-cluster-id=" + p.ClusterID,
 		"--require-data=" + strconv.FormatBool(p.RequireData),
 		"--pod-annotations=" + PodAnnotationsFile,
+		"--stop-delay=" + MemberStopDelay.String(),
 	}
 	if c.Spec.TLS.IsEnabled() {
 		args = append(args, "--tls-dir="+ServerTLSDir)

@@ -71,7 +71,7 @@ func TestPodFlags(t *testing.T) {
 	launcher := func(member, clusterID, requireData string) []string {
 		return []string{"/quorate/bin/quorate-launcher", "launch", "--data-dir=/var/lib/etcd/data", "--marker=/var/lib/etcd/quorate-member.json",
 			"--member=" + member, "--host=" + member + ".demo-peer.ns.svc", "--expected-cluster-id=" + clusterID, "--require-data=" + requireData,
-			"--pod-annotations=/etc/quorate/podinfo/annotations"}
+			"--pod-annotations=/etc/quorate/podinfo/annotations", "--stop-delay=3s"}
 	}
 	etcd := func(member, state string, minor6, splitHTTP bool) []string {
 		skipSAN, corrupt, periodic := "--peer-skip-client-san-verification=true", "--feature-gates=InitialCorruptCheck=true", "--corrupt-check-time=10m"
