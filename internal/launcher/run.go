@@ -218,18 +218,21 @@ func forwardSignals(ctx context.Context, cmd *exec.Cmd, o Options, tlsCfg *tls.C
 }
 
 // stopSequence is what happens between the first stop signal and etcd's stop. Whoever stops
-// the pod (kubectl delete, a drain, an eviction, the operator), its endpoint leaves the
-// Services as the pod starts terminating, but kube-proxy drops it from the Service's address a
-// moment later: etcd keeps serving for delay, so that a client that knows only the Service and
-// connects meanwhile reaches a member that answers rather than one that is gone. Then
-// leadership leaves while etcd still serves (etcd's own hand-over at shutdown can drop the
-// proposal in flight), and etcd is told to stop. A second signal ends the delay early; it and
-// every later signal are passed on after the first.
+// the pod (kubectl delete, a drain, an eviction, the operator), leadership leaves first, while
+// etcd still serves (etcd's own hand-over at shutdown can drop the proposal in flight), so
+// that even a grace period shorter than the delay below stops a follower. Then etcd keeps
+// serving for delay: the pod's endpoint leaves the Services as it starts terminating, but
+// kube-proxy drops it from the Service's address a moment later, and a client that knows only
+// the Service and connects meanwhile must reach a member that answers rather than one that is
+// gone. Leadership is handed over again if the member was elected meanwhile, and etcd is told
+// to stop. A second signal ends the delay early; it and every later signal are passed on after
+// the first.
 func stopSequence(ctx context.Context, sigs <-chan os.Signal, delay time.Duration, handOver func(), forward func(os.Signal), logger *log.Logger) {
 	first, ok := <-sigs
 	if !ok {
 		return
 	}
+	handOver()
 	var again []os.Signal
 	if delay > 0 {
 		logger.Printf("stopping in %s: etcd serves while its endpoint leaves the client Service", delay)
@@ -247,8 +250,8 @@ func stopSequence(ctx context.Context, sigs <-chan os.Signal, delay time.Duratio
 		case <-ctx.Done():
 			timer.Stop()
 		}
+		handOver()
 	}
-	handOver()
 	forward(first)
 	for _, s := range again {
 		forward(s)
