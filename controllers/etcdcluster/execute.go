@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -71,6 +72,8 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 		return next, r.recordRecovery(c, a), nil
 	case planner.Fence, planner.MarkRecovered:
 		return next, statusShare{}, r.fence(ctx, c, o, a)
+	case planner.Unpublish, planner.Publish:
+		return next, statusShare{}, r.setServing(ctx, o, a)
 	}
 	return next, statusShare{}, fmt.Errorf("unknown action %q", a.Kind)
 }
@@ -165,6 +168,40 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventVolumeDeleted, "deleted the volume of removed member %s", a.Member)
 	}
 	return nil
+}
+
+// setServing takes a member's pod out of the client Service (Unpublish: names.LabelServing
+// "false", and when) or puts it back (Publish).
+func (r *Reconciler) setServing(ctx context.Context, o *observation, a planner.Action) error {
+	p, ok := o.pods[a.Member]
+	if !ok {
+		return nil
+	}
+	serving, at := "true", any(nil)
+	if a.Kind == planner.Unpublish {
+		serving, at = "false", time.Now().UTC().Format(time.RFC3339)
+	}
+	if err := r.patchServing(ctx, p, serving, at); err != nil {
+		return fmt.Errorf("%s: %w", a.Message, err)
+	}
+	logf.FromContext(ctx).Info(a.Message, "member", a.Member)
+	return nil
+}
+
+// patchServing sets a member pod's names.LabelServing and names.AnnotationUnpublishedAt (nil
+// removes it) on the pod as it was read: the patch carries its UID, so a pod recreated under
+// the name since is left for the next pass (its UID cannot change). No resourceVersion: the
+// kubelet's status updates would make it fail for nothing.
+func (r *Reconciler) patchServing(ctx context.Context, p *corev1.Pod, serving string, unpublishedAt any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":         p.UID,
+		"labels":      map[string]any{names.LabelServing: serving},
+		"annotations": map[string]any{names.AnnotationUnpublishedAt: unpublishedAt},
+	}})
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.Patch(ctx, p.DeepCopy(), client.RawPatch(types.MergePatchType, patch)))
 }
 
 // fence marks the volumes of a forced recovery before the survivor is forced: each other

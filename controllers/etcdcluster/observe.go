@@ -11,12 +11,14 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/etcd"
@@ -64,6 +66,9 @@ type observation struct {
 	extConnected map[string]map[uint64]bool
 
 	desiredHash string
+	// inService are the pods the client Service's EndpointSlices list, read only while a pod
+	// is out of the Service (names.LabelServing "false").
+	inService map[string]bool
 
 	// restore is the snapshot a cluster created from a backup restores at bootstrap.
 	restore *resources.Restore
@@ -159,8 +164,39 @@ func (r *Reconciler) observe(ctx context.Context, c *v1alpha1.EtcdCluster) (*obs
 	if err := r.observeStorageClasses(ctx, c, o); err != nil {
 		return nil, err
 	}
+	r.observeServiceEndpoints(ctx, c, o)
 	r.observeEtcd(ctx, c, o)
 	return o, nil
+}
+
+// observeServiceEndpoints reads, only while a member's pod is out of the client Service, which
+// pods the Service's EndpointSlices still list: the operator stops such a member once its
+// endpoint is gone. Read from the API server, not a cache: EndpointSlices change often and the
+// operator needs them only for moments.
+func (r *Reconciler) observeServiceEndpoints(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation) {
+	out := false
+	for _, p := range o.pods {
+		out = out || p.Labels[names.LabelServing] == "false"
+	}
+	if !out {
+		return
+	}
+	var endpoints discoveryv1.EndpointSliceList
+	if err := r.APIReader.List(ctx, &endpoints, client.InNamespace(c.Namespace),
+		client.MatchingLabels{discoveryv1.LabelServiceName: names.ClientService(c.Name)}); err != nil {
+		// Not a reason to stop: the member is stopped without the check, and the launcher's
+		// stop delay is what is left to clients.
+		logf.FromContext(ctx).Error(err, "reading the client Service's EndpointSlices failed: members are stopped without waiting for their endpoint to go; grant the operator list on endpointslices (discovery.k8s.io)")
+		return
+	}
+	o.inService = map[string]bool{}
+	for _, es := range endpoints.Items {
+		for _, ep := range es.Endpoints {
+			if ep.TargetRef != nil && ep.TargetRef.Kind == kindPod {
+				o.inService[ep.TargetRef.Name] = true
+			}
+		}
+	}
 }
 
 // observeStorageClasses reads, only while some volume is smaller than spec.storage.size,

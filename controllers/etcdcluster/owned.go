@@ -24,7 +24,17 @@ import (
 // ensureServices creates the peer and client Services, and updates one only when the hash of
 // its desired content differs from the hash it carries.
 func (r *Reconciler) ensureServices(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+	labelled, err := r.labelServing(ctx, c)
+	if err != nil {
+		return err
+	}
 	for _, svc := range []*corev1.Service{resources.PeerService(c), resources.ClientService(c)} {
+		if labelled > 0 && svc.Name == names.ClientService(c.Name) {
+			// The client Service selects names.LabelServing once the cache shows it on
+			// every member pod: pods made by an earlier release carry none, and a Service
+			// changed first would drop them all.
+			continue
+		}
 		err := r.apply(ctx, c, svc, &corev1.Service{}, func(existing client.Object) {
 			e := existing.(*corev1.Service)
 			e.Spec.Selector, e.Spec.Ports, e.Spec.PublishNotReadyAddresses = svc.Spec.Selector, svc.Spec.Ports, svc.Spec.PublishNotReadyAddresses
@@ -34,6 +44,27 @@ func (r *Reconciler) ensureServices(ctx context.Context, c *v1alpha1.EtcdCluster
 		}
 	}
 	return nil
+}
+
+// labelServing gives names.LabelServing "true" to the member pods that carry none (made by a
+// release before it), and says how many it labelled.
+func (r *Reconciler) labelServing(ctx context.Context, c *v1alpha1.EtcdCluster) (int, error) {
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(names.MemberSelector(c.Name))); err != nil {
+		return 0, err
+	}
+	labelled := 0
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if _, ok := p.Labels[names.LabelServing]; ok || !metav1.IsControlledBy(p, c) || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.patchServing(ctx, p, "true", nil); err != nil {
+			return labelled, fmt.Errorf("labelling pod %s %s=true before the client Service selects it: %w", p.Name, names.LabelServing, err)
+		}
+		labelled++
+	}
+	return labelled, nil
 }
 
 // ensureNetworkPolicy creates or updates the cluster's NetworkPolicy, or deletes it when

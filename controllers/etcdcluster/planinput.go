@@ -159,6 +159,12 @@ func (o *observation) addPods(members memberTable, now time.Time, terminating ti
 		m.PodAge = max(now.Sub(p.CreationTimestamp.Time), 0)
 		m.Age = m.PodAge
 		m.PodForcesNewCluster = resources.ForcesNewCluster(p)
+		if p.Labels[names.LabelServing] == "false" {
+			m.Unpublished, m.InService = true, o.inService[name]
+			if at, err := time.Parse(time.RFC3339, p.Annotations[names.AnnotationUnpublishedAt]); err == nil {
+				m.UnpublishedFor = max(now.Sub(at), 0)
+			}
+		}
 		for _, cond := range p.Status.Conditions {
 			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
 				m.ReadyFor = max(now.Sub(cond.LastTransitionTime.Time), time.Nanosecond)

@@ -59,6 +59,13 @@ const (
 	AnnotationPodUser = Prefix + "pod-user"
 	// LabelRetention on a member PVC is spec.volumeRetention when the PVC was last reconciled.
 	LabelRetention = Prefix + "retention"
+	// LabelServing on a member Pod says whether the client Service sends it clients: "true"
+	// from its creation, "false" while the operator takes it out of the Service before it
+	// stops it (a roll, a leadership move before one). The client Service selects "true".
+	LabelServing = Prefix + "serving"
+	// AnnotationUnpublishedAt on a member Pod is when the operator set LabelServing to "false"
+	// (RFC 3339).
+	AnnotationUnpublishedAt = Prefix + "unpublished-at"
 
 	// ComponentMember is the component label value of member Pods and PVCs.
 	ComponentMember = "member"
@@ -189,6 +196,13 @@ func NetworkPolicy(cluster string) string { return cluster }
 // MemberSelector selects the member pods of a cluster.
 func MemberSelector(cluster string) map[string]string {
 	return map[string]string{LabelCluster: cluster, LabelComponent: ComponentMember}
+}
+
+// ServingSelector selects the member pods of a cluster that the client Service sends clients.
+func ServingSelector(cluster string) map[string]string {
+	l := MemberSelector(cluster)
+	l[LabelServing] = "true"
+	return l
 }
 
 // MemberLabels are the labels of one member's Pod and PVC.

@@ -55,6 +55,13 @@ type Member struct {
 	// DiskFull: the launcher refused to start etcd because the volume is (nearly) full, and
 	// says how full; "" if nothing says so.
 	DiskFull string
+	// Unpublished: the operator took the pod out of the client Service (names.LabelServing
+	// "false") UnpublishedFor ago, to stop it.
+	Unpublished    bool
+	UnpublishedFor time.Duration
+	// InService: the client Service's EndpointSlices still list the pod (read only while it
+	// is unpublished).
+	InService bool
 	// ReadyFor is how long the pod has been Ready (0 when it is not).
 	ReadyFor time.Duration
 	// RunningFor is how long the etcd container (the launcher, then etcd) has been running (0
@@ -202,6 +209,10 @@ const (
 	Disarm Kind = "Disarm"
 	// Defragment returns a member's free pages to the file system.
 	Defragment Kind = "Defragment"
+	// Unpublish takes Member's pod out of the client Service before it is stopped.
+	Unpublish Kind = "Unpublish"
+	// Publish puts Member's pod back into the client Service.
+	Publish Kind = "Publish"
 	// Fence marks Member's volume as fenced by the recovery Action.Token before the survivor
 	// is forced: it never runs again.
 	Fence Kind = "Fence"
@@ -343,6 +354,10 @@ type rule func(State) (Action, bool)
 
 // Plan returns the next step. name maps an index to a member name.
 func Plan(s State, name func(int) string) Action {
+	return republish(s, plan(s, name))
+}
+
+func plan(s State, name func(int) string) Action {
 	if s.Paused {
 		return Action{Kind: Wait, Reason: v1alpha1.ReasonPaused, Message: "spec.paused is true: the operator makes no changes; set it to false to resume"}
 	}

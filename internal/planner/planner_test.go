@@ -61,6 +61,10 @@ func member(i int, fs ...func(*Member)) func(*State) {
 	}
 }
 
+// drained is a member the operator took out of the client Service long enough ago, whose
+// endpoint is gone.
+func drained(m *Member) { m.Unpublished, m.UnpublishedFor = true, time.Minute }
+
 // diskFull is a member whose launcher refused to start etcd on a full volume.
 func diskFull(m *Member) {
 	m.Reachable, m.HasLeader, m.ReadyFor = false, false, 0
@@ -166,9 +170,9 @@ func TestPlan(t *testing.T) {
 		{name: "an alarm does not block scaling", state: running(3, replicas(5), func(s *State) { s.Alarms = []string{AlarmNoSpace} }),
 			want: Action{Kind: AddLearner, Reason: v1alpha1.ReasonScaling}},
 		{name: "rollout replaces the highest outdated follower first", state: running(3,
-			member(0, func(m *Member) { m.PodCurrent = false }), member(1, func(m *Member) { m.PodCurrent = false })),
+			member(0, func(m *Member) { m.PodCurrent = false }), member(1, drained, func(m *Member) { m.PodCurrent = false })),
 			want: Action{Kind: DeletePod, Member: "c-1", Reason: v1alpha1.ReasonRollingUpdate}},
-		{name: "rollout moves leadership before replacing the leader", state: running(3, member(0, func(m *Member) { m.PodCurrent = false })),
+		{name: "rollout moves leadership before replacing the leader", state: running(3, member(0, drained, func(m *Member) { m.PodCurrent = false })),
 			want: Action{Kind: MoveLeader, Member: "c-0", ID: 100, Target: 101, TargetName: "c-1", Reason: v1alpha1.ReasonRollingUpdate}},
 		{name: "rollout waits until every pod has been ready long enough", state: running(3, settle,
 			member(0, func(m *Member) { m.PodCurrent = false }), member(2, func(m *Member) { m.ReadyFor = 3 * time.Second })),
@@ -177,7 +181,7 @@ func TestPlan(t *testing.T) {
 			member(0, func(m *Member) { m.PodCurrent = false }), member(2, func(m *Member) { m.ReadyFor = 0 })),
 			want: Action{Kind: Wait, Member: "c-2", Reason: v1alpha1.ReasonRollingUpdate}, msg: "ready for 10s"},
 		{name: "rollout goes on once every pod has been ready long enough", state: running(3, settle,
-			member(0, func(m *Member) { m.PodCurrent = false }), member(2, func(m *Member) { m.ReadyFor = 10 * time.Second })),
+			member(0, drained, func(m *Member) { m.PodCurrent = false }), member(2, func(m *Member) { m.ReadyFor = 10 * time.Second })),
 			want: Action{Kind: MoveLeader, Member: "c-0", ID: 100, Target: 101, TargetName: "c-1", Reason: v1alpha1.ReasonRollingUpdate}},
 		{name: "a settled cluster with a freshly ready pod does nothing", state: running(3, settle, member(2, func(m *Member) { m.ReadyFor = time.Second })),
 			want: Action{Kind: None, Reason: v1alpha1.ReasonSettled}},
@@ -239,6 +243,7 @@ func TestPlan(t *testing.T) {
 		{name: "a 3.5 to 3.6 rollout in progress goes on", state: running(3, func(s *State) {
 			s.Members[0].Version, s.Members[0].PodCurrent = "3.5.35", false
 			s.Members[1].Version, s.Members[1].PodCurrent = "3.5.35", false
+			drained(&s.Members[1])
 		}), want: Action{Kind: DeletePod, Member: "c-1", Reason: v1alpha1.ReasonRollingUpdate}},
 		// Learners.
 		{name: "lowering replicas cancels a learner", state: running(3, member(3, func(m *Member) { *m = healthy(3); m.Learner = true })),
@@ -275,6 +280,7 @@ func TestPlan(t *testing.T) {
 		{name: "a raised quota is rolled out despite NOSPACE", state: running(3, func(s *State) {
 			s.Alarms, s.QuotaBytes = []string{AlarmNoSpace}, 16<<20
 			s.Members[2].PodCurrent = false
+			drained(&s.Members[2])
 		}), want: Action{Kind: DeletePod, Member: "c-2", Reason: v1alpha1.ReasonRollingUpdate}},
 		{name: "CORRUPT is never disarmed by the operator", state: running(3, func(s *State) { s.Alarms = []string{AlarmCorrupt} }),
 			want: Action{Kind: Wait, Reason: v1alpha1.ReasonCorrupt, Attention: true}, msg: "CORRUPT"},
@@ -305,7 +311,7 @@ func TestPlan(t *testing.T) {
 			want: Action{Kind: ExpandVolume, Member: "c-1", Reason: v1alpha1.ReasonMigratingStorage}},
 		{name: "one full disk: the member waits, saying why", state: running(3, member(1, diskFull)),
 			want: Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonDiskFull, Attention: true}, msg: "do not force a new cluster"},
-		{name: "an expanded volume's file system grows with a pod restart", state: running(3, member(2, func(m *Member) { m.VolumeResizePending = true })),
+		{name: "an expanded volume's file system grows with a pod restart", state: running(3, member(2, drained, func(m *Member) { m.VolumeResizePending = true })),
 			want: Action{Kind: DeletePod, Member: "c-2", Reason: v1alpha1.ReasonRollingUpdate}, msg: "grow its file system"},
 		{name: "steady state does nothing", state: running(3),
 			want: Action{Kind: None, Reason: v1alpha1.ReasonSettled}, msg: "3 healthy voting members"},

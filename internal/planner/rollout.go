@@ -48,10 +48,16 @@ func rollPods(s State) (Action, bool) {
 		if m.PodCurrent {
 			why = "to grow its file system to the expanded volume"
 		}
+		if a, ok := drainFromService(s, m, v1alpha1.ReasonRollingUpdate, "replacing its pod"); ok {
+			return a, true
+		}
 		return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonRollingUpdate,
 			Message: "replacing the pod of " + m.Name + " " + why}, true
 	}
 	if leader != nil {
+		if a, ok := drainFromService(s, *leader, v1alpha1.ReasonRollingUpdate, "moving leadership away from it and replacing its pod"); ok {
+			return a, true
+		}
 		if a, ok := moveLeaderAway(s, *leader, "before replacing its pod"); ok {
 			a.Reason = v1alpha1.ReasonRollingUpdate
 			return a, true

@@ -132,6 +132,7 @@ func podMeta(c *v1alpha1.EtcdCluster, member string, tmpl *v1alpha1.PodTemplate,
 	for k, val := range names.MemberLabels(c.Name, member) {
 		labels[k] = val
 	}
+	labels[names.LabelServing] = "true"
 	annotations := map[string]string{}
 	for k, val := range tmpl.Annotations {
 		annotations[k] = val

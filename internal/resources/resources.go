@@ -144,8 +144,9 @@ func ClientService(c *v1alpha1.EtcdCluster) *corev1.Service {
 	s := &corev1.Service{
 		ObjectMeta: meta(c, names.ClientService(c.Name), names.ClusterLabels(c.Name)),
 		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeClusterIP,
-			Selector: names.MemberSelector(c.Name),
+			Type: corev1.ServiceTypeClusterIP,
+			// Members the operator is about to stop leave it first (names.LabelServing).
+			Selector: names.ServingSelector(c.Name),
 			Ports: []corev1.ServicePort{
 				{Name: "client", Port: names.ClientPort, TargetPort: intstr.FromInt32(names.ClientPort)},
 				// The JSON gateway, /health and /version, on releases that serve them apart
