@@ -9,11 +9,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/e2e/localcluster"
+	"github.com/quorate-dev/quorate/e2e/workload"
 	"github.com/quorate-dev/quorate/e2e/workloadapi"
 )
 
@@ -27,6 +29,12 @@ func (r *Run) workloadPod() *corev1.Pod {
 	if r.Suite.Opts.OpenLoop || r.Scenario.OpenLoop {
 		args = append(args, "--open-loop")
 	}
+	// The default profile alone keeps the arguments a workload image of an earlier release
+	// understands.
+	profiles := r.Suite.Opts.Profiles()
+	if !workload.IsDefault(profiles) {
+		args = append(args, "--profiles="+workload.FormatProfiles(profiles), "--service-endpoint="+cc.Service)
+	}
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
 	if cc.Secret != "" {
@@ -36,7 +44,8 @@ func (r *Run) workloadPod() *corev1.Pod {
 	}
 	var res corev1.ResourceRequirements
 	if q := r.Suite.Opts.workloadCPU; !q.IsZero() {
-		res.Requests = corev1.ResourceList{corev1.ResourceCPU: q}
+		// --workload-cpu for each profile's load.
+		res.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(q.MilliValue()*int64(len(profiles)), q.Format)}
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "workload", Namespace: r.Namespace, Labels: map[string]string{"app": "quorate-workload"}},
@@ -77,6 +86,9 @@ func (r *Run) workloadNodeSelector() map[string]string {
 
 // Workload is the client of the run's workload, through the API server's pod proxy.
 func (r *Run) Workload() workloadapi.Client {
+	if r.transport != nil {
+		return workloadapi.Client{Transport: r.transport}
+	}
 	return workloadapi.Client{Transport: r.proxy}
 }
 
@@ -123,7 +135,15 @@ func (r *Run) progress(ctx context.Context, start time.Time) {
 			r.mu.Lock()
 			phase := r.phase
 			r.mu.Unlock()
-			fmt.Fprintf(os.Stderr, "[%s] %4.0fs ok=%d fail=%d unknown=%d samples=%d  %s\n", r.Scenario.Name, time.Since(start).Seconds(), st.OK, st.Fail, st.Unknown, st.Samples, phase)
+			if len(st.Profiles) == 0 {
+				fmt.Fprintf(os.Stderr, "[%s] %4.0fs ok=%d fail=%d unknown=%d samples=%d  %s\n", r.Scenario.Name, time.Since(start).Seconds(), st.OK, st.Fail, st.Unknown, st.Samples, phase)
+				continue
+			}
+			counts := make([]string, len(st.Profiles))
+			for i, p := range st.Profiles {
+				counts[i] = fmt.Sprintf("%s ok=%d fail=%d unknown=%d", p.Profile, p.OK, p.Fail, p.Unknown)
+			}
+			fmt.Fprintf(os.Stderr, "[%s] %4.0fs %s samples=%d  %s\n", r.Scenario.Name, time.Since(start).Seconds(), strings.Join(counts, "; "), st.Samples, phase)
 		}
 	}
 }
