@@ -308,7 +308,8 @@ BENCH_RUNS ?= 20
 bench: conformance image images $(KUSTOMIZE) ## Benchmarks (not a CI gate): a rolling etcd upgrade and the leader's pod deleted, BENCH_RUNS times each under the open-loop load, and the rate the machine sustains; bench.md has the distributions.
 	KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator \
 	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
-	  --duration=5s --bench-runs=$(BENCH_RUNS) --report-dir=$(REPORT_DIR)/bench/$(K8S_VERSION) -test.v -test.timeout=180m --labels=suite=bench,suite=bench-rate $(CONFORMANCE_FLAGS) || true
+	  --duration=5s --bench-runs=$(BENCH_RUNS) --report-dir=$(REPORT_DIR)/bench/$(K8S_VERSION) -test.v -test.timeout=180m --labels=suite=bench,suite=bench-rate \
+	  $(if $(CLIENT_PROFILES),--client-profiles=$(CLIENT_PROFILES)) $(CONFORMANCE_FLAGS) || true
 	go run ./cmd/quorate-report bench $(REPORT_DIR)/bench/$(K8S_VERSION)
 
 # The side-by-side benchmark (not a CI gate): Quorate and the two other maintained etcd
