@@ -101,7 +101,7 @@ func (r *Run) collect(ctx context.Context, res *report.Scenario) []*history.Hist
 	events := append(r.clusterEvents(ctx), r.events...)
 	sort.Slice(events, func(i, j int) bool { return events[i].Time < events[j].Time })
 	res.Events = events
-	profiles := r.Suite.Opts.Profiles()
+	profiles := r.profiles()
 	var hs []*history.History
 	for _, p := range profiles {
 		if workload.IsDefault(profiles) {

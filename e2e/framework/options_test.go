@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -112,6 +113,33 @@ func TestWorkloadPodProfiles(t *testing.T) {
 		}
 		if q := c.Resources.Requests.Cpu(); q.Cmp(resource.MustParse(tc.cpu)) != 0 {
 			t.Errorf("--client-profiles=%s: cpu request %s, want %s", tc.profiles, q, tc.cpu)
+		}
+	}
+}
+
+// A scenario that starts on an external cluster runs no service-only load: the client Service
+// has no member when its load starts.
+func TestExternalScenarioProfiles(t *testing.T) {
+	external := func(context.Context, *Run) ([]string, error) { return nil, nil }
+	for _, tc := range []struct {
+		flag string
+		want []workload.Profile
+	}{
+		{"member-aware,service-only", []workload.Profile{workload.MemberAware}},
+		{"service-only,member-aware", []workload.Profile{workload.MemberAware}},
+		{"service-only", []workload.Profile{workload.MemberAware}},
+	} {
+		o := &Options{ClientProfiles: tc.flag}
+		if err := o.checkClientProfiles(); err != nil {
+			t.Fatal(err)
+		}
+		r := &Run{Suite: &Suite{Opts: o}, Scenario: Scenario{External: external}}
+		if got := r.profiles(); !slices.Equal(got, tc.want) {
+			t.Errorf("--client-profiles=%s, external cluster: %v, want %v", tc.flag, got, tc.want)
+		}
+		r.Scenario.External = nil
+		if got := r.profiles(); !slices.Equal(got, o.Profiles()) {
+			t.Errorf("--client-profiles=%s: %v, want %v", tc.flag, got, o.Profiles())
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,7 +32,7 @@ func (r *Run) workloadPod() *corev1.Pod {
 	}
 	// The default profile alone keeps the arguments a workload image of an earlier release
 	// understands.
-	profiles := r.Suite.Opts.Profiles()
+	profiles := r.profiles()
 	if !workload.IsDefault(profiles) {
 		args = append(args, "--profiles="+workload.FormatProfiles(profiles), "--service-endpoint="+cc.Service)
 	}
@@ -74,6 +75,22 @@ func (r *Run) workloadPod() *corev1.Pod {
 			SecurityContext: &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 		},
 	}
+}
+
+// profiles are the client profiles the run's workload runs: the suite's (--client-profiles),
+// but for a scenario that starts on an external cluster (Scenario.External) not service-only,
+// whose one endpoint, the client Service, has no member until the steps create the
+// EtcdCluster (member-aware alone when nothing is left).
+func (r *Run) profiles() []workload.Profile {
+	ps := r.Suite.Opts.Profiles()
+	if r.Scenario.External == nil {
+		return ps
+	}
+	ps = slices.DeleteFunc(slices.Clone(ps), func(p workload.Profile) bool { return p == workload.ServiceOnly })
+	if len(ps) == 0 {
+		return []workload.Profile{workload.MemberAware}
+	}
+	return ps
 }
 
 // workloadNodeSelector keeps a node scenario's workload on node 1 (checkNodes).
