@@ -13,6 +13,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/e2e/workload"
 	"github.com/quorate-dev/quorate/e2e/workloadapi"
+	"github.com/quorate-dev/quorate/internal/testsupport"
 )
 
 func testFlags(profiles, endpoints, service string) flags {
@@ -112,5 +113,56 @@ func TestRoutesByProfile(t *testing.T) {
 	_, body := get(rs, "/stats")
 	if err := json.Unmarshal([]byte(body), &c); err != nil || len(c.Profiles) != 2 {
 		t.Errorf("/stats does not decode as workloadapi.Counts with two profiles: %+v, %v", c, err)
+	}
+}
+
+// Two profiles' loads run at once against a real etcd, each on its own keys with its own
+// history and final read-back: the service-only one on its one endpoint.
+func TestProfilesRunSideBySide(t *testing.T) {
+	url := testsupport.StartEtcd(t, "test", false).ClientURL
+	f := testFlags("member-aware,service-only", url, "")
+	f.clients, f.rate, f.watchers = 2, 40, 0
+	cfgs, err := f.configs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs runners
+	for _, cfg := range cfgs {
+		rs = append(rs, workload.New(cfg))
+	}
+	if err := rs.start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		c := rs.counts(0)
+		if len(c.Profiles) == 2 && c.Profiles[0].OK >= 20 && c.Profiles[1].OK >= 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			rs.stop()
+			t.Fatalf("both loads did not reach 20 successes in a minute: %+v", c)
+		}
+	}
+	rs.stop()
+	for _, r := range rs {
+		prefix := "/quorate-conformance/" + string(r.Profile()) + "/k"
+		h := r.History()
+		if len(h.Ops) == 0 {
+			t.Fatalf("%s: no operation recorded", r.Profile())
+		}
+		for _, o := range h.Ops {
+			if !strings.HasPrefix(o.Key, prefix) {
+				t.Fatalf("%s: operation on %s, outside %s*", r.Profile(), o.Key, prefix)
+			}
+		}
+		final := r.Final(context.Background())
+		if !final.Complete || len(final.Applied) == 0 {
+			t.Fatalf("%s: final read-back %+v", r.Profile(), final)
+		}
+		for key := range final.Applied {
+			if !strings.HasPrefix(key, prefix) {
+				t.Errorf("%s: read back %s, outside its keys", r.Profile(), key)
+			}
+		}
 	}
 }
