@@ -8,7 +8,7 @@ import (
 )
 
 // Profile is how the workload's clients find the cluster's members and what they ask of them
-// besides the load. Every profile has the same timeouts (ClientTimeouts): only how the client
+// besides the load. Every profile has the same timeouts (KeepAliveTime below): only how the client
 // learns its endpoints differs, so that a difference in the results is the cluster's.
 type Profile string
 
@@ -34,9 +34,9 @@ var Profiles = []Profile{MemberAware, ServiceOnly}
 // list.
 const AutoSyncInterval = 5 * time.Second
 
-// ClientTimeouts are the etcd client settings of every profile, what an application of the
-// cluster would set: a dial gives up after DialTimeout (Config.OpTimeout), each request after
-// Config.OpTimeout (DefaultOpTimeout, 2 s, is then recorded as unknown or failed), and a
+// The etcd client settings of every profile, what an application of the cluster would set: a
+// dial gives up after Config.OpTimeout, each request after Config.OpTimeout too
+// (DefaultOpTimeout, 2 s; the operation is then recorded as unknown or failed), and a
 // connection that answers no keepalive ping within KeepAliveTimeout of one sent every
 // KeepAliveTime is closed.
 const (
