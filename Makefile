@@ -223,6 +223,11 @@ E2E_DURATION ?= 20s
 # Scenarios make e2e runs (e2e-framework labels; values of one key are alternatives).
 E2E_LABELS ?= suite=core,suite=negative
 CHAOS_LABELS ?= suite=chaos,suite=chaos-negative
+# The workload's client profiles (--client-profiles; empty: the suite's default, member-aware
+# alone): make e2e CLIENT_PROFILES=member-aware,service-only runs both side by side.
+CLIENT_PROFILES ?=
+# The planned operations make e2e-service-clients measures with both client profiles.
+SERVICE_CLIENT_SCENARIOS ?= scale,pod-deletion,etcd-upgrade,node-drain
 # Delay and loss need the kernel's netem and prio qdiscs, which this machine's kernel lacks
 # (docs/chaos.md); on nodes that have them: make e2e-chaos CHAOS_SKIP_LABELS=
 CHAOS_SKIP_LABELS ?= needs=netem
@@ -235,7 +240,8 @@ conformance: ## Build the shipped suite, bin/quorate-conformance.
 e2e: conformance image images $(KUSTOMIZE) ## Run the whole suite on a local cluster it starts and removes (K8S_VERSION).
 	KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator \
 	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
-	  --duration=$(E2E_DURATION) --certificate-propagation=$(CERT_PROPAGATION) --report-dir=$(REPORT_DIR)/$(K8S_VERSION) -test.v -test.timeout=80m --labels=$(E2E_LABELS) --cluster-profile="$(PROFILE)" $(CONFORMANCE_FLAGS)
+	  --duration=$(E2E_DURATION) --certificate-propagation=$(CERT_PROPAGATION) --report-dir=$(REPORT_DIR)/$(K8S_VERSION) -test.v -test.timeout=80m --labels=$(E2E_LABELS) --cluster-profile="$(PROFILE)" \
+	  $(if $(CLIENT_PROFILES),--client-profiles=$(CLIENT_PROFILES)) $(CONFORMANCE_FLAGS)
 
 .PHONY: e2e-safety
 e2e-safety: ## Run the safety scenarios (volumes deleted, data wiped, power loss, bad image, NOSPACE, retention, forced recovery) on a local cluster.
@@ -257,6 +263,11 @@ NODES ?= 4
 .PHONY: e2e-nodes
 e2e-nodes: ## Run the node scenarios (the leader's node drained, powered off, cut off) on a local cluster of NODES nodes (node 1 and three for the members).
 	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=nodes REPORT_DIR=$(REPORT_DIR)/nodes CONFORMANCE_FLAGS="--nodes=$(NODES) $(CONFORMANCE_FLAGS)"
+
+.PHONY: e2e-service-clients
+e2e-service-clients: ## Measure Service-only clients beside member-aware ones: the planned operations (SERVICE_CLIENT_SCENARIOS: scale, pod-deletion, etcd-upgrade, node-drain) with both client profiles on a local cluster of NODES nodes.
+	$(MAKE) --no-print-directory e2e E2E_LABELS=$(subst $(COMMA),$(COMMA)scenario=,scenario=$(SERVICE_CLIENT_SCENARIOS)) REPORT_DIR=$(REPORT_DIR)/service-clients \
+	  CLIENT_PROFILES=$(or $(CLIENT_PROFILES),member-aware$(COMMA)service-only) CONFORMANCE_FLAGS="--nodes=$(NODES) $(CONFORMANCE_FLAGS)"
 
 .PHONY: e2e-chaos
 e2e-chaos: conformance image images $(KUSTOMIZE) ## Run steady state and scale 3->5->3 under every Chaos Mesh fault (FAULTS narrows: FAULTS=pod-kill-leader,delay).
@@ -297,7 +308,8 @@ BENCH_RUNS ?= 20
 bench: conformance image images $(KUSTOMIZE) ## Benchmarks (not a CI gate): a rolling etcd upgrade and the leader's pod deleted, BENCH_RUNS times each under the open-loop load, and the rate the machine sustains; bench.md has the distributions.
 	KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator \
 	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
-	  --duration=5s --bench-runs=$(BENCH_RUNS) --report-dir=$(REPORT_DIR)/bench/$(K8S_VERSION) -test.v -test.timeout=180m --labels=suite=bench,suite=bench-rate $(CONFORMANCE_FLAGS) || true
+	  --duration=5s --bench-runs=$(BENCH_RUNS) --report-dir=$(REPORT_DIR)/bench/$(K8S_VERSION) -test.v -test.timeout=180m --labels=suite=bench,suite=bench-rate \
+	  $(if $(CLIENT_PROFILES),--client-profiles=$(CLIENT_PROFILES)) $(CONFORMANCE_FLAGS) || true
 	go run ./cmd/quorate-report bench $(REPORT_DIR)/bench/$(K8S_VERSION)
 
 # The side-by-side benchmark (not a CI gate): Quorate and the two other maintained etcd

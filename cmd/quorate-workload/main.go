@@ -6,6 +6,13 @@
 //	POST /stop     stop the clients (waits for their last operations)
 //	GET  /history  the recorded operations and poller samples (JSON history.History)
 //	POST /final    read back every write the cluster applied (JSON history.Final)
+//
+// With several client profiles (--profiles=member-aware,service-only) it runs one load per
+// profile, each under its own key prefix (<prefix><profile>/) with its own history, at the
+// full --rate and --clients each; /start, /stop and /stats act on all of them, /history and
+// /final answer for the one ?profile= names (the first without it), and /fill, /unfill and
+// /probe use the first.
+//
 //	POST /fill     write filler values (?mib=N) until NOSPACE or N MiB
 //	POST /unfill   delete the filler and compact up to the deletion (before the load starts)
 //	POST /probe    write ?key=K outside the history and return etcd's error (an access check)
@@ -20,24 +27,28 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/quorate-dev/quorate/e2e/workload"
+	"github.com/quorate-dev/quorate/e2e/workloadapi"
 	"github.com/quorate-dev/quorate/internal/pki"
 )
 
 // flags are the command's flags.
 type flags struct {
 	endpoints, tlsDir, serverName, peerService, mix, prefix, listen string
+	profiles, serviceEndpoint                                       string
 	clients, keys, port, watchers                                   int
 	rate                                                            float64
 	openLoop                                                        bool
@@ -46,19 +57,28 @@ type flags struct {
 
 func main() {
 	f := parseFlags()
-	cfg := f.config()
+	cfgs, err := f.configs(time.Now().UnixNano())
+	if err != nil {
+		log.Fatal(err)
+	}
 	seen := &tlsFiles{}
+	var clientTLSConfig *tls.Config
 	if f.tlsDir != "" {
-		cfg.TLS = clientTLS(f.tlsDir, f.serverName, cfg.Endpoints[0])
+		clientTLSConfig = clientTLS(f.tlsDir, f.serverName, cfgs[0].Endpoints[0])
 		go seen.watch(f.tlsDir)
 	}
-	runner := workload.New(cfg)
-	poller := &workload.Poller{PeerService: f.peerService, Port: f.port, TLS: cfg.TLS, Interval: f.pollInterval}
+	var rs runners
+	for _, cfg := range cfgs {
+		cfg.TLS = clientTLSConfig
+		rs = append(rs, workload.New(cfg))
+		log.Printf("client profile %s: endpoints %v, key prefix %s", cfg.Profile, cfg.Endpoints, cfg.Prefix)
+	}
+	poller := &workload.Poller{PeerService: f.peerService, Port: f.port, TLS: clientTLSConfig, Interval: f.pollInterval}
 	pollCtx, stopPoll := context.WithCancel(context.Background())
 	defer stopPoll()
 
-	mux := routes(pollCtx, runner, poller, f.peerService, seen)
-	log.Printf("quorate-workload listening on %s (endpoints %v, %d clients, %.0f ops/s)", f.listen, cfg.Endpoints, f.clients, f.rate)
+	mux := routes(pollCtx, rs, poller, f.peerService, seen)
+	log.Printf("quorate-workload listening on %s (%d clients, %.0f ops/s per client profile)", f.listen, f.clients, f.rate)
 	srv := &http.Server{Addr: f.listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	log.Fatal(srv.ListenAndServe())
 }
@@ -66,6 +86,8 @@ func main() {
 func parseFlags() flags {
 	var f flags
 	flag.StringVar(&f.endpoints, "endpoints", "", "comma-separated client URLs, e.g. https://demo-client.ns.svc:2379")
+	flag.StringVar(&f.profiles, "profiles", string(workload.DefaultProfile), "comma-separated client profiles, each a load of its own with its own history and keys: member-aware (learns the members' URLs, AutoSync), service-only (the client Service alone)")
+	flag.StringVar(&f.serviceEndpoint, "service-endpoint", "", "client Service URL of the service-only profile (default: --endpoints when it names one URL)")
 	flag.StringVar(&f.tlsDir, "tls-dir", "", "directory with tls.crt, tls.key and ca.crt of a client certificate (empty: plaintext)")
 	flag.StringVar(&f.serverName, "server-name", "", "name the members' server certificate must carry (default: the endpoint host)")
 	flag.StringVar(&f.peerService, "peer-service", "", "DNS name of the cluster's headless peer Service, for the split-brain poller")
@@ -85,15 +107,117 @@ func parseFlags() flags {
 	return f
 }
 
-// config is the workload's configuration from the flags; a --mix it cannot read ends the
-// program.
-func (f flags) config() workload.Config {
-	cfg := workload.Config{Endpoints: strings.Split(f.endpoints, ","), Clients: f.clients, Rate: f.rate, Keys: f.keys, Prefix: f.prefix, OpTimeout: f.opTimeout, Seed: time.Now().UnixNano(),
-		Watchers: f.watchers, WatchRestart: f.watchRestart, OpenLoop: f.openLoop}
-	if _, err := fmt.Sscanf(strings.NewReplacer("put=", "", "get=", "", "cas=", "").Replace(f.mix), "%d,%d,%d", &cfg.PutWeight, &cfg.GetWeight, &cfg.CASWeight); err != nil {
-		log.Fatalf("--mix %q: want put=N,get=N,cas=N", f.mix)
+// configs are the loads' configurations from the flags, one per client profile in --profiles
+// order (seeded from seed). With one profile its keys are under --prefix, as they always were;
+// with several, each profile's under its own <prefix><profile>/.
+func (f flags) configs(seed int64) ([]workload.Config, error) {
+	profiles, err := workload.ParseProfiles(f.profiles)
+	if err != nil {
+		return nil, fmt.Errorf("--profiles: %w", err)
 	}
-	return cfg
+	base := workload.Config{Endpoints: strings.Split(f.endpoints, ","), Clients: f.clients, Rate: f.rate, Keys: f.keys, Prefix: f.prefix, OpTimeout: f.opTimeout,
+		Watchers: f.watchers, WatchRestart: f.watchRestart, OpenLoop: f.openLoop}
+	if _, err := fmt.Sscanf(strings.NewReplacer("put=", "", "get=", "", "cas=", "").Replace(f.mix), "%d,%d,%d", &base.PutWeight, &base.GetWeight, &base.CASWeight); err != nil {
+		return nil, fmt.Errorf("--mix %q: want put=N,get=N,cas=N", f.mix)
+	}
+	out := make([]workload.Config, len(profiles))
+	for i, p := range profiles {
+		cfg := base
+		cfg.Endpoints = slices.Clone(base.Endpoints)
+		cfg.Profile, cfg.Seed = p, seed+int64(i)<<32
+		if len(profiles) > 1 {
+			cfg.Prefix = p.Prefix(f.prefix)
+		}
+		if p == workload.ServiceOnly {
+			switch {
+			case f.serviceEndpoint != "":
+				cfg.Endpoints = []string{f.serviceEndpoint}
+			case len(cfg.Endpoints) != 1:
+				return nil, fmt.Errorf("--profiles=%s: the service-only profile needs --service-endpoint (the client Service's URL) when --endpoints names %d URLs", f.profiles, len(cfg.Endpoints))
+			}
+		}
+		out[i] = cfg
+	}
+	return out, nil
+}
+
+// runners are the loads, one per client profile; the first answers when no profile is named.
+type runners []*workload.Runner
+
+// find returns the runner of the profile named name ("": the first), or an HTTP status and
+// error saying why there is none.
+func (rs runners) find(name string) (*workload.Runner, int, error) {
+	if name == "" {
+		return rs[0], 0, nil
+	}
+	p, err := workload.ParseProfile(name)
+	if err != nil {
+		return nil, http.StatusBadRequest, err
+	}
+	for _, r := range rs {
+		if r.Profile() == p {
+			return r, 0, nil
+		}
+	}
+	return nil, http.StatusNotFound, fmt.Errorf("this workload runs no %s load (its --profiles: %s)", p, rs.profiles())
+}
+
+func (rs runners) profiles() string {
+	ps := make([]workload.Profile, len(rs))
+	for i, r := range rs {
+		ps[i] = r.Profile()
+	}
+	return workload.FormatProfiles(ps)
+}
+
+// start starts every load at once, so that their histories cover the same time; when one
+// cannot start, the others are stopped and the error names the profile.
+func (rs runners) start() error {
+	errs := make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.Start(); err != nil && len(rs) > 1 {
+				errs[i] = fmt.Errorf("client profile %s: %w", r.Profile(), err)
+			} else {
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		rs.stop()
+		return err
+	}
+	return nil
+}
+
+// stop stops every load and waits for each one's last operations.
+func (rs runners) stop() {
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.Stop()
+		}()
+	}
+	wg.Wait()
+}
+
+// counts are the loads' counts so far: their sums, and each profile's when there are several.
+func (rs runners) counts(samples int) workloadapi.Counts {
+	c := workloadapi.Counts{Samples: samples}
+	for _, r := range rs {
+		ok, fail, unknown := r.Counts()
+		c.OK, c.Fail, c.Unknown = c.OK+int(ok), c.Fail+int(fail), c.Unknown+int(unknown)
+		if len(rs) > 1 {
+			c.Profiles = append(c.Profiles, workloadapi.ProfileCounts{Profile: r.Profile(), OK: int(ok), Fail: int(fail), Unknown: int(unknown)})
+		}
+	}
+	return c
 }
 
 // clientTLS is the clients' TLS configuration from the certificate files in tlsDir; the
@@ -121,12 +245,22 @@ func reply(w http.ResponseWriter, v any) {
 
 // routes serves the workload's HTTP API (see the package comment); the split-brain poller
 // starts, with pollCtx, at the first /start when there is a peerService.
-func routes(pollCtx context.Context, runner *workload.Runner, poller *workload.Poller, peerService string, seen *tlsFiles) *http.ServeMux {
+func routes(pollCtx context.Context, rs runners, poller *workload.Poller, peerService string, seen *tlsFiles) *http.ServeMux {
 	var pollOnce sync.Once
+	runner := rs[0]
+	// profile is the runner ?profile= names (the first without it); nil after it answered
+	// the request with the reason there is none.
+	profile := func(w http.ResponseWriter, r *http.Request) *workload.Runner {
+		run, code, err := rs.find(r.URL.Query().Get(workloadapi.ProfileParam))
+		if err != nil {
+			http.Error(w, err.Error(), code)
+		}
+		return run
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("POST /start", func(w http.ResponseWriter, _ *http.Request) {
-		if err := runner.Start(); err != nil {
+		if err := rs.start(); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -136,18 +270,29 @@ func routes(pollCtx context.Context, runner *workload.Runner, poller *workload.P
 		fmt.Fprintln(w, "started")
 	})
 	mux.HandleFunc("POST /stop", func(w http.ResponseWriter, _ *http.Request) {
-		runner.Stop()
+		rs.stop()
 		fmt.Fprintln(w, "stopped")
 	})
-	mux.HandleFunc("GET /history", func(w http.ResponseWriter, _ *http.Request) {
-		h := runner.History()
+	mux.HandleFunc("GET /history", func(w http.ResponseWriter, r *http.Request) {
+		run := profile(w, r)
+		if run == nil {
+			return
+		}
+		h := run.History()
 		h.Samples = poller.Samples()
+		if len(rs) > 1 {
+			h.Profile = string(run.Profile())
+		}
 		reply(w, h)
 	})
 	mux.HandleFunc("POST /final", func(w http.ResponseWriter, r *http.Request) {
+		run := profile(w, r)
+		if run == nil {
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
 		defer cancel()
-		reply(w, runner.Final(ctx))
+		reply(w, run.Final(ctx))
 	})
 	mux.HandleFunc("POST /fill", func(w http.ResponseWriter, r *http.Request) {
 		mib, err := strconv.Atoi(r.URL.Query().Get("mib"))
@@ -171,8 +316,7 @@ func routes(pollCtx context.Context, runner *workload.Runner, poller *workload.P
 	})
 	mux.HandleFunc("GET /tls", func(w http.ResponseWriter, _ *http.Request) { reply(w, seen.changes()) })
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
-		ok, fail, unknown := runner.Counts()
-		reply(w, map[string]any{"ok": ok, "fail": fail, "unknown": unknown, "samples": len(poller.Samples())})
+		reply(w, rs.counts(len(poller.Samples())))
 	})
 	return mux
 }

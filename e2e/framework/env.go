@@ -78,6 +78,9 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 	if err := opts.checkWorkloadCPU(); err != nil {
 		return nil, nil, err
 	}
+	if err := opts.checkClientProfiles(); err != nil {
+		return nil, nil, err
+	}
 	testenv := env.NewWithConfig(cfg)
 	s := &Suite{Opts: opts, kubectl: "kubectl", scorecardOut: os.Stdout, Report: &report.Report{Title: "Quorate conformance", Quorate: buildinfo.Version, Generated: time.Now()}, Labels: cfg.Labels()}
 	if err := s.provide(testenv, cfg); err != nil {

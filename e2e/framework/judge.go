@@ -13,6 +13,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/checker"
 	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/e2e/report"
+	"github.com/quorate-dev/quorate/e2e/workload"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,12 +31,12 @@ func (r *Run) execute(ctx context.Context) {
 	}()
 
 	stepErr := r.underLoad(ctx, &res)
-	h := r.collect(ctx, &res)
+	hs := r.collect(ctx, &res)
 	if stepErr != nil {
 		res.Error = stepFailure(stepErr)
 		t.Error(res.Error)
 	}
-	r.judge(ctx, &res, h)
+	r.judge(ctx, &res, hs)
 }
 
 // expectations are the verdicts a scenario expects of every checker: a pass unless it says
@@ -87,52 +88,91 @@ func (r *Run) underLoad(ctx context.Context, res *report.Scenario) error {
 	return stepErr
 }
 
-// collect stops the load and gathers its history, the final state and the timeline. It ends
-// the test when the workload does not answer.
-func (r *Run) collect(ctx context.Context, res *report.Scenario) *history.History {
+// collect stops the load and gathers each client profile's history (in --client-profiles
+// order), its final state and the timeline. It ends the test when the workload does not
+// answer.
+func (r *Run) collect(ctx context.Context, res *report.Scenario) []*history.History {
 	t := r.T
 	wl := r.Workload()
 	if err := wl.Stop(ctx); err != nil {
 		res.Error = err.Error()
 		t.Fatal(err)
 	}
-	h, err := wl.History(ctx)
-	if err != nil {
-		res.Error = err.Error()
-		t.Fatal(err)
+	events := append(r.clusterEvents(ctx), r.events...)
+	sort.Slice(events, func(i, j int) bool { return events[i].Time < events[j].Time })
+	res.Events = events
+	profiles := r.profiles()
+	var hs []*history.History
+	for _, p := range profiles {
+		if workload.IsDefault(profiles) {
+			p = "" // the workload's only load, asked for as before
+		}
+		h, err := wl.HistoryOf(ctx, p)
+		if err != nil {
+			res.Error = err.Error()
+			t.Fatal(err)
+		}
+		final, err := wl.FinalOf(ctx, p)
+		if err != nil {
+			final = history.Final{Error: err.Error()}
+		}
+		h.Final, h.Scenario, h.Profile = &final, r.Scenario.Name, string(p)
+		h.Events = slices.Clone(events)
+		hs = append(hs, &h)
 	}
-	final, err := wl.Final(ctx)
-	if err != nil {
-		final = history.Final{Error: err.Error()}
-	}
-	h.Final, h.Scenario = &final, r.Scenario.Name
-	h.Events = append(r.clusterEvents(ctx), r.events...)
-	sort.Slice(h.Events, func(i, j int) bool { return h.Events[i].Time < h.Events[j].Time })
-	res.Events = h.Events
-	return &h
+	return hs
 }
 
-// judge saves the history and the operator's log, runs every checker, and fails the test for
-// each verdict that is not the expected one.
-func (r *Run) judge(ctx context.Context, res *report.Scenario, h *history.History) {
-	t, sc := r.T, r.Scenario
+// judge saves each profile's history and the operator's log, runs every checker on each
+// history, and fails the test for each verdict that is not the expected one. The first
+// profile's results are the scenario's own; the others go to res.OtherProfiles.
+func (r *Run) judge(ctx context.Context, res *report.Scenario, hs []*history.History) {
+	sc := r.Scenario
 	dir := r.Suite.Opts.ReportDir
 	_ = os.MkdirAll(dir, 0o755)
-	res.History = "history-" + history.Slug(sc.Name) + ".json"
-	if err := h.Save(filepath.Join(dir, res.History)); err != nil {
-		t.Logf("saving the history: %v", err)
-	}
 	r.saveOperatorLog(ctx, metav1.NewTime(res.Start), filepath.Join(dir, "operator-"+history.Slug(sc.Name)+".log"))
 	// The budget again now that the faults the steps injected are known (a partition's
 	// budget grows with the members it cut off).
 	res.Budget = r.budget()
+	r.judgeAll(res, hs)
+}
+
+// judgeAll judges each profile's history (judgeProfile): the first profile's results are the
+// scenario's own, the others' go to res.OtherProfiles.
+func (r *Run) judgeAll(res *report.Scenario, hs []*history.History) {
+	for i, h := range hs {
+		p := r.judgeProfile(res, h)
+		if i > 0 {
+			res.OtherProfiles = append(res.OtherProfiles, p)
+			continue
+		}
+		res.Profile, res.Verdicts, res.Stats, res.History = p.Profile, p.Verdicts, p.Stats, p.History
+		res.HistoryStart, res.HistoryEnd, res.Latencies = p.HistoryStart, p.HistoryEnd, p.Latencies
+	}
+}
+
+// judgeProfile saves one profile's history, runs every checker on it against the scenario's
+// budget, and fails the test for each verdict that is not the expected one.
+func (r *Run) judgeProfile(res *report.Scenario, h *history.History) report.ProfileResult {
+	t, dir := r.T, r.Suite.Opts.ReportDir
+	label := r.Scenario.Name
+	if h.Profile != "" {
+		label += " [" + h.Profile + "]"
+	}
+	p := report.ProfileResult{Profile: h.Profile, History: "history-" + history.Slug(h.Label()) + ".json"}
+	if err := h.Save(filepath.Join(dir, p.History)); err != nil {
+		t.Logf("saving the history: %v", err)
+	}
 	verdicts, stats := checker.All(h, checker.Input{Budget: res.Budget, LinearizabilityTimeout: 3 * time.Minute, Dir: dir})
-	res.Verdicts = verdicts
-	res.Stats = stats
-	res.AddLatencies(h, 4000)
-	for i, v := range res.Verdicts {
+	p.Verdicts, p.Stats = verdicts, stats
+	p.AddLatencies(h, 4000)
+	for i, v := range p.Verdicts {
 		want := res.Expect(v.Checker)
-		t.Logf("%s (expected %s)", v, want)
+		if h.Profile != "" {
+			t.Logf("[%s] %s (expected %s)", h.Profile, v, want)
+		} else {
+			t.Logf("%s (expected %s)", v, want)
+		}
 		if want.Met(v) {
 			continue
 		}
@@ -144,10 +184,11 @@ func (r *Run) judge(ctx context.Context, res *report.Scenario, h *history.Histor
 		}
 		if active := faultsDuring(h.Events, from, to); len(active) > 0 {
 			v.Details = append(v.Details, "faults active: "+strings.Join(active, "; "))
-			res.Verdicts[i] = v
+			p.Verdicts[i] = v
 		}
-		t.Errorf("%s: %s verdict %s [%s], expected %s: %s %v", sc.Name, v.Checker, v.Status, v.Code, want, v.Reason, v.Details)
+		t.Errorf("%s: %s verdict %s [%s], expected %s: %s %v", label, v.Checker, v.Status, v.Code, want, v.Reason, v.Details)
 	}
+	return p
 }
 
 // clusterEvents turns the operator's Events about the EtcdCluster into timeline events.

@@ -44,6 +44,9 @@ type Operator interface {
 type ClientConfig struct {
 	// Endpoints are client URLs.
 	Endpoints []string
+	// Service is the client Service's URL, the one endpoint of the service-only client
+	// profile.
+	Service string
 	// Secret holds the client certificate (tls.crt, tls.key, ca.crt); "" for plaintext.
 	Secret     string
 	ServerName string
@@ -100,7 +103,8 @@ func (Quorate) Client(r *Run) ClientConfig {
 	if r.Scenario.ClientSecret != nil {
 		secret = r.Scenario.ClientSecret(r.Cluster)
 	}
-	return ClientConfig{Endpoints: append(slices.Clone(r.external), "https://"+host+":2379"), Secret: secret,
+	service := "https://" + host + ":2379"
+	return ClientConfig{Endpoints: append(slices.Clone(r.external), service), Service: service, Secret: secret,
 		ServerName: host, PeerService: names.PeerService(r.Cluster) + "." + r.Namespace + ".svc"}
 }
 
@@ -209,7 +213,8 @@ func (p *Peer) Volume(pod string) string { return p.volume(pod) }
 
 func (p *Peer) Client(r *Run) ClientConfig {
 	host := p.client(r.Cluster, r.Namespace)
-	return ClientConfig{Endpoints: []string{"http://" + host + ":2379"}, ServerName: host, PeerService: r.Cluster + "." + r.Namespace + ".svc"}
+	service := "http://" + host + ":2379"
+	return ClientConfig{Endpoints: []string{service}, Service: service, ServerName: host, PeerService: r.Cluster + "." + r.Namespace + ".svc"}
 }
 
 // memberStatus is what one member says of itself (etcd's Maintenance.Status, through the

@@ -87,6 +87,30 @@ type Options struct {
 	// then read as write gaps of the cluster.
 	WorkloadCPU string
 	workloadCPU resource.Quantity
+	// ClientProfiles are the workload's client profiles, comma-separated (e2e/workload.Profile):
+	// each runs its own load beside the others, with its own keys and history, and every
+	// checker judges each history against the scenario's budget.
+	ClientProfiles string
+	clientProfiles []workload.Profile
+}
+
+// checkClientProfiles parses --client-profiles.
+func (o *Options) checkClientProfiles() error {
+	ps, err := workload.ParseProfiles(o.ClientProfiles)
+	if err != nil {
+		return fmt.Errorf("--client-profiles=%q: %w", o.ClientProfiles, err)
+	}
+	o.clientProfiles = ps
+	return nil
+}
+
+// Profiles are the workload's client profiles (--client-profiles), the default alone when
+// none were parsed.
+func (o *Options) Profiles() []workload.Profile {
+	if len(o.clientProfiles) == 0 {
+		return []workload.Profile{workload.DefaultProfile}
+	}
+	return o.clientProfiles
 }
 
 // checkWorkloadCPU parses --workload-cpu.
@@ -115,6 +139,7 @@ func RegisterFlags() *Options {
 	flag.Float64Var(&o.Rate, "rate", workload.DefaultRate, "operations per second the workload issues")
 	flag.IntVar(&o.Clients, "clients", workload.DefaultClients, "concurrent workload clients (connections)")
 	flag.StringVar(&o.WorkloadCPU, "workload-cpu", "250m", "CPU request of the workload pod (0: none); without one the pod is BestEffort and is starved first when the node is busy, and its own stalls read as write gaps")
+	flag.StringVar(&o.ClientProfiles, "client-profiles", envflag.Or("QUORATE_CLIENT_PROFILES", string(workload.DefaultProfile)), "the workload's client profiles, comma-separated, each its own load (at --rate with --clients) and history, every checker judging each: member-aware (learns the members' URLs from the member list and balances over them), service-only (the client Service alone, as most applications are configured); more than the default needs a workload image of this version ($QUORATE_CLIENT_PROFILES sets the default)")
 	flag.BoolVar(&o.OpenLoop, "open-loop", false, "the workload issues operations on schedule whether or not earlier ones returned, instead of one at a time per client")
 	o.Budgets.register()
 	flag.StringVar(&o.EtcdVersion, "etcd-version", "3.6.16", "etcd version of the clusters the scenarios create")

@@ -17,6 +17,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/localcluster"
 	"github.com/quorate-dev/quorate/e2e/report"
 	"github.com/quorate-dev/quorate/e2e/workload"
+	"github.com/quorate-dev/quorate/e2e/workloadapi"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,6 +100,8 @@ type Run struct {
 	started time.Time
 	// external are the client URLs of the external cluster (Scenario.External).
 	external []string
+	// transport reaches the workload in place of the API server's pod proxy (unit tests).
+	transport workloadapi.Transport
 
 	mu       sync.Mutex
 	timings  []report.Timing

@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/e2e/localcluster"
+	"github.com/quorate-dev/quorate/e2e/workload"
 	"github.com/quorate-dev/quorate/e2e/workloadapi"
 )
 
@@ -27,6 +30,12 @@ func (r *Run) workloadPod() *corev1.Pod {
 	if r.Suite.Opts.OpenLoop || r.Scenario.OpenLoop {
 		args = append(args, "--open-loop")
 	}
+	// The default profile alone keeps the arguments a workload image of an earlier release
+	// understands.
+	profiles := r.profiles()
+	if !workload.IsDefault(profiles) {
+		args = append(args, "--profiles="+workload.FormatProfiles(profiles), "--service-endpoint="+cc.Service)
+	}
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
 	if cc.Secret != "" {
@@ -36,7 +45,8 @@ func (r *Run) workloadPod() *corev1.Pod {
 	}
 	var res corev1.ResourceRequirements
 	if q := r.Suite.Opts.workloadCPU; !q.IsZero() {
-		res.Requests = corev1.ResourceList{corev1.ResourceCPU: q}
+		// --workload-cpu for each profile's load.
+		res.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(q.MilliValue()*int64(len(profiles)), q.Format)}
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "workload", Namespace: r.Namespace, Labels: map[string]string{"app": "quorate-workload"}},
@@ -67,6 +77,22 @@ func (r *Run) workloadPod() *corev1.Pod {
 	}
 }
 
+// profiles are the client profiles the run's workload runs: the suite's (--client-profiles),
+// but for a scenario that starts on an external cluster (Scenario.External) not service-only,
+// whose one endpoint, the client Service, has no member until the steps create the
+// EtcdCluster (member-aware alone when nothing is left).
+func (r *Run) profiles() []workload.Profile {
+	ps := r.Suite.Opts.Profiles()
+	if r.Scenario.External == nil {
+		return ps
+	}
+	ps = slices.DeleteFunc(slices.Clone(ps), func(p workload.Profile) bool { return p == workload.ServiceOnly })
+	if len(ps) == 0 {
+		return []workload.Profile{workload.MemberAware}
+	}
+	return ps
+}
+
 // workloadNodeSelector keeps a node scenario's workload on node 1 (checkNodes).
 func (r *Run) workloadNodeSelector() map[string]string {
 	if !r.pools {
@@ -77,6 +103,9 @@ func (r *Run) workloadNodeSelector() map[string]string {
 
 // Workload is the client of the run's workload, through the API server's pod proxy.
 func (r *Run) Workload() workloadapi.Client {
+	if r.transport != nil {
+		return workloadapi.Client{Transport: r.transport}
+	}
 	return workloadapi.Client{Transport: r.proxy}
 }
 
@@ -123,7 +152,15 @@ func (r *Run) progress(ctx context.Context, start time.Time) {
 			r.mu.Lock()
 			phase := r.phase
 			r.mu.Unlock()
-			fmt.Fprintf(os.Stderr, "[%s] %4.0fs ok=%d fail=%d unknown=%d samples=%d  %s\n", r.Scenario.Name, time.Since(start).Seconds(), st.OK, st.Fail, st.Unknown, st.Samples, phase)
+			if len(st.Profiles) == 0 {
+				fmt.Fprintf(os.Stderr, "[%s] %4.0fs ok=%d fail=%d unknown=%d samples=%d  %s\n", r.Scenario.Name, time.Since(start).Seconds(), st.OK, st.Fail, st.Unknown, st.Samples, phase)
+				continue
+			}
+			counts := make([]string, len(st.Profiles))
+			for i, p := range st.Profiles {
+				counts[i] = fmt.Sprintf("%s ok=%d fail=%d unknown=%d", p.Profile, p.OK, p.Fail, p.Unknown)
+			}
+			fmt.Fprintf(os.Stderr, "[%s] %4.0fs %s samples=%d  %s\n", r.Scenario.Name, time.Since(start).Seconds(), strings.Join(counts, "; "), st.Samples, phase)
 		}
 	}
 }

@@ -150,13 +150,16 @@ type WatchMark struct {
 
 // History is one run.
 type History struct {
-	Scenario string   `json:"scenario"`
-	Start    int64    `json:"start"`
-	End      int64    `json:"end"`
-	Ops      []Op     `json:"ops"`
-	Final    *Final   `json:"final,omitempty"`
-	Samples  []Sample `json:"samples,omitempty"`
-	Events   []Event  `json:"events,omitempty"`
+	Scenario string `json:"scenario"`
+	// Profile is the client profile of the workload that recorded it (e2e/workload.Profile),
+	// when the run had several or another than the default (--client-profiles).
+	Profile string   `json:"profile,omitempty"`
+	Start   int64    `json:"start"`
+	End     int64    `json:"end"`
+	Ops     []Op     `json:"ops"`
+	Final   *Final   `json:"final,omitempty"`
+	Samples []Sample `json:"samples,omitempty"`
+	Events  []Event  `json:"events,omitempty"`
 	// WatchPrefix is the key range the watchers watch (the workload's keys).
 	WatchPrefix string       `json:"watchPrefix,omitempty"`
 	WatchEvents []WatchEvent `json:"watchEvents,omitempty"`
@@ -176,6 +179,15 @@ func Slug(s string) string {
 		return "history"
 	}
 	return slug
+}
+
+// Label names the history in file names: the scenario, and its client profile when known
+// ("scale", "scale service-only").
+func (h *History) Label() string {
+	if h.Profile == "" {
+		return h.Scenario
+	}
+	return h.Scenario + " " + h.Profile
 }
 
 // Save writes the history as JSON.

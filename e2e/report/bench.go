@@ -34,8 +34,11 @@ func (b BenchRun) Clean() bool { return b.Failed == 0 && b.Unknown == 0 }
 type BenchSummary struct {
 	Base string `json:"base"`
 	// Operator is the operator the runs drove (label operator; "quorate" when unlabelled).
-	Operator string     `json:"operator"`
-	Runs     []BenchRun `json:"runs"`
+	Operator string `json:"operator"`
+	// Profile is the workload's client profile the runs measured, when the run named its
+	// profiles (--client-profiles); each profile has its own summary.
+	Profile string     `json:"profile,omitempty"`
+	Runs    []BenchRun `json:"runs"`
 	// Median, P95 (nearest rank) and Max of the runs' longest write gaps.
 	Median, P95, Max time.Duration
 	// Within50ms and Within100ms count the runs whose longest gap stayed within the bound;
@@ -48,36 +51,47 @@ type BenchSummary struct {
 	HandoverRuns                int
 }
 
-// Bench summarises the benchmark scenarios (label suite=bench) of a report, per base label
-// and operator: by base, Quorate first, then the other operators by name.
+// Bench summarises the benchmark scenarios (label suite=bench) of a report, per base label,
+// operator and client profile: by base, Quorate first, then the other operators by name, each
+// operator's profiles in the order the run named them.
 func Bench(r *Report) []BenchSummary {
-	type key struct{ base, operator string }
+	type key struct{ base, operator, profile string }
 	by := map[key]*BenchSummary{}
 	var keys []key
-	for _, s := range r.Scenarios {
-		if s.Labels[label.Suite] != label.SuiteBench {
+	profileOrder := map[string]int{}
+	for _, sc := range r.Scenarios {
+		if sc.Labels[label.Suite] != label.SuiteBench {
 			continue
 		}
-		k := key{s.Labels[label.Base], s.Labels[label.Operator]}
-		if k.operator == "" {
-			k.operator = "quorate"
+		for _, p := range sc.Profiles() {
+			s := sc.ForProfile(p)
+			if _, ok := profileOrder[s.Profile]; !ok {
+				profileOrder[s.Profile] = len(profileOrder)
+			}
+			k := key{s.Labels[label.Base], s.Labels[label.Operator], s.Profile}
+			if k.operator == "" {
+				k.operator = "quorate"
+			}
+			if by[k] == nil {
+				by[k] = &BenchSummary{Base: k.base, Operator: k.operator, Profile: k.profile}
+				keys = append(keys, k)
+			}
+			by[k].Runs = append(by[k].Runs, BenchRun{Name: s.Name, LongestGap: s.Stats.MaxWriteGap, OK: s.Stats.OK,
+				Failed: s.Stats.Fail, Unknown: s.Stats.Unknown, Passed: s.profilePassed(), History: s.History})
 		}
-		if by[k] == nil {
-			by[k] = &BenchSummary{Base: k.base, Operator: k.operator}
-			keys = append(keys, k)
-		}
-		by[k].Runs = append(by[k].Runs, BenchRun{Name: s.Name, LongestGap: s.Stats.MaxWriteGap, OK: s.Stats.OK,
-			Failed: s.Stats.Fail, Unknown: s.Stats.Unknown, Passed: s.Passed() && s.Error == "", History: s.History})
 	}
-	sort.Slice(keys, func(i, j int) bool {
+	sort.SliceStable(keys, func(i, j int) bool {
 		a, b := keys[i], keys[j]
 		if a.base != b.base {
 			return a.base < b.base
 		}
-		if (a.operator == "quorate") != (b.operator == "quorate") {
-			return a.operator == "quorate"
+		if a.operator != b.operator {
+			if (a.operator == "quorate") != (b.operator == "quorate") {
+				return a.operator == "quorate"
+			}
+			return a.operator < b.operator
 		}
-		return a.operator < b.operator
+		return profileOrder[a.profile] < profileOrder[b.profile]
 	})
 	out := make([]BenchSummary, 0, len(keys))
 	for _, k := range keys {
@@ -164,11 +178,11 @@ func BenchMarkdown(r *Report, sums []BenchSummary) string {
 		if s.HandoverRuns > 0 {
 			hmed, hmax = fmt.Sprintf("%s (%d runs)", ms(s.HandoverMedian), s.HandoverRuns), ms(s.HandoverMax)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %d | %d | %d | %d | %d | %s | %s |\n", s.Base, s.Operator, len(s.Runs), ms(s.Median), ms(s.P95), ms(s.Max),
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %d | %d | %d | %d | %d | %s | %s |\n", s.Base, s.operatorLabel(), len(s.Runs), ms(s.Median), ms(s.P95), ms(s.Max),
 			s.Within50ms, s.Within100ms, s.NoFailed, s.Clean, s.Passed, hmed, hmax)
 	}
 	for _, s := range sums {
-		fmt.Fprintf(&b, "\n## %s, %s\n\n| run | longest write gap | leader handovers: longest gap at one | ops ok/failed/unknown | passed |\n|---|---|---|---|---|\n", s.Base, s.Operator)
+		fmt.Fprintf(&b, "\n## %s, %s\n\n| run | longest write gap | leader handovers: longest gap at one | ops ok/failed/unknown | passed |\n|---|---|---|---|---|\n", s.Base, s.operatorLabel())
 		for _, run := range s.Runs {
 			ho := "—"
 			if run.Handovers > 0 {
@@ -179,6 +193,15 @@ func BenchMarkdown(r *Report, sums []BenchSummary) string {
 	}
 	b.WriteString("\nThe gap at a leader handover is the longest time without an acknowledged write around a change of raft term the split-brain poller saw (between its last sample of the old term and its first of the new, 250 ms apart per member): what moving leadership cost, apart from the rest of the run.\n")
 	return b.String()
+}
+
+// operatorLabel is the operator, with the client profile when the run named one:
+// "quorate, service-only client".
+func (b BenchSummary) operatorLabel() string {
+	if b.Profile == "" {
+		return b.Operator
+	}
+	return b.Operator + ", " + b.Profile + " client"
 }
 
 func ms(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }

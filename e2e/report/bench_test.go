@@ -134,3 +134,41 @@ func TestBenchHandovers(t *testing.T) {
 		t.Error("a missing history file was not reported")
 	}
 }
+
+// Runs with two client profiles make a distribution per profile, in the order the run named
+// them, each labelled with its profile.
+func TestBenchPerProfile(t *testing.T) {
+	r := &Report{}
+	for i, g := range []struct{ aware, service time.Duration }{{40, 900}, {50, 2000}, {60, 45}} {
+		sc := benchScenario("etcd-upgrade", i, g.aware*time.Millisecond, 0, 0)
+		sc.Profile, sc.History = "member-aware", fmt.Sprintf("history-%d-member-aware.json", i)
+		sc.OtherProfiles = []ProfileResult{{Profile: "service-only", History: fmt.Sprintf("history-%d-service-only.json", i),
+			Verdicts: sc.Verdicts, Stats: availability.Stats{MaxWriteGap: g.service * time.Millisecond, OK: 900, Fail: i % 2}}}
+		r.Scenarios = append(r.Scenarios, sc)
+	}
+	sums := Bench(r)
+	if len(sums) != 2 {
+		t.Fatalf("%d summaries, want one per profile", len(sums))
+	}
+	want := []BenchSummary{
+		{Base: "etcd-upgrade", Operator: "quorate", Profile: "member-aware", Median: 50 * time.Millisecond, P95: 60 * time.Millisecond, Max: 60 * time.Millisecond,
+			Within50ms: 2, Within100ms: 3, NoFailed: 3, Clean: 3, Passed: 3},
+		{Base: "etcd-upgrade", Operator: "quorate", Profile: "service-only", Median: 900 * time.Millisecond, P95: 2000 * time.Millisecond, Max: 2000 * time.Millisecond,
+			Within50ms: 1, Within100ms: 1, NoFailed: 2, Clean: 2, Passed: 3},
+	}
+	for i := range sums {
+		runs := sums[i].Runs
+		sums[i].Runs = nil
+		if !reflect.DeepEqual(sums[i], want[i]) {
+			t.Errorf("summary %d\n got %+v\nwant %+v", i, sums[i], want[i])
+		}
+		if len(runs) != 3 || runs[1].History != fmt.Sprintf("history-1-%s.json", want[i].Profile) {
+			t.Errorf("%s: runs %+v", want[i].Profile, runs)
+		}
+		sums[i].Runs = runs
+	}
+	hasLines(t, BenchMarkdown(r, sums),
+		"| etcd-upgrade | quorate, member-aware client | 3 | 50ms | 60ms | 60ms | 2 | 3 | 3 | 3 | 3 | — | — |",
+		"| etcd-upgrade | quorate, service-only client | 3 | 900ms | 2s | 2s | 1 | 1 | 2 | 2 | 3 | — | — |",
+		"## etcd-upgrade, quorate, service-only client")
+}

@@ -37,12 +37,15 @@ func Combine(root string) ([]*Report, error) {
 func Matrix(reports []*Report) string {
 	out := "# Quorate conformance matrix\n\n| Kubernetes | scenario | result | linearizability | lost-writes | availability | split-brain |\n|---|---|---|---|---|---|---|\n"
 	for _, r := range reports {
-		for _, s := range r.Scenarios {
-			out += "| " + r.K8sVersion + " | " + s.Name + " | " + mark(s.Passed())
-			for _, c := range checker.Names {
-				out += " | " + verdictCell(s, c)
+		for _, sc := range r.Scenarios {
+			for _, p := range sc.Profiles() {
+				s := sc.ForProfile(p)
+				out += "| " + r.K8sVersion + " | " + s.Label() + " | " + mark(s.profilePassed())
+				for _, c := range checker.Names {
+					out += " | " + verdictCell(s, c)
+				}
+				out += " |\n"
 			}
-			out += " |\n"
 		}
 	}
 	return out

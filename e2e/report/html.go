@@ -96,6 +96,34 @@ func writeScenario(b *strings.Builder, r *Report, s Scenario) {
 		fmt.Fprintf(b, `<p class="fail">The scenario did not run to its end: %s</p>`, html.EscapeString(s.Error))
 	}
 	fmt.Fprintf(b, "<p class=small>budget: longest write gap %s, first write within %s, success ratio %.1f%%; duration %s; first write after %s</p>", s.Budget.MaxWriteGap, s.Budget.MaxFirstWrite, 100*s.Budget.MinSuccessRatio, s.Duration.Round(time.Second), s.Stats.FirstWrite.Round(time.Millisecond))
+	if !s.profiled() {
+		writeProfile(b, s)
+		writeEvents(b, s)
+		writeHistoryLink(b, s)
+		b.WriteString("</section>")
+		return
+	}
+	// The client profiles side by side, then each one's verdicts, pictures and history.
+	b.WriteString("<table><tr><th>client profile</th><th>result</th><th>longest write gap</th><th>ops ok/fail/unknown</th><th>p99 latency</th><th>first write after</th></tr>")
+	for _, p := range s.Profiles() {
+		ps := s.ForProfile(p)
+		fmt.Fprintf(b, `<tr><td>%s</td><td class="%s">%s</td><td>%s</td><td>%d/%d/%d</td><td>%s</td><td>%s</td></tr>`, html.EscapeString(ps.Profile), cls(ps.profilePassed()), mark(ps.profilePassed()),
+			ps.Stats.MaxWriteGap.Round(time.Millisecond), ps.Stats.OK, ps.Stats.Fail, ps.Stats.Unknown, ps.Stats.P99.Round(100*time.Microsecond), ps.Stats.FirstWrite.Round(time.Millisecond))
+	}
+	b.WriteString("</table>")
+	for _, p := range s.Profiles() {
+		ps := s.ForProfile(p)
+		fmt.Fprintf(b, `<h4>client profile %s — <span class="%s">%s</span></h4>`, html.EscapeString(ps.Profile), cls(ps.profilePassed()), mark(ps.profilePassed()))
+		writeProfile(b, ps)
+		writeHistoryLink(b, ps)
+	}
+	writeEvents(b, s)
+	b.WriteString("</section>")
+}
+
+// writeProfile writes the scenario's (first profile's) verdicts, pictures and longest write
+// gaps.
+func writeProfile(b *strings.Builder, s Scenario) {
 	b.WriteString("<table><tr><th>checker</th><th>verdict</th><th>reason</th></tr>")
 	for _, v := range s.Verdicts {
 		cell := verdictCell(s, v.Checker)
@@ -128,6 +156,17 @@ func writeScenario(b *strings.Builder, r *Report, s Scenario) {
 		}
 		b.WriteString("</table>")
 	}
+}
+
+// writeHistoryLink links the scenario's (first profile's) saved history.
+func writeHistoryLink(b *strings.Builder, s Scenario) {
+	if s.History != "" {
+		fmt.Fprintf(b, `<p class=small>history: <a href="%s">%s</a></p>`, html.EscapeString(s.History), html.EscapeString(s.History))
+	}
+}
+
+// writeEvents writes the scenario's events.
+func writeEvents(b *strings.Builder, s Scenario) {
 	if len(s.Events) > 0 {
 		b.WriteString("<table><tr><th>time</th><th>kind</th><th>what</th><th>detail</th></tr>")
 		for _, e := range s.Events {
@@ -139,10 +178,6 @@ func writeScenario(b *strings.Builder, r *Report, s Scenario) {
 		}
 		b.WriteString("</table>")
 	}
-	if s.History != "" {
-		fmt.Fprintf(b, `<p class=small>history: <a href="%s">%s</a></p>`, html.EscapeString(s.History), html.EscapeString(s.History))
-	}
-	b.WriteString("</section>")
 }
 
 func lastPath(p string) string {

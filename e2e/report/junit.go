@@ -32,7 +32,8 @@ type junitFailure struct {
 	Text    string `xml:",chardata"`
 }
 
-// JUnit renders one test case per scenario and checker.
+// JUnit renders one test case per scenario and checker (and client profile, when the run
+// named them: "availability [service-only]").
 func (r *Report) JUnit() []byte {
 	return junitOf([]*Report{r})
 }
@@ -47,13 +48,20 @@ func junitOf(reports []*Report) []byte {
 				suite.Cases = append(suite.Cases, junitCase{Name: "run", Classname: class, Time: s.Duration.Seconds(),
 					Failure: &junitFailure{Message: "scenario did not complete", Text: s.Error}})
 			}
-			for _, v := range s.Verdicts {
-				c := junitCase{Name: string(v.Checker), Classname: class, Time: s.Duration.Seconds(), SystemOut: v.Reason + "\n" + strings.Join(v.Details, "\n")}
-				cell := verdictCell(s, v.Checker)
-				if cell != "pass" && cell != "fail (expected)" {
-					c.Failure = &junitFailure{Message: fmt.Sprintf("%s: %s", cell, v.Reason), Text: strings.Join(v.Details, "\n")}
+			for _, p := range s.Profiles() {
+				ps := s.ForProfile(p)
+				for _, v := range ps.Verdicts {
+					name := string(v.Checker)
+					if ps.Profile != "" {
+						name += " [" + ps.Profile + "]"
+					}
+					c := junitCase{Name: name, Classname: class, Time: s.Duration.Seconds(), SystemOut: v.Reason + "\n" + strings.Join(v.Details, "\n")}
+					cell := verdictCell(ps, v.Checker)
+					if cell != "pass" && cell != "fail (expected)" {
+						c.Failure = &junitFailure{Message: fmt.Sprintf("%s: %s", cell, v.Reason), Text: strings.Join(v.Details, "\n")}
+					}
+					suite.Cases = append(suite.Cases, c)
 				}
-				suite.Cases = append(suite.Cases, c)
 			}
 			suite.Time += s.Duration.Seconds()
 		}

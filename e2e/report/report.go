@@ -44,7 +44,59 @@ type Scenario struct {
 	// Timings are how long the operator took to reach a state (the side-by-side benchmark's
 	// time to converge).
 	Timings []Timing `json:"timings,omitempty"`
+	// Profile is the client profile (e2e/workload.Profile) whose results Verdicts, Stats,
+	// History and the timeline data above are, when the run had another than the default
+	// member-aware profile alone (--client-profiles); "" for that default.
+	Profile string `json:"profile,omitempty"`
+	// OtherProfiles are the results of the client profiles that ran beside Profile, in
+	// --client-profiles order: each its own load and history, judged by every checker against
+	// the same budget and expectations.
+	OtherProfiles []ProfileResult `json:"otherProfiles,omitempty"`
 }
+
+// ProfileResult is what one client profile of a scenario saw.
+type ProfileResult struct {
+	Profile      string             `json:"profile"`
+	Verdicts     []history.Verdict  `json:"verdicts"`
+	Stats        availability.Stats `json:"stats"`
+	History      string             `json:"history,omitempty"`
+	HistoryStart int64              `json:"historyStart"`
+	HistoryEnd   int64              `json:"historyEnd"`
+	Latencies    [][2]int64         `json:"latencies,omitempty"`
+}
+
+// AddLatencies samples the latencies of successful operations for the latency picture.
+func (p *ProfileResult) AddLatencies(h *history.History, max int) {
+	p.Latencies, p.HistoryStart, p.HistoryEnd = latencies(h, max), h.Start, h.End
+}
+
+// Profiles are the results of every client profile of the scenario, Profile's first; one
+// without a profile name for a run of the default profile alone.
+func (s Scenario) Profiles() []ProfileResult {
+	first := ProfileResult{Profile: s.Profile, Verdicts: s.Verdicts, Stats: s.Stats, History: s.History,
+		HistoryStart: s.HistoryStart, HistoryEnd: s.HistoryEnd, Latencies: s.Latencies}
+	return append([]ProfileResult{first}, s.OtherProfiles...)
+}
+
+// ForProfile is the scenario as profile p saw it: its verdicts, statistics, history and
+// timeline data in place of the first profile's, and no other profile.
+func (s Scenario) ForProfile(p ProfileResult) Scenario {
+	s.Profile, s.Verdicts, s.Stats, s.History = p.Profile, p.Verdicts, p.Stats, p.History
+	s.HistoryStart, s.HistoryEnd, s.Latencies, s.OtherProfiles = p.HistoryStart, p.HistoryEnd, p.Latencies, nil
+	return s
+}
+
+// Label names the scenario, with its client profile when it has one: "scale [service-only]".
+func (s Scenario) Label() string {
+	if s.Profile == "" {
+		return s.Name
+	}
+	return s.Name + " [" + s.Profile + "]"
+}
+
+// profiled reports whether the scenario names its client profiles (another than the default
+// alone ran).
+func (s Scenario) profiled() bool { return s.Profile != "" || len(s.OtherProfiles) > 0 }
 
 // Timing is how long the operator took to reach a state, or why it did not.
 type Timing struct {
@@ -55,8 +107,22 @@ type Timing struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Passed: the scenario ran and every checker reached its expected verdict.
+// Passed: the scenario ran and every checker reached its expected verdict, for every client
+// profile.
 func (s Scenario) Passed() bool {
+	if s.Error != "" {
+		return false
+	}
+	for _, p := range s.Profiles() {
+		if !s.ForProfile(p).profilePassed() {
+			return false
+		}
+	}
+	return true
+}
+
+// profilePassed: every checker reached its expected verdict on the first profile's history.
+func (s Scenario) profilePassed() bool {
 	if s.Error != "" || len(s.Verdicts) == 0 {
 		return false
 	}
@@ -76,12 +142,16 @@ func (r *Report) Failures() []string {
 	for _, s := range r.Scenarios {
 		if s.Error != "" {
 			out = append(out, fmt.Sprintf("%s: did not run to its end: %s", s.Name, s.Error))
-		} else if len(s.Verdicts) == 0 {
-			out = append(out, s.Name+": no verdict")
 		}
-		for _, v := range s.Verdicts {
-			if !s.Expect(v.Checker).Met(v) {
-				out = append(out, fmt.Sprintf("%s: %s %s: %s", s.Name, v.Checker, verdictCell(s, v.Checker), v.Reason))
+		for _, p := range s.Profiles() {
+			ps := s.ForProfile(p)
+			if s.Error == "" && len(ps.Verdicts) == 0 {
+				out = append(out, ps.Label()+": no verdict")
+			}
+			for _, v := range ps.Verdicts {
+				if !ps.Expect(v.Checker).Met(v) {
+					out = append(out, fmt.Sprintf("%s: %s %s: %s", ps.Label(), v.Checker, verdictCell(ps, v.Checker), v.Reason))
+				}
 			}
 		}
 	}
@@ -107,6 +177,11 @@ type Report struct {
 
 // AddLatencies samples the latencies of successful operations for the latency picture.
 func (s *Scenario) AddLatencies(h *history.History, max int) {
+	s.Latencies, s.HistoryStart, s.HistoryEnd = latencies(h, max), h.Start, h.End
+}
+
+// latencies samples at most about max (call offset, latency) pairs of h's successful operations.
+func latencies(h *history.History, max int) [][2]int64 {
 	var ok []history.Op
 	for _, o := range h.Ops {
 		if o.Status == history.OK {
@@ -117,10 +192,11 @@ func (s *Scenario) AddLatencies(h *history.History, max int) {
 	if len(ok) > max {
 		step = len(ok)/max + 1
 	}
+	var out [][2]int64
 	for i := 0; i < len(ok); i += step {
-		s.Latencies = append(s.Latencies, [2]int64{ok[i].Call - h.Start, ok[i].Return - ok[i].Call})
+		out = append(out, [2]int64{ok[i].Call - h.Start, ok[i].Return - ok[i].Call})
 	}
-	s.HistoryStart, s.HistoryEnd = h.Start, h.End
+	return out
 }
 
 // Write writes report.json, junit.xml, summary.md and index.html into dir.
@@ -189,31 +265,32 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "# %s\n\nKubernetes %s, Quorate %s, generated %s.\n\n", r.Title, r.K8sVersion, r.Quorate, r.Generated.UTC().Format(time.RFC3339))
 	fmt.Fprintf(&b, "| scenario | result | %s | longest write gap | ops ok/fail/unknown | p99 latency |\n|---|---|%s---|---|---|\n",
 		strings.Join(checkerColumns(), " | "), strings.Repeat("---|", len(checker.Names)))
-	for _, s := range r.Scenarios {
-		cells := make([]string, len(checker.Names))
-		for i, c := range checker.Names {
-			cells[i] = verdictCell(s, c)
+	// A row per client profile, side by side, when the run named them.
+	for _, sc := range r.Scenarios {
+		for _, p := range sc.Profiles() {
+			s := sc.ForProfile(p)
+			cells := make([]string, len(checker.Names))
+			for i, c := range checker.Names {
+				cells[i] = verdictCell(s, c)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d/%d/%d | %s |\n", s.Label(), mark(s.profilePassed()), strings.Join(cells, " | "),
+				s.Stats.MaxWriteGap.Round(time.Millisecond), s.Stats.OK, s.Stats.Fail, s.Stats.Unknown, s.Stats.P99.Round(100*time.Microsecond))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d/%d/%d | %s |\n", s.Name, mark(s.Passed()), strings.Join(cells, " | "),
-			s.Stats.MaxWriteGap.Round(time.Millisecond), s.Stats.OK, s.Stats.Fail, s.Stats.Unknown, s.Stats.P99.Round(100*time.Microsecond))
 	}
 	for _, s := range r.Scenarios {
 		fmt.Fprintf(&b, "\n## %s: %s\n\n", s.Name, mark(s.Passed()))
 		if s.Error != "" {
 			fmt.Fprintf(&b, "The scenario did not run to its end: %s\n\n", s.Error)
 		}
-		for _, v := range s.Verdicts {
-			fmt.Fprintf(&b, "- **%s** %s: %s\n", v.Checker, verdictCell(s, v.Checker), v.Reason)
-			for _, d := range v.Details {
-				fmt.Fprintf(&b, "  - %s\n", d)
+		for i, p := range s.Profiles() {
+			ps := s.ForProfile(p)
+			if s.profiled() {
+				if i > 0 {
+					b.WriteString("\n")
+				}
+				fmt.Fprintf(&b, "### Client profile %s: %s\n\n", ps.Profile, mark(ps.profilePassed()))
 			}
-		}
-		if len(s.Stats.Gaps.Longest) > 0 {
-			b.WriteString("\nLongest times without an acknowledged write:")
-			for _, g := range s.Stats.Gaps.Longest {
-				fmt.Fprintf(&b, " %s (%s)", g.Length().Round(10*time.Microsecond), offsetMs(s, g.From))
-			}
-			b.WriteString("\n")
+			markdownVerdicts(&b, ps)
 		}
 		if len(s.Events) > 0 {
 			b.WriteString("\nEvents:\n\n")
@@ -223,6 +300,23 @@ func (r *Report) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// markdownVerdicts writes the scenario's (first profile's) verdicts and longest write gaps.
+func markdownVerdicts(b *strings.Builder, s Scenario) {
+	for _, v := range s.Verdicts {
+		fmt.Fprintf(b, "- **%s** %s: %s\n", v.Checker, verdictCell(s, v.Checker), v.Reason)
+		for _, d := range v.Details {
+			fmt.Fprintf(b, "  - %s\n", d)
+		}
+	}
+	if len(s.Stats.Gaps.Longest) > 0 {
+		b.WriteString("\nLongest times without an acknowledged write:")
+		for _, g := range s.Stats.Gaps.Longest {
+			fmt.Fprintf(b, " %s (%s)", g.Length().Round(10*time.Microsecond), offsetMs(s, g.From))
+		}
+		b.WriteString("\n")
+	}
 }
 
 func offset(s Scenario, t int64) string {

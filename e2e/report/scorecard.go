@@ -27,8 +27,10 @@ func (r *Report) WriteScorecard(w io.Writer) error {
 	for _, s := range r.Scenarios {
 		res := scorecardResult{Name: "quorate-" + s.Name, State: "pass"}
 		var log []string
-		for _, v := range s.Verdicts {
-			log = append(log, v.String())
+		for _, p := range s.Profiles() {
+			for _, v := range p.Verdicts {
+				log = append(log, profileText(p.Profile, v.String()))
+			}
 		}
 		res.Log = strings.Join(log, "\n")
 		if !s.Passed() {
@@ -36,9 +38,11 @@ func (r *Report) WriteScorecard(w io.Writer) error {
 			if s.Error != "" {
 				res.Errors = append(res.Errors, s.Error)
 			}
-			for _, v := range s.Verdicts {
-				if want := s.Expect(v.Checker); !want.Met(v) {
-					res.Errors = append(res.Errors, fmt.Sprintf("%s: %s (expected %s)", v.Checker, v.Reason, want))
+			for _, p := range s.Profiles() {
+				for _, v := range p.Verdicts {
+					if want := s.Expect(v.Checker); !want.Met(v) {
+						res.Errors = append(res.Errors, profileText(p.Profile, fmt.Sprintf("%s: %s (expected %s)", v.Checker, v.Reason, want)))
+					}
 				}
 			}
 		}
@@ -47,4 +51,12 @@ func (r *Report) WriteScorecard(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(st)
+}
+
+// profileText puts the client profile before text, when the run named one.
+func profileText(profile, text string) string {
+	if profile == "" {
+		return text
+	}
+	return "[" + profile + "] " + text
 }

@@ -28,12 +28,14 @@ import (
 
 // Config of the load.
 type Config struct {
-	Endpoints []string // client URLs, normally the client Service
-	TLS       *tls.Config
-	Clients   int
-	Rate      float64 // operations per second, over all clients
-	Keys      int
-	Prefix    string
+	Endpoints []string // client URLs, normally the client Service; exactly one for ServiceOnly
+	// Profile is how the clients find the members (DefaultProfile when empty).
+	Profile Profile
+	TLS     *tls.Config
+	Clients int
+	Rate    float64 // operations per second, over all clients
+	Keys    int
+	Prefix  string
 	// Mix weights of the operation types.
 	PutWeight, GetWeight, CASWeight int
 	OpTimeout                       time.Duration
@@ -99,24 +101,50 @@ func New(cfg Config) *Runner {
 	if cfg.WarmUpTimeout <= 0 {
 		cfg.WarmUpTimeout = 60 * time.Second
 	}
+	if cfg.Profile == "" {
+		cfg.Profile = DefaultProfile
+	}
 	return &Runner{cfg: cfg}
+}
+
+// Profile is the runner's client profile.
+func (r *Runner) Profile() Profile { return r.cfg.Profile }
+
+// check refuses a configuration the profile cannot run.
+func (c Config) check() error {
+	if _, err := ParseProfile(string(c.Profile)); err != nil {
+		return err
+	}
+	if c.Profile == ServiceOnly && len(c.Endpoints) != 1 {
+		return fmt.Errorf("client profile %s takes exactly one endpoint, the client Service, not %d: %v", c.Profile, len(c.Endpoints), c.Endpoints)
+	}
+	return nil
 }
 
 func (r *Runner) key(i int) string { return fmt.Sprintf("%sk%02d", r.cfg.Prefix, i) }
 
 func (r *Runner) newClient() (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{
-		Endpoints:            r.cfg.Endpoints,
-		TLS:                  r.cfg.TLS,
-		DialTimeout:          r.cfg.OpTimeout,
-		DialKeepAliveTime:    2 * time.Second,
-		DialKeepAliveTimeout: 2 * time.Second,
-		// Like a production client, learn the members' own client URLs from the member list and
-		// balance over them, so that one member cut off from the others (while clients still
-		// reach it) costs the requests sent to it, not every request of the client.
-		AutoSyncInterval: 5 * time.Second,
-		Logger:           zap.NewNop(),
-	})
+	return clientv3.New(clientConfig(r.cfg))
+}
+
+// clientConfig is the etcd client configuration of the runner's profile.
+func clientConfig(cfg Config) clientv3.Config {
+	c := clientv3.Config{
+		Endpoints:            cfg.Endpoints,
+		TLS:                  cfg.TLS,
+		DialTimeout:          cfg.OpTimeout,
+		DialKeepAliveTime:    KeepAliveTime,
+		DialKeepAliveTimeout: KeepAliveTimeout,
+		Logger:               zap.NewNop(),
+	}
+	if cfg.Profile != ServiceOnly {
+		// Like a production client tuned for etcd, learn the members' own client URLs from
+		// the member list and balance over them, so that one member cut off from the others
+		// (while clients still reach it) costs the requests sent to it, not every request of
+		// the client.
+		c.AutoSyncInterval = AutoSyncInterval
+	}
+	return c
 }
 
 // Start begins the load. It is a no-op while running. Before the history starts, every client
@@ -129,6 +157,9 @@ func (r *Runner) Start() error {
 	defer r.mu.Unlock()
 	if r.running {
 		return nil
+	}
+	if err := r.cfg.check(); err != nil {
+		return err
 	}
 	// The watchers' clients are made and warmed up with the load's, so that none of them
 	// connects after the history starts.
@@ -204,10 +235,13 @@ func (r *Runner) warmUp(clients []*clientv3.Client) error {
 				// AutoSyncInterval), then read through them: the first sync moves every
 				// connection from the Service to the members, dozens of TLS handshakes that
 				// stalled writes for up to 128 ms when they came 5 s into the history. A sync
-				// that fails leaves the endpoints as they were, as the periodic one does.
-				sctx, scancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
-				_ = c.Sync(sctx)
-				scancel()
+				// that fails leaves the endpoints as they were, as the periodic one does. A
+				// Service-only client never asks for the member list.
+				if r.cfg.Profile != ServiceOnly {
+					sctx, scancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
+					_ = c.Sync(sctx)
+					scancel()
+				}
 				octx, ocancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
 				_, err := c.Get(octx, r.cfg.Prefix+"warm-up")
 				ocancel()

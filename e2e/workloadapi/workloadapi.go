@@ -38,9 +38,12 @@ var (
 	Start = Route{"POST", "start"}
 	// Stop stops the load.
 	Stop = Route{"POST", "stop"}
-	// History returns the load's history (history.History) with the poller's samples.
+	// History returns the load's history (history.History) with the poller's samples: the
+	// first client profile's, or ProfileParam's; when the workload runs several profiles, the
+	// history names its own (history.History.Profile).
 	History = Route{"GET", "history"}
-	// Final reads the cluster's final state (history.Final).
+	// Final reads the cluster's final state (history.Final) under the first client profile's
+	// keys, or ProfileParam's.
 	Final = Route{"POST", "final"}
 	// Fill writes large values outside the load's keys (query mib: at most that many MiB).
 	Fill = Route{"POST", "fill"}
@@ -53,6 +56,12 @@ var (
 	// Stats returns the load's counts so far.
 	Stats = Route{"GET", "stats"}
 )
+
+// ProfileParam is the query parameter of History and Final that names the client profile
+// (workload.Profile) whose history or keys they answer for; without it, the first profile the
+// workload runs (its --profiles). Start, Stop and Stats act on every profile; Fill, Unfill and
+// Probe on the first.
+const ProfileParam = "profile"
 
 // Transport sends one request to the workload and returns the body of its answer; path is the
 // route's path with its query, if any ("fill?mib=64").
@@ -86,18 +95,31 @@ func (c Client) Start(ctx context.Context) error { return c.call(ctx, Start, nil
 // Stop stops the load.
 func (c Client) Stop(ctx context.Context) error { return c.call(ctx, Stop, nil, nil) }
 
-// History returns the load's history.
-func (c Client) History(ctx context.Context) (history.History, error) {
+// History returns the load's history (the first profile's).
+func (c Client) History(ctx context.Context) (history.History, error) { return c.HistoryOf(ctx, "") }
+
+// HistoryOf returns the history of the load of profile p ("": the first profile).
+func (c Client) HistoryOf(ctx context.Context, p workload.Profile) (history.History, error) {
 	var h history.History
-	err := c.call(ctx, History, nil, &h)
+	err := c.call(ctx, History, profileQuery(p), &h)
 	return h, err
 }
 
-// Final reads the cluster's final state.
-func (c Client) Final(ctx context.Context) (history.Final, error) {
+// Final reads the cluster's final state (under the first profile's keys).
+func (c Client) Final(ctx context.Context) (history.Final, error) { return c.FinalOf(ctx, "") }
+
+// FinalOf reads the cluster's final state under the keys of profile p ("": the first).
+func (c Client) FinalOf(ctx context.Context, p workload.Profile) (history.Final, error) {
 	var f history.Final
-	err := c.call(ctx, Final, nil, &f)
+	err := c.call(ctx, Final, profileQuery(p), &f)
 	return f, err
+}
+
+func profileQuery(p workload.Profile) url.Values {
+	if p == "" {
+		return nil
+	}
+	return url.Values{ProfileParam: {string(p)}}
 }
 
 // Fill writes large values until the cluster refuses a write, at most mib MiB.
@@ -142,12 +164,22 @@ func (c Client) TLSChanges(ctx context.Context) ([]TLSChange, error) {
 	return out, err
 }
 
-// Counts are the load's counts so far.
+// Counts are the load's counts so far, over every profile.
 type Counts struct {
 	OK      int `json:"ok"`
 	Fail    int `json:"fail"`
 	Unknown int `json:"unknown"`
 	Samples int `json:"samples"`
+	// Profiles are each profile's counts, when the workload runs more than one.
+	Profiles []ProfileCounts `json:"profiles,omitempty"`
+}
+
+// ProfileCounts are one client profile's counts so far.
+type ProfileCounts struct {
+	Profile workload.Profile `json:"profile"`
+	OK      int              `json:"ok"`
+	Fail    int              `json:"fail"`
+	Unknown int              `json:"unknown"`
 }
 
 // Stats returns the load's counts so far.

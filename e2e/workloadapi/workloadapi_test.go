@@ -5,8 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/e2e/workload"
 )
 
 // The client sends each call to its route, with its query, and names both in its errors.
@@ -20,8 +24,10 @@ func TestClientRoutes(t *testing.T) {
 		case strings.HasPrefix(path, "fill"):
 			return []byte(`{"bytes":3}`), nil
 		case path == "stats":
-			return []byte(`{"ok":1,"fail":2,"unknown":3,"samples":4}`), nil
-		case path == "final":
+			return []byte(`{"ok":1,"fail":2,"unknown":3,"samples":4,"profiles":[{"profile":"member-aware","ok":1},{"profile":"service-only","fail":2,"unknown":3}]}`), nil
+		case strings.HasPrefix(path, "history"):
+			return []byte(`{"scenario":"s","start":1}`), nil
+		case strings.HasPrefix(path, "final"):
 			return nil, errors.New("boom")
 		}
 		return []byte(`null`), nil
@@ -33,16 +39,25 @@ func TestClientRoutes(t *testing.T) {
 	if res, err := c.Fill(ctx, 64); err != nil || res.Bytes != 3 {
 		t.Errorf("Fill: %+v, %v", res, err)
 	}
-	if st, err := c.Stats(ctx); err != nil || st != (Counts{OK: 1, Fail: 2, Unknown: 3, Samples: 4}) {
-		t.Errorf("Stats: %+v, %v", st, err)
+	wantCounts := Counts{OK: 1, Fail: 2, Unknown: 3, Samples: 4, Profiles: []ProfileCounts{{Profile: workload.MemberAware, OK: 1}, {Profile: workload.ServiceOnly, Fail: 2, Unknown: 3}}}
+	if st, err := c.Stats(ctx); err != nil || !reflect.DeepEqual(st, wantCounts) {
+		t.Errorf("Stats: %+v, %v; want %+v", st, err, wantCounts)
 	}
 	if _, err := c.Final(ctx); err == nil || err.Error() != "workload POST final: boom" {
 		t.Errorf("Final: %v", err)
 	}
+	if _, err := c.FinalOf(ctx, workload.ServiceOnly); err == nil || err.Error() != "workload POST final?profile=service-only: boom" {
+		t.Errorf("FinalOf: %v", err)
+	}
+	for _, p := range []workload.Profile{"", workload.ServiceOnly} {
+		if h, err := c.HistoryOf(ctx, p); err != nil || !reflect.DeepEqual(h, history.History{Scenario: "s", Start: 1}) {
+			t.Errorf("HistoryOf(%q): %+v, %v", p, h, err)
+		}
+	}
 	if err := c.Start(ctx); err != nil {
 		t.Error(err)
 	}
-	want := []string{"POST probe?key=%2Felsewhere%2Fx", "POST fill?mib=64", "GET stats", "POST final", "POST start"}
+	want := []string{"POST probe?key=%2Felsewhere%2Fx", "POST fill?mib=64", "GET stats", "POST final", "POST final?profile=service-only", "GET history", "GET history?profile=service-only", "POST start"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("sent\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

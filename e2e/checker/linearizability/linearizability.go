@@ -272,7 +272,7 @@ func Check(h *history.History, timeout time.Duration, dir string) history.Verdic
 	}
 	if dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err == nil {
-			path := filepath.Join(dir, "linearizability-"+history.Slug(h.Scenario)+".html")
+			path := filepath.Join(dir, "linearizability-"+history.Slug(h.Label())+".html")
 			if err := porcupine.VisualizePath(model, info, path); err == nil {
 				v.Artifacts = map[string]string{"visualization": path}
 				v.Details = append(v.Details, "porcupine visualization: "+path)
