@@ -210,6 +210,11 @@ const (
 	// by an earlier EtcdCluster of the same name (deleted, its dependents not yet collected):
 	// the operator deleted it to create the cluster's own.
 	EventLeftoverRemoved = "LeftoverRemoved"
+	// EventServiceDrainRefused: the API server refused to relabel a member pod (an admission
+	// policy on pod labels), so the member is not taken out of the client Service before it is
+	// stopped, or pods of an earlier release could not be labelled and the client Service keeps
+	// its selector.
+	EventServiceDrainRefused = "ServiceDrainRefused"
 )
 
 // MembershipEvents are the Event reasons that mark a change of the cluster's membership or of

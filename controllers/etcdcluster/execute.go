@@ -73,7 +73,7 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 	case planner.Fence, planner.MarkRecovered:
 		return next, statusShare{}, r.fence(ctx, c, o, a)
 	case planner.Unpublish, planner.Publish:
-		return next, statusShare{}, r.setServing(ctx, o, a)
+		return next, statusShare{}, r.setServing(ctx, c, o, a)
 	}
 	return next, statusShare{}, fmt.Errorf("unknown action %q", a.Kind)
 }
@@ -83,7 +83,7 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 func changesMembers(k planner.Kind) bool {
 	switch k {
 	case planner.AddLearner, planner.Promote, planner.Remove, planner.MoveLeader,
-		planner.DeletePod, planner.DeletePVC, planner.AdoptVolumes:
+		planner.DeletePod, planner.DeletePVC, planner.AdoptVolumes, planner.Unpublish:
 		return true
 	}
 	return false
@@ -172,7 +172,7 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 
 // setServing takes a member's pod out of the client Service (Unpublish: names.LabelServing
 // "false", and when) or puts it back (Publish).
-func (r *Reconciler) setServing(ctx context.Context, o *observation, a planner.Action) error {
+func (r *Reconciler) setServing(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, a planner.Action) error {
 	p, ok := o.pods[a.Member]
 	if !ok {
 		return nil
@@ -182,6 +182,14 @@ func (r *Reconciler) setServing(ctx context.Context, o *observation, a planner.A
 		serving, at = "false", time.Now().UTC().Format(time.RFC3339)
 	}
 	if err := r.patchServing(ctx, p, serving, at); err != nil {
+		if a.Kind == planner.Unpublish && (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) {
+			// Not a reason to stop the rollout: the member is stopped without, and the
+			// launcher's stop delay is what is left to clients.
+			r.drainRefused.Store(p.UID, true)
+			r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventServiceDrainRefused,
+				"%s was refused (%v): it is stopped without; allow the operator to set the label %s on member pods", a.Message, err, names.LabelServing)
+			return nil
+		}
 		return fmt.Errorf("%s: %w", a.Message, err)
 	}
 	logf.FromContext(ctx).Info(a.Message, "member", a.Member)
@@ -189,9 +197,10 @@ func (r *Reconciler) setServing(ctx context.Context, o *observation, a planner.A
 }
 
 // patchServing sets a member pod's names.LabelServing and names.AnnotationUnpublishedAt (nil
-// removes it) on the pod as it was read: the patch carries its UID, so a pod recreated under
-// the name since is left for the next pass (its UID cannot change). No resourceVersion: the
-// kubelet's status updates would make it fail for nothing.
+// removes it) on the pod as it was read: the patch carries its UID, which the API server
+// refuses to change, so a pod recreated under the name since is not touched (the pass fails
+// and the next one reads it again). No resourceVersion: the kubelet's status updates would
+// make it fail for nothing, and the patch touches only its own keys.
 func (r *Reconciler) patchServing(ctx context.Context, p *corev1.Pod, serving string, unpublishedAt any) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"uid":         p.UID,

@@ -69,6 +69,8 @@ type observation struct {
 	// inService are the pods the client Service's EndpointSlices list, read only while a pod
 	// is out of the Service (names.LabelServing "false").
 	inService map[string]bool
+	// drainRefused are the pods the API server refused to take out of the client Service.
+	drainRefused []string
 
 	// restore is the snapshot a cluster created from a backup restores at bootstrap.
 	restore *resources.Restore
@@ -165,9 +167,18 @@ func (r *Reconciler) observe(ctx context.Context, c *v1alpha1.EtcdCluster) (*obs
 		return nil, err
 	}
 	r.observeServiceEndpoints(ctx, c, o)
+	for _, p := range o.pods {
+		if _, refused := r.drainRefused.Load(p.UID); refused {
+			o.drainRefused = append(o.drainRefused, p.Name)
+		}
+	}
 	r.observeEtcd(ctx, c, o)
 	return o, nil
 }
+
+// endpointSliceController is the managed-by label of the EndpointSlices Kubernetes makes for
+// a Service with a selector.
+const endpointSliceController = "endpointslice-controller.k8s.io"
 
 // observeServiceEndpoints reads, only while a member's pod is out of the client Service, which
 // pods the Service's EndpointSlices still list: the operator stops such a member once its
@@ -191,9 +202,15 @@ func (r *Reconciler) observeServiceEndpoints(ctx context.Context, c *v1alpha1.Et
 	}
 	o.inService = map[string]bool{}
 	for _, es := range endpoints.Items {
+		if es.Labels[discoveryv1.LabelManagedBy] != endpointSliceController {
+			continue // somebody else's slice carrying the Service's name
+		}
 		for _, ep := range es.Endpoints {
-			if ep.TargetRef != nil && ep.TargetRef.Kind == kindPod {
-				o.inService[ep.TargetRef.Name] = true
+			if ep.TargetRef == nil || ep.TargetRef.Kind != kindPod {
+				continue
+			}
+			if p, ok := o.pods[ep.TargetRef.Name]; ok && p.UID == ep.TargetRef.UID {
+				o.inService[p.Name] = true
 			}
 		}
 	}

@@ -26,7 +26,11 @@ import (
 func (r *Reconciler) ensureServices(ctx context.Context, c *v1alpha1.EtcdCluster) error {
 	labelled, err := r.labelServing(ctx, c)
 	if err != nil {
-		return err
+		// The client Service keeps selecting every member: members are then stopped
+		// without leaving it first (the planner is told through the pods' labels).
+		log.FromContext(ctx).Error(err, "labelling member pods for the client Service")
+		r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventServiceDrainRefused, "%v: the client Service keeps its selector until every member pod carries the label", err)
+		labelled = 1
 	}
 	for _, svc := range []*corev1.Service{resources.PeerService(c), resources.ClientService(c)} {
 		if labelled > 0 && svc.Name == names.ClientService(c.Name) {

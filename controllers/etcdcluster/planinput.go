@@ -161,10 +161,13 @@ func (o *observation) addPods(members memberTable, now time.Time, terminating ti
 		m.PodForcesNewCluster = resources.ForcesNewCluster(p)
 		if p.Labels[names.LabelServing] == "false" {
 			m.Unpublished, m.InService = true, o.inService[name]
+			// Out since an unknown time (labelled by hand): as long as the wait allows.
+			m.UnpublishedFor = planner.ServiceDrainLimit
 			if at, err := time.Parse(time.RFC3339, p.Annotations[names.AnnotationUnpublishedAt]); err == nil {
 				m.UnpublishedFor = max(now.Sub(at), 0)
 			}
 		}
+		m.DrainRefused = slices.Contains(o.drainRefused, name)
 		for _, cond := range p.Status.Conditions {
 			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
 				m.ReadyFor = max(now.Sub(cond.LastTransitionTime.Time), time.Nanosecond)

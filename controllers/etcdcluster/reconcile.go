@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -76,6 +77,9 @@ type Reconciler struct {
 	certs Certificates
 	// checks remembers each cluster's last consistency check.
 	checks consistencyChecks
+	// drainRefused are the pods (by UID) the API server refused to take out of the client
+	// Service: they are stopped without (until the operator restarts and tries again).
+	drainRefused sync.Map
 }
 
 // Certificates is what a pass needs of the cluster's certificates (package certificates).

@@ -2,22 +2,28 @@ package etcdcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/planner"
 )
 
 // clientEndpoints plays the EndpointSlice controller for the client Service: one slice that
@@ -26,10 +32,12 @@ func clientEndpoints(t *testing.T, ns, cluster string, pods ...string) {
 	t.Helper()
 	ctx := context.Background()
 	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.ClientService(cluster) + "-x",
-		Labels: map[string]string{discoveryv1.LabelServiceName: names.ClientService(cluster)}}, AddressType: discoveryv1.AddressTypeIPv4}
+		Labels: map[string]string{discoveryv1.LabelServiceName: names.ClientService(cluster), discoveryv1.LabelManagedBy: endpointSliceController}},
+		AddressType: discoveryv1.AddressTypeIPv4}
+	uids := podUIDs(t, ns)
 	for i, p := range pods {
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.9.0.%d", i+1)},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: p}})
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: p, UID: uids[p]}})
 	}
 	existing := &discoveryv1.EndpointSlice{}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(es), existing); err != nil {
@@ -177,6 +185,44 @@ func TestServiceSelectsServingOnlyOnceEveryPodCarriesIt(t *testing.T) {
 	for _, m := range []string{"old-0", "old-1", "old-2"} {
 		if i := slices.Index(writes, "patch *v1.Pod "+m); i < 0 || i > service {
 			t.Errorf("pod %s labelled at write %d, the Service updated at write %d: %v", m, i, service, writes)
+		}
+	}
+}
+
+// On a cluster whose admission forbids changing pod labels (a policy engine's rule, played by
+// an interceptor that refuses every patch of a pod's labels as such a rule does), a member that cannot
+// leave the client Service is stopped without: the rollout goes on, and an Event names the
+// refusal and what to allow.
+func TestRollGoesOnWhenPodLabelsMayNotChange(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	var frozen atomic.Bool
+	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, func(r *Reconciler) {
+		r.Client = interceptor.NewClient(noWatch{r.Client}, interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+				data, err := p.Data(obj)
+				if err != nil {
+					return err
+				}
+				if _, ok := obj.(*corev1.Pod); ok && frozen.Load() && strings.Contains(string(data), `"labels"`) {
+					return apierrors.NewForbidden(corev1.Resource("pods"), obj.GetName(), errors.New("pod labels are frozen here"))
+				}
+				return c.Patch(ctx, obj, p, opts...)
+			},
+		})
+	})
+	kubelet(t, ns)
+	bootstrap(t, ns, "pol", 3, fake)
+	frozen.Store(true)
+	before := podUIDs(t, ns)
+	patchCluster(t, ns, "pol", func(c *v1alpha1.EtcdCluster) { c.Spec.Etcd.QuotaBackendBytes = 300 << 20 })
+	assertEvent(t, ns, v1alpha1.EventServiceDrainRefused, "pod labels are frozen here")
+	waitFor(t, ns, "pol", "settled", settled(3))
+	after := podUIDs(t, ns)
+	for m, uid := range before {
+		if after[m] == uid {
+			t.Errorf("the pod of %s was not rolled", m)
 		}
 	}
 }

@@ -62,6 +62,9 @@ type Member struct {
 	// InService: the client Service's EndpointSlices still list the pod (read only while it
 	// is unpublished).
 	InService bool
+	// DrainRefused: the API server refused to take the pod out of the client Service (an
+	// admission policy on pod labels): it is stopped without.
+	DrainRefused bool
 	// ReadyFor is how long the pod has been Ready (0 when it is not).
 	ReadyFor time.Duration
 	// RunningFor is how long the etcd container (the launcher, then etcd) has been running (0
@@ -254,6 +257,9 @@ type Action struct {
 	Phase string
 	// Token for Fence and MarkRecovered: the recovery that fences or restarts the member.
 	Token string
+	// Draining for Wait: the wait is the one for Member's endpoint to leave the client
+	// Service before it is stopped (drainFromService).
+	Draining bool
 	// Retry for Wait: when the wait is known to end, if sooner than the usual re-check (a
 	// rolling update waits out RollSettle to the moment, not to the next 5 s tick).
 	Retry time.Duration

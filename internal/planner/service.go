@@ -19,8 +19,8 @@ const ServiceDrainLimit = 30 * time.Second
 // (kube-proxy stops sending new connections to it a sync later, which the launcher's stop
 // delay covers), and returns false once the member may be stopped.
 func drainFromService(s State, m Member, reason, before string) (Action, bool) {
-	if !m.HasPod || m.PodTerminating || !m.Reachable {
-		return Action{}, false // nobody is served by it
+	if !m.HasPod || m.PodTerminating || !m.Reachable || m.DrainRefused {
+		return Action{}, false // nobody is served by it, or it cannot be taken out
 	}
 	if !slices.ContainsFunc(s.Members, func(o Member) bool {
 		return o.Name != m.Name && o.HasPod && !o.PodTerminating && !o.Unpublished && o.Reachable
@@ -32,7 +32,7 @@ func drainFromService(s State, m Member, reason, before string) (Action, bool) {
 			Message: fmt.Sprintf("taking %s out of the client Service before %s, so that clients that know only the Service move to the other members first", m.Name, before)}, true
 	}
 	if m.InService && m.UnpublishedFor < ServiceDrainLimit {
-		return Action{Kind: Wait, Member: m.Name, Reason: reason, Retry: time.Second,
+		return Action{Kind: Wait, Member: m.Name, Reason: reason, Retry: time.Second, Draining: true,
 			Message: fmt.Sprintf("waiting for the client Service to drop the endpoint of %s before %s (%s of at most %s)", m.Name, before, m.UnpublishedFor.Round(time.Second), ServiceDrainLimit)}, true
 	}
 	return Action{}, false
@@ -48,7 +48,8 @@ func republish(s State, next Action) Action {
 		if !m.Unpublished || !m.HasPod || m.PodTerminating {
 			continue
 		}
-		if next.Member == m.Name && (next.Kind == Unpublish || next.Kind == Wait || next.Kind == MoveLeader || next.Kind == DeletePod) {
+		if next.Member == m.Name && (next.Kind == Unpublish || next.Kind == Wait && next.Draining ||
+			next.Kind == MoveLeader || next.Kind == DeletePod || next.Kind == Remove) {
 			continue // its stop is under way
 		}
 		reason := next.Reason
