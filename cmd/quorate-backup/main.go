@@ -28,6 +28,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	// The image is FROM scratch, with no CA roots: the stores' HTTPS certificates verify
+	// against these (Mozilla's), where the system offers none.
+	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/backup/blobstore"
