@@ -33,6 +33,39 @@ type BackupStorage struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`
+
+	// CABundle names a PEM bundle of the authorities that sign the store's certificate, for a
+	// store behind a private CA (an S3-compatible server on premises). The pods that read and
+	// write the bucket trust these authorities besides the public ones they carry (Mozilla's
+	// roots); nothing else is trusted more. The ConfigMap or Secret is in the namespace,
+	// mounted read-only; the operator never reads it.
+	// +optional
+	CABundle *CABundleSource `json:"caBundle,omitempty"`
+}
+
+// CABundleSource is a key of a ConfigMap or of a Secret in the namespace that holds PEM
+// certificates.
+// +kubebuilder:validation:XValidation:rule="has(self.configMapKeyRef) != has(self.secretKeyRef)",message="caBundle takes exactly one of configMapKeyRef and secretKeyRef"
+type CABundleSource struct {
+	// ConfigMapKeyRef is a key of a ConfigMap in the namespace.
+	// +optional
+	ConfigMapKeyRef *KeyRef `json:"configMapKeyRef,omitempty"`
+	// SecretKeyRef is a key of a Secret in the namespace.
+	// +optional
+	SecretKeyRef *KeyRef `json:"secretKeyRef,omitempty"`
+}
+
+// KeyRef is a key of a ConfigMap or Secret in the namespace.
+type KeyRef struct {
+	// Name of the ConfigMap or Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key in it, such as ca.crt.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
 }
 
 // EtcdBackupSpec asks for one snapshot of an EtcdCluster.

@@ -28,9 +28,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	// The image is FROM scratch, with no CA roots: the stores' HTTPS certificates verify
-	// against these (Mozilla's), where the system offers none.
-	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/backup/blobstore"
@@ -49,6 +46,7 @@ func main() {
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	termination := fs.String("termination-log", "/dev/termination-log", "where the result goes (the container's termination message)")
+	caBundle := fs.String("ca-bundle", "", "PEM file of the authorities of the store's certificate, trusted besides the public roots (storage.caBundle)")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
 	defer cancel()
 	var run func() (backup.Result, error)
@@ -66,7 +64,11 @@ func main() {
 		os.Exit(64)
 	}
 	_ = fs.Parse(os.Args[2:])
-	res, err := run()
+	var res backup.Result
+	err := trustRoots(*caBundle)
+	if err == nil {
+		res, err = run()
+	}
 	if err != nil {
 		res = backup.Result{Kind: backup.ResultFailed, Error: err.Error()}
 	}

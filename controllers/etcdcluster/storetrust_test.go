@@ -1,0 +1,109 @@
+package etcdcluster
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/testsupport/backupfixture"
+)
+
+// A storage's CA bundle (storage.caBundle) reaches every pod that talks to the store: the
+// backup Job's pod and a restoring member's fetch container get its ConfigMap or Secret key as
+// a read-only volume and --ca-bundle naming it (compared whole); a caBundle naming both a
+// ConfigMap and a Secret, or neither, is refused by the API.
+func TestStoreCABundle(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	kubelet(t, ns)
+	fake := etcd.NewFake("3.6.16")
+	startOperator(t, ns, fake)
+	ctx := context.Background()
+
+	for _, ca := range []v1alpha1.CABundleSource{
+		{ConfigMapKeyRef: &v1alpha1.KeyRef{Name: "store-ca", Key: "ca.crt"}, SecretKeyRef: &v1alpha1.KeyRef{Name: "store-ca", Key: "ca.crt"}},
+		{},
+	} {
+		st := backupfixture.S3
+		st.CABundle = &ca
+		err := k8s.Create(ctx, &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "refused", Namespace: ns}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: st}})
+		want := []string{"spec.storage.caBundle: Invalid value: caBundle takes exactly one of configMapKeyRef and secretKeyRef"}
+		if err == nil || !slices.Equal(causes(err), want) {
+			t.Fatalf("caBundle %+v: %q, want %q", ca, causes(err), want)
+		}
+	}
+
+	st := backupfixture.S3
+	st.CABundle = &v1alpha1.CABundleSource{ConfigMapKeyRef: &v1alpha1.KeyRef{Name: "store-ca", Key: "bundle.pem"}}
+	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: ns}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: st}}
+	if err := k8s.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	bootstrap(t, ns, "demo", 3, fake)
+	pod := waitJob(t, ns, "b1-backup").Spec.Template.Spec
+	wantVolume := corev1.Volume{Name: "store-ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "store-ca"}, Items: []corev1.KeyToPath{{Key: "bundle.pem", Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o444)}}}
+	wantMount := corev1.VolumeMount{Name: "store-ca", MountPath: "/etc/quorate/store-ca", ReadOnly: true}
+	checkTrust(t, "backup Job", pod, pod.Containers[0], wantVolume, wantMount)
+
+	// A restore from a location, its CA in a Secret.
+	c := newCluster(ns, "restored", 1)
+	rst := backupfixture.S3
+	rst.CABundle = &v1alpha1.CABundleSource{SecretKeyRef: &v1alpha1.KeyRef{Name: "store-ca-secret", Key: "ca.crt"}}
+	c.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{Storage: &rst, Key: "etcd/x.db"}}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	member := &corev1.Pod{}
+	eventually(t, timeout, "the restoring member's pod", func() error {
+		return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "restored-0"}, member)
+	})
+	wantVolume = corev1.Volume{Name: "store-ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: "store-ca-secret", Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o440)}}}
+	checkTrust(t, "restoring member", member.Spec, member.Spec.InitContainers[1], wantVolume, wantMount)
+}
+
+// checkTrust fails t unless the pod has the CA bundle's volume, and ctr mounts it and passes
+// its file to quorate-backup; no other container mounts it.
+func checkTrust(t *testing.T, what string, pod corev1.PodSpec, ctr corev1.Container, volume corev1.Volume, mount corev1.VolumeMount) {
+	t.Helper()
+	i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == volume.Name })
+	if i < 0 {
+		t.Fatalf("%s: no volume %s in %+v", what, volume.Name, pod.Volumes)
+	}
+	if diff := cmp.Diff(volume, pod.Volumes[i]); diff != "" {
+		t.Errorf("%s: CA bundle volume (-want +got):\n%s", what, diff)
+	}
+	var mounts []corev1.VolumeMount
+	for _, m := range ctr.VolumeMounts {
+		if m.Name == mount.Name {
+			mounts = append(mounts, m)
+		}
+	}
+	if diff := cmp.Diff([]corev1.VolumeMount{mount}, mounts); diff != "" {
+		t.Errorf("%s: CA bundle mount (-want +got):\n%s", what, diff)
+	}
+	var flags []string
+	for _, a := range ctr.Command {
+		if strings.HasPrefix(a, "--ca-bundle") {
+			flags = append(flags, a)
+		}
+	}
+	if want := []string{"--ca-bundle=/etc/quorate/store-ca/ca.crt"}; !slices.Equal(flags, want) {
+		t.Errorf("%s: %s's flags %q, want %q", what, ctr.Name, flags, want)
+	}
+	for _, other := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
+		if other.Name != ctr.Name && slices.ContainsFunc(other.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == mount.Name }) {
+			t.Errorf("%s: container %s mounts the CA bundle too", what, other.Name)
+		}
+	}
+}
