@@ -70,7 +70,7 @@ func main() {
 		res, err = run()
 	}
 	if err != nil {
-		res = backup.Result{Kind: backup.ResultFailed, Error: err.Error()}
+		res = backup.Result{Kind: backup.ResultFailed, Error: err.Error(), Reason: blobstore.Reason(err)}
 	}
 	log.Printf("%s: %s", os.Args[1], strings.TrimPrefix(res.Encode(), "quorate-backup-result: "))
 	if werr := backup.WriteResult(*termination, res); werr != nil {

@@ -2,17 +2,20 @@ package etcdcluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/testsupport/backupfixture"
 )
@@ -54,6 +57,36 @@ func TestStoreCABundle(t *testing.T) {
 		LocalObjectReference: corev1.LocalObjectReference{Name: "store-ca"}, Items: []corev1.KeyToPath{{Key: "bundle.pem", Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o444)}}}
 	wantMount := corev1.VolumeMount{Name: "store-ca", MountPath: "/etc/quorate/store-ca", ReadOnly: true}
 	checkTrust(t, "backup Job", pod, pod.Containers[0], wantVolume, wantMount)
+
+	// The Job fails at the store: the backup's condition has the store's reason and message,
+	// and the Warning Event the message. A reason that is not a store's is not taken.
+	for _, tc := range []struct{ backup, reason, want string }{
+		{"b1", v1alpha1.ReasonStoreCertificateUntrusted, v1alpha1.ReasonStoreCertificateUntrusted},
+		{"b2", "Forged", v1alpha1.ReasonBackupFailed},
+	} {
+		if tc.backup != "b1" {
+			if err := k8s.Create(ctx, &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: tc.backup, Namespace: ns}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: st}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		why := "reaching the bucket of s3://backups/etcd/x.db: the store's certificate is signed by an authority the pod does not trust: name its CA in storage.caBundle " +
+			"(tls: failed to verify certificate: x509: certificate signed by unknown authority) " + tc.backup
+		finishJob(t, waitJob(t, ns, tc.backup+"-backup"), backup.Result{Kind: backup.ResultFailed, Error: why, Reason: tc.reason}, true)
+		eventually(t, timeout, "backup "+tc.backup+" failed", func() error {
+			got := getBackup(t, ns, tc.backup)
+			c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionBackupComplete)
+			if c == nil {
+				return fmt.Errorf("no condition: %+v", got.Status)
+			}
+			want := metav1.Condition{Type: v1alpha1.ConditionBackupComplete, Status: metav1.ConditionFalse, Reason: tc.want, Message: why, ObservedGeneration: got.Generation}
+			c.LastTransitionTime = metav1.Time{}
+			if got.Status.Phase != v1alpha1.BackupFailed || *c != want {
+				return fmt.Errorf("phase %s, condition %+v, want %+v", got.Status.Phase, *c, want)
+			}
+			return nil
+		})
+		assertEvent(t, ns, v1alpha1.EventBackupFailed, why)
+	}
 
 	// A restore from a location, its CA in a Secret.
 	c := newCluster(ns, "restored", 1)
