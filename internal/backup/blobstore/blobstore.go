@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,8 +73,21 @@ func describe(op string, loc backup.Location, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &Error{Op: op, Loc: loc, Reason: classify(err), Err: err}
+	reason := classify(err)
+	if reason == v1alpha1.ReasonStoreObjectNotFound && slices.Contains(bucketOps, op) {
+		reason = v1alpha1.ReasonStoreBucketNotFound // nothing is found when the bucket is not
+	}
+	return &Error{Op: op, Loc: loc, Reason: reason, Err: err}
 }
+
+// The operations on the bucket itself, not on an object.
+const (
+	opOpen  = "opening bucket of"
+	opReach = "reaching the bucket of"
+	opList  = "listing"
+)
+
+var bucketOps = []string{opOpen, opReach, opList}
 
 func classify(err error) string {
 	msg := err.Error()
@@ -160,7 +174,7 @@ func Store(ctx context.Context, loc backup.Location, path string, info backup.In
 func openBucket(ctx context.Context, loc backup.Location) (*blob.Bucket, error) {
 	b, err := blob.OpenBucket(ctx, loc.Bucket)
 	if err != nil {
-		return nil, describe("opening bucket of", loc, err)
+		return nil, describe(opOpen, loc, err)
 	}
 	ok, err := b.IsAccessible(ctx)
 	if err == nil && !ok {
@@ -168,7 +182,7 @@ func openBucket(ctx context.Context, loc backup.Location) (*blob.Bucket, error) 
 	}
 	if err != nil {
 		_ = b.Close()
-		return nil, describe("reaching the bucket of", loc, err)
+		return nil, describe(opReach, loc, err)
 	}
 	return b, nil
 }
@@ -200,7 +214,7 @@ func readBack(ctx context.Context, b *blob.Bucket, loc backup.Location) (backup.
 func Fetch(ctx context.Context, loc backup.Location, path, want string) (backup.Info, error) {
 	b, err := blob.OpenBucket(ctx, loc.Bucket)
 	if err != nil {
-		return backup.Info{}, describe("opening bucket of", loc, err)
+		return backup.Info{}, describe(opOpen, loc, err)
 	}
 	defer b.Close()
 	attrs, err := b.Attributes(ctx, loc.Key)
@@ -255,7 +269,7 @@ var ErrHashMismatch = errors.New("the snapshot is not the one backed up")
 func List(ctx context.Context, bucket, prefix string) (map[string]time.Time, error) {
 	b, err := blob.OpenBucket(ctx, bucket)
 	if err != nil {
-		return nil, describe("opening bucket of", backup.Location{Bucket: bucket, Key: prefix}, err)
+		return nil, describe(opOpen, backup.Location{Bucket: bucket, Key: prefix}, err)
 	}
 	defer b.Close()
 	objects := map[string]time.Time{}
@@ -266,7 +280,7 @@ func List(ctx context.Context, bucket, prefix string) (map[string]time.Time, err
 			return objects, nil
 		}
 		if err != nil {
-			return nil, describe("listing", backup.Location{Bucket: bucket, Key: prefix}, err)
+			return nil, describe(opList, backup.Location{Bucket: bucket, Key: prefix}, err)
 		}
 		if !o.IsDir && strings.HasSuffix(o.Key, ".db") {
 			objects[o.Key] = o.ModTime
@@ -286,7 +300,7 @@ func Retain(ctx context.Context, bucket, prefix, schedule string, r backup.Reten
 	}
 	b, err := blob.OpenBucket(ctx, bucket)
 	if err != nil {
-		return nil, describe("opening bucket of", backup.Location{Bucket: bucket, Key: prefix}, err)
+		return nil, describe(opOpen, backup.Location{Bucket: bucket, Key: prefix}, err)
 	}
 	defer b.Close()
 	objects := map[string]time.Time{}
