@@ -28,6 +28,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/backup/blobstore"
@@ -92,7 +93,8 @@ func addTLS(fs *flag.FlagSet) tlsFlags {
 }
 
 func (t tlsFlags) client(endpoint string) (*clientv3.Client, error) {
-	cfg := clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()}
+	// The members are reached directly: a proxy in the environment is the store's.
+	cfg := clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second, Logger: zap.NewNop(), DialOptions: []grpc.DialOption{grpc.WithNoProxy()}}
 	if *t.dir != "" {
 		var err error
 		if cfg.TLS, err = pki.DirClientTLS(*t.dir, *t.serverName); err != nil {

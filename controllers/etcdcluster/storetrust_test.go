@@ -17,6 +17,7 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/testsupport/backupfixture"
 )
 
@@ -29,7 +30,8 @@ func TestStoreCABundle(t *testing.T) {
 	ns := newNamespace(t)
 	kubelet(t, ns)
 	fake := etcd.NewFake("3.6.16")
-	startOperator(t, ns, fake)
+	proxy := []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy.internal:3128"}, {Name: "NO_PROXY", Value: ".svc,10.0.0.0/8"}}
+	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, func(r *Reconciler) { r.Images.ProxyEnv = proxy })
 	ctx := context.Background()
 
 	for _, ca := range []v1alpha1.CABundleSource{
@@ -57,6 +59,7 @@ func TestStoreCABundle(t *testing.T) {
 		LocalObjectReference: corev1.LocalObjectReference{Name: "store-ca"}, Items: []corev1.KeyToPath{{Key: "bundle.pem", Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o444)}}}
 	wantMount := corev1.VolumeMount{Name: "store-ca", MountPath: "/etc/quorate/store-ca", ReadOnly: true}
 	checkTrust(t, "backup Job", pod, pod.Containers[0], wantVolume, wantMount)
+	checkProxy(t, "backup Job", pod, pod.Containers[0], proxy)
 
 	// The Job fails at the store: the backup's condition has the store's reason and message,
 	// and the Warning Event the message. A reason that is not a store's is not taken.
@@ -103,6 +106,28 @@ func TestStoreCABundle(t *testing.T) {
 	wantVolume = corev1.Volume{Name: "store-ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 		SecretName: "store-ca-secret", Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o440)}}}
 	checkTrust(t, "restoring member", member.Spec, member.Spec.InitContainers[1], wantVolume, wantMount)
+	checkProxy(t, "restoring member", member.Spec, member.Spec.InitContainers[1], proxy)
+}
+
+// checkProxy fails t unless ctr has the operator's proxy environment, and no other container
+// has any of it (the members are reached directly).
+func checkProxy(t *testing.T, what string, pod corev1.PodSpec, ctr corev1.Container, proxy []corev1.EnvVar) {
+	t.Helper()
+	for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
+		var got []corev1.EnvVar
+		for _, e := range c.Env {
+			if slices.ContainsFunc(proxy, func(p corev1.EnvVar) bool { return p.Name == e.Name }) {
+				got = append(got, e)
+			}
+		}
+		want := proxy
+		if c.Name != ctr.Name {
+			want = nil
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: container %s's proxy environment (-want +got):\n%s", what, c.Name, diff)
+		}
+	}
 }
 
 // checkTrust fails t unless the pod has the CA bundle's volume, and ctr mounts it and passes

@@ -210,6 +210,7 @@ func BackupJob(b *v1alpha1.EtcdBackup, t JobTarget, retain *Retain, im Images) *
 	args = append(args, CABundleArgs(st.CABundle)...)
 	pod := jobPod(t, im, args, work)
 	ctr := &pod.Spec.Containers[0]
+	ctr.Env = append(ctr.Env, im.ProxyEnv...)
 	CredentialEnv(ctr, st.BucketURL, st.CredentialsSecret)
 	ctr.VolumeMounts = append(append(ctr.VolumeMounts, CredentialMounts(st.CredentialsSecret)...), CABundleMounts(st.CABundle)...)
 	pod.Spec.Volumes = append(append(pod.Spec.Volumes, CredentialVolumes(st.CredentialsSecret)...), CABundleVolumes(st.CABundle)...)

@@ -331,6 +331,7 @@ func restoreContainers(c *v1alpha1.EtcdCluster, p MemberPod, im Images, mounts [
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          restricted(),
 	}
+	fetch.Env = append(fetch.Env, im.ProxyEnv...)
 	CredentialEnv(&fetch, p.Restore.Bucket, p.Restore.CredentialsSecret)
 	restore := corev1.Container{
 		Name:            RestoreContainer,
