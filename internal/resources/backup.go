@@ -96,6 +96,35 @@ func CABundleArgs(ca *v1alpha1.CABundleSource) []string {
 	return []string{"--ca-bundle=" + CABundleFile}
 }
 
+// WithIdentity runs a pod that reaches a bucket as the storage's identity: its service
+// account, and its labels and annotations under those already set (the operator's win). The
+// API token stays unmounted: the platforms give the cloud identity through their own webhooks
+// (a projected token) or metadata servers.
+func WithIdentity(meta *metav1.ObjectMeta, spec *corev1.PodSpec, id *v1alpha1.StorageIdentity) {
+	if id == nil {
+		return
+	}
+	if id.ServiceAccountName != "" {
+		spec.ServiceAccountName = id.ServiceAccountName
+	}
+	for k, v := range id.Labels {
+		if _, taken := meta.Labels[k]; !taken {
+			if meta.Labels == nil {
+				meta.Labels = map[string]string{}
+			}
+			meta.Labels[k] = string(v)
+		}
+	}
+	for k, v := range id.Annotations {
+		if _, taken := meta.Annotations[k]; !taken {
+			if meta.Annotations == nil {
+				meta.Annotations = map[string]string{}
+			}
+			meta.Annotations[k] = v
+		}
+	}
+}
+
 // BackupKey is the object key of a backup's snapshot: PREFIX<namespace>/<cluster>/<backup>.db.
 func BackupKey(b *v1alpha1.EtcdBackup) string {
 	return fmt.Sprintf("%s%s/%s/%s.db", b.Spec.Storage.Prefix, b.Namespace, b.Spec.ClusterName, b.Name)
@@ -215,6 +244,7 @@ func BackupJob(b *v1alpha1.EtcdBackup, t JobTarget, retain *Retain, im Images) *
 	ctr.VolumeMounts = append(append(ctr.VolumeMounts, CredentialMounts(st.CredentialsSecret)...), CABundleMounts(st.CABundle)...)
 	pod.Spec.Volumes = append(append(pod.Spec.Volumes, CredentialVolumes(st.CredentialsSecret)...), CABundleVolumes(st.CABundle)...)
 	pod.Labels[names.LabelBackup] = b.Name
+	WithIdentity(&pod.ObjectMeta, &pod.Spec, st.Identity)
 	labels := names.ClusterLabels(t.Cluster.Name)
 	labels[names.LabelBackup] = b.Name
 	return job(BackupJobName(b.Name), b.Namespace, *metav1.NewControllerRef(b, v1alpha1.GroupVersion.WithKind("EtcdBackup")), labels, pod)

@@ -69,6 +69,8 @@ type Restore struct {
 	CredentialsSecret string
 	// CABundle names the authorities of the store's certificate (nil: the public ones).
 	CABundle *v1alpha1.CABundleSource
+	// Identity the restoring pod runs as (nil: none).
+	Identity *v1alpha1.StorageIdentity
 }
 
 // DefaultRequests are a member's requests when the pod template sets none: enough for a small
@@ -118,6 +120,7 @@ func Pod(c *v1alpha1.EtcdCluster, p MemberPod, im Images) (*corev1.Pod, error) {
 	}
 	if p.Restore != nil {
 		pod.Spec.Volumes = append(append(pod.Spec.Volumes, CredentialVolumes(p.Restore.CredentialsSecret)...), CABundleVolumes(p.Restore.CABundle)...)
+		WithIdentity(&pod.ObjectMeta, &pod.Spec, p.Restore.Identity)
 	}
 	schedule(&pod.Spec, c.Name, tmpl)
 	return pod, nil

@@ -3,29 +3,36 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/testsupport/backupfixture"
 )
 
-// A storage's CA bundle (storage.caBundle) reaches every pod that talks to the store: the
-// backup Job's pod and a restoring member's fetch container get its ConfigMap or Secret key as
-// a read-only volume and --ca-bundle naming it (compared whole); a caBundle naming both a
-// ConfigMap and a Secret, or neither, is refused by the API.
-func TestStoreCABundle(t *testing.T) {
+// The pods that reach a store get what the storage names, and the operator's proxy
+// environment: the backup Job's pod and a restoring member's fetch container get its CA bundle
+// (storage.caBundle: the ConfigMap or Secret key as a read-only volume and --ca-bundle naming
+// it) and the proxy variables; the Job's pod and the restoring member pods run as its identity
+// (service account, labels under the operator's, annotations). A caBundle naming both a
+// ConfigMap and a Secret, or neither, and identity labels under the operator's prefix are
+// refused by the API. A store's failure reason becomes the backup's condition reason.
+func TestStorePods(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	kubelet(t, ns)
@@ -47,14 +54,32 @@ func TestStoreCABundle(t *testing.T) {
 		}
 	}
 
+	// Identity labels under the operator's reserved prefix are refused.
+	refused := backupfixture.S3
+	refused.Identity = &v1alpha1.StorageIdentity{Labels: map[string]v1alpha1.LabelValue{"etcd.quorate.dev/backup": "x"}}
+	err := k8s.Create(ctx, &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "refused", Namespace: ns}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: refused}})
+	if want := []string{"spec.storage.identity.labels: Invalid value: identity.labels cannot use the etcd.quorate.dev/ prefix, which the operator reserves for its own labels"}; err == nil || !slices.Equal(causes(err), want) {
+		t.Fatalf("identity.labels with the operator's prefix: %q, want %q", causes(err), want)
+	}
+
 	st := backupfixture.S3
 	st.CABundle = &v1alpha1.CABundleSource{ConfigMapKeyRef: &v1alpha1.KeyRef{Name: "store-ca", Key: "bundle.pem"}}
+	// The operator's own labels win over the identity's.
+	st.Identity = &v1alpha1.StorageIdentity{ServiceAccountName: "etcd-backup-writer",
+		Labels:      map[string]v1alpha1.LabelValue{"azure.workload.identity/use": "true", names.LabelManagedBy: "someone"},
+		Annotations: map[string]string{"azure.workload.identity/client-id": "0000-1111"}}
 	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: ns}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: st}}
 	if err := k8s.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	bootstrap(t, ns, "demo", 3, fake)
-	pod := waitJob(t, ns, "b1-backup").Spec.Template.Spec
+	tmpl := waitJob(t, ns, "b1-backup").Spec.Template
+	pod := tmpl.Spec
+	for _, k := range []string{batchv1.ControllerUidLabel, batchv1.JobNameLabel, "controller-uid", "job-name"} {
+		delete(tmpl.Labels, k) // the API server's
+	}
+	checkIdentity(t, "backup Job", tmpl.ObjectMeta, pod, map[string]string{names.LabelCluster: "demo", names.LabelManagedBy: names.ManagedBy, names.LabelBackup: "b1",
+		"azure.workload.identity/use": "true"})
 	wantVolume := corev1.Volume{Name: "store-ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "store-ca"}, Items: []corev1.KeyToPath{{Key: "bundle.pem", Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o444)}}}
 	wantMount := corev1.VolumeMount{Name: "store-ca", MountPath: "/etc/quorate/store-ca", ReadOnly: true}
@@ -107,6 +132,47 @@ func TestStoreCABundle(t *testing.T) {
 		SecretName: "store-ca-secret", Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o440)}}}
 	checkTrust(t, "restoring member", member.Spec, member.Spec.InitContainers[1], wantVolume, wantMount)
 	checkProxy(t, "restoring member", member.Spec, member.Spec.InitContainers[1], proxy)
+	if member.Spec.ServiceAccountName != "" || member.Labels["azure.workload.identity/use"] != "" {
+		t.Errorf("a restore without an identity runs as %q, labels %v", member.Spec.ServiceAccountName, member.Labels)
+	}
+
+	// A restore from the backup (as a drill's is) runs its bootstrap members as its identity.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got := getBackup(t, ns, "b2")
+		got.Status = v1alpha1.EtcdBackupStatus{Phase: v1alpha1.BackupCompleted, Key: "etcd/" + ns + "/demo/b2.db", SHA256: strings.Repeat("cd", 32), Revision: 7}
+		return k8s.Status().Update(ctx, got)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c = newCluster(ns, "fromb2", 1)
+	c.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{BackupName: "b2"}}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, timeout, "the restoring member's pod", func() error {
+		return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "fromb2-0"}, member)
+	})
+	wantLabels := maps.Clone(names.MemberSelector("fromb2"))
+	wantLabels[names.LabelManagedBy], wantLabels[names.LabelMember], wantLabels["azure.workload.identity/use"] = names.ManagedBy, "fromb2-0", "true"
+	checkIdentity(t, "member restoring a backup", member.ObjectMeta, member.Spec, wantLabels)
+	wantVolume.Secret = nil
+	wantVolume.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "store-ca"}, Items: []corev1.KeyToPath{{Key: "bundle.pem", Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o444)}
+	checkTrust(t, "member restoring a backup", member.Spec, member.Spec.InitContainers[1], wantVolume, wantMount)
+}
+
+// checkIdentity fails t unless the pod runs as the identity of the tests' storage (no API
+// token mounted), with labels (compared whole) and its annotation.
+func checkIdentity(t *testing.T, what string, meta metav1.ObjectMeta, pod corev1.PodSpec, labels map[string]string) {
+	t.Helper()
+	if pod.ServiceAccountName != "etcd-backup-writer" || pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("%s: service account %q, automount %v; want etcd-backup-writer, false", what, pod.ServiceAccountName, pod.AutomountServiceAccountToken)
+	}
+	if diff := cmp.Diff(labels, meta.Labels); diff != "" {
+		t.Errorf("%s: labels (-want +got):\n%s", what, diff)
+	}
+	if got := meta.Annotations["azure.workload.identity/client-id"]; got != "0000-1111" {
+		t.Errorf("%s: annotations %v", what, meta.Annotations)
+	}
 }
 
 // checkProxy fails t unless ctr has the operator's proxy environment, and no other container
