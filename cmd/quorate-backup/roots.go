@@ -2,7 +2,9 @@ package main
 
 import (
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"golang.org/x/crypto/x509roots/fallback/bundle"
@@ -29,6 +31,9 @@ func trustRoots(caBundle string) error {
 	}
 	if caBundle != "" {
 		pem, err := os.ReadFile(caBundle) //nolint:gosec // the mounted storage.caBundle
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("the store's CA bundle (storage.caBundle) is not at %s: the ConfigMap or Secret it names, or its key, does not exist in the namespace", caBundle)
+		}
 		if err != nil {
 			return fmt.Errorf("reading the store's CA bundle (storage.caBundle): %w", err)
 		}

@@ -124,8 +124,9 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-// A CA bundle that holds no certificate is refused, naming the field, before any connection
-// (and before the process's roots are set, so this runs in the test's own process).
+// A CA bundle that holds no certificate, or none at all, is refused, naming the field, before
+// any connection (and before the process's roots are set, so this runs in the test's own
+// process).
 func TestRefusesABundleWithoutCertificates(t *testing.T) {
 	bundle := filepath.Join(t.TempDir(), "ca.crt")
 	if err := os.WriteFile(bundle, []byte("not a certificate\n"), 0o600); err != nil {
@@ -135,5 +136,12 @@ func TestRefusesABundleWithoutCertificates(t *testing.T) {
 	want := "the store's CA bundle (storage.caBundle, mounted at " + bundle + ") holds no PEM certificate: put the CA's certificate, -----BEGIN CERTIFICATE-----, under the key it names"
 	if err == nil || err.Error() != want {
 		t.Fatalf("trustRoots of a bundle without certificates: %v\nwant %s", err, want)
+	}
+	// No file: the optional volume's ConfigMap, Secret or key is missing.
+	missing := filepath.Join(t.TempDir(), "ca.crt")
+	err = trustRoots(missing)
+	want = "the store's CA bundle (storage.caBundle) is not at " + missing + ": the ConfigMap or Secret it names, or its key, does not exist in the namespace"
+	if err == nil || err.Error() != want {
+		t.Fatalf("trustRoots of no bundle: %v\nwant %s", err, want)
 	}
 }

@@ -81,7 +81,7 @@ func TestStorePods(t *testing.T) {
 	checkIdentity(t, "backup Job", tmpl.ObjectMeta, pod, map[string]string{names.LabelCluster: "demo", names.LabelManagedBy: names.ManagedBy, names.LabelBackup: "b1",
 		"azure.workload.identity/use": "true"})
 	wantVolume := corev1.Volume{Name: "store-ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-		LocalObjectReference: corev1.LocalObjectReference{Name: "store-ca"}, Items: []corev1.KeyToPath{{Key: "bundle.pem", Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o444)}}}
+		LocalObjectReference: corev1.LocalObjectReference{Name: "store-ca"}, Items: []corev1.KeyToPath{{Key: "bundle.pem", Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o444), Optional: ptr.To(true)}}}
 	wantMount := corev1.VolumeMount{Name: "store-ca", MountPath: "/etc/quorate/store-ca", ReadOnly: true}
 	checkTrust(t, "backup Job", pod, pod.Containers[0], wantVolume, wantMount)
 	checkProxy(t, "backup Job", pod, pod.Containers[0], proxy)
@@ -129,7 +129,7 @@ func TestStorePods(t *testing.T) {
 		return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "restored-0"}, member)
 	})
 	wantVolume = corev1.Volume{Name: "store-ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: "store-ca-secret", Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o440)}}}
+		SecretName: "store-ca-secret", Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o440), Optional: ptr.To(true)}}}
 	checkTrust(t, "restoring member", member.Spec, member.Spec.InitContainers[1], wantVolume, wantMount)
 	checkProxy(t, "restoring member", member.Spec, member.Spec.InitContainers[1], proxy)
 	if member.Spec.ServiceAccountName != "" || member.Labels["azure.workload.identity/use"] != "" {
@@ -156,7 +156,7 @@ func TestStorePods(t *testing.T) {
 	wantLabels[names.LabelManagedBy], wantLabels[names.LabelMember], wantLabels["azure.workload.identity/use"] = names.ManagedBy, "fromb2-0", "true"
 	checkIdentity(t, "member restoring a backup", member.ObjectMeta, member.Spec, wantLabels)
 	wantVolume.Secret = nil
-	wantVolume.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "store-ca"}, Items: []corev1.KeyToPath{{Key: "bundle.pem", Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o444)}
+	wantVolume.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "store-ca"}, Items: []corev1.KeyToPath{{Key: "bundle.pem", Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o444), Optional: ptr.To(true)}
 	checkTrust(t, "member restoring a backup", member.Spec, member.Spec.InitContainers[1], wantVolume, wantMount)
 }
 

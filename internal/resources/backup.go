@@ -62,7 +62,9 @@ const (
 )
 
 // CABundleVolumes is the ConfigMap or Secret key of a storage's CA bundle as a volume (none
-// without a bundle).
+// without a bundle). It is optional: a missing ConfigMap, Secret or key leaves no file, and
+// quorate-backup fails at once saying so, where a required volume would hold the pod in
+// ContainerCreating until the Job's deadline.
 func CABundleVolumes(ca *v1alpha1.CABundleSource) []corev1.Volume {
 	var src corev1.VolumeSource
 	switch {
@@ -70,10 +72,10 @@ func CABundleVolumes(ca *v1alpha1.CABundleSource) []corev1.Volume {
 		return nil
 	case ca.ConfigMapKeyRef != nil:
 		src.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ca.ConfigMapKeyRef.Name},
-			Items: []corev1.KeyToPath{{Key: ca.ConfigMapKeyRef.Key, Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o444)}
+			Items: []corev1.KeyToPath{{Key: ca.ConfigMapKeyRef.Key, Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o444), Optional: ptr.To(true)}
 	case ca.SecretKeyRef != nil:
 		src.Secret = &corev1.SecretVolumeSource{SecretName: ca.SecretKeyRef.Name,
-			Items: []corev1.KeyToPath{{Key: ca.SecretKeyRef.Key, Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o440)}
+			Items: []corev1.KeyToPath{{Key: ca.SecretKeyRef.Key, Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o440), Optional: ptr.To(true)}
 	default:
 		return nil
 	}
