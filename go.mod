@@ -19,6 +19,7 @@ require (
 	go.etcd.io/etcd/client/v3 v3.6.16
 	go.uber.org/zap v1.27.0
 	gocloud.dev v0.44.0
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	golang.org/x/time v0.14.0
 	google.golang.org/grpc v1.83.2
 	k8s.io/api v0.35.4

@@ -105,6 +105,7 @@ func main() {
 	images := &cfg.images
 	images.PullPolicy = corev1.PullPolicy(cfg.pullPolicy)
 	images.EtcdPinned = resources.PinnedFromEnv(os.Environ())
+	images.ProxyEnv = resources.ProxyEnvFrom(os.Environ())
 	if images.Launcher == "" {
 		log.Error(nil, "no launcher image: set --launcher-image or OPERATOR_IMAGE to the operator's image")
 		os.Exit(2)

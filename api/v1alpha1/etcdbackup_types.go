@@ -33,6 +33,69 @@ type BackupStorage struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`
+
+	// CABundle names a PEM bundle of the authorities that sign the store's certificate, for a
+	// store behind a private CA (an S3-compatible server on premises). The pods that read and
+	// write the bucket trust these authorities besides the public ones they carry (Mozilla's
+	// roots); nothing else is trusted more. The ConfigMap or Secret is in the namespace,
+	// mounted read-only; the operator never reads it.
+	// +optional
+	CABundle *CABundleSource `json:"caBundle,omitempty"`
+
+	// Identity runs the pods that read and write the bucket as a service account of the
+	// namespace, with labels and annotations: a cloud identity without keys (AWS IRSA or EKS
+	// Pod Identity, GKE or Azure workload identity), usually with no credentialsSecret. Those
+	// pods are the backup Jobs and, for a restore, the cluster's bootstrap member pods, which
+	// keep it for their life (a pod's service account cannot change). No Kubernetes API token
+	// is mounted: the platforms' webhooks and metadata servers give the identity.
+	// +optional
+	Identity *StorageIdentity `json:"identity,omitempty"`
+}
+
+// StorageIdentity is who the pods that reach a bucket run as.
+type StorageIdentity struct {
+	// ServiceAccountName is a ServiceAccount of the namespace (default: the namespace's
+	// default ServiceAccount).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="identity.serviceAccountName must be a ServiceAccount name: lowercase letters, digits, '-' and '.'"
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// Labels added to the pods, such as azure.workload.identity/use: "true". The operator's
+	// own labels win.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd.quorate.dev/'))",message="identity.labels cannot use the etcd.quorate.dev/ prefix, which the operator reserves for its own labels"
+	// +optional
+	Labels map[string]LabelValue `json:"labels,omitempty"`
+	// Annotations added to the pods. The operator's own annotations win.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd.quorate.dev/'))",message="identity.annotations cannot use the etcd.quorate.dev/ prefix, which the operator reserves for its own annotations"
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// CABundleSource is a key of a ConfigMap or of a Secret in the namespace that holds PEM
+// certificates.
+// +kubebuilder:validation:XValidation:rule="has(self.configMapKeyRef) != has(self.secretKeyRef)",message="caBundle takes exactly one of configMapKeyRef and secretKeyRef"
+type CABundleSource struct {
+	// ConfigMapKeyRef is a key of a ConfigMap in the namespace.
+	// +optional
+	ConfigMapKeyRef *KeyRef `json:"configMapKeyRef,omitempty"`
+	// SecretKeyRef is a key of a Secret in the namespace.
+	// +optional
+	SecretKeyRef *KeyRef `json:"secretKeyRef,omitempty"`
+}
+
+// KeyRef is a key of a ConfigMap or Secret in the namespace.
+type KeyRef struct {
+	// Name of the ConfigMap or Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key in it, such as ca.crt.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
 }
 
 // EtcdBackupSpec asks for one snapshot of an EtcdCluster.

@@ -261,10 +261,40 @@ const (
 	// ReasonDrillPassed and ReasonDrillFailed: the last drill's outcome.
 	ReasonDrillPassed = "DrillPassed"
 	ReasonDrillFailed = "DrillFailed"
+	// Why a backup failed at its store (EtcdBackup, Complete=False), set by quorate-backup
+	// (internal/backup/blobstore says what to do for each); other failures are BackupFailed.
+	// ReasonStoreCertificateUntrusted: an authority the pod does not trust signs the store's
+	// certificate (storage.caBundle names one).
+	ReasonStoreCertificateUntrusted = "StoreCertificateUntrusted"
+	// ReasonStoreCertificateInvalid: the store's certificate is not valid for its endpoint
+	// (another host name, expired).
+	ReasonStoreCertificateInvalid = "StoreCertificateInvalid"
+	// ReasonStoreCredentialsRefused: the store refused the credentials.
+	ReasonStoreCredentialsRefused = "StoreCredentialsRefused"
+	// ReasonStoreBucketNotFound: the bucket does not exist; ReasonStoreObjectNotFound: the
+	// object does not.
+	ReasonStoreBucketNotFound = "StoreBucketNotFound"
+	ReasonStoreObjectNotFound = "StoreObjectNotFound"
+	// ReasonStoreOutOfSpace: the store is out of space or over its quota.
+	ReasonStoreOutOfSpace = "StoreOutOfSpace"
+	// ReasonStoreUnreachable: the store's endpoint does not answer.
+	ReasonStoreUnreachable = "StoreUnreachable"
+	// ReasonStoreTransferCutOff: a transfer ended before the object's end.
+	ReasonStoreTransferCutOff = "StoreTransferCutOff"
+	// ReasonStoreRequestRefused: the store refused the request (the URL's parameters).
+	ReasonStoreRequestRefused = "StoreRequestRefused"
+	// ReasonSnapshotDamaged: the stored object is not the snapshot that was written
+	// (checksum or length mismatch).
+	ReasonSnapshotDamaged = "SnapshotDamaged"
 	// ReasonRestoreSourceNotReady (EtcdCluster, Degraded): spec.bootstrap.fromBackup names an
 	// EtcdBackup that is not Completed; the cluster is not created until it is.
 	ReasonRestoreSourceNotReady = "RestoreSourceNotReady"
 )
+
+// StoreReasons are the reasons of failures at a store, which a backup's result may name.
+var StoreReasons = []string{ReasonStoreCertificateUntrusted, ReasonStoreCertificateInvalid, ReasonStoreCredentialsRefused,
+	ReasonStoreBucketNotFound, ReasonStoreObjectNotFound, ReasonStoreOutOfSpace, ReasonStoreUnreachable,
+	ReasonStoreTransferCutOff, ReasonStoreRequestRefused, ReasonSnapshotDamaged}
 
 // Events of backups, schedules and restores.
 const (

@@ -28,6 +28,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/backup/blobstore"
@@ -46,6 +47,7 @@ func main() {
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	termination := fs.String("termination-log", "/dev/termination-log", "where the result goes (the container's termination message)")
+	caBundle := fs.String("ca-bundle", "", "PEM file of the authorities of the store's certificate, trusted besides the public roots (storage.caBundle)")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
 	defer cancel()
 	var run func() (backup.Result, error)
@@ -63,9 +65,13 @@ func main() {
 		os.Exit(64)
 	}
 	_ = fs.Parse(os.Args[2:])
-	res, err := run()
+	var res backup.Result
+	err := trustRoots(*caBundle)
+	if err == nil {
+		res, err = run()
+	}
 	if err != nil {
-		res = backup.Result{Kind: backup.ResultFailed, Error: err.Error()}
+		res = backup.Result{Kind: backup.ResultFailed, Error: err.Error(), Reason: blobstore.Reason(err)}
 	}
 	log.Printf("%s: %s", os.Args[1], strings.TrimPrefix(res.Encode(), "quorate-backup-result: "))
 	if werr := backup.WriteResult(*termination, res); werr != nil {
@@ -87,7 +93,8 @@ func addTLS(fs *flag.FlagSet) tlsFlags {
 }
 
 func (t tlsFlags) client(endpoint string) (*clientv3.Client, error) {
-	cfg := clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()}
+	// The members are reached directly: a proxy in the environment is the store's.
+	cfg := clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second, Logger: zap.NewNop(), DialOptions: []grpc.DialOption{grpc.WithNoProxy()}}
 	if *t.dir != "" {
 		var err error
 		if cfg.TLS, err = pki.DirClientTLS(*t.dir, *t.serverName); err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -130,15 +131,18 @@ func (r *BackupReconciler) step(ctx context.Context, b *v1alpha1.EtcdBackup) (ct
 			r.Recorder.Eventf(b, corev1.EventTypeNormal, v1alpha1.EventBackupsExpired, "retention deleted %d stored snapshots: %v", len(result.Expired), result.Expired)
 		}
 	default:
-		why := "the Job failed without a result: see its pod's log"
+		why, reason := "the Job failed without a result: see its pod's log", v1alpha1.ReasonBackupFailed
 		if rerr == nil && result.Error != "" {
 			why = result.Error
+			if slices.Contains(v1alpha1.StoreReasons, result.Reason) {
+				reason = result.Reason
+			}
 		} else if rerr != nil && !errors.Is(rerr, backup.ErrNoResult) {
 			why = rerr.Error()
 		} else if c := jobCondition(job); c != "" {
 			why = c
 		}
-		return r.fail(b, why)
+		return r.failFor(b, reason, why)
 	}
 	now := metav1.Now()
 	b.Status.CompletionTime = &now
@@ -147,7 +151,13 @@ func (r *BackupReconciler) step(ctx context.Context, b *v1alpha1.EtcdBackup) (ct
 
 // fail ends the backup as Failed for why: condition, Warning Event, metric, completion time.
 func (r *BackupReconciler) fail(b *v1alpha1.EtcdBackup, why string) (ctrl.Result, error) {
-	r.setPhase(b, v1alpha1.BackupFailed, v1alpha1.ReasonBackupFailed, why)
+	return r.failFor(b, v1alpha1.ReasonBackupFailed, why)
+}
+
+// failFor is fail with the condition's reason: a store's failure has its own (the Event's
+// reason stays BackupFailed).
+func (r *BackupReconciler) failFor(b *v1alpha1.EtcdBackup, reason, why string) (ctrl.Result, error) {
+	r.setPhase(b, v1alpha1.BackupFailed, reason, why)
 	r.Recorder.Event(b, corev1.EventTypeWarning, v1alpha1.EventBackupFailed, why)
 	metrics.RecordBackup(b.Namespace, b.Spec.ClusterName, false, 0, time.Now())
 	now := metav1.Now()

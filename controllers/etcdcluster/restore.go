@@ -16,7 +16,7 @@ import (
 func (r *Reconciler) restoreSource(ctx context.Context, c *v1alpha1.EtcdCluster) (*resources.Restore, error) {
 	src := c.Spec.Bootstrap.FromBackup
 	if src.BackupName == "" {
-		return &resources.Restore{Bucket: src.Storage.BucketURL, Key: src.Key, SHA256: src.SHA256, CredentialsSecret: src.Storage.CredentialsSecret}, nil
+		return &resources.Restore{Bucket: src.Storage.BucketURL, Key: src.Key, SHA256: src.SHA256, CredentialsSecret: src.Storage.CredentialsSecret, CABundle: src.Storage.CABundle, Identity: src.Storage.Identity}, nil
 	}
 	b := &v1alpha1.EtcdBackup{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: src.BackupName}, b); err != nil {
@@ -28,5 +28,5 @@ func (r *Reconciler) restoreSource(ctx context.Context, c *v1alpha1.EtcdCluster)
 	if b.Status.Phase != v1alpha1.BackupCompleted {
 		return nil, fmt.Errorf("EtcdBackup %s is %s, not Completed; the cluster starts once it has completed", b.Name, cmp.Or(b.Status.Phase, v1alpha1.BackupPending))
 	}
-	return &resources.Restore{Bucket: b.Spec.Storage.BucketURL, Key: b.Status.Key, SHA256: b.Status.SHA256, CredentialsSecret: b.Spec.Storage.CredentialsSecret}, nil
+	return &resources.Restore{Bucket: b.Spec.Storage.BucketURL, Key: b.Status.Key, SHA256: b.Status.SHA256, CredentialsSecret: b.Spec.Storage.CredentialsSecret, CABundle: b.Spec.Storage.CABundle, Identity: b.Spec.Storage.Identity}, nil
 }

@@ -39,8 +39,10 @@ type Result struct {
 	// Verified: whether the restored keyspace matched, and what was compared.
 	Matches bool   `json:"matches,omitempty"`
 	Message string `json:"message,omitempty"`
-	// Failed: the error.
-	Error string `json:"error,omitempty"`
+	// Failed: the error, and its cause when it is one a store gave: one of
+	// v1alpha1.StoreReasons (empty for other causes), the reason of the EtcdBackup's condition.
+	Error  string `json:"error,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // resultPrefix marks a termination message as a backup Result.

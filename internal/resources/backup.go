@@ -52,6 +52,81 @@ func CredentialMounts(secret string) []corev1.VolumeMount {
 	return []corev1.VolumeMount{{Name: credentialsVolume, MountPath: credentialsDir, ReadOnly: true}}
 }
 
+// Where a storage's CA bundle (storage.caBundle) appears in the pods that read and write the
+// bucket: its one key, read-only, at CABundleFile, which quorate-backup's --ca-bundle names.
+const (
+	caBundleVolume = "store-ca"
+	caBundleDir    = "/etc/quorate/store-ca"
+	// CABundleFile is where the pods find the storage's CA bundle.
+	CABundleFile = caBundleDir + "/ca.crt"
+)
+
+// CABundleVolumes is the ConfigMap or Secret key of a storage's CA bundle as a volume (none
+// without a bundle). It is optional: a missing ConfigMap, Secret or key leaves no file, and
+// quorate-backup fails at once saying so, where a required volume would hold the pod in
+// ContainerCreating until the Job's deadline.
+func CABundleVolumes(ca *v1alpha1.CABundleSource) []corev1.Volume {
+	var src corev1.VolumeSource
+	switch {
+	case ca == nil:
+		return nil
+	case ca.ConfigMapKeyRef != nil:
+		src.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ca.ConfigMapKeyRef.Name},
+			Items: []corev1.KeyToPath{{Key: ca.ConfigMapKeyRef.Key, Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o444), Optional: ptr.To(true)}
+	case ca.SecretKeyRef != nil:
+		src.Secret = &corev1.SecretVolumeSource{SecretName: ca.SecretKeyRef.Name,
+			Items: []corev1.KeyToPath{{Key: ca.SecretKeyRef.Key, Path: "ca.crt"}}, DefaultMode: ptr.To[int32](0o440), Optional: ptr.To(true)}
+	default:
+		return nil
+	}
+	return []corev1.Volume{{Name: caBundleVolume, VolumeSource: src}}
+}
+
+// CABundleMounts mounts the CA bundle's volume (none without a bundle).
+func CABundleMounts(ca *v1alpha1.CABundleSource) []corev1.VolumeMount {
+	if len(CABundleVolumes(ca)) == 0 {
+		return nil
+	}
+	return []corev1.VolumeMount{{Name: caBundleVolume, MountPath: caBundleDir, ReadOnly: true}}
+}
+
+// CABundleArgs are quorate-backup's flags for the CA bundle (none without a bundle).
+func CABundleArgs(ca *v1alpha1.CABundleSource) []string {
+	if len(CABundleVolumes(ca)) == 0 {
+		return nil
+	}
+	return []string{"--ca-bundle=" + CABundleFile}
+}
+
+// WithIdentity runs a pod that reaches a bucket as the storage's identity: its service
+// account, and its labels and annotations under those already set (the operator's win). The
+// API token stays unmounted: the platforms give the cloud identity through their own webhooks
+// (a projected token) or metadata servers.
+func WithIdentity(meta *metav1.ObjectMeta, spec *corev1.PodSpec, id *v1alpha1.StorageIdentity) {
+	if id == nil {
+		return
+	}
+	if id.ServiceAccountName != "" {
+		spec.ServiceAccountName = id.ServiceAccountName
+	}
+	for k, v := range id.Labels {
+		if _, taken := meta.Labels[k]; !taken {
+			if meta.Labels == nil {
+				meta.Labels = map[string]string{}
+			}
+			meta.Labels[k] = string(v)
+		}
+	}
+	for k, v := range id.Annotations {
+		if _, taken := meta.Annotations[k]; !taken {
+			if meta.Annotations == nil {
+				meta.Annotations = map[string]string{}
+			}
+			meta.Annotations[k] = v
+		}
+	}
+}
+
 // BackupKey is the object key of a backup's snapshot: PREFIX<namespace>/<cluster>/<backup>.db.
 func BackupKey(b *v1alpha1.EtcdBackup) string {
 	return fmt.Sprintf("%s%s/%s/%s.db", b.Spec.Storage.Prefix, b.Namespace, b.Spec.ClusterName, b.Name)
@@ -162,11 +237,16 @@ func BackupJob(b *v1alpha1.EtcdBackup, t JobTarget, retain *Retain, im Images) *
 		quota = v1alpha1.QuotaFor(t.Cluster.Spec.Storage.Size)
 	}
 	work := resource.NewQuantity(2*quota+64<<20, resource.BinarySI)
+	st := &b.Spec.Storage
+	args = append(args, CABundleArgs(st.CABundle)...)
 	pod := jobPod(t, im, args, work)
-	CredentialEnv(&pod.Spec.Containers[0], b.Spec.Storage.BucketURL, b.Spec.Storage.CredentialsSecret)
-	pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, CredentialMounts(b.Spec.Storage.CredentialsSecret)...)
-	pod.Spec.Volumes = append(pod.Spec.Volumes, CredentialVolumes(b.Spec.Storage.CredentialsSecret)...)
+	ctr := &pod.Spec.Containers[0]
+	ctr.Env = append(ctr.Env, im.ProxyEnv...)
+	CredentialEnv(ctr, st.BucketURL, st.CredentialsSecret)
+	ctr.VolumeMounts = append(append(ctr.VolumeMounts, CredentialMounts(st.CredentialsSecret)...), CABundleMounts(st.CABundle)...)
+	pod.Spec.Volumes = append(append(pod.Spec.Volumes, CredentialVolumes(st.CredentialsSecret)...), CABundleVolumes(st.CABundle)...)
 	pod.Labels[names.LabelBackup] = b.Name
+	WithIdentity(&pod.ObjectMeta, &pod.Spec, st.Identity)
 	labels := names.ClusterLabels(t.Cluster.Name)
 	labels[names.LabelBackup] = b.Name
 	return job(BackupJobName(b.Name), b.Namespace, *metav1.NewControllerRef(b, v1alpha1.GroupVersion.WithKind("EtcdBackup")), labels, pod)

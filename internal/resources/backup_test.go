@@ -1,10 +1,12 @@
 package resources
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
@@ -32,5 +34,14 @@ func TestJobsExpire(t *testing.T) {
 		if got := j.Spec.BackoffLimit; got == nil || *got != 0 {
 			t.Errorf("%s Job: backoffLimit %v, want 0", name, got)
 		}
+	}
+}
+
+// The operator's proxy variables, and only those, in a fixed order; empty ones are left out.
+func TestProxyEnvFrom(t *testing.T) {
+	got := ProxyEnvFrom([]string{"PATH=/bin", "no_proxy=localhost", "HTTPS_PROXY=http://proxy:3128", "HTTP_PROXY=", "NO_PROXY=.svc,.cluster.local", "GOPROXY=https://proxy.golang.org"})
+	want := []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}, {Name: "NO_PROXY", Value: ".svc,.cluster.local"}, {Name: "no_proxy", Value: "localhost"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ProxyEnvFrom = %+v, want %+v", got, want)
 	}
 }

@@ -68,6 +68,10 @@ type Restore struct {
 	SHA256 string
 	// CredentialsSecret holds the bucket's credentials ("" for none).
 	CredentialsSecret string
+	// CABundle names the authorities of the store's certificate (nil: the public ones).
+	CABundle *v1alpha1.CABundleSource
+	// Identity the restoring pod runs as (nil: none).
+	Identity *v1alpha1.StorageIdentity
 }
 
 // DefaultRequests are a member's requests when the pod template sets none: enough for a small
@@ -116,7 +120,8 @@ func Pod(c *v1alpha1.EtcdCluster, p MemberPod, im Images) (*corev1.Pod, error) {
 		},
 	}
 	if p.Restore != nil {
-		pod.Spec.Volumes = append(pod.Spec.Volumes, CredentialVolumes(p.Restore.CredentialsSecret)...)
+		pod.Spec.Volumes = append(append(pod.Spec.Volumes, CredentialVolumes(p.Restore.CredentialsSecret)...), CABundleVolumes(p.Restore.CABundle)...)
+		WithIdentity(&pod.ObjectMeta, &pod.Spec, p.Restore.Identity)
 	}
 	schedule(&pod.Spec, c.Name, tmpl)
 	return pod, nil
@@ -331,13 +336,16 @@ func restoreContainers(c *v1alpha1.EtcdCluster, p MemberPod, im Images, mounts [
 		Name:            FetchContainer,
 		Image:           im.Launcher,
 		ImagePullPolicy: im.PullPolicy,
-		Command: []string{BackupBinary, "fetch", "--bucket=" + p.Restore.Bucket, "--key=" + p.Restore.Key, "--sha256=" + p.Restore.SHA256,
+		Command: append([]string{BackupBinary, "fetch", "--bucket=" + p.Restore.Bucket, "--key=" + p.Restore.Key, "--sha256=" + p.Restore.SHA256,
 			"--out=" + RestoreSnapshot, "--data-dir=" + DataDir, "--marker=" + MarkerFile, "--pod-annotations=" + PodAnnotationsFile},
-		VolumeMounts:             append([]corev1.VolumeMount{data, podInfo}, CredentialMounts(p.Restore.CredentialsSecret)...),
+			CABundleArgs(p.Restore.CABundle)...),
+		VolumeMounts: append(append([]corev1.VolumeMount{data, podInfo}, CredentialMounts(p.Restore.CredentialsSecret)...),
+			CABundleMounts(p.Restore.CABundle)...),
 		Resources:                corev1.ResourceRequirements{Requests: DefaultRequests()},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          restricted(),
 	}
+	fetch.Env = append(fetch.Env, im.ProxyEnv...)
 	CredentialEnv(&fetch, p.Restore.Bucket, p.Restore.CredentialsSecret)
 	restore := corev1.Container{
 		Name:            RestoreContainer,

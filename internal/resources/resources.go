@@ -71,6 +71,31 @@ type Images struct {
 	// operator sets it per namespace (internal/uidpolicy). It is not part of MemberSpecHash:
 	// a running member keeps the user its data is owned by.
 	UIDs UIDChoice
+	// ProxyEnv is the operator's own proxy environment (ProxyEnvFrom), given to the containers
+	// that reach an object store: backup Jobs and a restoring member's fetch container. Not
+	// part of MemberSpecHash: no running member has it.
+	ProxyEnv []corev1.EnvVar
+}
+
+// proxyVars are the standard proxy variables, as Go's net/http and the storage SDKs read them.
+var proxyVars = []string{"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy"}
+
+// ProxyEnvFrom reads the proxy variables from environment entries (KEY=VALUE), in a fixed
+// order; unset and empty ones are left out.
+func ProxyEnvFrom(environ []string) []corev1.EnvVar {
+	set := map[string]string{}
+	for _, kv := range environ {
+		if k, v, _ := strings.Cut(kv, "="); v != "" && slices.Contains(proxyVars, k) {
+			set[k] = v
+		}
+	}
+	var out []corev1.EnvVar
+	for _, k := range proxyVars {
+		if v, ok := set[k]; ok {
+			out = append(out, corev1.EnvVar{Name: k, Value: v})
+		}
+	}
+	return out
 }
 
 // EtcdImage is the etcd image for the cluster: spec.image, or the configured repository

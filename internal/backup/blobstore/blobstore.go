@@ -2,11 +2,13 @@ package blobstore
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,17 +19,77 @@ import (
 	_ "gocloud.dev/blob/s3blob"    // s3:// URLs
 	"gocloud.dev/gcerrors"
 
+	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/backup"
 )
 
-// describe turns a storage error into what to do about it; the credentials' Secret is named
-// by the caller, never their values. S3-compatible stores answer many refusals with codes that
-// gocloud.dev does not map (SignatureDoesNotMatch, InsufficientStorage): their names are
-// matched too.
+// What to do about each failure at a store, by its reason (a condition reason of
+// api/v1alpha1): the one place these messages are written.
+var hints = map[string]string{
+	v1alpha1.ReasonStoreCertificateUntrusted: "the store's certificate is signed by an authority the pod does not trust: name its CA in storage.caBundle",
+	v1alpha1.ReasonStoreCertificateInvalid:   "the store's certificate is not valid for its endpoint (another host name, or expired): check the endpoint in the URL and the store's certificate",
+	v1alpha1.ReasonStoreCredentialsRefused:   "the storage refused the credentials: check the keys in the credentials Secret and the bucket's permissions",
+	v1alpha1.ReasonStoreBucketNotFound:       "the bucket does not exist: create the bucket, or correct the URL",
+	v1alpha1.ReasonStoreObjectNotFound:       "the object does not exist: check the key, and that the backup's bucket and prefix are the ones it was stored under",
+	v1alpha1.ReasonStoreOutOfSpace:           "the storage is out of space or over its quota: free space in the bucket or raise its quota",
+	v1alpha1.ReasonStoreUnreachable:          "the storage's endpoint does not answer: check the endpoint in the URL and that it is reachable from the namespace",
+	v1alpha1.ReasonStoreTransferCutOff:       "the transfer was cut off before the object's end (a dropped connection, or an object shorter than the length it is stored with): the restore tries again; if it fails the same way each time, the object is damaged: restore another backup",
+	v1alpha1.ReasonStoreRequestRefused:       "the storage refused the request: check the URL's parameters (region, endpoint, path style)",
+	"":                                       "check the URL, that the storage is reachable from the namespace, and the credentials",
+}
+
+// Error is a failure at a store: what was done, where, why (Reason, "" when none of the known
+// causes), and the error the SDK gave.
+type Error struct {
+	Op     string
+	Loc    backup.Location
+	Reason string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s %s: %s (%v)", e.Op, e.Loc, hints[e.Reason], e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Reason is the cause of a failure at a store, one of v1alpha1.StoreReasons, or "" for
+// another failure.
+func Reason(err error) string {
+	var se *Error
+	switch {
+	case errors.Is(err, ErrDamaged):
+		return v1alpha1.ReasonSnapshotDamaged
+	case errors.As(err, &se):
+		return se.Reason
+	}
+	return ""
+}
+
+// describe tells the cause of a storage error; the credentials' Secret is named by the hint,
+// never their values. S3-compatible stores answer many refusals with codes that gocloud.dev
+// does not map (SignatureDoesNotMatch, InsufficientStorage): their names are matched too.
 func describe(op string, loc backup.Location, err error) error {
 	if err == nil {
 		return nil
 	}
+	reason := classify(err)
+	if reason == v1alpha1.ReasonStoreObjectNotFound && slices.Contains(bucketOps, op) {
+		reason = v1alpha1.ReasonStoreBucketNotFound // nothing is found when the bucket is not
+	}
+	return &Error{Op: op, Loc: loc, Reason: reason, Err: err}
+}
+
+// The operations on the bucket itself, not on an object.
+const (
+	opOpen  = "opening bucket of"
+	opReach = "reaching the bucket of"
+	opList  = "listing"
+)
+
+var bucketOps = []string{opOpen, opReach, opList}
+
+func classify(err error) string {
 	msg := err.Error()
 	has := func(words ...string) bool {
 		for _, w := range words {
@@ -37,27 +99,33 @@ func describe(op string, loc backup.Location, err error) error {
 		}
 		return false
 	}
-	var hint string
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
 	switch code := gcerrors.Code(err); {
-	// Credentials first: some stores answer an unknown key with 404 (versitygw's
-	// XAdminUserNotFound).
+	case errors.As(err, &unknownCA):
+		return v1alpha1.ReasonStoreCertificateUntrusted
+	case errors.As(err, &hostname) || errors.As(err, &invalid):
+		return v1alpha1.ReasonStoreCertificateInvalid
+	// Credentials before a missing bucket: some stores answer an unknown key with 404
+	// (versitygw's XAdminUserNotFound).
 	case code == gcerrors.PermissionDenied || has("SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied", "StatusCode: 403", "AuthenticationFailed", "AuthorizationFailure",
 		"XAdminUserNotFound", "No user exists with the provided access key"):
-		hint = "the storage refused the credentials: check the keys in the credentials Secret and the bucket's permissions"
-	case code == gcerrors.NotFound || errors.Is(err, fs.ErrNotExist) || has("NoSuchBucket", "ContainerNotFound"):
-		hint = "the bucket or object does not exist: create the bucket, or correct the URL"
+		return v1alpha1.ReasonStoreCredentialsRefused
+	case has("NoSuchBucket", "ContainerNotFound", "The specified bucket does not exist"):
+		return v1alpha1.ReasonStoreBucketNotFound
+	case code == gcerrors.NotFound || errors.Is(err, fs.ErrNotExist):
+		return v1alpha1.ReasonStoreObjectNotFound
 	case code == gcerrors.ResourceExhausted || has("InsufficientStorage", "no space left", "No space left", "QuotaExceeded", "StatusCode: 507"):
-		hint = "the storage is out of space or over its quota: free space in the bucket or raise its quota"
+		return v1alpha1.ReasonStoreOutOfSpace
 	case code == gcerrors.DeadlineExceeded || has("no such host", "connection refused", "i/o timeout", "network is unreachable", "dial tcp"):
-		hint = "the storage's endpoint does not answer: check the endpoint in the URL and that it is reachable from the namespace"
+		return v1alpha1.ReasonStoreUnreachable
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		hint = "the transfer was cut off before the object's end (a dropped connection, or an object shorter than the length it is stored with): the restore tries again; if it fails the same way each time, the object is damaged: restore another backup"
+		return v1alpha1.ReasonStoreTransferCutOff
 	case code == gcerrors.InvalidArgument:
-		hint = "the storage refused the request: check the URL's parameters (region, endpoint, path style)"
-	default:
-		hint = "check the URL, that the storage is reachable from the namespace, and the credentials"
+		return v1alpha1.ReasonStoreRequestRefused
 	}
-	return fmt.Errorf("%s %s: %s (%w)", op, loc, hint, err)
+	return ""
 }
 
 // Store uploads the snapshot at path to loc with its metadata, then reads the stored object
@@ -91,7 +159,7 @@ func Store(ctx context.Context, loc backup.Location, path string, info backup.In
 	}
 	got, err := readBack(ctx, b, loc)
 	if err == nil && got.SHA256 != info.SHA256 {
-		err = fmt.Errorf("the stored object's SHA-256 is %s, the snapshot's %s", got.SHA256, info.SHA256)
+		err = fmt.Errorf("%w: the stored object's SHA-256 is %s, the snapshot's %s", ErrDamaged, got.SHA256, info.SHA256)
 	}
 	if err != nil {
 		_ = b.Delete(ctx, loc.Key)
@@ -106,7 +174,7 @@ func Store(ctx context.Context, loc backup.Location, path string, info backup.In
 func openBucket(ctx context.Context, loc backup.Location) (*blob.Bucket, error) {
 	b, err := blob.OpenBucket(ctx, loc.Bucket)
 	if err != nil {
-		return nil, describe("opening bucket of", loc, err)
+		return nil, describe(opOpen, loc, err)
 	}
 	ok, err := b.IsAccessible(ctx)
 	if err == nil && !ok {
@@ -114,7 +182,7 @@ func openBucket(ctx context.Context, loc backup.Location) (*blob.Bucket, error) 
 	}
 	if err != nil {
 		_ = b.Close()
-		return nil, describe("reaching the bucket of", loc, err)
+		return nil, describe(opReach, loc, err)
 	}
 	return b, nil
 }
@@ -146,7 +214,7 @@ func readBack(ctx context.Context, b *blob.Bucket, loc backup.Location) (backup.
 func Fetch(ctx context.Context, loc backup.Location, path, want string) (backup.Info, error) {
 	b, err := blob.OpenBucket(ctx, loc.Bucket)
 	if err != nil {
-		return backup.Info{}, describe("opening bucket of", loc, err)
+		return backup.Info{}, describe(opOpen, loc, err)
 	}
 	defer b.Close()
 	attrs, err := b.Attributes(ctx, loc.Key)
@@ -201,7 +269,7 @@ var ErrHashMismatch = errors.New("the snapshot is not the one backed up")
 func List(ctx context.Context, bucket, prefix string) (map[string]time.Time, error) {
 	b, err := blob.OpenBucket(ctx, bucket)
 	if err != nil {
-		return nil, describe("opening bucket of", backup.Location{Bucket: bucket, Key: prefix}, err)
+		return nil, describe(opOpen, backup.Location{Bucket: bucket, Key: prefix}, err)
 	}
 	defer b.Close()
 	objects := map[string]time.Time{}
@@ -212,7 +280,7 @@ func List(ctx context.Context, bucket, prefix string) (map[string]time.Time, err
 			return objects, nil
 		}
 		if err != nil {
-			return nil, describe("listing", backup.Location{Bucket: bucket, Key: prefix}, err)
+			return nil, describe(opList, backup.Location{Bucket: bucket, Key: prefix}, err)
 		}
 		if !o.IsDir && strings.HasSuffix(o.Key, ".db") {
 			objects[o.Key] = o.ModTime
@@ -232,7 +300,7 @@ func Retain(ctx context.Context, bucket, prefix, schedule string, r backup.Reten
 	}
 	b, err := blob.OpenBucket(ctx, bucket)
 	if err != nil {
-		return nil, describe("opening bucket of", backup.Location{Bucket: bucket, Key: prefix}, err)
+		return nil, describe(opOpen, backup.Location{Bucket: bucket, Key: prefix}, err)
 	}
 	defer b.Close()
 	objects := map[string]time.Time{}

@@ -14,6 +14,7 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/testsupport"
 )
@@ -92,8 +93,8 @@ func TestStoreAndFetch(t *testing.T) {
 	}
 	// A bucket that does not exist: the error says so and leaves nothing.
 	missing := backup.Location{Bucket: "file://" + filepath.Join(bucketDir, "nope"), Key: "x.db"}
-	if err := Store(ctx, missing, path, info); err == nil || !strings.Contains(err.Error(), "the bucket or object does not exist") {
-		t.Fatalf("Store into a missing bucket: %v", err)
+	if err := Store(ctx, missing, path, info); Reason(err) != v1alpha1.ReasonStoreBucketNotFound {
+		t.Fatalf("Store into a missing bucket: %v (reason %q)", err, Reason(err))
 	}
 }
 
