@@ -105,7 +105,11 @@ func main() {
 	images := &cfg.images
 	images.PullPolicy = corev1.PullPolicy(cfg.pullPolicy)
 	images.EtcdPinned = resources.PinnedFromEnv(os.Environ())
-	images.ProxyEnv = resources.ProxyEnvFrom(os.Environ())
+	var proxyCredentials []string
+	images.ProxyEnv, proxyCredentials = resources.ProxyEnvFrom(os.Environ())
+	if len(proxyCredentials) > 0 {
+		log.Error(nil, "proxy settings with a user and password in them are not given to backup and restore pods (their specs are readable in the clusters' namespaces); use a proxy that needs no password there, or one the pods' network reaches without", "variables", proxyCredentials)
+	}
 	if images.Launcher == "" {
 		log.Error(nil, "no launcher image: set --launcher-image or OPERATOR_IMAGE to the operator's image")
 		os.Exit(2)

@@ -55,7 +55,10 @@ func main() {
 	case "save":
 		run = saveCmd(ctx, fs)
 	case "fetch":
-		run = fetchCmd(ctx, fs)
+		// A member that has data or has run fetches nothing: it must start even when the
+		// CA bundle it restored with is gone or changed since, so the bundle is read only
+		// right before a fetch.
+		run = fetchCmd(ctx, fs, func() error { return trustRoots(*caBundle) })
 	case "verify":
 		run = verifyCmd(ctx, fs)
 	case "list":
@@ -66,7 +69,10 @@ func main() {
 	}
 	_ = fs.Parse(os.Args[2:])
 	var res backup.Result
-	err := trustRoots(*caBundle)
+	var err error
+	if os.Args[1] != "fetch" {
+		err = trustRoots(*caBundle)
+	}
 	if err == nil {
 		res, err = run()
 	}
@@ -197,7 +203,7 @@ func pickMember(ctx context.Context, t tlsFlags, endpoints, clusterID string) (s
 	return "", nil, nil, fmt.Errorf("no healthy member of the cluster answered: %s", strings.Join(problems, "; "))
 }
 
-func fetchCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, error) {
+func fetchCmd(ctx context.Context, fs *flag.FlagSet, trust func() error) func() (backup.Result, error) {
 	bucket := fs.String("bucket", "", "bucket URL (gocloud.dev/blob)")
 	key := fs.String("key", "", "object key of the snapshot")
 	sha := fs.String("sha256", "", "SHA-256 the snapshot must have (empty: the one its metadata records)")
@@ -219,6 +225,9 @@ func fetchCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, erro
 			return backup.Result{Kind: backup.ResultStored, Message: "fetched before"}, nil
 		}
 		if err := os.MkdirAll(filepath.Dir(*out), 0o750); err != nil {
+			return backup.Result{}, err
+		}
+		if err := trust(); err != nil {
 			return backup.Result{}, err
 		}
 		info, err := blobstore.Fetch(ctx, backup.Location{Bucket: *bucket, Key: *key}, *out, *sha)

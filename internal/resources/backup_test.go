@@ -39,9 +39,13 @@ func TestJobsExpire(t *testing.T) {
 
 // The operator's proxy variables, and only those, in a fixed order; empty ones are left out.
 func TestProxyEnvFrom(t *testing.T) {
-	got := ProxyEnvFrom([]string{"PATH=/bin", "no_proxy=localhost", "HTTPS_PROXY=http://proxy:3128", "HTTP_PROXY=", "NO_PROXY=.svc,.cluster.local", "GOPROXY=https://proxy.golang.org"})
+	got, withCredentials := ProxyEnvFrom([]string{"PATH=/bin", "no_proxy=localhost", "HTTPS_PROXY=http://proxy:3128", "HTTP_PROXY=", "NO_PROXY=.svc,.cluster.local",
+		"GOPROXY=https://proxy.golang.org", "http_proxy=http://user:secret@proxy:3128"})
 	want := []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}, {Name: "NO_PROXY", Value: ".svc,.cluster.local"}, {Name: "no_proxy", Value: "localhost"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ProxyEnvFrom = %+v, want %+v", got, want)
+	}
+	if !reflect.DeepEqual(withCredentials, []string{"http_proxy"}) {
+		t.Fatalf("proxies left out for their credentials: %v, want [http_proxy]", withCredentials)
 	}
 }

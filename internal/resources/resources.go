@@ -82,20 +82,29 @@ var proxyVars = []string{"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy",
 
 // ProxyEnvFrom reads the proxy variables from environment entries (KEY=VALUE), in a fixed
 // order; unset and empty ones are left out.
-func ProxyEnvFrom(environ []string) []corev1.EnvVar {
+//
+// A proxy URL with credentials in it (http://user:password@proxy:3128) is left out and named
+// in withCredentials: the variables are written into the pods' specs in the clusters'
+// namespaces, where whoever may read a pod would read the password.
+func ProxyEnvFrom(environ []string) (env []corev1.EnvVar, withCredentials []string) {
 	set := map[string]string{}
 	for _, kv := range environ {
-		if k, v, _ := strings.Cut(kv, "="); v != "" && slices.Contains(proxyVars, k) {
-			set[k] = v
+		k, v, _ := strings.Cut(kv, "=")
+		if v == "" || !slices.Contains(proxyVars, k) {
+			continue
 		}
+		if u, err := url.Parse(v); err == nil && u.User != nil {
+			withCredentials = append(withCredentials, k)
+			continue
+		}
+		set[k] = v
 	}
-	var out []corev1.EnvVar
 	for _, k := range proxyVars {
 		if v, ok := set[k]; ok {
-			out = append(out, corev1.EnvVar{Name: k, Value: v})
+			env = append(env, corev1.EnvVar{Name: k, Value: v})
 		}
 	}
-	return out
+	return env, withCredentials
 }
 
 // EtcdImage is the etcd image for the cluster: spec.image, or the configured repository
