@@ -34,7 +34,7 @@ const (
 // child runs test again in a process of its own, with env, and fails t if it fails.
 func child(t *testing.T, test string, env ...string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1") //nolint:gosec // the test binary itself
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
 	// Without AWS_CA_BUNDLE, which the AWS SDK would trust alone (this machine sets it).
 	cmd.Env = append(append(slices.DeleteFunc(os.Environ(), func(v string) bool { return strings.HasPrefix(v, "AWS_CA_BUNDLE=") }), envChild+"="+test), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
