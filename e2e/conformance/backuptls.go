@@ -67,7 +67,11 @@ func untrustedBackup(ctx context.Context, r *framework.Run) error {
 	if b.Status.Phase != v1alpha1.BackupFailed || got == nil {
 		return fmt.Errorf("EtcdBackup tls-untrusted without caBundle: phase %q, condition %+v; want Failed, %s", b.Status.Phase, got, v1alpha1.ReasonStoreCertificateUntrusted)
 	}
-	return checkUntrusted(*got, b.Generation, backup.Location{Bucket: st.BucketURL, Key: resources.BackupKey(b)})
+	if err := checkUntrusted(*got, b.Generation, backup.Location{Bucket: st.BucketURL, Key: resources.BackupKey(b)}); err != nil {
+		return err
+	}
+	r.Event("note", "untrusted", fmt.Sprintf("EtcdBackup tls-untrusted without caBundle: %s=%s, reason %s, blobstore's message for it", got.Type, got.Status, got.Reason))
+	return nil
 }
 
 // checkUntrusted compares a backup's Complete condition with the one a store's untrusted
