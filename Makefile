@@ -228,6 +228,8 @@ CHAOS_LABELS ?= suite=chaos,suite=chaos-negative
 CLIENT_PROFILES ?=
 # The planned operations make e2e-service-clients measures with both client profiles.
 SERVICE_CLIENT_SCENARIOS ?= scale,pod-deletion,etcd-upgrade,node-drain
+# make e2e-backup runs these (BACKUP_LABELS=scenario=backup-restore-tls: one scenario).
+BACKUP_LABELS ?= suite=backup
 # Delay and loss need the kernel's netem and prio qdiscs, which this machine's kernel lacks
 # (docs/chaos.md); on nodes that have them: make e2e-chaos CHAOS_SKIP_LABELS=
 CHAOS_SKIP_LABELS ?= needs=netem
@@ -252,8 +254,8 @@ e2e-migration: ## Run the migration scenarios (storage class change, install-sco
 	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=migration REPORT_DIR=$(REPORT_DIR)/migration
 
 .PHONY: e2e-backup
-e2e-backup: ## Run the backup scenarios (backup to a real S3 store, restore, schedules with retention and drills, bad input) on a local cluster.
-	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=backup REPORT_DIR=$(REPORT_DIR)/backup CONFORMANCE_FLAGS="--install-s3 $(CONFORMANCE_FLAGS)"
+e2e-backup: ## Run the backup scenarios (backup to a real S3 store, over HTTP and over TLS with a private CA, restore, schedules with retention and drills, bad input) on a local cluster.
+	$(MAKE) --no-print-directory e2e E2E_LABELS=$(BACKUP_LABELS) REPORT_DIR=$(REPORT_DIR)/backup CONFORMANCE_FLAGS="--install-s3 $(CONFORMANCE_FLAGS)"
 
 .PHONY: s3
 s3: ## Install the S3 object store (versitygw, built from source) on the local cluster (idempotent).

@@ -48,7 +48,7 @@ func BackupRestore() framework.Scenario {
 				return nil
 			}},
 			{Name: "restore b1 into a new cluster and verify its keyspace", Do: func(ctx context.Context, r *framework.Run) error {
-				return restoreAndVerify(ctx, r, b)
+				return restoreAndVerify(ctx, r, b, v1alpha1.RestoreSource{BackupName: b.Name})
 			}},
 			{Name: "scheduled backups with retention and a restore drill", Do: scheduleAndDrill},
 			{Name: "backups that cannot succeed fail and say why", Do: badBackups},
@@ -62,19 +62,24 @@ func backupMessage(b *v1alpha1.EtcdBackup) string {
 	return ""
 }
 
-// restoreAndVerify creates a 3-member cluster from the backup and compares its keyspace at the
-// backup's revision with the backup's record.
-func restoreAndVerify(ctx context.Context, r *framework.Run, b *v1alpha1.EtcdBackup) error {
+// restoreAndVerify creates a 3-member cluster from the backup b, named by from (the
+// EtcdBackup's name, or its storage and key), and compares its keyspace at the backup's
+// revision with the backup's record.
+func restoreAndVerify(ctx context.Context, r *framework.Run, b *v1alpha1.EtcdBackup, from v1alpha1.RestoreSource) error {
 	src, err := r.GetCluster(ctx)
 	if err != nil {
 		return err
 	}
-	r.Phase("restoring b1 into EtcdCluster restored")
+	r.Phase("restoring " + b.Name + " into EtcdCluster restored")
 	restored := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "restored", Namespace: r.Namespace},
 		Spec: v1alpha1.EtcdClusterSpec{Replicas: 3, Version: src.Spec.Version, Storage: v1alpha1.StorageSpec{Size: resource.MustParse("256Mi")},
-			VolumeRetention: "Delete", Bootstrap: &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{BackupName: b.Name}}}}
+			VolumeRetention: "Delete", Bootstrap: &v1alpha1.BootstrapSpec{FromBackup: &from}}}
+	what := "EtcdBackup " + b.Name
+	if from.BackupName == "" {
+		what = fmt.Sprintf("the snapshot of EtcdBackup %s at %s", b.Name, backup.Location{Bucket: from.Storage.BucketURL, Key: from.Key})
+	}
 	start := time.Now()
-	end := r.Fault("restore", "EtcdCluster restored created from EtcdBackup b1")
+	end := r.Fault("restore", "EtcdCluster restored created from "+what)
 	if err := r.Suite.Client.Create(ctx, restored); err != nil {
 		return err
 	}
@@ -333,5 +338,5 @@ func badBackups(ctx context.Context, r *framework.Run) error {
 
 // BackupScenarios are the backup scenarios.
 func BackupScenarios() []framework.Scenario {
-	return []framework.Scenario{BackupRestore()}
+	return []framework.Scenario{BackupRestore(), BackupRestoreTLS()}
 }

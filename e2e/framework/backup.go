@@ -25,13 +25,28 @@ import (
 const (
 	S3Namespace = "quorate-s3"
 	S3Endpoint  = "http://versitygw.quorate-s3.svc:7070"
+	// S3TLSEndpoint serves the same buckets over TLS, with a certificate a private CA signs.
+	S3TLSEndpoint = "https://versitygw-tls.quorate-s3.svc"
 	// S3Credentials is the Secret the backup scenarios copy the store's keys into.
 	S3Credentials = "s3-credentials"
+	// S3CA is the ConfigMap holding the certificate of the TLS endpoint's CA (key S3CAKey), in
+	// the store's namespace and, copied by UseS3CA, in the run's.
+	S3CA    = "s3-ca"
+	S3CAKey = "ca.crt"
 )
 
 // BucketURL is the gocloud.dev/blob URL of a bucket of the store.
 func BucketURL(bucket string) string {
-	return fmt.Sprintf("s3://%s?endpoint=%s&region=us-east-1&use_path_style=true", bucket, S3Endpoint)
+	return bucketURL(S3Endpoint, bucket)
+}
+
+// TLSBucketURL is the gocloud.dev/blob URL of a bucket of the store over TLS.
+func TLSBucketURL(bucket string) string {
+	return bucketURL(S3TLSEndpoint, bucket)
+}
+
+func bucketURL(endpoint, bucket string) string {
+	return fmt.Sprintf("s3://%s?endpoint=%s&region=us-east-1&use_path_style=true", bucket, endpoint)
 }
 
 // UseS3 copies the store's root keys into the run's namespace as Secret s3-credentials, the
@@ -48,9 +63,33 @@ func (r *Run) UseS3(ctx context.Context) error {
 	return nil
 }
 
+// UseS3CA copies the certificate of the store's CA into the run's namespace as ConfigMap s3-ca,
+// the way a user gives a cluster's backups the authority of a store behind a private CA.
+func (r *Run) UseS3CA(ctx context.Context) error {
+	ca := &corev1.ConfigMap{}
+	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: S3Namespace, Name: S3CA}, ca); err != nil {
+		return fmt.Errorf("reading the S3 store's CA (install it with --install-s3): %w", err)
+	}
+	if ca.Data[S3CAKey] == "" {
+		return fmt.Errorf("ConfigMap %s/%s has no %s", S3Namespace, S3CA, S3CAKey)
+	}
+	c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: S3CA, Namespace: r.Namespace}, Data: map[string]string{S3CAKey: ca.Data[S3CAKey]}}
+	if err := r.Suite.Client.Create(ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
 // Storage is the backup storage of a bucket of the store, with the copied credentials.
 func Storage(bucket string) v1alpha1.BackupStorage {
 	return v1alpha1.BackupStorage{BucketURL: BucketURL(bucket), CredentialsSecret: S3Credentials}
+}
+
+// TLSStorage is the backup storage of a bucket of the store over TLS, with the copied
+// credentials, trusting the copied CA (storage.caBundle).
+func TLSStorage(bucket string) v1alpha1.BackupStorage {
+	return v1alpha1.BackupStorage{BucketURL: TLSBucketURL(bucket), CredentialsSecret: S3Credentials,
+		CABundle: &v1alpha1.CABundleSource{ConfigMapKeyRef: &v1alpha1.KeyRef{Name: S3CA, Key: S3CAKey}}}
 }
 
 // Backup creates an EtcdBackup of the run's cluster and waits until it has finished; it returns

@@ -80,14 +80,16 @@ func describe(op string, loc backup.Location, err error) error {
 	return &Error{Op: op, Loc: loc, Reason: reason, Err: err}
 }
 
-// The operations on the bucket itself, not on an object.
+// The operations on the bucket itself, not on an object. OpReach, the first request to the
+// store (before a backup stores or a restore fetches anything), is where an untrusted
+// certificate or refused credentials fail.
 const (
 	opOpen  = "opening bucket of"
-	opReach = "reaching the bucket of"
+	OpReach = "reaching the bucket of"
 	opList  = "listing"
 )
 
-var bucketOps = []string{opOpen, opReach, opList}
+var bucketOps = []string{opOpen, OpReach, opList}
 
 func classify(err error) string {
 	msg := err.Error()
@@ -182,7 +184,7 @@ func openBucket(ctx context.Context, loc backup.Location) (*blob.Bucket, error) 
 	}
 	if err != nil {
 		_ = b.Close()
-		return nil, describe(opReach, loc, err)
+		return nil, describe(OpReach, loc, err)
 	}
 	return b, nil
 }
