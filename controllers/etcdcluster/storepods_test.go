@@ -152,7 +152,7 @@ func TestStorePods(t *testing.T) {
 	eventually(t, timeout, "the restoring member's pod", func() error {
 		return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "fromb2-0"}, member)
 	})
-	wantLabels := maps.Clone(names.MemberSelector("fromb2"))
+	wantLabels := maps.Clone(names.ServingSelector("fromb2"))
 	wantLabels[names.LabelManagedBy], wantLabels[names.LabelMember], wantLabels["azure.workload.identity/use"] = names.ManagedBy, "fromb2-0", "true"
 	checkIdentity(t, "member restoring a backup", member.ObjectMeta, member.Spec, wantLabels)
 	wantVolume.Secret = nil
