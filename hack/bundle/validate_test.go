@@ -13,6 +13,7 @@ import (
 	"github.com/operator-framework/api/pkg/validation"
 	"github.com/operator-framework/api/pkg/validation/errors"
 	interfaces "github.com/operator-framework/api/pkg/validation/interfaces"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/quorate-dev/quorate/internal/version"
@@ -331,5 +332,55 @@ func TestConformanceJobImagesByDigest(t *testing.T) {
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("config/conformance runs %v, want the CSV's related images %v", got, want)
+	}
+}
+
+// Every rule the manager's ClusterRole (config/rbac/role.yaml, from the kubebuilder markers)
+// grants reaches the CSV, as permissions or clusterPermissions of the operator's service
+// account: an OLM install must be able to do what the operator's code asks for (a rule added to
+// a marker without `make bundle` would be refused on OperatorHub installs alone).
+func TestCSVGrantsEveryRuleOfTheManagerRole(t *testing.T) {
+	b, err := manifests.GetBundleFromDir(filepath.Join("..", "..", "bundle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.Unmarshal(raw, &role); err != nil {
+		t.Fatal(err)
+	}
+	spec := b.CSV.Spec.InstallStrategy.StrategySpec
+	granted := map[string]bool{}
+	for _, ps := range append(spec.Permissions, spec.ClusterPermissions...) {
+		if ps.ServiceAccountName != "quorate-controller-manager" {
+			continue
+		}
+		for _, r := range ps.Rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						granted[g+"/"+res+"/"+v] = true
+					}
+				}
+			}
+		}
+	}
+	var missing []string
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					if !granted[g+"/"+res+"/"+v] {
+						missing = append(missing, g+"/"+res+"/"+v)
+					}
+				}
+			}
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("the CSV does not grant the operator %v, which config/rbac/role.yaml does: run make bundle", missing)
 	}
 }
