@@ -25,7 +25,8 @@ type DiskCheckOptions struct {
 }
 
 // LabelDiskCheck marks the disk-check pods, so that one left behind (the plugin killed
-// mid-check) can be found and deleted: kubectl delete pod -l quorate.dev/disk-check.
+// mid-check) can be found and deleted: kubectl delete pod -l quorate.dev/disk-check. Its value
+// is the StorageClass measured, empty for the default one (a label value may not be "-").
 const LabelDiskCheck = "quorate.dev/disk-check"
 
 // diskCheckPod is a pod that measures a fresh volume of the class: a generic ephemeral volume,
@@ -40,7 +41,7 @@ func diskCheckPod(namespace string, o DiskCheckOptions) (*corev1.Pod, error) {
 		class = ptr.To(o.StorageClass)
 	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: "quorate-disk-check-", Labels: map[string]string{LabelDiskCheck: orDash(o.StorageClass)}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: "quorate-disk-check-", Labels: map[string]string{LabelDiskCheck: o.StorageClass}},
 		Spec: corev1.PodSpec{
 			RestartPolicy:         corev1.RestartPolicyNever,
 			ActiveDeadlineSeconds: ptr.To(int64(o.Timeout.Seconds()) + 60),

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -46,6 +48,17 @@ func TestDiskCheckPod(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pod (-want +got):\n%s", diff)
+	}
+	// The default StorageClass: no class named, and labels the API server accepts.
+	def, err := diskCheckPod("ns", DiskCheckOptions{Image: "reg/quorate/operator:1", Size: "2Gi", Timeout: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.Spec.Volumes[0].Ephemeral.VolumeClaimTemplate.Spec.StorageClassName != nil {
+		t.Errorf("the default class's volume names a class: %v", *def.Spec.Volumes[0].Ephemeral.VolumeClaimTemplate.Spec.StorageClassName)
+	}
+	if errs := validation.ValidateLabels(def.Labels, field.NewPath("metadata", "labels")); len(errs) > 0 {
+		t.Errorf("the default class's pod has labels the API server refuses: %v", errs.ToAggregate())
 	}
 }
 
