@@ -98,6 +98,20 @@ func CABundleArgs(ca *v1alpha1.CABundleSource) []string {
 	return []string{"--ca-bundle=" + CABundleFile}
 }
 
+// reachStore gives a container that reads or writes a bucket the operator's proxy variables,
+// the bucket's credentials, and the mounts of the credentials and the CA bundle (storeVolumes
+// are the pod's volumes for them).
+func reachStore(ctr *corev1.Container, bucket, credentials string, ca *v1alpha1.CABundleSource, im Images) {
+	ctr.Env = append(ctr.Env, im.ProxyEnv...)
+	CredentialEnv(ctr, bucket, credentials)
+	ctr.VolumeMounts = append(append(ctr.VolumeMounts, CredentialMounts(credentials)...), CABundleMounts(ca)...)
+}
+
+// storeVolumes are the volumes of the mounts reachStore gives.
+func storeVolumes(credentials string, ca *v1alpha1.CABundleSource) []corev1.Volume {
+	return append(CredentialVolumes(credentials), CABundleVolumes(ca)...)
+}
+
 // WithIdentity runs a pod that reaches a bucket as the storage's identity: its service
 // account, and its labels and annotations under those already set (the operator's win). The
 // API token stays unmounted: the platforms give the cloud identity through their own webhooks
@@ -240,11 +254,8 @@ func BackupJob(b *v1alpha1.EtcdBackup, t JobTarget, retain *Retain, im Images) *
 	st := &b.Spec.Storage
 	args = append(args, CABundleArgs(st.CABundle)...)
 	pod := jobPod(t, im, args, work)
-	ctr := &pod.Spec.Containers[0]
-	ctr.Env = append(ctr.Env, im.ProxyEnv...)
-	CredentialEnv(ctr, st.BucketURL, st.CredentialsSecret)
-	ctr.VolumeMounts = append(append(ctr.VolumeMounts, CredentialMounts(st.CredentialsSecret)...), CABundleMounts(st.CABundle)...)
-	pod.Spec.Volumes = append(append(pod.Spec.Volumes, CredentialVolumes(st.CredentialsSecret)...), CABundleVolumes(st.CABundle)...)
+	reachStore(&pod.Spec.Containers[0], st.BucketURL, st.CredentialsSecret, st.CABundle, im)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, storeVolumes(st.CredentialsSecret, st.CABundle)...)
 	pod.Labels[names.LabelBackup] = b.Name
 	WithIdentity(&pod.ObjectMeta, &pod.Spec, st.Identity)
 	labels := names.ClusterLabels(t.Cluster.Name)

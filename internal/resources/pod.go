@@ -120,7 +120,7 @@ func Pod(c *v1alpha1.EtcdCluster, p MemberPod, im Images) (*corev1.Pod, error) {
 		},
 	}
 	if p.Restore != nil {
-		pod.Spec.Volumes = append(append(pod.Spec.Volumes, CredentialVolumes(p.Restore.CredentialsSecret)...), CABundleVolumes(p.Restore.CABundle)...)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, storeVolumes(p.Restore.CredentialsSecret, p.Restore.CABundle)...)
 		WithIdentity(&pod.ObjectMeta, &pod.Spec, p.Restore.Identity)
 	}
 	schedule(&pod.Spec, c.Name, tmpl)
@@ -339,14 +339,12 @@ func restoreContainers(c *v1alpha1.EtcdCluster, p MemberPod, im Images, mounts [
 		Command: append([]string{BackupBinary, "fetch", "--bucket=" + p.Restore.Bucket, "--key=" + p.Restore.Key, "--sha256=" + p.Restore.SHA256,
 			"--out=" + RestoreSnapshot, "--data-dir=" + DataDir, "--marker=" + MarkerFile, "--pod-annotations=" + PodAnnotationsFile},
 			CABundleArgs(p.Restore.CABundle)...),
-		VolumeMounts: append(append([]corev1.VolumeMount{data, podInfo}, CredentialMounts(p.Restore.CredentialsSecret)...),
-			CABundleMounts(p.Restore.CABundle)...),
+		VolumeMounts:             []corev1.VolumeMount{data, podInfo},
 		Resources:                corev1.ResourceRequirements{Requests: DefaultRequests()},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          restricted(),
 	}
-	fetch.Env = append(fetch.Env, im.ProxyEnv...)
-	CredentialEnv(&fetch, p.Restore.Bucket, p.Restore.CredentialsSecret)
+	reachStore(&fetch, p.Restore.Bucket, p.Restore.CredentialsSecret, p.Restore.CABundle, im)
 	restore := corev1.Container{
 		Name:            RestoreContainer,
 		Image:           im.EtcdImage(c),
