@@ -340,10 +340,13 @@ func (c *Cluster) startNodeDaemons(ctx context.Context, n nodeSpec) error {
 	return nil
 }
 
-// waitNodesReady waits until every node is Ready.
+// kubeletRestarts is how often a kubelet that dies before its node is Ready is started again.
+const kubeletRestarts = 3
+
+// waitNodesReady waits until every node is Ready, restarting a kubelet that dies on the way.
 func (c *Cluster) waitNodesReady(ctx context.Context, cs kubernetes.Interface, nodes []nodeSpec) error {
 	for _, n := range nodes {
-		if err := c.waitFor(ctx, n.daemon("kubelet"), "node "+n.name+" Ready", 3*time.Minute, func(ctx context.Context) error {
+		if err := c.waitRestarting(ctx, c.kubeletDaemon(n), "node "+n.name+" Ready", 3*time.Minute, kubeletRestarts, func(ctx context.Context) error {
 			node, err := cs.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
 			if err != nil {
 				return err

@@ -109,13 +109,34 @@ func (c *Cluster) waitFor(ctx context.Context, daemonName, what string, timeout 
 		}
 		if daemonName != "" {
 			if _, ok := c.running(daemonName); !ok {
-				return fmt.Errorf("%s exited while waiting for %s; see %s", daemonName, what, c.LogFile(daemonName))
+				return fmt.Errorf("%s exited while waiting for %s; see %s: %w", daemonName, what, c.LogFile(daemonName), errDaemonExited)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("timed out after %s waiting for %s: %v", timeout, what, last)
 		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// errDaemonExited marks waitFor's error when the daemon it watched is gone.
+var errDaemonExited = errors.New("the daemon exited")
+
+// waitRestarting is waitFor for a daemon a service manager would restart (the kubelet runs under
+// systemd's Restart=always on a real node): when d exits before cond holds, it is started again,
+// at most restarts times, each exit logged with where its output is. A kubelet of v1.35.4 can
+// die of a data race in its first second ("concurrent map read and map write" in
+// GetCapacity); one such crash must not fail a run.
+func (c *Cluster) waitRestarting(ctx context.Context, d daemon, what string, timeout time.Duration, restarts int, cond func(context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		err := c.waitFor(ctx, d.name, what, timeout, cond)
+		if err == nil || !errors.Is(err, errDaemonExited) || attempt == restarts {
+			return err
+		}
+		c.logf("%s exited before %s (see %s); starting it again, as its service manager would (restart %d of %d)", d.name, what, c.LogFile(d.name), attempt+1, restarts)
+		if err := c.start(d); err != nil {
+			return err
 		}
 	}
 }
