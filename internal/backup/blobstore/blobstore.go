@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"gocloud.dev/blob"
@@ -60,6 +61,11 @@ func Reason(err error) string {
 	switch {
 	case errors.Is(err, ErrDamaged):
 		return v1alpha1.ReasonSnapshotDamaged
+	case errors.As(err, new(*LocalError)):
+		if errors.Is(err, syscall.ENOSPC) {
+			return v1alpha1.ReasonDiskFull
+		}
+		return ""
 	case errors.As(err, &se):
 		return se.Reason
 	}
@@ -234,12 +240,18 @@ func Fetch(ctx context.Context, loc backup.Location, path, want string) (backup.
 	if err != nil {
 		return backup.Info{}, err
 	}
-	n, err := io.Copy(f, r)
+	// The local file's failures are told apart from the store's: a full volume is not a store
+	// out of space.
+	lw := &localWriter{f: f}
+	n, err := io.Copy(lw, r)
 	if cerr := f.Close(); err == nil {
-		err = cerr
+		err, lw.err = cerr, cerr
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
+		if lw.err != nil {
+			return backup.Info{}, &LocalError{Path: tmp, Size: recorded.Size, Err: lw.err}
+		}
 		return backup.Info{}, describe("downloading", loc, err)
 	}
 	sum, err := backup.Verify(tmp)
@@ -258,6 +270,37 @@ func Fetch(ctx context.Context, loc backup.Location, path, want string) (backup.
 	recorded.SHA256 = sum
 	return recorded, os.Rename(tmp, path)
 }
+
+// localWriter remembers whether a failure of io.Copy was its own (writing the local file).
+type localWriter struct {
+	f   *os.File
+	err error
+}
+
+func (w *localWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		w.err = err
+	}
+	return n, err
+}
+
+// LocalError is a fetch that failed writing the snapshot to the member's volume, not at the
+// store: the volume is full (its Reason is v1alpha1.ReasonDiskFull) or failing.
+type LocalError struct {
+	Path string
+	Size int64 // the snapshot's recorded size, 0 when not recorded
+	Err  error
+}
+
+func (e *LocalError) Error() string {
+	if errors.Is(e.Err, syscall.ENOSPC) {
+		return fmt.Sprintf("writing the snapshot to the member's volume at %s: %v: the volume has no room for the snapshot (%d bytes recorded): raise storage.size, or free the volume", e.Path, e.Err, e.Size)
+	}
+	return fmt.Sprintf("writing the snapshot to the member's volume at %s: %v: check the volume", e.Path, e.Err)
+}
+
+func (e *LocalError) Unwrap() error { return e.Err }
 
 // ErrDamaged: the stored object is not, or no longer, the snapshot that was backed up (cut
 // short, altered, or replaced by another): no restore can use it, and only another backup helps.

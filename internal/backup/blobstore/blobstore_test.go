@@ -166,3 +166,34 @@ func TestCutOffTransferIsNotDamage(t *testing.T) {
 		t.Fatalf("got %v (damaged: %v)\nwant %s", err, errors.Is(err, ErrDamaged), want)
 	}
 }
+
+// A restore whose volume is full fails as the volume's failure (DiskFull), never as the store
+// out of space, and leaves nothing behind: the .part file here is /dev/full, where every write
+// fails with ENOSPC.
+func TestFetchIntoAFullVolumeIsNotTheStoreOutOfSpace(t *testing.T) {
+	ctx := context.Background()
+	bucketDir := t.TempDir()
+	loc := backup.Location{Bucket: "file://" + bucketDir, Key: "b1.db"}
+	b, err := blob.OpenBucket(ctx, loc.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := backup.Info{Size: 4096}
+	if err := b.WriteAll(ctx, loc.Key, make([]byte, 4096), &blob.WriterOptions{Metadata: info.Metadata()}); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close()
+	out := filepath.Join(t.TempDir(), "restore.db")
+	if err := os.Symlink("/dev/full", out+".part"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Fetch(ctx, loc, out, "")
+	want := "writing the snapshot to the member's volume at " + out + ".part: write " + out + ".part: no space left on device: " +
+		"the volume has no room for the snapshot (4096 bytes recorded): raise storage.size, or free the volume"
+	if err == nil || err.Error() != want || Reason(err) != v1alpha1.ReasonDiskFull {
+		t.Fatalf("Fetch into a full volume:\n got %v (reason %q)\nwant %s (reason %q)", err, Reason(err), want, v1alpha1.ReasonDiskFull)
+	}
+	if _, err := os.Lstat(out + ".part"); !os.IsNotExist(err) {
+		t.Errorf("%s.part left behind", out)
+	}
+}
