@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log"
 	"os"
 
 	"golang.org/x/crypto/x509roots/fallback/bundle"
@@ -40,6 +41,9 @@ func trustRoots(caBundle string) error {
 		if !pool.AppendCertsFromPEM(pem) {
 			return fmt.Errorf("the store's CA bundle (storage.caBundle, mounted at %s) holds no PEM certificate: put the CA's certificate, -----BEGIN CERTIFICATE-----, under the key it names", caBundle)
 		}
+		if err := mergeAWSCABundle(pool); err != nil {
+			return err
+		}
 		// The roots given to SetFallbackRoots are used even where the system has its own.
 		if err := os.Setenv("GODEBUG", joinGODEBUG(os.Getenv("GODEBUG"), "x509usefallbackroots=1")); err != nil {
 			return err
@@ -54,4 +58,26 @@ func joinGODEBUG(current, setting string) string {
 		return setting
 	}
 	return current + "," + setting
+}
+
+// envAWSCABundle, set (from a credentials Secret, say), makes the AWS SDK trust that file's
+// authorities alone, and storage.caBundle and the carried roots would be silently ignored.
+const envAWSCABundle = "AWS_CA_BUNDLE"
+
+// mergeAWSCABundle adds the authorities of AWS_CA_BUNDLE to pool and unsets it, so that the
+// store is verified against both the bundle the storage names and the one the environment does.
+func mergeAWSCABundle(pool *x509.CertPool) error {
+	path := os.Getenv(envAWSCABundle)
+	if path == "" {
+		return nil
+	}
+	pem, err := os.ReadFile(path) //nolint:gosec // a path the pod's environment names
+	if err != nil {
+		return fmt.Errorf("%s names %s, which cannot be read (%w): remove it from the credentials Secret, or trust the store through storage.caBundle alone", envAWSCABundle, path, err)
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("%s names %s, which holds no PEM certificate: remove it from the credentials Secret, or trust the store through storage.caBundle alone", envAWSCABundle, path)
+	}
+	log.Printf("trusting the authorities of %s (%s) beside storage.caBundle's", envAWSCABundle, path)
+	return os.Unsetenv(envAWSCABundle)
 }

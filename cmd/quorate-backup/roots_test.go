@@ -3,9 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quorate-dev/quorate/internal/backup/blobstore"
 )
@@ -114,6 +120,29 @@ func TestTrustsTheStoresCABundle(t *testing.T) {
 		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
 	child(t, t.Name(), env...)
 	child(t, t.Name(), append(env, envCABundle+"="+bundle)...)
+	// AWS_CA_BUNDLE naming another authority (set by a credentials Secret) would make the SDK
+	// trust that one alone: both are trusted.
+	other := filepath.Join(t.TempDir(), "other.crt")
+	if err := os.WriteFile(other, otherCA(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	child(t, t.Name(), append(env, envCABundle+"="+bundle, "AWS_CA_BUNDLE="+other)...)
+}
+
+// otherCA is the PEM certificate of a new self-signed authority.
+func otherCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "another CA"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 func keys[V any](m map[string]V) []string {
