@@ -61,6 +61,26 @@ func TestStorePods(t *testing.T) {
 	if want := []string{"spec.storage.identity.labels: Invalid value: identity.labels cannot use the etcd.quorate.dev/ prefix, which the operator reserves for its own labels"}; err == nil || !slices.Equal(causes(err), want) {
 		t.Fatalf("identity.labels with the operator's prefix: %q, want %q", causes(err), want)
 	}
+	// Keys that are not qualified names, which the API server would refuse on the Job's pod
+	// (leaving the backup waiting for its deadline), are refused on the backup.
+	for _, id := range []v1alpha1.StorageIdentity{
+		{Labels: map[string]v1alpha1.LabelValue{"has space": "x"}},
+		{Labels: map[string]v1alpha1.LabelValue{"example.com/" + strings.Repeat("n", 64): "x"}},
+		{Annotations: map[string]string{"Example.com/x": "y"}},
+	} {
+		what := "labels"
+		if id.Annotations != nil {
+			what = "annotations"
+		}
+		bad := backupfixture.S3
+		bad.Identity = &id
+		err := k8s.Create(ctx, &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "refused", Namespace: ns}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: bad}})
+		want := []string{"spec.storage.identity." + what + ": Invalid value: identity." + what + " keys must be qualified names, as Kubernetes requires of " + what +
+			": an optional DNS prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"}
+		if err == nil || !slices.Equal(causes(err), want) {
+			t.Fatalf("identity %+v: %q, want %q", id, causes(err), want)
+		}
+	}
 
 	st := backupfixture.S3
 	st.CABundle = &v1alpha1.CABundleSource{ConfigMapKeyRef: &v1alpha1.KeyRef{Name: "store-ca", Key: "bundle.pem"}}
