@@ -248,6 +248,12 @@ const (
 	ReasonBackupStored = "Stored"
 	// ReasonBackupFailed: the backup Job failed; the message says why.
 	ReasonBackupFailed = "BackupFailed"
+	// ReasonIdentityNotFound: storage.identity names a ServiceAccount the namespace does not
+	// have; the backup failed without starting a Job (which could never create its pod).
+	ReasonIdentityNotFound = "IdentityNotFound"
+	// ReasonJobRefused: the API server refused the backup's Job (invalid, or an admission
+	// policy); the backup failed, and the message carries the refusal.
+	ReasonJobRefused = "JobRefused"
 	// ReasonInvalidSchedule: spec.schedule does not parse.
 	ReasonInvalidSchedule = "InvalidSchedule"
 	// ReasonLastBackupCompleted and ReasonLastBackupFailed: the outcome of the schedule's

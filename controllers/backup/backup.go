@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -52,6 +53,7 @@ type BackupReconciler struct {
 // +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdbackups,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdbackups/status,verbs=get;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get
 
 // Reconcile moves one EtcdBackup along: Pending until its cluster can be backed up, Running
 // while its Job runs, then Completed or Failed for good.
@@ -202,8 +204,19 @@ func (r *BackupReconciler) start(ctx context.Context, b *v1alpha1.EtcdBackup) (c
 	if im.UIDs, err = r.UIDs.Choice(ctx, b.Namespace); err != nil {
 		return ctrl.Result{}, err
 	}
+	if why, err := r.identityMissing(ctx, b); err != nil || why != "" {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.failFor(b, v1alpha1.ReasonIdentityNotFound, why)
+	}
 	job := resources.BackupJob(b, target, retain, im)
 	if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		// A refusal is final for this backup (its spec cannot change); anything else is tried
+		// again.
+		if refused(err) {
+			return r.failFor(b, v1alpha1.ReasonJobRefused, fmt.Sprintf("the API server refused the backup's Job %s: %v: correct what it names (the storage's identity, or an admission policy of the namespace), then create a new backup", job.Name, err))
+		}
 		return ctrl.Result{}, fmt.Errorf("creating Job %s: %w", job.Name, err)
 	}
 	now := metav1.Now()
@@ -212,6 +225,34 @@ func (r *BackupReconciler) start(ctx context.Context, b *v1alpha1.EtcdBackup) (c
 	r.Recorder.Eventf(b, corev1.EventTypeNormal, v1alpha1.EventBackupStarted, "Job %s takes a snapshot of %s to %s", job.Name, b.Spec.ClusterName,
 		backup.Location{Bucket: b.Spec.Storage.BucketURL, Key: resources.BackupKey(b)})
 	return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+}
+
+// refused is a Job creation the API server will refuse again: invalid, or forbidden by
+// admission; not a quota that may free up, nor a namespace going away.
+func refused(err error) bool {
+	if apierrors.IsInvalid(err) {
+		return true
+	}
+	return apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "exceeded quota") && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}
+
+// identityMissing says why the backup cannot run when storage.identity names a ServiceAccount
+// that does not exist: its Job could never create a pod, and the backup would wait for its
+// deadline. Read uncached, as the operator does not watch ServiceAccounts; a reader that may
+// not (an older role) lets the Job go ahead.
+func (r *BackupReconciler) identityMissing(ctx context.Context, b *v1alpha1.EtcdBackup) (string, error) {
+	id := b.Spec.Storage.Identity
+	if id == nil || id.ServiceAccountName == "" || r.APIReader == nil {
+		return "", nil
+	}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: id.ServiceAccountName}, &corev1.ServiceAccount{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("storage.identity.serviceAccountName %q is not a ServiceAccount of namespace %s: create it (with the annotations your cloud's workload identity needs) or correct the name, then create a new backup", id.ServiceAccountName, b.Namespace), nil
+	case apierrors.IsForbidden(err):
+		return "", nil
+	}
+	return "", err
 }
 
 // scheduleRetention is the retention of the schedule that created the backup, if any.

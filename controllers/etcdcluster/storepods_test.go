@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -88,8 +89,18 @@ func TestStorePods(t *testing.T) {
 	st.Identity = &v1alpha1.StorageIdentity{ServiceAccountName: "etcd-backup-writer",
 		Labels:      map[string]v1alpha1.LabelValue{"azure.workload.identity/use": "true", names.LabelManagedBy: "someone"},
 		Annotations: map[string]string{"azure.workload.identity/client-id": "0000-1111"}}
+	if err := k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "etcd-backup-writer", Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
 	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: ns}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: st}}
 	if err := k8s.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	// An identity whose ServiceAccount does not exist: the backup fails at once, without a Job
+	// (which could never create its pod and would wait for the deadline).
+	nosa := st
+	nosa.Identity = &v1alpha1.StorageIdentity{ServiceAccountName: "nobody"}
+	if err := k8s.Create(ctx, &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "nosa", Namespace: ns}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: nosa}}); err != nil {
 		t.Fatal(err)
 	}
 	bootstrap(t, ns, "demo", 3, fake)
@@ -105,6 +116,23 @@ func TestStorePods(t *testing.T) {
 	wantMount := corev1.VolumeMount{Name: "store-ca", MountPath: "/etc/quorate/store-ca", ReadOnly: true}
 	checkTrust(t, "backup Job", pod, pod.Containers[0], wantVolume, wantMount)
 	checkProxy(t, "backup Job", pod, pod.Containers[0], proxy)
+	eventually(t, timeout, "backup nosa failed", func() error {
+		got := getBackup(t, ns, "nosa")
+		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionBackupComplete)
+		want := metav1.Condition{Type: v1alpha1.ConditionBackupComplete, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonIdentityNotFound, ObservedGeneration: got.Generation,
+			Message: `storage.identity.serviceAccountName "nobody" is not a ServiceAccount of namespace ` + ns + `: create it (with the annotations your cloud's workload identity needs) or correct the name, then create a new backup`}
+		if c == nil {
+			return fmt.Errorf("no condition: %+v", got.Status)
+		}
+		c.LastTransitionTime = metav1.Time{}
+		if got.Status.Phase != v1alpha1.BackupFailed || *c != want {
+			return fmt.Errorf("phase %s, condition %+v, want %+v", got.Status.Phase, *c, want)
+		}
+		return nil
+	})
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "nosa-backup"}, &batchv1.Job{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the backup without its ServiceAccount has a Job: %v", err)
+	}
 
 	// The Job fails at the store: the backup's condition has the store's reason and message,
 	// and the Warning Event the message. A reason that is not a store's is not taken.
