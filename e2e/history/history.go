@@ -65,6 +65,16 @@ func (o Op) Acknowledged() bool {
 	return o.Status == OK && (o.Type == Put || (o.Type == CAS && o.Succeeded))
 }
 
+// ProposalDropped is raft's error for a proposal the leader dropped (during a leadership
+// transfer); etcd passes it on with code Unknown, and the write was never in the log.
+const ProposalDropped = "raft proposal dropped"
+
+// DroppedByRaft reports whether the op is a failed write raft dropped at a leadership
+// transfer: etcd's own limit, counted apart from other failures.
+func (o Op) DroppedByRaft() bool {
+	return o.Status == Fail && o.IsWrite() && strings.HasSuffix(o.Error, ProposalDropped)
+}
+
 // Latency of a completed operation.
 func (o Op) Latency() time.Duration { return time.Duration(o.Return - o.Call) }
 

@@ -273,8 +273,8 @@ func (r *Report) Markdown() string {
 			for i, c := range checker.Names {
 				cells[i] = verdictCell(s, c)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d/%d/%d | %s |\n", s.Label(), mark(s.profilePassed()), strings.Join(cells, " | "),
-				s.Stats.MaxWriteGap.Round(time.Millisecond), s.Stats.OK, s.Stats.Fail, s.Stats.Unknown, s.Stats.P99.Round(100*time.Microsecond))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", s.Label(), mark(s.profilePassed()), strings.Join(cells, " | "),
+				s.Stats.MaxWriteGap.Round(time.Millisecond), opsCell(s.Stats.OK, s.Stats.Fail, s.Stats.Dropped, s.Stats.Unknown), s.Stats.P99.Round(100*time.Microsecond))
 		}
 	}
 	for _, s := range r.Scenarios {

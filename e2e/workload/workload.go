@@ -516,7 +516,7 @@ var definite = []error{rpctypes.ErrGRPCNotCapable, rpctypes.ErrGRPCRequestTooMan
 // notProposed are raft's own errors for a proposal it refused to append (etcd passes them on
 // with code Unknown): during a leadership transfer the leader drops proposals, and a stopped
 // node takes none. Only the proposing call returns them, so the write was never in the log.
-var notProposed = []string{"raft proposal dropped", "raft: stopped"}
+var notProposed = []string{history.ProposalDropped, "raft: stopped"}
 
 // Classify decides the outcome of an operation from its error. A read that failed had no
 // effect. A write is unknown unless the error proves it was never proposed.

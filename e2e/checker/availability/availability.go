@@ -37,10 +37,12 @@ type Window struct {
 
 // Stats summarises a history.
 type Stats struct {
-	Width            time.Duration `json:"width"`
-	Windows          []Window      `json:"windows"`
-	Total, OK        int
-	Fail, Unknown    int
+	Width         time.Duration `json:"width"`
+	Windows       []Window      `json:"windows"`
+	Total, OK     int
+	Fail, Unknown int
+	// Dropped counts the failed writes raft dropped at a leadership transfer (within Fail).
+	Dropped          int           `json:"dropped,omitempty"`
 	MaxWriteGap      time.Duration `json:"maxWriteGap"`
 	GapStart, GapEnd int64
 	// FirstWrite is the time from the start of the history to the first acknowledged write
@@ -133,6 +135,9 @@ func Analyze(h *history.History, width time.Duration) Stats {
 		case history.Fail:
 			s.Fail++
 			s.Windows[i].Fail++
+			if o.DroppedByRaft() {
+				s.Dropped++
+			}
 		default:
 			s.Unknown++
 			s.Windows[i].Unknown++

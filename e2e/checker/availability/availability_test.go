@@ -146,3 +146,23 @@ func TestGaps(t *testing.T) {
 		t.Errorf("summary: %s", got)
 	}
 }
+
+// Writes raft dropped at a leadership transfer are failures, counted apart too; other failed
+// operations (a read, a write refused for another cause) are not among them.
+func TestDroppedWritesAreCountedApart(t *testing.T) {
+	h := steady(2, 0, 0)
+	for i, o := range []history.Op{
+		{Type: history.Put, Status: history.Fail, Error: "rpc error: code = Unknown desc = " + history.ProposalDropped},
+		{Type: history.CAS, Status: history.Fail, Error: "rpc error: code = Unknown desc = " + history.ProposalDropped},
+		{Type: history.Get, Status: history.Fail, Error: "rpc error: code = Unknown desc = " + history.ProposalDropped},
+		{Type: history.Put, Status: history.Fail, Error: "etcdserver: no leader"},
+		{Type: history.Put, Status: history.Unknown, Error: "context deadline exceeded"},
+	} {
+		o.Call, o.Return = int64(i)*sec/10, int64(i)*sec/10+sec/100
+		h.Ops = append(h.Ops, o)
+	}
+	s := Analyze(h, time.Second)
+	if got := [4]int{s.OK, s.Fail, s.Dropped, s.Unknown}; got != [4]int{20, 4, 2, 1} {
+		t.Fatalf("ok, failed, dropped, unknown = %v, want [20 4 2 1]", got)
+	}
+}
