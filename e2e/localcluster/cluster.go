@@ -107,11 +107,11 @@ func (c *Cluster) preflight() error {
 		return fmt.Errorf("a local cluster has 1 to %d nodes, not %d", MaxNodes, c.cfg.Nodes)
 	}
 	if _, err := os.Stat(c.cfg.StateDir); err == nil {
-		return fmt.Errorf("%s is left over from a previous cluster that is not running: run `make cluster-down` (or `quorate-localcluster down`) to remove it", c.cfg.StateDir)
+		return fmt.Errorf("%s is left over from a previous cluster that is not running: run `make cluster-down CLUSTER=%s` (or `quorate-localcluster down --name %s`) to remove it", c.cfg.StateDir, c.cfg.Name, c.cfg.Name)
 	}
 	for _, l := range []string{c.cfg.NodeBridge, c.cfg.CNIBridge} {
 		if linkExists(l) {
-			return fmt.Errorf("network interface %s is left over from a previous cluster: run `make cluster-down` to remove it", l)
+			return fmt.Errorf("network interface %s is left over from a previous cluster: run `make cluster-down CLUSTER=%s` to remove it", l, c.cfg.Name)
 		}
 	}
 	ports := map[int]string{c.cfg.EtcdClientPort: "127.0.0.1", c.cfg.EtcdPeerPort: "127.0.0.1", c.cfg.APIServerPort: "0.0.0.0",
