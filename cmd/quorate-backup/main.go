@@ -211,6 +211,8 @@ func fetchCmd(ctx context.Context, fs *flag.FlagSet, trust func() error) func() 
 	dataDir := fs.String("data-dir", "", "the member's data directory: nothing is fetched once it exists")
 	marker := fs.String("marker", "", "the member's marker: nothing is fetched for a member that has run")
 	podAnnotations := fs.String("pod-annotations", "", "the pod's annotations file (downward API): nothing is fetched for a member the operator recorded as having run")
+	credSecret := fs.String("credentials-secret", "", "the storage's credentials Secret, mounted optionally at --credentials-dir: checked before fetching")
+	credDir := fs.String("credentials-dir", "", "where the credentials Secret is mounted")
 	return func() (backup.Result, error) {
 		ann, err := launcher.ReadPodAnnotations(*podAnnotations)
 		if err != nil {
@@ -230,12 +232,29 @@ func fetchCmd(ctx context.Context, fs *flag.FlagSet, trust func() error) func() 
 		if err := trust(); err != nil {
 			return backup.Result{}, err
 		}
+		if err := credentialsMounted(*credSecret, *credDir); err != nil {
+			return backup.Result{}, err
+		}
 		info, err := blobstore.Fetch(ctx, backup.Location{Bucket: *bucket, Key: *key}, *out, *sha)
 		if err != nil {
 			return backup.Result{}, err
 		}
 		return backup.Result{Kind: backup.ResultStored, Location: backup.Location{Bucket: *bucket, Key: *key}.String(), Key: *key, Info: &info}, nil
 	}
+}
+
+// credentialsMounted checks that the credentials Secret a restore names is there: it is
+// mounted optionally, so that a member that has run starts without it, and an empty mount is a
+// Secret that does not exist.
+func credentialsMounted(secret, dir string) error {
+	if secret == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err == nil && len(entries) > 0 {
+		return nil
+	}
+	return fmt.Errorf("the storage's credentials Secret %q (storage.credentialsSecret) does not exist in the namespace, or has no keys: create it, then delete this pod so that it fetches again", secret)
 }
 
 func fileExists(p string) bool {

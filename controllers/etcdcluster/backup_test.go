@@ -10,11 +10,13 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
@@ -231,9 +233,16 @@ func TestRestoreFromBackup(t *testing.T) {
 	}
 	fetch, restore := pod.Spec.InitContainers[1], pod.Spec.InitContainers[2]
 	wantFetch := []string{"/quorate-backup", "fetch", "--bucket=" + backupfixture.S3.BucketURL, "--key=etcd/" + ns + "/gone/b1.db", "--sha256=" + strings.Repeat("cd", 32),
-		"--out=/var/lib/etcd/restore/snapshot.db", "--data-dir=/var/lib/etcd/data", "--marker=/var/lib/etcd/quorate-member.json", "--pod-annotations=/etc/quorate/podinfo/annotations"}
-	if !slices.Equal(fetch.Command, wantFetch) || fetch.EnvFrom[0].SecretRef.Name != "s3-keys" || fetch.Image != images.Launcher {
+		"--out=/var/lib/etcd/restore/snapshot.db", "--data-dir=/var/lib/etcd/data", "--marker=/var/lib/etcd/quorate-member.json", "--pod-annotations=/etc/quorate/podinfo/annotations",
+		"--credentials-secret=s3-keys", "--credentials-dir=/var/run/secrets/quorate/bucket"}
+	// The credentials Secret is optional: a restored member starts for life without it.
+	wantEnv := []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "s3-keys"}, Optional: ptr.To(true)}}}
+	if !slices.Equal(fetch.Command, wantFetch) || !equality.Semantic.DeepEqual(fetch.EnvFrom, wantEnv) || fetch.Image != images.Launcher {
 		t.Fatalf("fetch container %q, env %+v", fetch.Command, fetch.EnvFrom)
+	}
+	wantVolume := corev1.Volume{Name: "bucket-credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s3-keys", DefaultMode: ptr.To[int32](0o440), Optional: ptr.To(true)}}}
+	if i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == wantVolume.Name }); i < 0 || !equality.Semantic.DeepEqual(pod.Spec.Volumes[i], wantVolume) {
+		t.Fatalf("the credentials volume of a restoring member: %+v, want %+v", pod.Spec.Volumes, wantVolume)
 	}
 	ic := resources.InitialCluster(c, []string{"restored-0", "restored-1", "restored-2"})
 	wantRestore := []string{"/quorate/bin/quorate-launcher", "restore", "--data-dir=/var/lib/etcd/data", "--marker=/var/lib/etcd/quorate-member.json",

@@ -25,23 +25,32 @@ const (
 	GCSKeyFile = "service-account.json"
 )
 
-// CredentialEnv gives a container the bucket's credentials as its environment.
-func CredentialEnv(ctr *corev1.Container, bucket, secret string) {
+// CredentialEnv gives a container the bucket's credentials as its environment; optional, a
+// missing Secret leaves it without them (see storeAccess).
+func CredentialEnv(ctr *corev1.Container, bucket, secret string, optional bool) {
 	if secret == "" {
 		return
 	}
-	ctr.EnvFrom = append(ctr.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: secret}}})
+	ref := &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: secret}}
+	if optional {
+		ref.Optional = ptr.To(true)
+	}
+	ctr.EnvFrom = append(ctr.EnvFrom, corev1.EnvFromSource{SecretRef: ref})
 	if strings.HasPrefix(bucket, "gs://") {
 		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: "GOOGLE_APPLICATION_CREDENTIALS", Value: credentialsDir + "/" + GCSKeyFile})
 	}
 }
 
 // CredentialVolumes is the credentials Secret as a volume (none without a Secret).
-func CredentialVolumes(secret string) []corev1.Volume {
+func CredentialVolumes(secret string, optional bool) []corev1.Volume {
 	if secret == "" {
 		return nil
 	}
-	return []corev1.Volume{{Name: credentialsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret, DefaultMode: ptr.To[int32](0o440)}}}}
+	src := &corev1.SecretVolumeSource{SecretName: secret, DefaultMode: ptr.To[int32](0o440)}
+	if optional {
+		src.Optional = ptr.To(true)
+	}
+	return []corev1.Volume{{Name: credentialsVolume, VolumeSource: corev1.VolumeSource{Secret: src}}}
 }
 
 // CredentialMounts mounts the credentials volume (none without a Secret).
@@ -101,15 +110,35 @@ func CABundleArgs(ca *v1alpha1.CABundleSource) []string {
 // reachStore gives a container that reads or writes a bucket the operator's proxy variables,
 // the bucket's credentials, and the mounts of the credentials and the CA bundle (storeVolumes
 // are the pod's volumes for them).
-func reachStore(ctr *corev1.Container, bucket, credentials string, ca *v1alpha1.CABundleSource, im Images) {
+func reachStore(ctr *corev1.Container, bucket, credentials string, ca *v1alpha1.CABundleSource, im Images, a storeAccess) {
 	ctr.Env = append(ctr.Env, im.ProxyEnv...)
-	CredentialEnv(ctr, bucket, credentials)
+	CredentialEnv(ctr, bucket, credentials, a == fetchOnce)
 	ctr.VolumeMounts = append(append(ctr.VolumeMounts, CredentialMounts(credentials)...), CABundleMounts(ca)...)
 }
 
 // storeVolumes are the volumes of the mounts reachStore gives.
-func storeVolumes(credentials string, ca *v1alpha1.CABundleSource) []corev1.Volume {
-	return append(CredentialVolumes(credentials), CABundleVolumes(ca)...)
+func storeVolumes(credentials string, ca *v1alpha1.CABundleSource, a storeAccess) []corev1.Volume {
+	return append(CredentialVolumes(credentials, a == fetchOnce), CABundleVolumes(ca)...)
+}
+
+// storeAccess is how a pod needs its store: a backup Job at every run (its credentials Secret
+// is required: a missing one holds the pod, which the Job's deadline ends), or a restoring
+// member once, before it ever ran (fetchOnce: the Secret is optional, so the member still
+// starts, for life, once the Secret is gone; the fetch checks it is there before fetching).
+type storeAccess int
+
+const (
+	everyRun storeAccess = iota
+	fetchOnce
+)
+
+// CredentialsArgs are quorate-backup fetch's flags that name the credentials Secret and where
+// it is mounted (none without a Secret), so that a missing Secret fails the fetch naming it.
+func CredentialsArgs(secret string) []string {
+	if secret == "" {
+		return nil
+	}
+	return []string{"--credentials-secret=" + secret, "--credentials-dir=" + credentialsDir}
 }
 
 // WithIdentity runs a pod that reaches a bucket as the storage's identity: its service
@@ -254,8 +283,8 @@ func BackupJob(b *v1alpha1.EtcdBackup, t JobTarget, retain *Retain, im Images) *
 	st := &b.Spec.Storage
 	args = append(args, CABundleArgs(st.CABundle)...)
 	pod := jobPod(t, im, args, work)
-	reachStore(&pod.Spec.Containers[0], st.BucketURL, st.CredentialsSecret, st.CABundle, im)
-	pod.Spec.Volumes = append(pod.Spec.Volumes, storeVolumes(st.CredentialsSecret, st.CABundle)...)
+	reachStore(&pod.Spec.Containers[0], st.BucketURL, st.CredentialsSecret, st.CABundle, im, everyRun)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, storeVolumes(st.CredentialsSecret, st.CABundle, everyRun)...)
 	pod.Labels[names.LabelBackup] = b.Name
 	WithIdentity(&pod.ObjectMeta, &pod.Spec, st.Identity)
 	labels := names.ClusterLabels(t.Cluster.Name)

@@ -120,7 +120,7 @@ func Pod(c *v1alpha1.EtcdCluster, p MemberPod, im Images) (*corev1.Pod, error) {
 		},
 	}
 	if p.Restore != nil {
-		pod.Spec.Volumes = append(pod.Spec.Volumes, storeVolumes(p.Restore.CredentialsSecret, p.Restore.CABundle)...)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, storeVolumes(p.Restore.CredentialsSecret, p.Restore.CABundle, fetchOnce)...)
 		WithIdentity(&pod.ObjectMeta, &pod.Spec, p.Restore.Identity)
 	}
 	schedule(&pod.Spec, c.Name, tmpl)
@@ -338,13 +338,13 @@ func restoreContainers(c *v1alpha1.EtcdCluster, p MemberPod, im Images, mounts [
 		ImagePullPolicy: im.PullPolicy,
 		Command: append([]string{BackupBinary, "fetch", "--bucket=" + p.Restore.Bucket, "--key=" + p.Restore.Key, "--sha256=" + p.Restore.SHA256,
 			"--out=" + RestoreSnapshot, "--data-dir=" + DataDir, "--marker=" + MarkerFile, "--pod-annotations=" + PodAnnotationsFile},
-			CABundleArgs(p.Restore.CABundle)...),
+			append(CABundleArgs(p.Restore.CABundle), CredentialsArgs(p.Restore.CredentialsSecret)...)...),
 		VolumeMounts:             []corev1.VolumeMount{data, podInfo},
 		Resources:                corev1.ResourceRequirements{Requests: DefaultRequests()},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          restricted(),
 	}
-	reachStore(&fetch, p.Restore.Bucket, p.Restore.CredentialsSecret, p.Restore.CABundle, im)
+	reachStore(&fetch, p.Restore.Bucket, p.Restore.CredentialsSecret, p.Restore.CABundle, im, fetchOnce)
 	restore := corev1.Container{
 		Name:            RestoreContainer,
 		Image:           im.EtcdImage(c),
