@@ -42,6 +42,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/pki"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
+	"github.com/quorate-dev/quorate/internal/storagepolicy"
 	"github.com/quorate-dev/quorate/internal/uidpolicy"
 	"github.com/quorate-dev/quorate/internal/upgradegate"
 )
@@ -87,6 +88,9 @@ type config struct {
 	ownershipTerm, certLifetime, certPropagation   time.Duration
 	minBackupInterval                              time.Duration
 	allowPlaintext                                 bool
+	allowedStorage                                 string
+	allowAmbientStorage                            bool
+	storagePolicy                                  storagepolicy.Policy
 	operator                                       resources.Operator
 	images                                         resources.Images
 	uidMode                                        string
@@ -109,6 +113,11 @@ func main() {
 	images.ProxyEnv, proxyCredentials = resources.ProxyEnvFrom(os.Environ())
 	if len(proxyCredentials) > 0 {
 		log.Error(nil, "proxy settings with a user and password in them are not given to backup and restore pods (their specs are readable in the clusters' namespaces); use a proxy that needs no password there, or one the pods' network reaches without", "variables", proxyCredentials)
+	}
+	var err error
+	if cfg.storagePolicy, err = storagepolicy.Parse(cfg.allowedStorage, cfg.allowAmbientStorage); err != nil {
+		log.Error(err, "the storage policy")
+		os.Exit(2)
 	}
 	if images.Launcher == "" {
 		log.Error(nil, "no launcher image: set --launcher-image or OPERATOR_IMAGE to the operator's image")
@@ -171,6 +180,8 @@ func parseFlags() *config {
 		defaultTerm = time.Minute
 	}
 	flag.DurationVar(&cfg.ownershipTerm, "ownership-term", defaultTerm, "how long this instance's claim on a cluster lasts without renewal; another Quorate install that sees the cluster takes it over only after it expires (0 turns claims off: only for a single install)")
+	flag.StringVar(&cfg.allowedStorage, "allowed-storage", envflag.Or("ALLOWED_STORAGE", ""), "the bucket URLs (comma-separated, each exactly as a storage's bucketURL names it, options in any order) backups may go to and restores come from; empty: any (every namespace user who may create an EtcdBackup can then export the whole keyspace anywhere the backup Job reaches) (env ALLOWED_STORAGE)")
+	flag.BoolVar(&cfg.allowAmbientStorage, "allow-ambient-storage-identity", envflag.Or("ALLOW_AMBIENT_STORAGE_IDENTITY", "") == "true", "with --allowed-storage, let a storage that names neither credentialsSecret nor identity.serviceAccountName use its pods' ambient identity (env ALLOW_AMBIENT_STORAGE_IDENTITY=true)")
 	flag.BoolVar(&cfg.allowPlaintext, "allow-plaintext", false, "manage EtcdClusters with tls.enabled false (anyone who reaches their members can read and write them); off: such clusters are refused with the condition InvalidSpec")
 	flag.StringVar(&cfg.images.EtcdRepository, "etcd-image-repository", envflag.Or("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
 	flag.StringVar(&cfg.images.Launcher, "launcher-image", envflag.Or("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
@@ -262,6 +273,7 @@ func addControllers(mgr ctrl.Manager, cfg *config, id string, log logr.Logger) {
 		Settings:            etcdcluster.Settings{RollSettle: cfg.rollSettle, Deadlines: cfg.deadlines},
 		Ownership:           &ownership.Ownership{Identity: id, Term: cfg.ownershipTerm},
 		AllowPlaintext:      cfg.allowPlaintext,
+		StoragePolicy:       cfg.storagePolicy,
 		Operator:            cfg.operator,
 		CertLifetime:        cfg.certLifetime,
 		CertPropagation:     cfg.certPropagation,
@@ -270,9 +282,9 @@ func addControllers(mgr ctrl.Manager, cfg *config, id string, log logr.Logger) {
 	exitOn(log, r.SetupWithManager(mgr, cfg.concurrency), "setting up the controller")
 	// Backups, schedules and restore drills act on the clusters whose claim r holds.
 	exitOn(log, (&backup.BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: r.Recorder, Images: cfg.images, UIDs: uids, Ownership: r.Ownership}).SetupWithManager(mgr), "setting up the backup controller")
+		Recorder: r.Recorder, Images: cfg.images, UIDs: uids, Ownership: r.Ownership, StoragePolicy: cfg.storagePolicy}).SetupWithManager(mgr), "setting up the backup controller")
 	exitOn(log, (&backup.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: r.Recorder, Images: cfg.images, UIDs: uids, Ownership: r.Ownership, MinInterval: cfg.minBackupInterval}).SetupWithManager(mgr), "setting up the backup schedule controller")
+		Recorder: r.Recorder, Images: cfg.images, UIDs: uids, Ownership: r.Ownership, MinInterval: cfg.minBackupInterval, StoragePolicy: cfg.storagePolicy}).SetupWithManager(mgr), "setting up the backup schedule controller")
 }
 
 // cacheOptions restricts the cache to WATCH_NAMESPACE (comma-separated, as OLM sets it), or

@@ -251,6 +251,10 @@ const (
 	// ReasonIdentityNotFound: storage.identity names a ServiceAccount the namespace does not
 	// have; the backup failed without starting a Job (which could never create its pod).
 	ReasonIdentityNotFound = "IdentityNotFound"
+	// ReasonStorageNotAllowed: the storage is not a location the operator's storage policy
+	// allows (--allowed-storage), or uses the ambient identity the policy does not allow; a
+	// backup fails, a schedule takes none, a restore waits.
+	ReasonStorageNotAllowed = "StorageNotAllowed"
 	// ReasonJobRefused: the API server refused the backup's Job (invalid, or an admission
 	// policy); the backup failed, and the message carries the refusal.
 	ReasonJobRefused = "JobRefused"

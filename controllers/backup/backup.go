@@ -32,6 +32,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/resources"
+	"github.com/quorate-dev/quorate/internal/storagepolicy"
 	"github.com/quorate-dev/quorate/internal/uidpolicy"
 )
 
@@ -48,6 +49,8 @@ type BackupReconciler struct {
 	Ownership *ownership.Ownership
 	// APIReader reads the claims (Leases), and a finished Job's pods, without caching them.
 	APIReader client.Reader
+	// StoragePolicy is the administrator's rule for storage locations.
+	StoragePolicy storagepolicy.Policy
 }
 
 // +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdbackups,verbs=get;list;watch;create;delete
@@ -188,6 +191,9 @@ func (r *BackupReconciler) jobGone(ctx context.Context, b *v1alpha1.EtcdBackup, 
 // start creates the backup's Job once the cluster can be backed up: it exists, is managed by
 // this install, has a recorded cluster ID, and is Available.
 func (r *BackupReconciler) start(ctx context.Context, b *v1alpha1.EtcdBackup) (ctrl.Result, error) {
+	if err := r.StoragePolicy.Check(b.Spec.Storage); err != nil {
+		return r.failFor(b, v1alpha1.ReasonStorageNotAllowed, err.Error())
+	}
 	target, why, err := backupTarget(ctx, r.Client, r.APIReader, r.Ownership, b.Namespace, b.Spec.ClusterName)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -29,6 +29,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/resources"
+	"github.com/quorate-dev/quorate/internal/storagepolicy"
 	"github.com/quorate-dev/quorate/internal/uidpolicy"
 )
 
@@ -46,6 +47,8 @@ type ScheduleReconciler struct {
 	APIReader client.Reader
 	// Now is the clock (tests set it).
 	Now func() time.Time
+	// StoragePolicy is the administrator's rule for storage locations.
+	StoragePolicy storagepolicy.Policy
 	// DrillDeadline bounds how long a drill's cluster may take to become Available.
 	DrillDeadline time.Duration
 	// MinInterval is the shortest time allowed between two runs of a schedule (0: no
@@ -117,6 +120,10 @@ func (r *ScheduleReconciler) pass(ctx context.Context, s *v1alpha1.EtcdBackupSch
 			// A drill under way ends, and its scratch cluster goes: nothing drives it on.
 			return ctrl.Result{}, r.endDrill(ctx, s, false, "the drill was stopped: "+why)
 		}
+		return ctrl.Result{}, nil
+	}
+	if err := r.StoragePolicy.Check(s.Spec.Storage); err != nil {
+		r.condition(s, v1alpha1.ConditionScheduleReady, false, v1alpha1.ReasonStorageNotAllowed, err.Error()+"; the schedule takes no backup meanwhile")
 		return ctrl.Result{}, nil
 	}
 	src := &v1alpha1.EtcdCluster{}

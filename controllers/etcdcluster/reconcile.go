@@ -35,6 +35,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
+	"github.com/quorate-dev/quorate/internal/storagepolicy"
 	"github.com/quorate-dev/quorate/internal/uidpolicy"
 )
 
@@ -61,6 +62,8 @@ type Reconciler struct {
 	Ownership *ownership.Ownership
 	// AllowPlaintext lets the operator manage clusters with TLS off.
 	AllowPlaintext bool
+	// StoragePolicy is the administrator's rule for the locations restores come from.
+	StoragePolicy storagepolicy.Policy
 	// CertLifetime is the lifetime of the certificates the operator generates (default
 	// pki.LeafValidity); they are renewed with a third of it left.
 	CertLifetime time.Duration
@@ -318,6 +321,9 @@ func (r *Reconciler) settleIdentity(ctx context.Context, c *v1alpha1.EtcdCluster
 	// A cluster created from a backup needs it before its members exist.
 	if clusterID == 0 && c.Spec.Bootstrap != nil && c.Spec.Bootstrap.FromBackup != nil {
 		if obs.restore, err = r.restoreSource(ctx, c); err != nil {
+			if refused := (*storagepolicy.Refused)(nil); errors.As(err, &refused) {
+				return 0, v1alpha1.ReasonStorageNotAllowed, err
+			}
 			return 0, v1alpha1.ReasonRestoreSourceNotReady, err
 		}
 	}

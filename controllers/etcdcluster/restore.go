@@ -16,6 +16,9 @@ import (
 func (r *Reconciler) restoreSource(ctx context.Context, c *v1alpha1.EtcdCluster) (*resources.Restore, error) {
 	src := c.Spec.Bootstrap.FromBackup
 	if src.BackupName == "" {
+		if err := r.StoragePolicy.Check(*src.Storage); err != nil {
+			return nil, fmt.Errorf("spec.bootstrap.fromBackup.storage: %w; the cluster starts once the storage is allowed", err)
+		}
 		return &resources.Restore{Bucket: src.Storage.BucketURL, Key: src.Key, SHA256: src.SHA256, CredentialsSecret: src.Storage.CredentialsSecret, CABundle: src.Storage.CABundle, Identity: src.Storage.Identity}, nil
 	}
 	b := &v1alpha1.EtcdBackup{}
@@ -27,6 +30,9 @@ func (r *Reconciler) restoreSource(ctx context.Context, c *v1alpha1.EtcdCluster)
 	}
 	if b.Status.Phase != v1alpha1.BackupCompleted {
 		return nil, fmt.Errorf("EtcdBackup %s is %s, not Completed; the cluster starts once it has completed", b.Name, cmp.Or(b.Status.Phase, v1alpha1.BackupPending))
+	}
+	if err := r.StoragePolicy.Check(b.Spec.Storage); err != nil {
+		return nil, fmt.Errorf("EtcdBackup %s's storage: %w; the cluster starts once the storage is allowed", b.Name, err)
 	}
 	return &resources.Restore{Bucket: b.Spec.Storage.BucketURL, Key: b.Status.Key, SHA256: b.Status.SHA256, CredentialsSecret: b.Spec.Storage.CredentialsSecret, CABundle: b.Spec.Storage.CABundle, Identity: b.Spec.Storage.Identity}, nil
 }

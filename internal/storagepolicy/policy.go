@@ -1,0 +1,86 @@
+// Package storagepolicy is the administrator's rule for where snapshots may go and come from.
+// Creating an EtcdBackup reads the whole keyspace (the backup Job uses the operator's root
+// client certificate), and its bucket URL's options (endpoint=, domain=) can point a request at
+// any address the Job reaches: an administrator who does not want every namespace user to
+// export, or to restore, from anywhere names the allowed locations, and whether the pods may
+// use their ambient identity (no credentials Secret, no storage.identity).
+package storagepolicy
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+)
+
+// Policy is the operator-wide storage rule. The zero Policy allows every location and the
+// ambient identity, as the operator did before policies.
+type Policy struct {
+	// Allowed are the bucket URLs a storage may name (empty: any). A storage's bucketURL is
+	// allowed when it is one of them: the same scheme, bucket and path, and the same query
+	// parameters in any order, so that no option (an endpoint=) can be added to an allowed one.
+	Allowed []string
+	// AllowAmbient lets a storage that names neither a credentials Secret nor an identity's
+	// service account use the pods' ambient identity (the node's, or the namespace's default
+	// service account's). Only consulted when Allowed is set.
+	AllowAmbient bool
+}
+
+// Parse reads a comma-separated list of bucket URLs (the --allowed-storage flag), checking
+// that each parses.
+func Parse(list string, allowAmbient bool) (Policy, error) {
+	p := Policy{AllowAmbient: allowAmbient}
+	for _, u := range strings.Split(list, ",") {
+		u = strings.TrimSpace(u)
+		if u == "" {
+			continue
+		}
+		if _, err := normalize(u); err != nil {
+			return Policy{}, fmt.Errorf("--allowed-storage: %q: %w", u, err)
+		}
+		p.Allowed = append(p.Allowed, u)
+	}
+	return p, nil
+}
+
+// Refused is a storage the policy does not allow; its message says what to do.
+type Refused struct{ msg string }
+
+func (r *Refused) Error() string { return r.msg }
+
+// Check says whether a backup to, or a restore from, st is allowed: nil, or a *Refused.
+func (p Policy) Check(st v1alpha1.BackupStorage) error {
+	if len(p.Allowed) == 0 {
+		return nil
+	}
+	got, err := normalize(st.BucketURL)
+	if err != nil {
+		return &Refused{fmt.Sprintf("storage.bucketURL %q does not parse (%v); the operator's storage policy allows only %s", st.BucketURL, err, strings.Join(p.Allowed, ", "))}
+	}
+	if !slices.ContainsFunc(p.Allowed, func(a string) bool { n, _ := normalize(a); return n == got }) {
+		return &Refused{fmt.Sprintf("storage.bucketURL %q is not a location the operator's storage policy allows (--allowed-storage): use one of %s, or ask the operator's administrator to allow it", st.BucketURL, strings.Join(p.Allowed, ", "))}
+	}
+	ambient := st.CredentialsSecret == "" && (st.Identity == nil || st.Identity.ServiceAccountName == "")
+	if ambient && !p.AllowAmbient {
+		return &Refused{"the storage names neither credentialsSecret nor identity.serviceAccountName, and the operator's storage policy does not let its pods use their ambient identity (--allow-ambient-storage-identity): name the credentials Secret or the service account to reach the bucket as"}
+	}
+	return nil
+}
+
+// normalize is a bucket URL's scheme, host, path and sorted query parameters.
+func normalize(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	if u.Scheme == "" || u.User != nil || u.Fragment != "" {
+		return "", fmt.Errorf("a bucket URL is SCHEME://BUCKET[/PATH][?OPTIONS], without a user or a fragment")
+	}
+	q := u.Query()
+	for k := range q {
+		slices.Sort(q[k])
+	}
+	return strings.ToLower(u.Scheme) + "://" + u.Host + u.EscapedPath() + "?" + q.Encode(), nil
+}
