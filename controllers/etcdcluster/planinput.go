@@ -187,6 +187,9 @@ func (o *observation) addPods(members memberTable, now time.Time, terminating ti
 			if refusal.Kind == launcher.RefusalDiskFull {
 				m.DiskFull = refusal.Message
 			}
+			if refusal.Kind == launcher.RefusalCorruptAtStart {
+				m.CorruptAtStart = refusal.Message
+			}
 			if refusal.Kind == launcher.RefusalVolumeUnreadable && m.PodProblem == "" {
 				m.PodProblem = "its launcher may not read the volume: " + refusal.Message
 			}

@@ -300,3 +300,31 @@ func TestStopSequence(t *testing.T) {
 		})
 	}
 }
+
+// etcd ending its start on its initial corruption check is reported to the operator as such,
+// the phrase found across two writes of its output; another failure is etcd's exit code, and
+// the phrase in the output of an etcd that ran and exited cleanly changes nothing.
+func TestLaunchReportsAFailedInitialCorruptionCheck(t *testing.T) {
+	const line = `{"level":"error","msg":"checkInitialHashKV failed","error":"8e9e05c52164694d found data inconsistency with peers"}`
+	for _, tc := range []struct {
+		script   string
+		wantCode int
+		want     *Refusal
+	}{
+		{`printf '%s' '` + line[:60] + `' >&2; printf '%s\n' '` + line[60:] + `' >&2; exit 1`, 2,
+			&Refusal{Kind: RefusalCorruptAtStart, Message: "etcd's initial corruption check found this member's data differ from its peers' at the same revision, and etcd will not start with them; " +
+				"the operator replaces the member from the majority's data once the other voters keep quorum"}},
+		{`echo 'listener failed' >&2; exit 1`, 1, nil},
+		{`echo '` + line + `'; exit 0`, 0, nil},
+	} {
+		term := filepath.Join(t.TempDir(), "termination-log")
+		o := Options{Volume: volume(t, false, nil), TerminationLogPath: term, Command: []string{"/bin/sh", "-c", tc.script}, TLSDir: "/nonexistent"}
+		if code := Launch(context.Background(), o, io.Discard); code != tc.wantCode {
+			t.Fatalf("%s: exit code %d, want %d", tc.script, code, tc.wantCode)
+		}
+		msg, _ := os.ReadFile(term)
+		if got := ParseTermination(string(msg)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: termination %+v, want %+v", tc.script, got, tc.want)
+		}
+	}
+}

@@ -26,10 +26,13 @@ const (
 	// pod runs as another user than the one that wrote them). The data may be intact: this is
 	// never read as a lost volume.
 	RefusalVolumeUnreadable RefusalKind = "VolumeUnreadable"
+	// RefusalCorruptAtStart: etcd itself refused to start, its initial corruption check having
+	// found the member's data differ from its peers'; it would refuse at every restart.
+	RefusalCorruptAtStart RefusalKind = "CorruptAtStart"
 )
 
 // RefusalKinds lists every kind, for tests and for parsing.
-var RefusalKinds = []RefusalKind{RefusalDataLost, RefusalClusterIDMismatch, RefusalPeersUnreachable, RefusalDiskFull, RefusalVolumeUnreadable}
+var RefusalKinds = []RefusalKind{RefusalDataLost, RefusalClusterIDMismatch, RefusalPeersUnreachable, RefusalDiskFull, RefusalVolumeUnreadable, RefusalCorruptAtStart}
 
 // Refusal is a reason not to start etcd.
 type Refusal struct {

@@ -166,7 +166,8 @@ func checkFirstStart(ctx context.Context, o Options, marker *Marker, tlsCfg *tls
 func runEtcd(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.Config, logger *log.Logger, refuse func(error) int, alsoRecord func(context.Context) error) int {
 	// The launcher exists to start etcd with the flags the operator put after --.
 	cmd := exec.Command(o.Command[0], o.Command[1:]...) //nolint:gosec // see above
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	watch := &startCheckWatch{}
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, watch), io.MultiWriter(os.Stderr, watch)
 	if err := cmd.Start(); err != nil {
 		return refuse(fmt.Errorf("starting %s: %w", o.Command[0], err))
 	}
@@ -190,6 +191,9 @@ func runEtcd(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.Config,
 	case m := <-mismatch:
 		return refuse(m)
 	default:
+	}
+	if r := watch.failed(); r != nil && err != nil {
+		return refuse(r)
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {

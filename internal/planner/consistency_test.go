@@ -134,3 +134,32 @@ func TestDivergentMemberReplacedAddFirst(t *testing.T) {
 		t.Fatalf("changes = %v, want %v", x.changes, want)
 	}
 }
+
+// A member whose start etcd's initial corruption check ended (it diverged while down, so no
+// comparison of the serving voters names it) is removed to be replaced from the majority,
+// once the others keep quorum and are not known to disagree.
+func TestCorruptAtStartIsReplaced(t *testing.T) {
+	corrupt := func(s *State) {
+		s.Members[1].Reachable, s.Members[1].HasLeader = false, false
+		s.Members[1].CorruptAtStart = "etcd's initial corruption check found ..."
+	}
+	for _, tc := range []struct {
+		name  string
+		state State
+		want  Action
+	}{
+		{"replaced", running(3, corrupt), Action{Kind: Remove, Member: "c-1", ID: 101, Reason: v1alpha1.ReasonMemberCorrupt, Attention: true,
+			Message: "removing member c-1 because etcd's initial corruption check found its data differ from its peers' and etcd refuses to start it; a new member will take its place"}},
+		{"another voter down", running(3, corrupt, func(s *State) { s.Members[2].Reachable = false }), Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonQuorumAtRisk, Attention: true,
+			Message: "member c-1 must be replaced because etcd's initial corruption check found its data differ from its peers' and etcd refuses to start it, but only 1 other voters are healthy: waiting for them before removing it"}},
+	} {
+		if got := Plan(tc.state, name); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+	// The voters' data disagree with no majority: nobody can tell good from bad, no removal.
+	s := running(3, corrupt, func(s *State) { s.Consistency = hashes(7, 8, 9) })
+	if got := Plan(s, name); got.Kind == Remove {
+		t.Errorf("with no majority: %+v", got)
+	}
+}

@@ -55,6 +55,9 @@ type Member struct {
 	// DiskFull: the launcher refused to start etcd because the volume is (nearly) full, and
 	// says how full; "" if nothing says so.
 	DiskFull string
+	// CorruptAtStart: etcd's initial corruption check ended the member's last start (its data
+	// differ from its peers'), as the launcher reported; "" otherwise.
+	CorruptAtStart string
 	// Unpublished: the operator took the pod out of the client Service (names.LabelServing
 	// "false") UnpublishedFor ago, to stop it.
 	Unpublished    bool

@@ -22,6 +22,11 @@ func replaceGone(s State) (Action, bool) {
 			// check refuses to start it): its data are worth nothing, like lost ones.
 			why = d + ", and it does not serve"
 		}
+		if why == "" && m.CorruptAtStart != "" && !disagree(s) {
+			// Diverged while it was down: etcd's own check at its start compared it with the
+			// serving peers, which are a quorum (checked below) and not known to disagree.
+			why = "etcd's initial corruption check found its data differ from its peers' and etcd refuses to start it"
+		}
 		if why == "" || (!m.Learner && m.Healthy(s.ClusterID)) {
 			continue
 		}
@@ -46,4 +51,10 @@ func replaceGone(s State) (Action, bool) {
 			Message: fmt.Sprintf("removing member %s because %s; a new member will take its place", m.Name, why)}, true
 	}
 	return Action{}, false
+}
+
+// disagree: the last comparison of the voters' data found no majority, when no member's data
+// can be told good or bad.
+func disagree(s State) bool {
+	return s.Consistency != nil && Judge(*s.Consistency).Outcome == NoMajority
 }
