@@ -42,6 +42,11 @@ func hibernate(s State) (Action, bool) {
 	for _, m := range s.sorted() {
 		switch {
 		case !m.HasPod:
+		case m.Started && m.HasPVC && !m.PVCHasData && !m.PodTerminating:
+			// The PVC's record that the member has run is what restarts it on waking, and
+			// nothing writes it while the cluster is down: it is written first.
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonHibernating,
+				Message: fmt.Sprintf("hibernating: waiting for the volume of %s to record that the member has run before its pod stops", m.Name)}, true
 		case m.PodTerminating && m.TerminatingFor < s.Deadlines.Terminating:
 			// One member stops at a time: the next waits for this one's shutdown.
 			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonHibernating,
