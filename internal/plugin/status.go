@@ -21,18 +21,18 @@ import (
 
 // Status is what `status` shows of a cluster.
 type Status struct {
-	Name         string         `json:"name"`
-	Namespace    string         `json:"namespace"`
-	ClusterID    string         `json:"clusterID,omitempty"`
-	Leader       string         `json:"leader,omitempty"`
-	Version      string         `json:"version,omitempty"`
-	Replicas     int32          `json:"replicas"`
-	Ready        int32          `json:"readyMembers"`
-	Paused       bool           `json:"paused,omitempty"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	ClusterID string `json:"clusterID,omitempty"`
+	Leader    string `json:"leader,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Replicas  int32  `json:"replicas"`
+	Ready     int32  `json:"readyMembers"`
+	Paused    bool   `json:"paused,omitempty"`
 	// Hibernation is the Hibernated condition's reason (Hibernating, Hibernated, Waking),
 	// or "Requested" before the operator set it; empty when the cluster is neither
 	// hibernated nor coming out of it.
-	Hibernation string `json:"hibernation,omitempty"`
+	Hibernation  string         `json:"hibernation,omitempty"`
 	ClaimedBy    string         `json:"claimedBy,omitempty"`
 	Members      []MemberRow    `json:"members"`
 	Alarms       []string       `json:"alarms,omitempty"`
