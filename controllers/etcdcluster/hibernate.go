@@ -85,3 +85,10 @@ func availableMessage(reason string) string {
 func expectedOutage(reason string) bool {
 	return reason == v1alpha1.ReasonHibernated || reason == v1alpha1.ReasonWaking
 }
+
+// hibernationAskedFor: the cluster hibernates, is hibernated or wakes, by the status st: its
+// outage was asked for (exported as quorate_cluster_hibernated, which the alerts leave out).
+func hibernationAskedFor(c *v1alpha1.EtcdCluster, st v1alpha1.EtcdClusterStatus) bool {
+	h := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionHibernated)
+	return c.Spec.Hibernate || h != nil && h.Reason != v1alpha1.ReasonAwake
+}
