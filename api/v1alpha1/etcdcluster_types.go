@@ -65,6 +65,17 @@ type EtcdClusterSpec struct {
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 
+	// Hibernate stops every member pod of a formed cluster and keeps everything else: the
+	// volumes with their data, the Secrets, the Services and etcd's membership. Pods stop one
+	// at a time, followers first and the leader last, each through etcd's ordinary shutdown;
+	// clients cannot reach the cluster until it is woken. Setting it back to false restarts
+	// every member from its volume, with the same names and cluster ID: a hibernated cluster
+	// is never bootstrapped again. The condition Hibernated says where it is. While hibernated,
+	// other spec changes wait (certificates are still renewed). Set on a cluster that has not
+	// formed, it creates no member until it is false.
+	// +optional
+	Hibernate bool `json:"hibernate,omitempty"`
+
 	// VolumeRetention says what happens to the member volumes when the EtcdCluster is deleted:
 	// Retain (the default, as for StatefulSets) keeps them, so that an EtcdCluster of the same
 	// name can adopt them (adoptRetainedVolumes); Delete deletes them with it. The volumes of

@@ -17,6 +17,25 @@ const (
 	// ConditionCertificatesValid is False while a certificate of the cluster expires soon
 	// (within a quarter of the certificate lifetime, at most 21 days) or has expired.
 	ConditionCertificatesValid = "CertificatesValid"
+	// ConditionHibernated is True while spec.hibernate is true and no member pod is left; it
+	// is set only once hibernation was asked for.
+	ConditionHibernated = "Hibernated"
+)
+
+// Reasons of the Hibernated condition; Available and Degraded carry ReasonHibernated and
+// ReasonWaking too, since an outage the user asked for is no failure.
+const (
+	// ReasonHibernating (False): spec.hibernate is true and member pods are being stopped, one
+	// at a time, the leader last.
+	ReasonHibernating = "Hibernating"
+	// ReasonHibernated (True): every member pod is stopped; volumes, Secrets, Services and
+	// membership are kept.
+	ReasonHibernated = "Hibernated"
+	// ReasonWaking (False): spec.hibernate went back to false; the members restart from their
+	// volumes and the cluster waits for quorum.
+	ReasonWaking = "Waking"
+	// ReasonAwake (False): the woken cluster has quorum and a leader again.
+	ReasonAwake = "Awake"
 )
 
 // Reasons of the CertificatesValid condition.

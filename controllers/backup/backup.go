@@ -306,6 +306,9 @@ func backupTarget(ctx context.Context, c client.Client, reader client.Reader, o 
 	} else if !held {
 		return resources.JobTarget{}, fmt.Sprintf("EtcdCluster %s is managed by another Quorate install (%s), which takes its backups", cluster, holder), nil
 	}
+	if ec.Spec.Hibernate {
+		return resources.JobTarget{}, fmt.Sprintf("EtcdCluster %s is hibernated (spec.hibernate): no member runs to take a snapshot from; the backup waits until the cluster is woken and Available", cluster), nil
+	}
 	available := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionAvailable)
 	if ec.Status.ClusterID == "" || available == nil || available.Status != metav1.ConditionTrue {
 		return resources.JobTarget{}, fmt.Sprintf("EtcdCluster %s is not Available yet", cluster), nil

@@ -65,7 +65,7 @@ func (cc *consistencyChecks) forget(key types.NamespacedName) {
 // comparison for the planner. Only a cluster's passes touch its record, and a cluster's
 // passes do not overlap.
 func (r *Reconciler) consistency(ctx context.Context, c *v1alpha1.EtcdCluster, o *observation, s planner.State) *planner.Consistency {
-	if r.ConsistencyInterval <= 0 || !s.EtcdReachable || s.ClusterID == 0 || c.Spec.Paused || o.client == nil {
+	if r.ConsistencyInterval <= 0 || !s.EtcdReachable || s.ClusterID == 0 || c.Spec.Paused || c.Spec.Hibernate || o.client == nil {
 		return nil
 	}
 	rec := r.checks.record(types.NamespacedName{Namespace: c.Namespace, Name: c.Name})

@@ -53,7 +53,7 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 	case planner.None, planner.Halt:
 		return requeue{after: r.ResyncPeriod, reason: "resync: " + string(a.Kind)}, statusShare{}, nil
 	case planner.Wait:
-		if a.Reason == v1alpha1.ReasonPaused {
+		if a.Reason == v1alpha1.ReasonPaused || a.Reason == v1alpha1.ReasonHibernated {
 			return requeue{after: r.ResyncPeriod, reason: "resync: paused"}, statusShare{}, nil
 		}
 		return requeue{after: waitRetry(a.Retry), reason: "waiting: " + a.Reason}, statusShare{}, nil

@@ -22,6 +22,7 @@ func recordMetrics(c *v1alpha1.EtcdCluster, before, after v1alpha1.EtcdClusterSt
 	if after.TLS != nil && after.TLS.FirstExpiry != nil {
 		m.FirstExpirySecret, m.FirstExpiry = after.TLS.FirstExpiry.Secret, after.TLS.FirstExpiry.Time.Time
 	}
+	m.Hibernated = hibernationAskedFor(c, after)
 	metrics.SetCluster(c.Namespace, c.Name, m)
 	was, now := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionDegraded), meta.FindStatusCondition(after.Conditions, v1alpha1.ConditionDegraded)
 	if now != nil && now.Status == metav1.ConditionTrue && now.Reason == v1alpha1.ReasonClusterIDMismatch &&

@@ -75,6 +75,7 @@ func (o *observation) clusterState(c *v1alpha1.EtcdCluster, clusterID uint64, no
 		s.Recovery.Requested = c.Spec.Recovery.ForceNewCluster
 	}
 	s.Defrag = defragPolicy(c, now)
+	hibernationState(c, &s)
 	if r := c.Status.Recovery; r != nil {
 		s.Recovery.Token, s.Recovery.Phase, s.Recovery.Member = r.Token, r.Phase, r.Member
 	}

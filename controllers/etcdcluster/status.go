@@ -63,6 +63,7 @@ func computeStatus(c *v1alpha1.EtcdCluster, o *observation, s planner.State, a p
 	} {
 		meta.SetStatusCondition(&st.Conditions, cond)
 	}
+	hibernationStatus(c, s, a, execErr, &st)
 	return st
 }
 
@@ -277,7 +278,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, original *v1alpha1.EtcdClu
 
 // eventOnTransitions emits one Event when Available or Degraded changes status or reason.
 func (r *Reconciler) eventOnTransitions(c *v1alpha1.EtcdCluster, before, after v1alpha1.EtcdClusterStatus) {
-	for _, t := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionDegraded} {
+	for _, t := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionDegraded, v1alpha1.ConditionHibernated} {
 		old, now := meta.FindStatusCondition(before.Conditions, t), meta.FindStatusCondition(after.Conditions, t)
 		if now == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason) {
 			continue
@@ -286,7 +287,7 @@ func (r *Reconciler) eventOnTransitions(c *v1alpha1.EtcdCluster, before, after v
 			continue // nothing to announce while a new cluster bootstraps
 		}
 		eventType := corev1.EventTypeNormal
-		if (t == v1alpha1.ConditionDegraded && now.Status == metav1.ConditionTrue) || (t == v1alpha1.ConditionAvailable && now.Status == metav1.ConditionFalse) {
+		if (t == v1alpha1.ConditionDegraded && now.Status == metav1.ConditionTrue) || (t == v1alpha1.ConditionAvailable && now.Status == metav1.ConditionFalse && !expectedOutage(now.Reason)) {
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(c, eventType, now.Reason, "%s is %s: %s", t, now.Status, now.Message)

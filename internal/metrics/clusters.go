@@ -25,6 +25,9 @@ type Cluster struct {
 	// ("" for none: TLS off, or not read yet), and FirstExpiry when it expires.
 	FirstExpirySecret string
 	FirstExpiry       time.Time
+	// Hibernated: the cluster hibernates, is hibernated or wakes (spec.hibernate): its outage
+	// was asked for, and the alerts on availability and health leave it out.
+	Hibernated bool
 }
 
 // Member is one member's health and role.
@@ -57,6 +60,8 @@ var (
 		"1 while the operator's last consistency check found the member's data differ from the majority's (it is being replaced); absent otherwise.", "member")
 	descConsistencyChecks = clusterDesc("quorate_consistency_checks_total",
 		"Comparisons of the voters' data (HashKV at one revision) by result: consistent, divergent (a member differs from the majority), no_majority, inconclusive (no verdict, tried again).", "result")
+	descHibernated = clusterDesc("quorate_cluster_hibernated",
+		"1 while the cluster hibernates, is hibernated or wakes (spec.hibernate): its outage was asked for; absent otherwise.")
 	descClusterIDMismatches = clusterDesc("quorate_cluster_id_mismatches_total",
 		"Times a member was found to belong to another etcd cluster than the recorded one (membership changes stop).")
 )
@@ -179,7 +184,7 @@ func (c *ClusterCollector) Forget(namespace, name string) {
 // Describe sends the descriptions of every family the collector exports.
 func (c *ClusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descAvailable, descMemberHealthy, descAlarm, descMembers, descHealthyVoters, descCertificateExpiry,
-		descReconcileOutcomes, descMembershipChanges, descClusterIDMismatches, descMemberDivergent, descConsistencyChecks} {
+		descReconcileOutcomes, descMembershipChanges, descClusterIDMismatches, descMemberDivergent, descConsistencyChecks, descHibernated} {
 		ch <- d
 	}
 }
@@ -224,6 +229,9 @@ func (c *ClusterCollector) series(r *clusterRecord, out []series) []series {
 		gauge(descHealthyVoters, float64(healthyVoters), nil)
 		for _, a := range alarmKinds {
 			gauge(descAlarm, boolFloat(slices.Contains(s.Alarms, a)), c.fixedPair("alarm", a))
+		}
+		if s.Hibernated {
+			gauge(descHibernated, 1, nil)
 		}
 		if s.FirstExpirySecret != "" {
 			gauge(descCertificateExpiry, float64(s.FirstExpiry.Unix()), &dto.LabelPair{Name: &labelSecret, Value: &s.FirstExpirySecret})

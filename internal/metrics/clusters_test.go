@@ -194,3 +194,30 @@ func BenchmarkClusterCollectorGather(b *testing.B) {
 		}
 	}
 }
+
+// A hibernated cluster has quorate_cluster_hibernated while it hibernates, is hibernated or
+// wakes, and not otherwise: the alerts on availability and health leave it out by it.
+func TestHibernatedCluster(t *testing.T) {
+	c := NewClusterCollector()
+	c.Set("ns", "a", Cluster{Hibernated: true, Members: []Member{{Name: "a-0"}}})
+	compare(t, "hibernated", c, `
+quorate_cluster_alarm{alarm="CORRUPT",etcd_cluster="a",namespace="ns"} 0
+quorate_cluster_alarm{alarm="NOSPACE",etcd_cluster="a",namespace="ns"} 0
+quorate_cluster_available{etcd_cluster="a",namespace="ns"} 0
+quorate_cluster_healthy_voters{etcd_cluster="a",namespace="ns"} 0
+quorate_cluster_members{etcd_cluster="a",namespace="ns",role="learner"} 0
+quorate_cluster_members{etcd_cluster="a",namespace="ns",role="voter"} 1
+quorate_member_healthy{etcd_cluster="a",member="a-0",namespace="ns"} 0
+quorate_cluster_hibernated{etcd_cluster="a",namespace="ns"} 1
+`)
+	c.Set("ns", "a", Cluster{Available: true, Members: []Member{{Name: "a-0", Healthy: true}}})
+	compare(t, "awake", c, `
+quorate_cluster_alarm{alarm="CORRUPT",etcd_cluster="a",namespace="ns"} 0
+quorate_cluster_alarm{alarm="NOSPACE",etcd_cluster="a",namespace="ns"} 0
+quorate_cluster_available{etcd_cluster="a",namespace="ns"} 1
+quorate_cluster_healthy_voters{etcd_cluster="a",namespace="ns"} 1
+quorate_cluster_members{etcd_cluster="a",namespace="ns",role="learner"} 0
+quorate_cluster_members{etcd_cluster="a",namespace="ns",role="voter"} 1
+quorate_member_healthy{etcd_cluster="a",member="a-0",namespace="ns"} 1
+`)
+}

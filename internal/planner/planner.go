@@ -147,9 +147,13 @@ type Recovery struct {
 
 // State is the snapshot the planner decides from.
 type State struct {
-	Cluster   string
-	Replicas  int
-	Paused    bool
+	Cluster  string
+	Replicas int
+	Paused   bool
+	// Hibernate is spec.hibernate: every member pod stops, and nothing else changes.
+	Hibernate bool
+	// Waking: spec.hibernate went back to false and the cluster has not had quorum since.
+	Waking    bool
 	ClusterID uint64 // recorded cluster ID, 0 before bootstrap
 	// Version is spec.version.
 	Version string
@@ -375,6 +379,9 @@ func plan(s State, name func(int) string) Action {
 			return a
 		}
 	}
+	if a, ok := hibernate(s); ok {
+		return a
+	}
 	if s.ClusterID == 0 && s.Join != nil {
 		return planJoinStart(s)
 	}
@@ -390,7 +397,7 @@ func plan(s State, name func(int) string) Action {
 		return a
 	}
 	if !s.EtcdReachable {
-		return planUnreachable(s)
+		return wake(s, planUnreachable(s))
 	}
 	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateConnected, gateHealth, gateExternal, haltDisagreement, changeMembership, handOver, rollPods, clearAlarms, defragment} {
 		if a, ok := r(s); ok {

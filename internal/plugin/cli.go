@@ -23,6 +23,8 @@ Commands:
   renew-certificates CLUSTER [--token T]
   pause CLUSTER
   resume CLUSTER
+  hibernate CLUSTER                              stop every member pod, keeping the volumes
+  wake CLUSTER                                   restart a hibernated cluster from its volumes
   report CLUSTER|operator [-f FILE.zip] [--operator-namespace NS]
   disk-check --storage-class SC [--size 1Gi] [--image OPERATOR_IMAGE]
 
@@ -147,7 +149,7 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, newEnv func(
 		}
 		return env.DiskCheck(ctx, DiskCheckOptions{StorageClass: o.storageClass, Image: o.image, Size: o.size, OperatorNamespace: o.operatorNS, Timeout: o.timeout})
 	}
-	if !slices.Contains([]string{"status", "etcdctl", "backup", "restore", "renew-certificates", "pause", "resume", "report"}, cmd) {
+	if !slices.Contains([]string{"status", "etcdctl", "backup", "restore", "renew-certificates", "pause", "resume", "hibernate", "wake", "report"}, cmd) {
 		if slices.Contains([]string{"defrag", "move-leader"}, cmd) {
 			return fmt.Errorf("%s is not available: the operator has no field to ask for it on demand, and the plugin does not act on etcd behind the operator's back; for defragmentation set spec.maintenance.defrag (schedule or thresholdPercent)", cmd)
 		}
@@ -206,6 +208,8 @@ func runCommand(ctx context.Context, env *Env, cmd, target string, rest []string
 		return env.RenewCertificates(ctx, target, o.token, o.timeout)
 	case "pause", "resume":
 		return env.SetPaused(ctx, target, cmd == "pause", o.timeout)
+	case "hibernate", "wake":
+		return env.SetHibernate(ctx, target, cmd == "hibernate", o.timeout)
 	case "report":
 		file := o.file
 		if file == "" {

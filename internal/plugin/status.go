@@ -21,14 +21,18 @@ import (
 
 // Status is what `status` shows of a cluster.
 type Status struct {
-	Name         string         `json:"name"`
-	Namespace    string         `json:"namespace"`
-	ClusterID    string         `json:"clusterID,omitempty"`
-	Leader       string         `json:"leader,omitempty"`
-	Version      string         `json:"version,omitempty"`
-	Replicas     int32          `json:"replicas"`
-	Ready        int32          `json:"readyMembers"`
-	Paused       bool           `json:"paused,omitempty"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	ClusterID string `json:"clusterID,omitempty"`
+	Leader    string `json:"leader,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Replicas  int32  `json:"replicas"`
+	Ready     int32  `json:"readyMembers"`
+	Paused    bool   `json:"paused,omitempty"`
+	// Hibernation is the Hibernated condition's reason (Hibernating, Hibernated, Waking),
+	// or "Requested" before the operator set it; empty when the cluster is neither
+	// hibernated nor coming out of it.
+	Hibernation  string         `json:"hibernation,omitempty"`
 	ClaimedBy    string         `json:"claimedBy,omitempty"`
 	Members      []MemberRow    `json:"members"`
 	Alarms       []string       `json:"alarms,omitempty"`
@@ -142,6 +146,7 @@ func (e *Env) GatherStatus(ctx context.Context, name string, withEtcd bool) (*St
 	}
 	st := &Status{Name: c.Name, Namespace: c.Namespace, ClusterID: c.Status.ClusterID, Leader: c.Status.Leader, Version: c.Status.CurrentVersion,
 		Replicas: c.Spec.Replicas, Ready: c.Status.ReadyMembers, Paused: c.Spec.Paused, ClaimedBy: c.Status.Operator, Alarms: c.Status.Alarms}
+	st.Hibernation = hibernation(c)
 	for _, cond := range c.Status.Conditions {
 		st.Conditions = append(st.Conditions, ConditionRow{Type: cond.Type, Status: string(cond.Status), Reason: cond.Reason, Message: cond.Message, Since: cond.LastTransitionTime})
 	}
@@ -362,6 +367,9 @@ func RenderStatus(w io.Writer, st *Status, now time.Time, colour bool) error {
 	fmt.Fprintf(tw, "Leader:\t%s\n", orDash(st.Leader))
 	if st.Paused {
 		fmt.Fprintf(tw, "Paused:\t%s\n", p.paint(p.warn, "yes (spec.paused): the operator makes no changes"))
+	}
+	if st.Hibernation != "" {
+		fmt.Fprintf(tw, "Hibernation:\t%s\n", p.paint(p.warn, hibernationLine(st.Hibernation)))
 	}
 	fmt.Fprintf(tw, "Claimed by:\t%s\n", orDash(st.ClaimedBy))
 	alarms := p.paint(p.good, "none")
