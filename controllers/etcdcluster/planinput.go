@@ -188,8 +188,10 @@ func (o *observation) addPods(members memberTable, now time.Time, terminating ti
 			if refusal.Kind == launcher.RefusalDiskFull {
 				m.DiskFull = refusal.Message
 			}
-			if refusal.Kind == launcher.RefusalCorruptAtStart {
-				m.CorruptAtStart = refusal.Message
+			// Only while etcd is down: the kubelet keeps the last termination while the
+			// container runs again.
+			if refusal.Kind == launcher.RefusalCorruptAtStart && m.RunningFor == 0 {
+				m.CorruptAtStart, m.CorruptPeers = true, launcher.CorruptPeers(refusal)
 			}
 			if refusal.Kind == launcher.RefusalVolumeUnreadable && m.PodProblem == "" {
 				m.PodProblem = "its launcher may not read the volume: " + refusal.Message

@@ -2,43 +2,117 @@ package launcher
 
 import (
 	"bytes"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 )
 
-// corruptAtStart is the error etcd's initial corruption check ends a start with when the
-// member's data differ from a peer's at the same revision (etcd 3.5 and 3.6, server/etcdserver
-// corrupt.go: "<member ID> found data inconsistency with peers"). etcd then exits, and exits
-// again at every restart: its data are worth nothing, and only a replacement from the
-// majority brings the member back.
-var corruptAtStart = []byte("found data inconsistency with peers")
+// What etcd (3.5 and 3.6, JSON logs, server/etcdserver/corrupt.go and embed/etcd.go) writes
+// when its initial corruption check, made before it serves anyone, ends its start: a warning
+// per peer whose hash differs at the same revision and compaction, then the error. The
+// messages are etcd's fixed texts: JSON escapes the quotes of any field, so no client's key
+// can forge a "msg" (and no client is served before the check is over anyway). The watch
+// stops at the first sign that the check passed or that etcd serves.
+var (
+	msgPeerMismatch = []byte(`"msg":"found different hash values from remote peer"`)
+	msgCheckFailed  = []byte(`"msg":"checkInitialHashKV failed"`)
+	errCheckFailed  = regexp.MustCompile(`"error":"[0-9a-f]{1,16} found data inconsistency with peers"`)
+	remotePeerID    = regexp.MustCompile(`"remote-peer-id":"([0-9a-f]{1,16})"`)
+	startCheckOver  = [][]byte{[]byte(`"msg":"initial corruption checking passed`), []byte(`"msg":"ready to serve client requests"`)}
+)
 
-// startCheckWatch passes etcd's output on and remembers whether etcd's initial corruption
-// check failed. Output comes in chunks of any size, so the end of each chunk is kept to find
-// the phrase across two.
+// maxLine bounds a line the watch keeps whole; longer ones are not etcd's check's.
+const maxLine = 64 << 10
+
+// startCheckWatch passes etcd's output on and reads, line by line, whether etcd's initial
+// corruption check failed and which peers' hashes differed from this member's.
 type startCheckWatch struct {
-	mu   sync.Mutex
-	tail []byte
-	seen bool
+	mu         sync.Mutex
+	line       []byte
+	done       bool
+	failed     bool
+	mismatched []uint64
 }
 
 func (w *startCheckWatch) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.seen {
-		buf := append(w.tail, p...) //nolint:gocritic // a new slice of the kept tail and the chunk
-		w.seen = bytes.Contains(buf, corruptAtStart)
-		w.tail = append(w.tail[:0], buf[max(0, len(buf)-len(corruptAtStart)+1):]...)
+	rest := p
+	for !w.done && len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			if len(w.line)+len(rest) <= maxLine {
+				w.line = append(w.line, rest...)
+			}
+			break
+		}
+		if len(w.line)+i <= maxLine {
+			w.judge(append(w.line, rest[:i]...))
+		}
+		w.line, rest = w.line[:0], rest[i+1:]
 	}
 	return len(p), nil
 }
 
-// failed says whether etcd's initial corruption check failed, as a refusal for the operator.
-func (w *startCheckWatch) failed() *Refusal {
+func (w *startCheckWatch) judge(line []byte) {
+	switch {
+	case bytes.Contains(line, msgPeerMismatch):
+		if m := remotePeerID.FindSubmatch(line); m != nil {
+			if id, err := strconv.ParseUint(string(m[1]), 16, 64); err == nil && !slices.Contains(w.mismatched, id) {
+				w.mismatched = append(w.mismatched, id)
+			}
+		}
+	case bytes.Contains(line, msgCheckFailed) && errCheckFailed.Match(line):
+		w.failed, w.done = true, true
+	default:
+		for _, over := range startCheckOver {
+			if bytes.Contains(line, over) {
+				w.done = true
+			}
+		}
+	}
+}
+
+// refusal is the failed check as a refusal for the operator (nil when it did not fail).
+func (w *startCheckWatch) refusal() *Refusal {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.seen {
+	if !w.failed {
 		return nil
 	}
-	return &Refusal{Kind: RefusalCorruptAtStart, Message: "etcd's initial corruption check found this member's data differ from its peers' at the same revision, and etcd will not start with them; " +
-		"the operator replaces the member from the majority's data once the other voters keep quorum"}
+	ids := make([]string, len(w.mismatched))
+	for i, id := range w.mismatched {
+		ids[i] = fmt.Sprintf("%x", id)
+	}
+	return &Refusal{Kind: RefusalCorruptAtStart, Message: corruptPeersPrefix + strings.Join(ids, ",") + corruptPeersSuffix}
+}
+
+// The CorruptAtStart message names the peers whose data differed, which the operator reads
+// back with CorruptPeers: a member is the one to replace only when it differs from a majority
+// of the others, not when one peer is the bad one.
+const (
+	corruptPeersPrefix = "etcd's initial corruption check found this member's data differ, at the same revision, from its peers "
+	corruptPeersSuffix = "; etcd will not start with them"
+)
+
+// CorruptPeers reads the IDs of the peers a CorruptAtStart refusal names.
+func CorruptPeers(r *Refusal) []uint64 {
+	if r == nil || r.Kind != RefusalCorruptAtStart {
+		return nil
+	}
+	list, ok := strings.CutPrefix(r.Message, corruptPeersPrefix)
+	if !ok {
+		return nil
+	}
+	list, _, _ = strings.Cut(list, ";")
+	var ids []uint64
+	for _, s := range strings.Split(list, ",") {
+		if id, err := strconv.ParseUint(strings.TrimSpace(s), 16, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }

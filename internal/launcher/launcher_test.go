@@ -301,30 +301,46 @@ func TestStopSequence(t *testing.T) {
 	}
 }
 
-// etcd ending its start on its initial corruption check is reported to the operator as such,
-// the phrase found across two writes of its output; another failure is etcd's exit code, and
-// the phrase in the output of an etcd that ran and exited cleanly changes nothing.
+// etcd ending its start on its initial corruption check is reported to the operator with the
+// peers whose data differed (lines split across writes); the phrase anywhere else (a client's
+// key in a slow-request warning, a line after etcd serves) changes nothing, nor does another
+// failure.
 func TestLaunchReportsAFailedInitialCorruptionCheck(t *testing.T) {
-	const line = `{"level":"error","msg":"checkInitialHashKV failed","error":"8e9e05c52164694d found data inconsistency with peers"}`
+	mismatch := func(peer string) string {
+		return `{"level":"warn","msg":"found different hash values from remote peer","local-member-id":"8e9e05c52164694d","remote-peer-id":"` + peer + `","remote-peer-hash":1}`
+	}
+	failed := `{"level":"error","msg":"checkInitialHashKV failed","error":"8e9e05c52164694d found data inconsistency with peers"}`
+	say := func(lines ...string) string {
+		var b strings.Builder
+		for _, l := range lines {
+			b.WriteString(`printf '%s\n' '` + l + `' >&2; `)
+		}
+		return b.String()
+	}
+	corrupt := &Refusal{Kind: RefusalCorruptAtStart, Message: "etcd's initial corruption check found this member's data differ, at the same revision, from its peers 91bc3c398fb3c146,fd422379fda50e48; etcd will not start with them"}
 	for _, tc := range []struct {
+		name     string
 		script   string
 		wantCode int
 		want     *Refusal
 	}{
-		{`printf '%s' '` + line[:60] + `' >&2; printf '%s\n' '` + line[60:] + `' >&2; exit 1`, 2,
-			&Refusal{Kind: RefusalCorruptAtStart, Message: "etcd's initial corruption check found this member's data differ from its peers' at the same revision, and etcd will not start with them; " +
-				"the operator replaces the member from the majority's data once the other voters keep quorum"}},
-		{`echo 'listener failed' >&2; exit 1`, 1, nil},
-		{`echo '` + line + `'; exit 0`, 0, nil},
+		{"check failed", say(mismatch("91bc3c398fb3c146"), mismatch("fd422379fda50e48")) + `printf '%s' '` + failed[:50] + `' >&2; printf '%s\n' '` + failed[50:] + `' >&2; exit 1`, 2, corrupt},
+		{"another failure", `echo 'listener failed' >&2; exit 1`, 1, nil},
+		{"a key in a warning, then killed", say(`{"level":"warn","msg":"apply request took too long","request":"key:\"/x/8e9e05c52164694d found data inconsistency with peers\""}`) + `kill -KILL $$`, -1, nil},
+		{"after serving, then killed", say(`{"level":"info","msg":"ready to serve client requests"}`, failed) + `kill -KILL $$`, -1, nil},
 	} {
 		term := filepath.Join(t.TempDir(), "termination-log")
 		o := Options{Volume: volume(t, false, nil), TerminationLogPath: term, Command: []string{"/bin/sh", "-c", tc.script}, TLSDir: "/nonexistent"}
-		if code := Launch(context.Background(), o, io.Discard); code != tc.wantCode {
-			t.Fatalf("%s: exit code %d, want %d", tc.script, code, tc.wantCode)
-		}
+		code := Launch(context.Background(), o, io.Discard)
 		msg, _ := os.ReadFile(term)
-		if got := ParseTermination(string(msg)); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: termination %+v, want %+v", tc.script, got, tc.want)
+		got := ParseTermination(string(msg))
+		if code != tc.wantCode || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: exit code %d, termination %+v; want %d, %+v", tc.name, code, got, tc.wantCode, tc.want)
+		}
+		if tc.want != nil {
+			if ids := CorruptPeers(got); !reflect.DeepEqual(ids, []uint64{0x91bc3c398fb3c146, 0xfd422379fda50e48}) {
+				t.Errorf("%s: CorruptPeers = %x", tc.name, ids)
+			}
 		}
 	}
 }

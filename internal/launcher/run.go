@@ -192,7 +192,7 @@ func runEtcd(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.Config,
 		return refuse(m)
 	default:
 	}
-	if r := watch.failed(); r != nil && err != nil {
+	if r := watch.refusal(); r != nil && err != nil {
 		return refuse(r)
 	}
 	var exit *exec.ExitError

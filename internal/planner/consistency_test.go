@@ -136,30 +136,44 @@ func TestDivergentMemberReplacedAddFirst(t *testing.T) {
 }
 
 // A member whose start etcd's initial corruption check ended (it diverged while down, so no
-// comparison of the serving voters names it) is removed to be replaced from the majority,
-// once the others keep quorum and are not known to disagree.
+// comparison of the serving voters names it) is removed to be replaced from the majority, once
+// the others keep quorum, when its data differed from a majority of the other voters' and
+// nothing says they are the wrong ones. etcd's check fails on one differing peer, which may be
+// the bad one: then the member stays.
 func TestCorruptAtStartIsReplaced(t *testing.T) {
-	corrupt := func(s *State) {
-		s.Members[1].Reachable, s.Members[1].HasLeader = false, false
-		s.Members[1].CorruptAtStart = "etcd's initial corruption check found ..."
-	}
-	for _, tc := range []struct {
-		name  string
-		state State
-		want  Action
-	}{
-		{"replaced", running(3, corrupt), Action{Kind: Remove, Member: "c-1", ID: 101, Reason: v1alpha1.ReasonMemberCorrupt, Attention: true,
-			Message: "removing member c-1 because etcd's initial corruption check found its data differ from its peers' and etcd refuses to start it; a new member will take its place"}},
-		{"another voter down", running(3, corrupt, func(s *State) { s.Members[2].Reachable = false }), Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonQuorumAtRisk, Attention: true,
-			Message: "member c-1 must be replaced because etcd's initial corruption check found its data differ from its peers' and etcd refuses to start it, but only 1 other voters are healthy: waiting for them before removing it"}},
-	} {
-		if got := Plan(tc.state, name); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+	corrupt := func(peers ...uint64) func(*State) {
+		return func(s *State) {
+			s.Members[1].Reachable, s.Members[1].HasLeader = false, false
+			s.Members[1].CorruptAtStart, s.Members[1].CorruptPeers = true, peers
 		}
 	}
-	// The voters' data disagree with no majority: nobody can tell good from bad, no removal.
-	s := running(3, corrupt, func(s *State) { s.Consistency = hashes(7, 8, 9) })
-	if got := Plan(s, name); got.Kind == Remove {
-		t.Errorf("with no majority: %+v", got)
+	why := "etcd's initial corruption check found its data differ from those of a majority of the other voters, and etcd refuses to start it"
+	removed := Action{Kind: Remove, Member: "c-1", ID: 101, Reason: v1alpha1.ReasonMemberCorrupt, Attention: true,
+		Message: "removing member c-1 because " + why + "; a new member will take its place"}
+	for _, tc := range []struct {
+		name   string
+		state  State
+		remove bool
+		want   Action
+	}{
+		{"differs from both others", running(3, corrupt(100, 102)), true, removed},
+		{"3 of 4 others in 5", running(5, corrupt(100, 102, 103)), true, removed},
+		{"another voter down", running(3, corrupt(100, 102), func(s *State) { s.Members[2].Reachable = false }), true, Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonQuorumAtRisk, Attention: true,
+			Message: "member c-1 must be replaced because " + why + ", but only 1 other voters are healthy: waiting for them before removing it"}},
+		// Only one peer differed: that peer may be the bad one.
+		{"one of two others", running(3, corrupt(102)), false, Action{}},
+		{"2 of 4 others in 5", running(5, corrupt(100, 102)), false, Action{}},
+		// The others are known to be wrong, or to disagree.
+		{"another voter divergent", running(3, corrupt(100, 102), func(s *State) { s.Consistency = hashes(7, 7, 9) }), false, Action{}},
+		{"no majority", running(3, corrupt(100, 102), func(s *State) { s.Consistency = hashes(7, 8, 9) }), false, Action{}},
+		{"CORRUPT raised for another", running(3, corrupt(100, 102), func(s *State) { s.Alarms, s.CorruptMembers = []string{AlarmCorrupt}, []string{"c-2"} }), false, Action{}},
+	} {
+		got := Plan(tc.state, name)
+		switch {
+		case tc.remove && !reflect.DeepEqual(got, tc.want):
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		case !tc.remove && got.Kind == Remove && got.Member == "c-1":
+			t.Errorf("%s: the member is removed: %+v", tc.name, got)
+		}
 	}
 }

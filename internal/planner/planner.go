@@ -55,9 +55,11 @@ type Member struct {
 	// DiskFull: the launcher refused to start etcd because the volume is (nearly) full, and
 	// says how full; "" if nothing says so.
 	DiskFull string
-	// CorruptAtStart: etcd's initial corruption check ended the member's last start (its data
-	// differ from its peers'), as the launcher reported; "" otherwise.
-	CorruptAtStart string
+	// CorruptAtStart: etcd's initial corruption check ended the member's last start, and its
+	// etcd is not running (the launcher's report); CorruptPeers are the etcd IDs of the peers
+	// whose data differed from its own.
+	CorruptAtStart bool
+	CorruptPeers   []uint64
 	// Unpublished: the operator took the pod out of the client Service (names.LabelServing
 	// "false") UnpublishedFor ago, to stop it.
 	Unpublished    bool

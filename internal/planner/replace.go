@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/quorum"
@@ -22,10 +23,10 @@ func replaceGone(s State) (Action, bool) {
 			// check refuses to start it): its data are worth nothing, like lost ones.
 			why = d + ", and it does not serve"
 		}
-		if why == "" && m.CorruptAtStart != "" && !disagree(s) {
-			// Diverged while it was down: etcd's own check at its start compared it with the
-			// serving peers, which are a quorum (checked below) and not known to disagree.
-			why = "etcd's initial corruption check found its data differ from its peers' and etcd refuses to start it"
+		if why == "" && m.CorruptAtStart && s.outvoted(m) {
+			// Diverged while it was down: etcd's own check at its start found its data differ
+			// from a majority of the other voters', which are not known to disagree.
+			why = "etcd's initial corruption check found its data differ from those of a majority of the other voters, and etcd refuses to start it"
 		}
 		if why == "" || (!m.Learner && m.Healthy(s.ClusterID)) {
 			continue
@@ -53,8 +54,29 @@ func replaceGone(s State) (Action, bool) {
 	return Action{}, false
 }
 
-// disagree: the last comparison of the voters' data found no majority, when no member's data
-// can be told good or bad.
-func disagree(s State) bool {
-	return s.Consistency != nil && Judge(*s.Consistency).Outcome == NoMajority
+// outvoted: m's data differed, at its start, from those of a majority of the other voters
+// (etcd's check fails on a single peer that differs, which may be the bad one), and nothing
+// says the others are wrong: no comparison without a majority, none naming another voter, no
+// CORRUPT alarm raised for another member.
+func (s State) outvoted(m Member) bool {
+	if s.Consistency != nil {
+		v := Judge(*s.Consistency)
+		if v.Outcome == NoMajority || slices.ContainsFunc(v.Divergent, func(h MemberHash) bool { return h.ID != m.ID }) {
+			return false
+		}
+	}
+	if slices.ContainsFunc(s.CorruptMembers, func(n string) bool { return n != m.Name }) {
+		return false
+	}
+	others, differ := 0, 0
+	for _, v := range s.voters() {
+		if v.ID == m.ID {
+			continue
+		}
+		others++
+		if slices.Contains(m.CorruptPeers, v.ID) {
+			differ++
+		}
+	}
+	return others > 0 && differ >= quorum.Of(others)
 }
