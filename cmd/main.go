@@ -119,6 +119,7 @@ func main() {
 		log.Error(err, "the storage policy")
 		os.Exit(2)
 	}
+	images.StoreEnvLocked = len(cfg.storagePolicy.Allowed) > 0
 	if images.Launcher == "" {
 		log.Error(nil, "no launcher image: set --launcher-image or OPERATOR_IMAGE to the operator's image")
 		os.Exit(2)

@@ -63,13 +63,13 @@ type StorageIdentity struct {
 	// Labels added to the pods, such as azure.workload.identity/use: "true". The operator's
 	// own labels win.
 	// +kubebuilder:validation:MaxProperties=32
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="identity.labels keys must be qualified names, as Kubernetes requires of labels: an optional DNS prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && (!k.contains('/') || k.indexOf('/') <= 253) && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="identity.labels keys must be qualified names, as Kubernetes requires of labels: an optional DNS prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd.quorate.dev/'))",message="identity.labels cannot use the etcd.quorate.dev/ prefix, which the operator reserves for its own labels"
 	// +optional
 	Labels map[string]LabelValue `json:"labels,omitempty"`
 	// Annotations added to the pods. The operator's own annotations win.
 	// +kubebuilder:validation:MaxProperties=32
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="identity.annotations keys must be qualified names, as Kubernetes requires of annotations: an optional DNS prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && (!k.contains('/') || k.indexOf('/') <= 253) && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="identity.annotations keys must be qualified names, as Kubernetes requires of annotations: an optional DNS prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd.quorate.dev/'))",message="identity.annotations cannot use the etcd.quorate.dev/ prefix, which the operator reserves for its own annotations"
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`

@@ -4,6 +4,7 @@
 package backup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +52,9 @@ type BackupReconciler struct {
 	APIReader client.Reader
 	// StoragePolicy is the administrator's rule for storage locations.
 	StoragePolicy storagepolicy.Policy
+	// RefusalGrace is how long a backup waits for a missing ServiceAccount, or for an
+	// admission denial of its Job to go away, before it fails (0: DefaultRefusalGrace).
+	RefusalGrace time.Duration
 }
 
 // +kubebuilder:rbac:groups=etcd.quorate.dev,resources=etcdbackups,verbs=get;list;watch;create;delete
@@ -191,9 +195,6 @@ func (r *BackupReconciler) jobGone(ctx context.Context, b *v1alpha1.EtcdBackup, 
 // start creates the backup's Job once the cluster can be backed up: it exists, is managed by
 // this install, has a recorded cluster ID, and is Available.
 func (r *BackupReconciler) start(ctx context.Context, b *v1alpha1.EtcdBackup) (ctrl.Result, error) {
-	if err := r.StoragePolicy.Check(b.Spec.Storage); err != nil {
-		return r.failFor(b, v1alpha1.ReasonStorageNotAllowed, err.Error())
-	}
 	target, why, err := backupTarget(ctx, r.Client, r.APIReader, r.Ownership, b.Namespace, b.Spec.ClusterName)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -201,6 +202,10 @@ func (r *BackupReconciler) start(ctx context.Context, b *v1alpha1.EtcdBackup) (c
 	if why != "" {
 		r.setPhase(b, v1alpha1.BackupPending, v1alpha1.ReasonWaitingForCluster, why)
 		return ctrl.Result{RequeueAfter: 15 * time.Second}, nil
+	}
+	// The install that manages the cluster judges its backups by its own policy.
+	if err := r.StoragePolicy.Check(b.Spec.Storage); err != nil {
+		return r.failFor(b, v1alpha1.ReasonStorageNotAllowed, err.Error())
 	}
 	retain, err := r.scheduleRetention(ctx, b)
 	if err != nil {
@@ -210,17 +215,25 @@ func (r *BackupReconciler) start(ctx context.Context, b *v1alpha1.EtcdBackup) (c
 	if im.UIDs, err = r.UIDs.Choice(ctx, b.Namespace); err != nil {
 		return ctrl.Result{}, err
 	}
+	// A ServiceAccount applied with the backup (GitOps) may come a moment later: the backup
+	// waits for it a while, then fails, as its Job could never create a pod.
+	grace := time.Since(b.CreationTimestamp.Time) < cmp.Or(r.RefusalGrace, DefaultRefusalGrace)
 	if why, err := r.identityMissing(ctx, b); err != nil || why != "" {
 		if err != nil {
 			return ctrl.Result{}, err
+		}
+		if grace {
+			r.setPhase(b, v1alpha1.BackupPending, v1alpha1.ReasonIdentityNotFound, why)
+			return ctrl.Result{RequeueAfter: 15 * time.Second}, nil
 		}
 		return r.failFor(b, v1alpha1.ReasonIdentityNotFound, why)
 	}
 	job := resources.BackupJob(b, target, retain, im)
 	if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-		// A refusal is final for this backup (its spec cannot change); anything else is tried
-		// again.
-		if refused(err) {
+		// An invalid Job is final for this backup (its spec cannot change); an admission
+		// denial once it persists (a policy engine may deny while it syncs); anything else
+		// (RBAC being set up, a quota) is tried again.
+		if apierrors.IsInvalid(err) || (admissionDenied(err) && !grace) {
 			return r.failFor(b, v1alpha1.ReasonJobRefused, fmt.Sprintf("the API server refused the backup's Job %s: %v: correct what it names (the storage's identity, or an admission policy of the namespace), then create a new backup", job.Name, err))
 		}
 		return ctrl.Result{}, fmt.Errorf("creating Job %s: %w", job.Name, err)
@@ -233,13 +246,15 @@ func (r *BackupReconciler) start(ctx context.Context, b *v1alpha1.EtcdBackup) (c
 	return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 }
 
-// refused is a Job creation the API server will refuse again: invalid, or forbidden by
-// admission; not a quota that may free up, nor a namespace going away.
-func refused(err error) bool {
-	if apierrors.IsInvalid(err) {
-		return true
-	}
-	return apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "exceeded quota") && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+// DefaultRefusalGrace is how long a backup waits for a missing ServiceAccount, or for an
+// admission denial to go away, before it fails.
+const DefaultRefusalGrace = 2 * time.Minute
+
+// admissionDenied is a Job creation an admission webhook or policy denied (not RBAC, a quota
+// or a terminating namespace, which come and go).
+func admissionDenied(err error) bool {
+	msg := err.Error()
+	return apierrors.IsForbidden(err) && (strings.Contains(msg, "denied the request") || strings.Contains(msg, "denied request"))
 }
 
 // identityMissing says why the backup cannot run when storage.identity names a ServiceAccount

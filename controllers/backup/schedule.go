@@ -122,10 +122,6 @@ func (r *ScheduleReconciler) pass(ctx context.Context, s *v1alpha1.EtcdBackupSch
 		}
 		return ctrl.Result{}, nil
 	}
-	if err := r.StoragePolicy.Check(s.Spec.Storage); err != nil {
-		r.condition(s, v1alpha1.ConditionScheduleReady, false, v1alpha1.ReasonStorageNotAllowed, err.Error()+"; the schedule takes no backup meanwhile")
-		return ctrl.Result{}, nil
-	}
 	src := &v1alpha1.EtcdCluster{}
 	switch err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.ClusterName}, src); {
 	case err == nil:
@@ -139,6 +135,15 @@ func (r *ScheduleReconciler) pass(ctx context.Context, s *v1alpha1.EtcdBackupSch
 		}
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
+	}
+	// The install that manages the cluster judges its schedules by its own policy.
+	if err := r.StoragePolicy.Check(s.Spec.Storage); err != nil {
+		why := err.Error() + "; the schedule takes no backup meanwhile"
+		r.condition(s, v1alpha1.ConditionScheduleReady, false, v1alpha1.ReasonStorageNotAllowed, why)
+		if s.Status.Drilling != "" {
+			return ctrl.Result{}, r.endDrill(ctx, s, false, "the drill was stopped: "+why)
+		}
+		return ctrl.Result{}, nil
 	}
 	var list v1alpha1.EtcdBackupList
 	if err := r.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{names.LabelSchedule: s.Name}); err != nil {
@@ -209,6 +214,11 @@ func (r *ScheduleReconciler) createBackup(ctx context.Context, s *v1alpha1.EtcdB
 		Spec: v1alpha1.EtcdBackupSpec{ClusterName: s.Spec.ClusterName, Storage: s.Spec.Storage},
 	}
 	if err := r.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
+		if apierrors.IsInvalid(err) {
+			// A schedule stored before a validation rule it breaks: its backups are refused.
+			r.condition(s, v1alpha1.ConditionScheduleReady, false, v1alpha1.ReasonInvalidSchedule,
+				fmt.Sprintf("the API server refuses this schedule's EtcdBackup %s: %v: correct the schedule's spec", name, err))
+		}
 		return fmt.Errorf("creating EtcdBackup %s: %w", name, err)
 	}
 	s.Status.LastScheduleTime = &metav1.Time{Time: t}

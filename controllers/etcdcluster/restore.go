@@ -16,6 +16,9 @@ import (
 func (r *Reconciler) restoreSource(ctx context.Context, c *v1alpha1.EtcdCluster) (*resources.Restore, error) {
 	src := c.Spec.Bootstrap.FromBackup
 	if src.BackupName == "" {
+		if src.Storage == nil {
+			return nil, fmt.Errorf("spec.bootstrap.fromBackup names neither a backupName nor a storage: name the EtcdBackup to restore, or its storage and key")
+		}
 		if err := r.StoragePolicy.Check(*src.Storage); err != nil {
 			return nil, fmt.Errorf("spec.bootstrap.fromBackup.storage: %w; the cluster starts once the storage is allowed", err)
 		}

@@ -39,7 +39,7 @@ func TestStoragePolicy(t *testing.T) {
 	ambient.CredentialsSecret = ""
 	notAllowed := fmt.Sprintf("storage.bucketURL %q is not a location the operator's storage policy allows (--allowed-storage): use one of %s, or ask the operator's administrator to allow it",
 		elsewhere.BucketURL, backupfixture.S3.BucketURL)
-	noAmbient := "the storage names neither credentialsSecret nor identity.serviceAccountName, and the operator's storage policy does not let its pods use their ambient identity (--allow-ambient-storage-identity): name the credentials Secret or the service account to reach the bucket as"
+	noAmbient := "the storage names neither credentialsSecret nor identity.serviceAccountName, and the operator's storage policy does not let its pods use their ambient identity (--allow-ambient-storage-identity): name the credentials Secret or the service account (other than default) to reach the bucket as"
 	for name, tc := range map[string]struct {
 		st   v1alpha1.BackupStorage
 		want string

@@ -269,7 +269,7 @@ func startWith(t *testing.T, ns string, fake *etcd.Fake, identity string, deadli
 	// images (and proxy environment) the configuration gave the reconciler.
 	recorder := mgr.GetEventRecorderFor("quorate") //nolint:staticcheck // as above
 	if err := (&backup.BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Recorder: recorder,
-		Images: op.rec.Images, Ownership: op.rec.Ownership, StoragePolicy: op.rec.StoragePolicy}).SetupWithManager(mgr); err != nil {
+		Images: op.rec.Images, Ownership: op.rec.Ownership, StoragePolicy: op.rec.StoragePolicy, RefusalGrace: time.Second}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	// The tests' schedules run every second.

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,7 +114,31 @@ func CABundleArgs(ca *v1alpha1.CABundleSource) []string {
 func reachStore(ctr *corev1.Container, bucket, credentials string, ca *v1alpha1.CABundleSource, im Images, a storeAccess) {
 	ctr.Env = append(ctr.Env, im.ProxyEnv...)
 	CredentialEnv(ctr, bucket, credentials, a == fetchOnce)
+	if im.StoreEnvLocked {
+		ctr.Env = append(ctr.Env, LockedStoreEnv(im.ProxyEnv)...)
+	}
 	ctr.VolumeMounts = append(append(ctr.VolumeMounts, CredentialMounts(credentials)...), CABundleMounts(ca)...)
+}
+
+// redirecting are the variables, besides the bucket URL's own options, by which the SDKs the
+// backup tool uses would reach another endpoint or run something: the AWS SDK's endpoint and
+// configuration files (endpoint_url, credential_process), GCS's emulator host, Azure's domain
+// and emulator, and the proxies.
+var redirecting = []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "STORAGE_EMULATOR_HOST", "AZURE_STORAGE_DOMAIN", "AZURE_STORAGE_PROTOCOL",
+	"AZURE_STORAGE_IS_LOCAL_EMULATOR", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "all_proxy", "no_proxy"}
+
+// LockedStoreEnv are explicit values, which win over a credentials Secret's keys (envFrom),
+// for every variable that could send a store's pod elsewhere than its allowed bucket URL says:
+// empty (unset for the SDKs), the operator's own proxy settings, and configuration files that
+// are empty.
+func LockedStoreEnv(proxy []corev1.EnvVar) []corev1.EnvVar {
+	var env []corev1.EnvVar
+	for _, name := range redirecting {
+		if !slices.ContainsFunc(proxy, func(e corev1.EnvVar) bool { return e.Name == name }) {
+			env = append(env, corev1.EnvVar{Name: name, Value: ""})
+		}
+	}
+	return append(env, corev1.EnvVar{Name: "AWS_CONFIG_FILE", Value: "/dev/null"}, corev1.EnvVar{Name: "AWS_SHARED_CREDENTIALS_FILE", Value: "/dev/null"})
 }
 
 // storeVolumes are the volumes of the mounts reachStore gives.

@@ -75,6 +75,9 @@ type Images struct {
 	// that reach an object store: backup Jobs and a restoring member's fetch container. Not
 	// part of MemberSpecHash: no running member has it.
 	ProxyEnv []corev1.EnvVar
+	// StoreEnvLocked: an administrator's storage policy is in force, so a credentials Secret
+	// may not redirect the pods that reach a store (LockedStoreEnv).
+	StoreEnvLocked bool
 }
 
 // proxyVars are the standard proxy variables, as Go's net/http and the storage SDKs read them.

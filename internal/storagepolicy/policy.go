@@ -62,9 +62,10 @@ func (p Policy) Check(st v1alpha1.BackupStorage) error {
 	if !slices.ContainsFunc(p.Allowed, func(a string) bool { n, _ := normalize(a); return n == got }) {
 		return &Refused{fmt.Sprintf("storage.bucketURL %q is not a location the operator's storage policy allows (--allowed-storage): use one of %s, or ask the operator's administrator to allow it", st.BucketURL, strings.Join(p.Allowed, ", "))}
 	}
-	ambient := st.CredentialsSecret == "" && (st.Identity == nil || st.Identity.ServiceAccountName == "")
+	// The namespace's default service account is what the pods run as without one: ambient.
+	ambient := st.CredentialsSecret == "" && (st.Identity == nil || st.Identity.ServiceAccountName == "" || st.Identity.ServiceAccountName == "default")
 	if ambient && !p.AllowAmbient {
-		return &Refused{"the storage names neither credentialsSecret nor identity.serviceAccountName, and the operator's storage policy does not let its pods use their ambient identity (--allow-ambient-storage-identity): name the credentials Secret or the service account to reach the bucket as"}
+		return &Refused{"the storage names neither credentialsSecret nor identity.serviceAccountName, and the operator's storage policy does not let its pods use their ambient identity (--allow-ambient-storage-identity): name the credentials Secret or the service account (other than default) to reach the bucket as"}
 	}
 	return nil
 }
@@ -78,7 +79,10 @@ func normalize(raw string) (string, error) {
 	if u.Scheme == "" || u.User != nil || u.Fragment != "" {
 		return "", fmt.Errorf("a bucket URL is SCHEME://BUCKET[/PATH][?OPTIONS], without a user or a fragment")
 	}
-	q := u.Query()
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return "", fmt.Errorf("its options do not parse: %w", err)
+	}
 	for k := range q {
 		slices.Sort(q[k])
 	}

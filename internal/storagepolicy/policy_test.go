@@ -13,7 +13,7 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	notAllowed := `storage.bucketURL %q is not a location the operator's storage policy allows (--allowed-storage): use one of s3://backups?region=eu-west-1&endpoint=https://minio.corp:9000, gs://etcd-snapshots, or ask the operator's administrator to allow it`
-	ambient := "the storage names neither credentialsSecret nor identity.serviceAccountName, and the operator's storage policy does not let its pods use their ambient identity (--allow-ambient-storage-identity): name the credentials Secret or the service account to reach the bucket as"
+	ambient := "the storage names neither credentialsSecret nor identity.serviceAccountName, and the operator's storage policy does not let its pods use their ambient identity (--allow-ambient-storage-identity): name the credentials Secret or the service account (other than default) to reach the bucket as"
 	for _, tc := range []struct {
 		policy Policy
 		st     v1alpha1.BackupStorage
@@ -30,6 +30,7 @@ func TestCheck(t *testing.T) {
 		// Allowed, with the pods' ambient identity: refused unless the policy allows it.
 		{p, v1alpha1.BackupStorage{BucketURL: "gs://etcd-snapshots", Identity: &v1alpha1.StorageIdentity{Labels: map[string]v1alpha1.LabelValue{"a": "b"}}}, ambient},
 		{Policy{Allowed: p.Allowed, AllowAmbient: true}, v1alpha1.BackupStorage{BucketURL: "gs://etcd-snapshots"}, ""},
+		{p, v1alpha1.BackupStorage{BucketURL: "gs://etcd-snapshots", Identity: &v1alpha1.StorageIdentity{ServiceAccountName: "default"}}, ambient},
 	} {
 		err := tc.policy.Check(tc.st)
 		want := tc.want
@@ -45,6 +46,10 @@ func TestCheck(t *testing.T) {
 	}
 	if _, err := Parse("s3://user:pw@bucket", false); err == nil {
 		t.Error("a URL with a user parsed")
+	}
+	// Options that do not parse are refused, not dropped.
+	if err := p.Check(v1alpha1.BackupStorage{BucketURL: "gs://etcd-snapshots?x=1;endpoint=http://evil", CredentialsSecret: "keys"}); err == nil {
+		t.Error("a URL with an unparsable option is allowed")
 	}
 }
 
