@@ -65,12 +65,12 @@ func (o Op) Acknowledged() bool {
 	return o.Status == OK && (o.Type == Put || (o.Type == CAS && o.Succeeded))
 }
 
-// ProposalDropped is raft's error for a proposal the leader dropped (during a leadership
-// transfer); etcd passes it on with code Unknown, and the write was never in the log.
+// ProposalDropped is raft's error for a proposal dropped while leadership changes (a
+// transfer, or an election); etcd passes it on with code Unknown, and the write was never in the log.
 const ProposalDropped = "raft proposal dropped"
 
-// DroppedByRaft reports whether the op is a failed write raft dropped at a leadership
-// transfer: etcd's own limit, counted apart from other failures.
+// DroppedByRaft reports whether the op is a failed write raft dropped while leadership
+// changed (a transfer, or an election after a leader was lost), counted apart from other failures.
 func (o Op) DroppedByRaft() bool {
 	return o.Status == Fail && o.IsWrite() && strings.HasSuffix(o.Error, ProposalDropped)
 }

@@ -23,7 +23,7 @@ type BenchRun struct {
 	History     string        `json:"history,omitempty"`
 	OK          int           `json:"ok"`
 	Failed      int           `json:"failed"`
-	// Dropped of the Failed are writes raft dropped at a leadership transfer (etcd's limit).
+	// Dropped of the Failed are writes raft dropped while leadership changed.
 	Dropped int  `json:"dropped,omitempty"`
 	Unknown int  `json:"unknown"`
 	Passed  bool `json:"passed"`
@@ -48,7 +48,7 @@ type BenchSummary struct {
 	// unknown one; Passed the runs whose every checker reached its expected verdict.
 	Within50ms, Within100ms, NoFailed, Clean, Passed int
 	// OnlyDropped counts the runs whose failed operations were all writes raft dropped at a
-	// leadership transfer (and that had some): etcd's limit, not the operator's.
+	// leadership change (and that had some); a transfer the operator asked for, or an election.
 	OnlyDropped int
 	// HandoverMedian and HandoverMax are the distribution of the runs' longest gaps at a
 	// change of leader, over the HandoverRuns runs that had one (WithHandovers).

@@ -41,7 +41,7 @@ type Stats struct {
 	Windows       []Window      `json:"windows"`
 	Total, OK     int
 	Fail, Unknown int
-	// Dropped counts the failed writes raft dropped at a leadership transfer (within Fail).
+	// Dropped counts the failed writes raft dropped while leadership changed (within Fail).
 	Dropped          int           `json:"dropped,omitempty"`
 	MaxWriteGap      time.Duration `json:"maxWriteGap"`
 	GapStart, GapEnd int64
