@@ -58,6 +58,9 @@ type MemberPod struct {
 	// RequirePeers are peer URLs the launcher must reach before etcd first starts: the
 	// external members, for a member joining them (spec.bootstrap.join).
 	RequirePeers []string
+	// StopEtcd creates the pod with names.AnnotationStopEtcd: the member is fenced at the
+	// user's request, and its launcher does not start etcd until the annotation goes.
+	StopEtcd bool
 }
 
 // Restore is a stored snapshot that bootstrap members restore.
@@ -124,6 +127,10 @@ func Pod(c *v1alpha1.EtcdCluster, p MemberPod, im Images) (*corev1.Pod, error) {
 		WithIdentity(&pod.ObjectMeta, &pod.Spec, p.Restore.Identity)
 	}
 	schedule(&pod.Spec, c.Name, tmpl)
+	if p.StopEtcd {
+		// Not part of the spec hash: fencing a member is no change of its spec.
+		pod.Annotations[names.AnnotationStopEtcd] = "true"
+	}
 	return pod, nil
 }
 
