@@ -71,9 +71,9 @@ func TestPlanUserFence(t *testing.T) {
 				Message: "unfencing c-2: it is no longer named in etcd.quorate.dev/fence-members; its etcd starts again"},
 		},
 		{
-			name:  "an unknown name is refused, the cluster carries on",
-			state: running(3, fenceRequest("c-7")),
-			want:  Action{Kind: None, Reason: v1alpha1.ReasonSettled, Message: "3 healthy voting members"},
+			name:    "an unknown name is refused, the cluster carries on",
+			state:   running(3, fenceRequest("c-7")),
+			want:    Action{Kind: None, Reason: v1alpha1.ReasonSettled, Message: "3 healthy voting members"},
 			refusal: "c-7: no member of this cluster (its members: c-0, c-1, c-2); remove it from the annotation etcd.quorate.dev/fence-members",
 		},
 		{
