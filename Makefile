@@ -249,6 +249,10 @@ e2e: conformance image images $(KUSTOMIZE) ## Run the whole suite on a local clu
 e2e-safety: ## Run the safety scenarios (volumes deleted, data wiped, power loss, bad image, NOSPACE, retention, forced recovery) on a local cluster.
 	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=safety REPORT_DIR=$(REPORT_DIR)/safety
 
+.PHONY: e2e-fence
+e2e-fence: ## Run the fence scenario (a follower fenced and unfenced under load, issue 46) on a local cluster.
+	$(MAKE) --no-print-directory e2e E2E_LABELS=scenario=fence REPORT_DIR=$(REPORT_DIR)/fence
+
 .PHONY: e2e-migration
 e2e-migration: ## Run the migration scenarios (storage class change, install-scope change, an external etcd cluster moved in) on a local cluster.
 	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=migration REPORT_DIR=$(REPORT_DIR)/migration
