@@ -17,6 +17,7 @@ import (
 	"github.com/quorate-dev/quorate/controllers/statuscond"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/resources"
 )
 
 // Fencing members at the user's request (planner/userfence.go): the EtcdCluster's
@@ -28,9 +29,9 @@ import (
 func (o *observation) addUserFence(c *v1alpha1.EtcdCluster, s *planner.State, members memberTable) {
 	s.FenceRequested = planner.ParseFenceMembers(c.Annotations[names.AnnotationFenceMembers])
 	for name, p := range o.pods {
-		if p.Annotations[names.AnnotationStopEtcd] == "true" {
-			members.get(name).UserFenced = true
-		}
+		m := members.get(name)
+		m.UserFenced = p.Annotations[names.AnnotationStopEtcd] == "true"
+		m.LauncherFences = resources.LauncherFences(p)
 	}
 }
 

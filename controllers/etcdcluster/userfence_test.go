@@ -50,7 +50,7 @@ func TestUserFence(t *testing.T) {
 	setFenceAnnotation(t, ns, "demo", "demo-2")
 	eventually(t, timeout, "demo-2's pod annotated to stop etcd", func() error {
 		if v, _, err := podStopAnnotation(t, ns, "demo-2"); err != nil || v != "true" {
-			return fmt.Errorf("stop annotation %q (%v)", v, err)
+			return fmt.Errorf("stop annotation %q (%v); MembersFenced: %+v", v, err, condition(getCluster(t, ns, "demo"), v1alpha1.ConditionMembersFenced))
 		}
 		return nil
 	})

@@ -93,6 +93,9 @@ type Member struct {
 	// UserFenced: the member's pod carries names.AnnotationStopEtcd, a fence the user asked
 	// for (userfence.go); its etcd is stopped, and it is no failure.
 	UserFenced bool
+	// LauncherFences: the pod's launcher acts on names.AnnotationStopEtcd (a pod created by a
+	// release before fencing does not).
+	LauncherFences bool
 }
 
 // Healthy: reachable as itself, of the right cluster, following a leader. Alarms are the

@@ -56,6 +56,9 @@ func (s State) knownMember(name string) (Member, bool) {
 // fenceArithmetic says whether fencing m keeps a quorum of healthy, unfenced voters, and if
 // not, why, with the numbers.
 func (s State) fenceArithmetic(m Member) (bool, string) {
+	if m.HasPod && !m.LauncherFences {
+		return false, "its pod was created by an operator release whose launcher cannot stop etcd for a fence; it gets one at its next roll, or delete the pod (it is recreated at once)"
+	}
 	if s.Join != nil {
 		return false, "a join (spec.bootstrap.join) is in progress: the external voters are not counted"
 	}
@@ -87,7 +90,7 @@ func (s State) fenceArithmetic(m Member) (bool, string) {
 	if len(fenced) > 0 {
 		why += "; fenced already: " + strings.Join(fenced, ", ")
 	}
-	return false, why
+	return false, why + "; bring the unhealthy members back, or unfence others first"
 }
 
 func listOrNone(names []string) string {
@@ -125,7 +128,7 @@ func FenceRefusal(s State) string {
 			strings.Join(unknown, ", "), listOrNone(members), names.AnnotationFenceMembers))
 	}
 	if len(refused) > 0 {
-		parts = append(parts, strings.Join(refused, "; ")+"; bring the unhealthy members back, or unfence others first")
+		parts = append(parts, strings.Join(refused, ". "))
 	}
 	return strings.Join(parts, ". ")
 }

@@ -8,7 +8,18 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 )
 
-func fenceRequest(names ...string) func(*State) { return func(s *State) { s.FenceRequested = names } }
+// fenceRequest asks to fence the members; every pod runs a launcher that fences.
+func fenceRequest(names ...string) func(*State) {
+	return func(s *State) {
+		s.FenceRequested = names
+		for i := range s.Members {
+			s.Members[i].LauncherFences = s.Members[i].HasPod
+		}
+	}
+}
+
+// oldLauncher is a member whose pod predates fencing.
+func oldLauncher(m *Member) { m.LauncherFences = false }
 
 // userFenced is a member whose pod carries the stop annotation: its etcd no longer answers.
 func userFenced(m *Member) {
@@ -57,6 +68,12 @@ func TestPlanUserFence(t *testing.T) {
 			state: running(5, fenceRequest("c-1", "c-2"), member(1, userFenced)),
 			want: Action{Kind: FenceMember, Member: "c-2", Reason: v1alpha1.ReasonFencing,
 				Message: "fencing c-2 at the user's request (etcd.quorate.dev/fence-members): its etcd stops, its pod stays"},
+		},
+		{
+			name:    "refused for a pod whose launcher predates fencing",
+			state:   running(3, fenceRequest("c-2"), member(2, oldLauncher)),
+			want:    Action{Kind: None, Reason: v1alpha1.ReasonSettled, Message: "3 healthy voting members"},
+			refusal: "fencing c-2 is refused: its pod was created by an operator release whose launcher cannot stop etcd for a fence; it gets one at its next roll, or delete the pod (it is recreated at once)",
 		},
 		{
 			name:  "a name removed from the annotation is unfenced",
