@@ -3,6 +3,7 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -184,5 +185,25 @@ Last drill:   none
 `
 	if d := cmp.Diff(want, buf.String()); d != "" {
 		t.Errorf("text (-want +got):\n%s", d)
+	}
+}
+
+// fence and unfence take a cluster and a member, and nothing after --.
+func TestFenceArguments(t *testing.T) {
+	noEnv := func(KubeFlags, io.Writer, io.Writer) (*Env, error) {
+		t.Fatal("the plugin connected despite bad arguments")
+		return nil, nil
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fence", "a"}, "fence takes a CLUSTER and a MEMBER, got 1 arguments; see kubectl quorate help"},
+		{[]string{"unfence", "a", "a-1", "a-2"}, "unfence takes a CLUSTER and a MEMBER, got 3 arguments; see kubectl quorate help"},
+	} {
+		var out, errOut bytes.Buffer
+		if err := Run(context.Background(), tc.args, &out, &errOut, noEnv); err == nil || err.Error() != tc.want {
+			t.Errorf("%q: got %v, want %s", tc.args, err, tc.want)
+		}
 	}
 }
