@@ -252,6 +252,9 @@ e2e-safety: ## Run the safety scenarios (volumes deleted, data wiped, power loss
 .PHONY: e2e-hibernate
 e2e-hibernate: ## Run the hibernation scenario (spec.hibernate under load: every pod stopped, then woken from the volumes) on a local cluster.
 	$(MAKE) --no-print-directory e2e E2E_LABELS=scenario=hibernate REPORT_DIR=$(REPORT_DIR)/hibernate
+.PHONY: e2e-fence
+e2e-fence: ## Run the fence scenario (a follower fenced and unfenced under load, issue 46) on a local cluster.
+	$(MAKE) --no-print-directory e2e E2E_LABELS=scenario=fence REPORT_DIR=$(REPORT_DIR)/fence
 
 .PHONY: e2e-migration
 e2e-migration: ## Run the migration scenarios (storage class change, install-scope change, an external etcd cluster moved in) on a local cluster.

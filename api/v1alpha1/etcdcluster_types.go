@@ -502,6 +502,10 @@ type MemberStatus struct {
 	// IsLeader is true for the current raft leader.
 	// +optional
 	IsLeader bool `json:"isLeader,omitempty"`
+	// Fenced is true while the member is fenced at the user's request (the
+	// etcd.quorate.dev/fence-members annotation): its etcd is stopped, its pod kept.
+	// +optional
+	Fenced bool `json:"fenced,omitempty"`
 }
 
 // EtcdClusterStatus is the observed state of an etcd cluster.

@@ -338,3 +338,29 @@ const (
 	// EventRestoring (EtcdCluster): the bootstrap members restore a backup.
 	EventRestoring = "RestoringBackup"
 )
+
+// Fencing members at the user's request (the EtcdCluster's etcd.quorate.dev/fence-members
+// annotation): their etcd is stopped while their pods stay. Not to be confused with the
+// volumes a forced recovery fences (spec.recovery).
+const (
+	// ConditionMembersFenced is True while members are fenced at the user's request, with
+	// their names; False when none is. It is set once the annotation has been used.
+	ConditionMembersFenced = "MembersFenced"
+	// ReasonMembersFenced: the members the annotation names are fenced.
+	ReasonMembersFenced = "Fenced"
+	// ReasonNoMembersFenced: no member is fenced.
+	ReasonNoMembersFenced = "NoneFenced"
+	// ReasonFenceRefused: a name in the annotation is not fenced: it is no member of the
+	// cluster, or fencing it would leave fewer healthy, unfenced voters than a quorum.
+	ReasonFenceRefused = "FenceRefused"
+	// ReasonFencing and ReasonUnfencing are the planner's steps that stop a member's etcd
+	// and start it again.
+	ReasonFencing   = "FencingMember"
+	ReasonUnfencing = "UnfencingMember"
+	// ReasonWaitingForUnfence: membership changes, rolling updates, repairs and recoveries
+	// wait while a member is fenced.
+	ReasonWaitingForUnfence = "WaitingForUnfence"
+
+	EventMemberFenced   = "MemberFenced"
+	EventMemberUnfenced = "MemberUnfenced"
+)

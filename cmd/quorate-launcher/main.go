@@ -48,6 +48,7 @@ func main() {
 		fs.StringVar(&o.PodAnnotationsPath, "pod-annotations", "", "the pod's annotations file (downward API): the operator marks a member that has run there")
 		fs.StringVar(&o.ForceToken, "force-token", "", "the recovery token of a start with --force-new-cluster: a member forced for it before is not forced again")
 		fs.DurationVar(&o.StopDelay, "stop-delay", 0, "how long etcd keeps serving after the pod is told to stop, while its endpoint leaves the client Service")
+		fs.DurationVar(&o.FencePoll, "fence-poll", time.Second, "how often the pod's annotations are read for a fence (etcd.quorate.dev/stop-etcd)")
 		_ = fs.Parse(os.Args[2:])
 		o.Command = fs.Args()
 		if *requirePeers != "" {

@@ -74,6 +74,8 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 		return next, statusShare{}, r.fence(ctx, c, o, a)
 	case planner.Unpublish, planner.Publish:
 		return next, statusShare{}, r.setServing(ctx, c, o, a)
+	case planner.FenceMember, planner.UnfenceMember:
+		return next, statusShare{}, r.userFence(ctx, c, o, a)
 	}
 	return next, statusShare{}, fmt.Errorf("unknown action %q", a.Kind)
 }
@@ -136,6 +138,7 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 			ForceNewCluster: a.ForceNewCluster,
 			ForceToken:      recoveryToken(c),
 			RequirePeers:    externalPeerURLs(c, o),
+			StopEtcd:        a.UserFenced,
 		})
 	case planner.DeletePod:
 		p := o.pods[a.Member]

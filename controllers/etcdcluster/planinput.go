@@ -37,6 +37,7 @@ func (o *observation) buildState(c *v1alpha1.EtcdCluster, clusterID uint64, now 
 	var leader leaderVote
 	o.addStatuses(members, &leader, clusterID)
 	o.addPods(members, now, set.Deadlines.Terminating)
+	o.addUserFence(c, &s, members)
 	o.addVolumes(c, &s, members, now)
 	for _, m := range members.byName {
 		s.Members = append(s.Members, *m)

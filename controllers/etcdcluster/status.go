@@ -64,6 +64,9 @@ func computeStatus(c *v1alpha1.EtcdCluster, o *observation, s planner.State, a p
 		meta.SetStatusCondition(&st.Conditions, cond)
 	}
 	hibernationStatus(c, s, a, execErr, &st)
+	if cond, ok := membersFencedCondition(c, s, gen); ok {
+		meta.SetStatusCondition(&st.Conditions, cond)
+	}
 	return st
 }
 
@@ -78,7 +81,7 @@ func memberStatuses(c *v1alpha1.EtcdCluster, o *observation, s planner.State) ([
 		if !m.InEtcd && (s.EtcdReachable || !m.PVCHasData) {
 			continue
 		}
-		ms := v1alpha1.MemberStatus{Name: m.Name, Learner: m.Learner, Healthy: m.Healthy(s.ClusterID)}
+		ms := v1alpha1.MemberStatus{Name: m.Name, Learner: m.Learner, Healthy: m.Healthy(s.ClusterID), Fenced: m.UserFenced && m.HasPod}
 		if m.InEtcd {
 			ms.ID = names.FormatID(m.ID)
 			ms.PeerURL = names.PeerURL(c.Name, c.Namespace, m.Name, c.Spec.TLS.IsEnabled())
@@ -278,7 +281,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, original *v1alpha1.EtcdClu
 
 // eventOnTransitions emits one Event when Available or Degraded changes status or reason.
 func (r *Reconciler) eventOnTransitions(c *v1alpha1.EtcdCluster, before, after v1alpha1.EtcdClusterStatus) {
-	for _, t := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionDegraded, v1alpha1.ConditionHibernated} {
+	for _, t := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionDegraded, v1alpha1.ConditionHibernated, v1alpha1.ConditionMembersFenced} {
 		old, now := meta.FindStatusCondition(before.Conditions, t), meta.FindStatusCondition(after.Conditions, t)
 		if now == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason) {
 			continue
@@ -287,7 +290,7 @@ func (r *Reconciler) eventOnTransitions(c *v1alpha1.EtcdCluster, before, after v
 			continue // nothing to announce while a new cluster bootstraps
 		}
 		eventType := corev1.EventTypeNormal
-		if (t == v1alpha1.ConditionDegraded && now.Status == metav1.ConditionTrue) || (t == v1alpha1.ConditionAvailable && now.Status == metav1.ConditionFalse && !expectedOutage(now.Reason)) {
+		if (t == v1alpha1.ConditionDegraded && now.Status == metav1.ConditionTrue) || (t == v1alpha1.ConditionAvailable && now.Status == metav1.ConditionFalse && !expectedOutage(now.Reason)) || now.Reason == v1alpha1.ReasonFenceRefused {
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(c, eventType, now.Reason, "%s is %s: %s", t, now.Status, now.Message)

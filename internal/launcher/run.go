@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,7 +42,13 @@ type Options struct {
 	// StopDelay is how long etcd keeps serving after the pod is told to stop, while its
 	// endpoint leaves the client Service (stopSequence).
 	StopDelay time.Duration
-	Command   []string // etcd and its flags
+	// FencePoll is how often the pod's annotations are read for a fence (fence.go); a second
+	// when zero.
+	FencePoll time.Duration
+	// HealthAddress is where the launcher answers the pod's probes while fenced; the metrics
+	// port when empty.
+	HealthAddress string
+	Command       []string // etcd and its flags
 }
 
 // flagForceNewCluster is etcd's flag that makes a member the single member of its cluster.
@@ -100,18 +107,30 @@ func Launch(ctx context.Context, o Options, logw io.Writer) int {
 		logger.Printf("cannot build a client TLS config from %s (%v): the marker will not be written", o.TLSDir, err)
 	}
 
+	// A container that starts (or restarts) while its member is fenced stays fenced.
+	if stop := holdWhileFenced(ctx, o, logger); stop {
+		return 0
+	}
+
 	waitForDNS(ctx, o.Host, 60*time.Second, logger)
 
 	if err := checkFirstStart(ctx, o, marker, tlsCfg, logger); err != nil {
 		return refuse(err)
 	}
+	return superviseEtcd(ctx, o, marker, tlsCfg, logger, refuse)
+}
+
+// startEtcd runs etcd once (runEtcd), forced for a recovery unless this member was forced for
+// it before; fence stops it as a fence does. It returns etcd's exit code and whether it was
+// stopped for a fence.
+func startEtcd(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.Config, logger *log.Logger, refuse func(error) int, fence <-chan struct{}) (int, bool) {
 	o, forcing := o.forceOnce(marker, logger)
 	if forcing && o.ForceToken != "" && marker != nil && (tlsCfg != nil || o.TLSDir == "") {
 		return runEtcd(ctx, o, marker, tlsCfg, logger, refuse, func(ctx context.Context) error {
 			return recordForced(ctx, o, *marker, tlsCfg, logger)
-		})
+		}, fence)
 	}
-	return runEtcd(ctx, o, marker, tlsCfg, logger, refuse, nil)
+	return runEtcd(ctx, o, marker, tlsCfg, logger, refuse, nil, fence)
 }
 
 // refuseLaunch logs err, writes the termination message (a Refusal's, which the operator acts
@@ -162,16 +181,28 @@ func checkFirstStart(ctx context.Context, o Options, marker *Marker, tlsCfg *tls
 
 // runEtcd starts etcd, forwards the signals that stop the pod to it, records the marker on a
 // member's first start, and returns etcd's exit code (or refuse's, when etcd could not be
-// started or turned out to belong to another cluster).
-func runEtcd(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.Config, logger *log.Logger, refuse func(error) int, alsoRecord func(context.Context) error) int {
+// started or turned out to belong to another cluster). When fence closes, leadership is
+// handed over and etcd is stopped; the second result says etcd stopped for that (and not
+// also because the pod was told to stop).
+func runEtcd(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.Config, logger *log.Logger, refuse func(error) int, alsoRecord func(context.Context) error, fence <-chan struct{}) (int, bool) {
 	// The launcher exists to start etcd with the flags the operator put after --.
 	cmd := exec.Command(o.Command[0], o.Command[1:]...) //nolint:gosec // see above
 	watch := &startCheckWatch{}
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, watch), io.MultiWriter(os.Stderr, watch)
 	if err := cmd.Start(); err != nil {
-		return refuse(fmt.Errorf("starting %s: %w", o.Command[0], err))
+		return refuse(fmt.Errorf("starting %s: %w", o.Command[0], err)), false
 	}
-	forwardSignals(ctx, cmd, o, tlsCfg, logger)
+	signalled, stopSignals := forwardSignals(ctx, cmd, o, tlsCfg, logger)
+	exited := make(chan struct{})
+	var fenced atomic.Bool
+	go func() {
+		select {
+		case <-fence:
+			fenced.Store(true)
+			stopForFence(ctx, o, tlsCfg, logger, func(s os.Signal) { _ = cmd.Process.Signal(s) })
+		case <-exited:
+		}
+	}()
 	mctx, stopMarker := context.WithCancel(ctx)
 	mismatch := make(chan error, 1)
 	if marker == nil && (tlsCfg != nil || o.TLSDir == "") {
@@ -186,39 +217,71 @@ func runEtcd(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.Config,
 		go func() { _ = alsoRecord(mctx) }()
 	}
 	err := cmd.Wait()
+	close(exited)
 	stopMarker()
+	stopSignals()
+	stoppedForFence := fenced.Load() && !signalled.Load()
 	select {
 	case m := <-mismatch:
-		return refuse(m)
+		return refuse(m), false
 	default:
 	}
 	if r := watch.refusal(); r != nil && err != nil {
-		return refuse(r)
+		return refuse(r), false
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
-		return exit.ExitCode()
+		return exit.ExitCode(), stoppedForFence
 	}
 	if err != nil {
-		return refuse(err)
+		return refuse(err), false
 	}
-	return 0
+	return 0, stoppedForFence
+}
+
+// handOverFunc is the leadership hand-over before etcd stops; nothing when the client TLS
+// config could not be built.
+func handOverFunc(ctx context.Context, o Options, tlsCfg *tls.Config, logger *log.Logger) func() {
+	if tlsCfg == nil && o.TLSDir != "" {
+		return func() {}
+	}
+	return func() {
+		hctx, cancel := context.WithTimeout(ctx, handOverTimeout)
+		defer cancel()
+		HandOver(hctx, etcd.NewClient, o.Member, tlsCfg, logger)
+	}
 }
 
 // forwardSignals passes SIGTERM and SIGINT on to etcd, after the stop sequence (stopSequence)
-// for the first one.
-func forwardSignals(ctx context.Context, cmd *exec.Cmd, o Options, tlsCfg *tls.Config, logger *log.Logger) {
+// for the first one. signalled says whether a signal came; stop ends the forwarding once etcd
+// has exited.
+func forwardSignals(ctx context.Context, cmd *exec.Cmd, o Options, tlsCfg *tls.Config, logger *log.Logger) (signalled *atomic.Bool, stop func()) {
 	sigs := make(chan os.Signal, 2)
+	got := make(chan os.Signal, 2)
+	signalled = &atomic.Bool{}
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	handOver := func() {}
-	if tlsCfg != nil || o.TLSDir == "" {
-		handOver = func() {
-			hctx, cancel := context.WithTimeout(ctx, handOverTimeout)
-			defer cancel()
-			HandOver(hctx, etcd.NewClient, o.Member, tlsCfg, logger)
+	done := make(chan struct{})
+	go func() {
+		defer close(got)
+		for {
+			select {
+			case s := <-sigs:
+				signalled.Store(true)
+				select {
+				case got <- s:
+				case <-done:
+					return
+				}
+			case <-done:
+				return
+			}
 		}
+	}()
+	go stopSequence(ctx, got, o.StopDelay, handOverFunc(ctx, o, tlsCfg, logger), func(s os.Signal) { _ = cmd.Process.Signal(s) }, logger)
+	return signalled, func() {
+		signal.Stop(sigs)
+		close(done)
 	}
-	go stopSequence(ctx, sigs, o.StopDelay, handOver, func(s os.Signal) { _ = cmd.Process.Signal(s) }, logger)
 }
 
 // stopSequence is what happens between the first stop signal and etcd's stop. Whoever stops

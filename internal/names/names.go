@@ -48,6 +48,17 @@ const (
 	// old membership, never runs again. The operator gives such a volume no pod, and deletes it
 	// once the recovered cluster answers.
 	AnnotationFenced = Prefix + "fenced-by-recovery"
+	// AnnotationFenceMembers on an EtcdCluster is the user's request to fence members: a
+	// comma-separated list of member names whose etcd is stopped while their pods stay (for
+	// investigation). It is not a removal: the members stay voters, and the operator refuses a
+	// fence that would leave fewer healthy, unfenced voters than a quorum. Removing a name
+	// unfences the member. Not to be confused with AnnotationFenced (a forced recovery's).
+	AnnotationFenceMembers = Prefix + "fence-members"
+	// AnnotationStopEtcd on a member Pod ("true") tells its launcher, through the downward
+	// API, to stop etcd (after handing leadership over) and to stay alive without it, answering
+	// the pod's probes itself (alive, not ready), until the annotation goes away: the operator
+	// sets it for a member named in AnnotationFenceMembers.
+	AnnotationStopEtcd = Prefix + "stop-etcd"
 	// AnnotationRecoveredBy on the survivor's PVC names the forced recovery (token) that
 	// restarted it alone: with the fenced volumes' marks, it keeps a token from being acted on
 	// again when the EtcdCluster's status is lost (recreated, or restored by a backup tool).

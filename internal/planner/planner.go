@@ -95,6 +95,12 @@ type Member struct {
 	VolumeResizePending bool
 	// Age is how long ago the member's first object (PVC or Pod) was created.
 	Age time.Duration
+	// UserFenced: the member's pod carries names.AnnotationStopEtcd, a fence the user asked
+	// for (userfence.go); its etcd is stopped, and it is no failure.
+	UserFenced bool
+	// LauncherFences: the pod's launcher acts on names.AnnotationStopEtcd (a pod created by a
+	// release before fencing does not).
+	LauncherFences bool
 }
 
 // Healthy: reachable as itself, of the right cluster, following a leader. Alarms are the
@@ -195,6 +201,9 @@ type State struct {
 	Join *Join
 	// Now is when the state was observed.
 	Now time.Time
+	// FenceRequested are the members the user asks to fence (names.AnnotationFenceMembers),
+	// in the annotation's order (userfence.go).
+	FenceRequested []string
 }
 
 // Kind is what to do next.
@@ -266,6 +275,9 @@ type Action struct {
 	Phase string
 	// Token for Fence and MarkRecovered: the recovery that fences or restarts the member.
 	Token string
+	// UserFenced for CreatePod: the pod is created with names.AnnotationStopEtcd (the member
+	// is fenced at the user's request, userfence.go).
+	UserFenced bool
 	// Draining for Wait: the wait is the one for Member's endpoint to leave the client
 	// Service before it is stopped (drainFromService).
 	Draining bool
@@ -393,6 +405,9 @@ func plan(s State, name func(int) string) Action {
 	// A larger volume asked for is asked for at once, whatever else waits: expanding a volume
 	// needs no quorum, and a member whose disk is full comes back only so.
 	if a, ok := expandVolumes(s); ok {
+		return a
+	}
+	if a, ok := planUserFence(s); ok {
 		return a
 	}
 	if a, ok := planRecovery(s); ok {

@@ -22,6 +22,8 @@ Commands:
   restore BACKUP --into NAME [--version V] [--storage-size Q] [--replicas N]
   renew-certificates CLUSTER [--token T]
   pause CLUSTER
+  fence CLUSTER MEMBER                           stop a member's etcd, keeping its pod (refused if it would lose quorum)
+  unfence CLUSTER MEMBER                         start a fenced member's etcd again
   resume CLUSTER
   hibernate CLUSTER                              stop every member pod, keeping the volumes
   wake CLUSTER                                   restart a hibernated cluster from its volumes
@@ -148,6 +150,16 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, newEnv func(
 			return err
 		}
 		return env.DiskCheck(ctx, DiskCheckOptions{StorageClass: o.storageClass, Image: o.image, Size: o.size, OperatorNamespace: o.operatorNS, Timeout: o.timeout})
+	}
+	if cmd == "fence" || cmd == "unfence" {
+		if len(pos) != 2 || len(rest) != 0 {
+			return fmt.Errorf("%s takes a CLUSTER and a MEMBER, got %d arguments; see kubectl quorate help", cmd, len(pos))
+		}
+		env, err := newEnv(o.kube, out, errOut)
+		if err != nil {
+			return err
+		}
+		return env.SetFenced(ctx, pos[0], pos[1], cmd == "fence", o.timeout)
 	}
 	if !slices.Contains([]string{"status", "etcdctl", "backup", "restore", "renew-certificates", "pause", "resume", "hibernate", "wake", "report"}, cmd) {
 		if slices.Contains([]string{"defrag", "move-leader"}, cmd) {

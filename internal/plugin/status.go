@@ -59,6 +59,9 @@ type MemberRow struct {
 	Node        string `json:"node,omitempty"`
 	Volume      string `json:"volume,omitempty"`
 	Restarts    int32  `json:"restarts"`
+	// Fenced: the member is fenced at the user's request (kubectl quorate fence): its etcd is
+	// stopped, its pod kept.
+	Fenced bool `json:"fenced,omitempty"`
 }
 
 // ConditionRow is one condition of the cluster.
@@ -167,7 +170,7 @@ func (e *Env) GatherStatus(ctx context.Context, name string, withEtcd bool) (*St
 		pvcs[v.Name] = v
 	}
 	for _, m := range c.Status.Members {
-		row := MemberRow{Name: m.Name, ID: m.ID, Role: RoleFollower, Healthy: m.Healthy, DBSize: m.DBSize, Version: m.Version}
+		row := MemberRow{Name: m.Name, ID: m.ID, Role: RoleFollower, Healthy: m.Healthy, DBSize: m.DBSize, Version: m.Version, Fenced: m.Fenced}
 		switch {
 		case m.IsLeader:
 			row.Role = RoleLeader
@@ -175,6 +178,7 @@ func (e *Env) GatherStatus(ctx context.Context, name string, withEtcd bool) (*St
 			row.Role = RoleLearner
 		}
 		if p, ok := pods[m.Name]; ok {
+			row.Fenced = row.Fenced || p.Annotations[names.AnnotationStopEtcd] == "true"
 			row.Pod = fmt.Sprintf("%s (%s)", p.Name, p.Status.Phase)
 			row.Node = p.Spec.NodeName
 			for _, cs := range p.Status.ContainerStatuses {
@@ -371,6 +375,9 @@ func RenderStatus(w io.Writer, st *Status, now time.Time, colour bool) error {
 	if st.Hibernation != "" {
 		fmt.Fprintf(tw, "Hibernation:\t%s\n", p.paint(p.warn, hibernationLine(st.Hibernation)))
 	}
+	if fenced := fencedMembers(st); len(fenced) > 0 {
+		fmt.Fprintf(tw, "Fenced:\t%s\n", p.paint(p.warn, strings.Join(fenced, ", ")+" (etcd stopped at your request; kubectl quorate unfence "+st.Name+" MEMBER)"))
+	}
 	fmt.Fprintf(tw, "Claimed by:\t%s\n", orDash(st.ClaimedBy))
 	alarms := p.paint(p.good, "none")
 	if len(st.Alarms) > 0 {
@@ -407,7 +414,10 @@ func renderMembers(w io.Writer, p palette, st *Status) error {
 	fmt.Fprintln(tw, "  NAME\tID\tROLE\tHEALTH\tREVISION\tDB SIZE\tDB IN USE\tVERSION\tPOD\tNODE\tVOLUME\tRESTARTS")
 	for _, m := range st.Members {
 		health := p.paint(p.good, "healthy")
-		if !m.Healthy {
+		switch {
+		case m.Fenced:
+			health = p.paint(p.warn, "fenced")
+		case !m.Healthy:
 			health = p.paint(p.bad, "unhealthy")
 		}
 		rev := "-"
@@ -493,4 +503,15 @@ func RenderStatusJSON(w io.Writer, st *Status) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(st)
+}
+
+// fencedMembers are the members fenced at the user's request.
+func fencedMembers(st *Status) []string {
+	var out []string
+	for _, m := range st.Members {
+		if m.Fenced {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }

@@ -58,6 +58,9 @@ type MemberPod struct {
 	// RequirePeers are peer URLs the launcher must reach before etcd first starts: the
 	// external members, for a member joining them (spec.bootstrap.join).
 	RequirePeers []string
+	// StopEtcd creates the pod with names.AnnotationStopEtcd: the member is fenced at the
+	// user's request, and its launcher does not start etcd until the annotation goes.
+	StopEtcd bool
 }
 
 // Restore is a stored snapshot that bootstrap members restore.
@@ -124,6 +127,10 @@ func Pod(c *v1alpha1.EtcdCluster, p MemberPod, im Images) (*corev1.Pod, error) {
 		WithIdentity(&pod.ObjectMeta, &pod.Spec, p.Restore.Identity)
 	}
 	schedule(&pod.Spec, c.Name, tmpl)
+	if p.StopEtcd {
+		// Not part of the spec hash: fencing a member is no change of its spec.
+		pod.Annotations[names.AnnotationStopEtcd] = "true"
+	}
 	return pod, nil
 }
 
@@ -179,6 +186,25 @@ func launcherContainer(im Images, resources corev1.ResourceRequirements) corev1.
 // grace period.
 const MemberStopDelay = 3 * time.Second
 
+// FencePoll is how often a member's launcher reads the pod's annotations for a fence at the
+// user's request (etcd.quorate.dev/stop-etcd).
+const FencePoll = time.Second
+
+// flagFencePoll is the launcher's flag that sets FencePoll; a pod whose command carries it
+// runs a launcher that stops etcd for a fence (LauncherFences).
+const flagFencePoll = "--fence-poll="
+
+// LauncherFences says whether the pod's launcher acts on etcd.quorate.dev/stop-etcd: pods
+// created by a release before fencing run a launcher that ignores it.
+func LauncherFences(p *corev1.Pod) bool {
+	for _, c := range p.Spec.Containers {
+		if c.Name == EtcdContainer && slices.ContainsFunc(c.Command, func(a string) bool { return strings.HasPrefix(a, flagFencePoll) }) {
+			return true
+		}
+	}
+	return false
+}
+
 // LaunchArgs is the etcd container's command: the launcher, its checks of the volume, then
 // etcd and its flags.
 func LaunchArgs(c *v1alpha1.EtcdCluster, p MemberPod, v version.Version) []string {
@@ -196,6 +222,7 @@ func LaunchArgs(c *v1alpha1.EtcdCluster, p MemberPod, v version.Version) []strin
 		"--require-data=" + strconv.FormatBool(p.RequireData),
 		"--pod-annotations=" + PodAnnotationsFile,
 		"--stop-delay=" + MemberStopDelay.String(),
+		flagFencePoll + FencePoll.String(),
 	}
 	if c.Spec.TLS.IsEnabled() {
 		args = append(args, "--tls-dir="+ServerTLSDir)
@@ -388,9 +415,16 @@ func PodForCache(obj any) (any, error) {
 		return obj, nil
 	}
 	p.ManagedFields = nil
+	// Of the etcd container's command, only the flags the operator reads are kept (the
+	// commands are shared: the cache's objects are never changed).
 	var containers []corev1.Container
-	if ForcesNewCluster(p) {
-		containers = []corev1.Container{{Name: EtcdContainer, Command: []string{flagForceNewCluster}}}
+	switch force, fences := ForcesNewCluster(p), LauncherFences(p); {
+	case force && fences:
+		containers = []corev1.Container{{Name: EtcdContainer, Command: cachedForceFences}}
+	case force:
+		containers = []corev1.Container{{Name: EtcdContainer, Command: cachedForce}}
+	case fences:
+		containers = []corev1.Container{{Name: EtcdContainer, Command: cachedFences}}
 	}
 	p.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: containers}
 	st := p.Status
@@ -400,6 +434,13 @@ func PodForCache(obj any) (any, error) {
 	p.Annotations = intern.SharedMap(p.Annotations) // a cluster's members carry one spec hash
 	return p, nil
 }
+
+// The etcd container's command as the cache keeps it (PodForCache).
+var (
+	cachedForce       = []string{flagForceNewCluster}
+	cachedFences      = []string{flagFencePoll + FencePoll.String()}
+	cachedForceFences = []string{flagForceNewCluster, flagFencePoll + FencePoll.String()}
+)
 
 // conditionsForCache are the pod's Ready and PodScheduled conditions, the only ones the
 // operator reads (how long the pod has been ready; why it cannot be scheduled), with their type,

@@ -71,7 +71,7 @@ func TestPodFlags(t *testing.T) {
 	launcher := func(member, clusterID, requireData string) []string {
 		return []string{"/quorate/bin/quorate-launcher", "launch", "--data-dir=/var/lib/etcd/data", "--marker=/var/lib/etcd/quorate-member.json",
 			"--member=" + member, "--host=" + member + ".demo-peer.ns.svc", "--expected-cluster-id=" + clusterID, "--require-data=" + requireData,
-			"--pod-annotations=/etc/quorate/podinfo/annotations", "--stop-delay=3s"}
+			"--pod-annotations=/etc/quorate/podinfo/annotations", "--stop-delay=3s", "--fence-poll=1s"}
 	}
 	etcd := func(member, state string, minor6, splitHTTP bool) []string {
 		skipSAN, corrupt, periodic := "--peer-skip-client-san-verification=true", "--feature-gates=InitialCorruptCheck=true", "--corrupt-check-time=10m"
@@ -317,8 +317,9 @@ func TestPodForCache(t *testing.T) {
 		}
 		want := &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy(), Status: kept, Spec: corev1.PodSpec{NodeName: "node-a"}}
 		want.ManagedFields = nil
+		want.Spec.Containers = []corev1.Container{{Name: EtcdContainer, Command: []string{"--fence-poll=1s"}}}
 		if force {
-			want.Spec.Containers = []corev1.Container{{Name: EtcdContainer, Command: []string{"--force-new-cluster"}}}
+			want.Spec.Containers[0].Command = []string{"--force-new-cluster", "--fence-poll=1s"}
 		}
 		got, err := PodForCache(pod.DeepCopy())
 		if err != nil {
@@ -329,6 +330,9 @@ func TestPodForCache(t *testing.T) {
 		}
 		if gotForce := ForcesNewCluster(got.(*corev1.Pod)); gotForce != force || ForcesNewCluster(pod) != force {
 			t.Errorf("ForcesNewCluster: %v on the cached pod, %v on the built pod; want %v", gotForce, ForcesNewCluster(pod), force)
+		}
+		if !LauncherFences(got.(*corev1.Pod)) || !LauncherFences(pod) {
+			t.Errorf("LauncherFences: %v on the cached pod, %v on the built pod; want true", LauncherFences(got.(*corev1.Pod)), LauncherFences(pod))
 		}
 	}
 	// The members of a cluster carry one spec hash: their cached pods share one map of it.
