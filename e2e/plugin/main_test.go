@@ -32,6 +32,7 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/label"
+	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/plugin"
 )
 
@@ -230,6 +231,66 @@ func Plugin() framework.Scenario {
 					return fmt.Errorf("the restored cluster holds %q at /plugin-e2e, want v", out)
 				}
 				return nil
+			}},
+			{Name: "hibernate the restored cluster, then wake it", Do: func(ctx context.Context, r *framework.Run) error {
+				if _, err := quorate(ctx, r, "hibernate", "restored", "--timeout", "5m"); err != nil {
+					return err
+				}
+				var pods corev1.PodList
+				if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels{names.LabelCluster: "restored"}); err != nil {
+					return err
+				}
+				if len(pods.Items) != 0 {
+					return fmt.Errorf("hibernated, the restored cluster still has %d pods", len(pods.Items))
+				}
+				if _, err := quorate(ctx, r, "wake", "restored", "--timeout", "5m"); err != nil {
+					return err
+				}
+				out, err := quorate(ctx, r, "etcdctl", "restored", "--", "get", "/plugin-e2e", "--print-value-only")
+				if err != nil {
+					return err
+				}
+				if strings.TrimSpace(out) != "v" {
+					return fmt.Errorf("the woken cluster holds %q at /plugin-e2e, want v", out)
+				}
+				return nil
+			}},
+			{Name: "fence a follower of the loaded cluster, then unfence it", Do: func(ctx context.Context, r *framework.Run) error {
+				c, err := r.GetCluster(ctx)
+				if err != nil {
+					return err
+				}
+				follower := ""
+				for _, m := range c.Status.Members {
+					if !m.IsLeader && follower == "" {
+						follower = m.Name
+					}
+				}
+				if follower == "" {
+					return fmt.Errorf("no follower in %+v", c.Status.Members)
+				}
+				fenced := func(want bool) error {
+					c, err := r.GetCluster(ctx)
+					if err != nil {
+						return err
+					}
+					for _, m := range c.Status.Members {
+						if m.Name == follower && m.Fenced == want {
+							return nil
+						}
+					}
+					return fmt.Errorf("member %s is not fenced=%t: %+v", follower, want, c.Status.Members)
+				}
+				if _, err := quorate(ctx, r, "fence", r.Cluster, follower, "--timeout", "5m"); err != nil {
+					return err
+				}
+				if err := fenced(true); err != nil {
+					return err
+				}
+				if _, err := quorate(ctx, r, "unfence", r.Cluster, follower, "--timeout", "5m"); err != nil {
+					return err
+				}
+				return fenced(false)
 			}},
 			{Name: "report: a zip with the CRs, logs and etcd's view, and no Secret value", Do: func(ctx context.Context, r *framework.Run) error {
 				defer func() { _ = os.Remove(report) }()
