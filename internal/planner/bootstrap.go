@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
@@ -49,8 +50,14 @@ func planBootstrap(s State, name func(int) string) Action {
 func planUnreachable(s State) Action {
 	for _, m := range s.sorted() {
 		if m.HasPVC && m.PVCHasData && !m.PVCTerminating && !m.HasPod && m.Fenced == "" {
-			return Action{Kind: CreatePod, Member: m.Name, RequireData: true, Reason: v1alpha1.ReasonEtcdUnreachable,
+			a := Action{Kind: CreatePod, Member: m.Name, RequireData: true, Reason: v1alpha1.ReasonEtcdUnreachable,
 				Message: fmt.Sprintf("etcd is unreachable; restarting member %s from its volume to restore quorum", m.Name)}
+			if slices.Contains(s.FenceRequested, m.Name) {
+				// The user fenced it: it comes back fenced (its etcd does not start).
+				a.UserFenced = true
+				a.Message = fmt.Sprintf("etcd is unreachable; restarting member %s from its volume, fenced (%s names it): unfence it if the others do not make a quorum", m.Name, names.AnnotationFenceMembers)
+			}
+			return a
 		}
 		if m.HasPod && m.PodFailed && !m.PodTerminating {
 			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonEtcdUnreachable,

@@ -111,3 +111,43 @@ func TestHibernate(t *testing.T) {
 		})
 	}
 }
+
+// After review: a recovery token set while hibernated must not force a new cluster from the
+// first member that answers on waking (followers stopped first, so it may lack writes the
+// leader acknowledged); a fenced member comes back fenced; and a fenced member does not keep
+// the others from being restarted when quorum is lost.
+func TestWakeKeepsRecoveryAndFences(t *testing.T) {
+	token := func(s *State) { s.Recovery.Requested = "now" }
+	waking := func(s *State) { s.Waking = true }
+	justStarted := func(m *Member) { m.PodAge, m.Reachable, m.HasLeader = time.Second, false, false }
+	for _, tc := range []struct {
+		name  string
+		state State
+		want  Action
+	}{
+		{"a token while waking: every member is restarted first",
+			running(3, allStopped, member(0, func(m *Member) { m.HasPod = true; m.Reachable = true; m.HasLeader = false }), waking, token,
+				func(s *State) { s.EtcdReachable = false }),
+			Action{Kind: CreatePod, Member: "c-1", RequireData: true, Reason: v1alpha1.ReasonWaking,
+				Message: `waking from hibernation: restarting member c-1 from its volume before spec.recovery.forceNewCluster "now" is considered`}},
+		{"a token while waking: the restarted members get their start deadline",
+			running(3, member(0, func(m *Member) { m.HasLeader = false }), member(1, justStarted), member(2, justStarted), waking, token,
+				func(s *State) { s.EtcdReachable = false }),
+			Action{Kind: Wait, Member: "c-0", Reason: v1alpha1.ReasonWaking,
+				Message: `waking from hibernation: spec.recovery.forceNewCluster "now" waits until every member restarted from its volume has had 3m0s to rejoin (c-0 has not answered yet); if quorum comes back, the request is recorded as not needed`}},
+		{"unreachable: a member the user fenced comes back fenced",
+			running(3, allStopped, member(0, func(m *Member) { m.HasPod = true }), member(1, func(m *Member) { m.HasPod = true }),
+				func(s *State) { s.EtcdReachable, s.FenceRequested = false, []string{"c-2"} }),
+			Action{Kind: CreatePod, Member: "c-2", RequireData: true, UserFenced: true, Reason: v1alpha1.ReasonEtcdUnreachable,
+				Message: "etcd is unreachable; restarting member c-2 from its volume, fenced (etcd.quorate.dev/fence-members names it): unfence it if the others do not make a quorum"}},
+		{"unreachable with a member fenced: the others are restarted",
+			running(3, member(2, func(m *Member) { m.UserFenced, m.Reachable, m.HasLeader = true, false, false }), member(1, func(m *Member) { m.HasPod, m.Reachable = false, false }),
+				func(s *State) { s.EtcdReachable, s.FenceRequested = false, []string{"c-2"} }),
+			Action{Kind: CreatePod, Member: "c-1", RequireData: true, Reason: v1alpha1.ReasonEtcdUnreachable,
+				Message: "etcd is unreachable; restarting member c-1 from its volume to restore quorum"}},
+	} {
+		if got := Plan(tc.state, name); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}

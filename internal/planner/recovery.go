@@ -55,6 +55,9 @@ func startRecovery(s State) (Action, bool) {
 		return Action{Kind: RecoveryPhase, Phase: v1alpha1.RecoveryNotNeeded, Reason: v1alpha1.ReasonRecovery,
 			Message: fmt.Sprintf("spec.recovery.forceNewCluster is %q but the cluster has quorum: nothing to recover; the request is recorded and will not act later", s.Recovery.Requested)}, true
 	}
+	if a, ok := wakeBeforeRecovery(s); ok {
+		return a, true
+	}
 	for _, m := range s.sorted() {
 		if m.RecoveredBy == s.Recovery.Requested || m.Fenced == s.Recovery.Requested {
 			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonRecovery, Attention: true,
@@ -82,6 +85,30 @@ func startRecovery(s State) (Action, bool) {
 	}
 	return Action{Kind: StartRecovery, Member: best.Name, Revision: best.Revision, Reason: v1alpha1.ReasonRecovery, Attention: true,
 		Message: fmt.Sprintf("forcing a new cluster from member %s, which has applied revision %d (the most of the members that answer): writes acknowledged after revision %d that it had not applied are lost", best.Name, best.Revision, best.Revision)}, true
+}
+
+// wakeBeforeRecovery: a cluster waking from hibernation has no quorum only because its
+// members are starting (followers stopped first, so the first to answer may lack writes the
+// leader acknowledged): a recovery asked for meanwhile restarts every member with data and
+// gives each its start deadline to rejoin; a cluster that regains quorum records the request
+// as not needed.
+func wakeBeforeRecovery(s State) (Action, bool) {
+	if !s.Waking {
+		return Action{}, false
+	}
+	for _, m := range s.sorted() {
+		if m.HasPVC && m.PVCHasData && !m.PVCTerminating && !m.HasPod && m.Fenced == "" {
+			return Action{Kind: CreatePod, Member: m.Name, RequireData: true, Reason: v1alpha1.ReasonWaking,
+				Message: fmt.Sprintf("waking from hibernation: restarting member %s from its volume before spec.recovery.forceNewCluster %q is considered", m.Name, s.Recovery.Requested)}, true
+		}
+	}
+	for _, m := range s.sorted() {
+		if m.HasPod && !m.Healthy(s.ClusterID) && m.PodAge < s.Deadlines.MemberStart {
+			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonWaking,
+				Message: fmt.Sprintf("waking from hibernation: spec.recovery.forceNewCluster %q waits until every member restarted from its volume has had %s to rejoin (%s has not answered yet); if quorum comes back, the request is recorded as not needed", s.Recovery.Requested, s.Deadlines.MemberStart, m.Name)}, true
+		}
+	}
+	return Action{}, false
 }
 
 // restartSurvivor fences the other members, then replaces the survivor's pod by one that

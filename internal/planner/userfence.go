@@ -148,8 +148,10 @@ func planUserFence(s State) (Action, bool) {
 		}
 	}
 	if !s.EtcdReachable {
-		// Nothing is known of the voters' health: no fence is added.
-		return holdWhileUserFenced(s)
+		// Nothing is known of the voters' health: no fence is added, and the other members are
+		// restarted from their volumes as without a fence (planUnreachable; a fenced member
+		// comes back fenced), since a quorum of them may restore the cluster.
+		return Action{}, false
 	}
 	for _, n := range s.FenceRequested {
 		m, ok := s.knownMember(n)
