@@ -70,10 +70,20 @@ func superviseEtcd(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.C
 		if stop := holdWhileFenced(ctx, o, logger); stop {
 			return 0
 		}
-		// The marker was recorded by the run before, if it was the member's first.
-		if m, err := ReadMarker(o.MarkerPath); err == nil && m != nil {
-			marker = m
+		// The volume is checked again, as at any container start: the member may have been
+		// tampered with while fenced (its data moved aside, an old copy put back), and etcd
+		// must not start on that (the marker, require-data, the cluster ID, free space).
+		if ann, err := ReadPodAnnotations(o.PodAnnotationsPath); err == nil {
+			o.Volume = o.FromAnnotations(ann)
 		}
+		m, err := o.Check()
+		if err != nil {
+			return refuse(err)
+		}
+		if err := CheckFreeSpace(o.DataDir); err != nil {
+			return refuse(err)
+		}
+		marker = m
 		logger.Printf("member %s unfenced: starting etcd again", o.Member)
 	}
 }

@@ -201,3 +201,28 @@ func TestFencedLauncherExitsWhenStopped(t *testing.T) {
 		t.Fatalf("etcd ran while fenced: %q", ev)
 	}
 }
+
+// The volume is checked again before etcd starts after a fence: a member whose data were moved
+// aside while it was fenced is refused (DataLost), as at any container start, never started on
+// an empty directory.
+func TestUnfenceChecksTheVolumeAgain(t *testing.T) {
+	r := newFenceRig(t, false)
+	done, logs := r.launch(context.Background())
+	r.eventually("etcd's first start", func() bool { return r.eventLog() == "start" })
+	r.setFence(true)
+	r.eventually("etcd stopped for the fence", func() bool { return r.eventLog() == "start,stop" })
+	if err := os.RemoveAll(r.o.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	r.setFence(false)
+	if code := <-done; code != 2 {
+		t.Fatalf("exit code %d, want 2 for a refusal (logs: %s)", code, logs.String())
+	}
+	msg, _ := os.ReadFile(r.o.TerminationLogPath)
+	if got := ParseTermination(string(msg)); got == nil || got.Kind != RefusalDataLost {
+		t.Fatalf("termination message %q, want a DataLost refusal", msg)
+	}
+	if r.eventLog() != "start,stop" {
+		t.Errorf("etcd started on the emptied volume: %q", r.eventLog())
+	}
+}
