@@ -73,7 +73,9 @@ func (s State) fenceArithmetic(m Member) (bool, string) {
 		case v.Name == m.Name:
 		case v.UserFenced:
 			fenced = append(fenced, v.Name)
-		case !v.Healthy(s.ClusterID):
+		case !v.Healthy(s.ClusterID) || v.PodTerminating || v.Unpublished:
+			// A member stopping (its pod terminating, or taken out of the Service to be
+			// stopped) still answers, but will not stay.
 			unhealthy = append(unhealthy, v.Name)
 		default:
 			staying = append(staying, v.Name)
@@ -85,7 +87,7 @@ func (s State) fenceArithmetic(m Member) (bool, string) {
 	why := fmt.Sprintf("it would leave %d healthy, unfenced voter(s) of %d (%s), fewer than a quorum of %d",
 		len(staying), len(voters), listOrNone(staying), quorum)
 	if len(unhealthy) > 0 {
-		why += "; unhealthy: " + strings.Join(unhealthy, ", ")
+		why += "; unhealthy or stopping: " + strings.Join(unhealthy, ", ")
 	}
 	if len(fenced) > 0 {
 		why += "; fenced already: " + strings.Join(fenced, ", ")

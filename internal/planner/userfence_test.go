@@ -54,7 +54,14 @@ func TestPlanUserFence(t *testing.T) {
 			state: running(3, fenceRequest("c-2"), member(1, down)),
 			want: Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonMemberUnhealthy,
 				Message: "member c-1 does not answer; membership changes wait until every member is healthy"},
-			refusal: "fencing c-2 is refused: it would leave 1 healthy, unfenced voter(s) of 3 (c-0), fewer than a quorum of 2; unhealthy: c-1; bring the unhealthy members back, or unfence others first",
+			refusal: "fencing c-2 is refused: it would leave 1 healthy, unfenced voter(s) of 3 (c-0), fewer than a quorum of 2; unhealthy or stopping: c-1; bring the unhealthy members back, or unfence others first",
+		},
+		{
+			name:  "refused while another of three is stopping (its pod terminating, still answering)",
+			state: running(3, fenceRequest("c-2"), member(1, func(m *Member) { m.PodTerminating = true })),
+			want: Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonTerminating,
+				Message: "waiting for the old pod of c-1 to terminate"},
+			refusal: "fencing c-2 is refused: it would leave 1 healthy, unfenced voter(s) of 3 (c-0), fewer than a quorum of 2; unhealthy or stopping: c-1; bring the unhealthy members back, or unfence others first",
 		},
 		{
 			name:  "a second fence of three is refused, the first holds the other steps",
