@@ -8,8 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 )
@@ -47,19 +45,9 @@ func (e *Env) SetHibernate(ctx context.Context, name string, hibernate bool, tim
 		return nil
 	}
 	verb := map[bool]string{true: "hibernating", false: "waking"}[hibernate]
-	if err := e.Client.Patch(ctx, c, client.RawPatch(types.MergePatchType, hibernatePatch(hibernate))); err != nil {
-		return fmt.Errorf("%s EtcdCluster %s: %w", verb, name, err)
-	}
-	gen := c.Generation
-	fmt.Fprintf(e.Err, "%s %s/%s (spec.hibernate=%t, generation %d)\n", verb, e.Namespace, name, hibernate, gen)
-	err = e.waitFor(ctx, timeout, verb+" "+name, func(ctx context.Context) (bool, string, error) {
-		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
-			return false, "", err
-		}
-		done, progress := hibernationState(c, gen, hibernate)
-		return done, progress, nil
-	})
-	if err != nil {
+	if err := e.setSwitch(ctx, c, timeout, verb, fmt.Sprintf("spec.hibernate=%t", hibernate), hibernatePatch(hibernate), func(gen int64) (bool, string) {
+		return hibernationState(c, gen, hibernate)
+	}); err != nil {
 		return err
 	}
 	if hibernate {

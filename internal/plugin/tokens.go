@@ -69,19 +69,9 @@ func (e *Env) SetPaused(ctx context.Context, name string, paused bool, timeout t
 		return err
 	}
 	verb := map[bool]string{true: "pausing", false: "resuming"}[paused]
-	if err := e.Client.Patch(ctx, c, client.RawPatch(types.MergePatchType, pausePatch(paused))); err != nil {
-		return fmt.Errorf("%s EtcdCluster %s: %w", verb, name, err)
-	}
-	gen := c.Generation
-	fmt.Fprintf(e.Err, "%s %s/%s (spec.paused=%t, generation %d)\n", verb, e.Namespace, name, paused, gen)
-	err = e.waitFor(ctx, timeout, verb+" "+name, func(ctx context.Context) (bool, string, error) {
-		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
-			return false, "", err
-		}
-		done, progress := pauseState(c, gen, paused)
-		return done, progress, nil
-	})
-	if err != nil {
+	if err := e.setSwitch(ctx, c, timeout, verb, fmt.Sprintf("spec.paused=%t", paused), pausePatch(paused), func(gen int64) (bool, string) {
+		return pauseState(c, gen, paused)
+	}); err != nil {
 		return err
 	}
 	if paused {
@@ -90,6 +80,24 @@ func (e *Env) SetPaused(ctx context.Context, name string, paused bool, timeout t
 		fmt.Fprintf(e.Out, "%s is resumed: the operator manages it again\n", name)
 	}
 	return nil
+}
+
+// setSwitch merge-patches a switch of c's spec (what says which, for the progress line) and
+// waits until done says the operator acted on the generation the patch made, showing its
+// progress; c is read again on each try.
+func (e *Env) setSwitch(ctx context.Context, c *v1alpha1.EtcdCluster, timeout time.Duration, verb, what string, patch []byte, done func(gen int64) (bool, string)) error {
+	if err := e.Client.Patch(ctx, c, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("%s EtcdCluster %s: %w", verb, c.Name, err)
+	}
+	gen := c.Generation
+	fmt.Fprintf(e.Err, "%s %s/%s (%s, generation %d)\n", verb, e.Namespace, c.Name, what, gen)
+	return e.waitFor(ctx, timeout, verb+" "+c.Name, func(ctx context.Context) (bool, string, error) {
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return false, "", err
+		}
+		ok, progress := done(gen)
+		return ok, progress, nil
+	})
 }
 
 // errCustomCerts: renewCertificates acts on generated certificates only (the CRD refuses it
