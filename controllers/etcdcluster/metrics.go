@@ -17,7 +17,7 @@ func recordMetrics(c *v1alpha1.EtcdCluster, before, after v1alpha1.EtcdClusterSt
 	m := metrics.Cluster{Available: meta.IsStatusConditionTrue(after.Conditions, v1alpha1.ConditionAvailable), Alarms: slices.Clone(after.Alarms),
 		Members: make([]metrics.Member, 0, len(after.Members))}
 	for _, s := range after.Members {
-		m.Members = append(m.Members, metrics.Member{Name: s.Name, Healthy: s.Healthy, Learner: s.Learner})
+		m.Members = append(m.Members, metrics.Member{Name: s.Name, Healthy: s.Healthy, Learner: s.Learner, Fenced: s.Fenced})
 	}
 	if after.TLS != nil && after.TLS.FirstExpiry != nil {
 		m.FirstExpirySecret, m.FirstExpiry = after.TLS.FirstExpiry.Secret, after.TLS.FirstExpiry.Time.Time

@@ -272,8 +272,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, original *v1alpha1.EtcdClu
 	if gone {
 		return nil // deleted since the pass read it: nothing to record or announce
 	}
-	// Until the cache shows this write, a pass would start from the status it replaced.
-	r.Expectations.ExpectOwnerNewerThan(client.ObjectKeyFromObject(original), original.ResourceVersion)
+	// Until the cache shows this write, a pass would start from the status it replaced. A
+	// write the API server found to change nothing (a status that differs from the cached one
+	// only below what JSON keeps, such as a time's nanoseconds) keeps the resourceVersion: no
+	// newer copy will ever come, and expecting one would hold every pass for the
+	// expectations' whole TTL (what made a woken cluster wait two minutes to say Awake).
+	if updated.ResourceVersion != original.ResourceVersion {
+		r.Expectations.ExpectOwnerNewerThan(client.ObjectKeyFromObject(original), original.ResourceVersion)
+	}
 	// Transitions are announced once they are recorded: a refused write announces nothing.
 	r.eventOnTransitions(original, original.Status, st)
 	return nil

@@ -154,7 +154,7 @@ func TestAlerts(t *testing.T) {
 		}
 	}
 	if want := []string{
-		"QuorateEtcdNoLeader", "QuorateEtcdClusterUnavailable", "QuorateEtcdQuorumAtRisk", "QuorateEtcdMemberUnhealthy",
+		"QuorateEtcdNoLeader", "QuorateEtcdClusterUnavailable", "QuorateEtcdQuorumAtRisk", "QuorateEtcdMemberUnhealthy", "QuorateEtcdMemberFencedForLong",
 		"QuorateEtcdFrequentLeaderChanges", "QuorateEtcdDatabaseNearQuota", "QuorateEtcdNoSpace", "QuorateEtcdCorrupt",
 		"QuorateEtcdMemberDivergent", "QuorateEtcdDataInconsistent",
 		"QuorateEtcdHighFsyncDurations", "QuorateEtcdHighCommitDurations",

@@ -34,6 +34,8 @@ type Cluster struct {
 type Member struct {
 	Name             string
 	Healthy, Learner bool
+	// Fenced: stopped at the user's request (the etcd.quorate.dev/fence-members annotation).
+	Fenced bool
 }
 
 // alarmKinds are the alarms exported for every cluster, 1 while raised and 0 otherwise.
@@ -60,6 +62,8 @@ var (
 		"1 while the operator's last consistency check found the member's data differ from the majority's (it is being replaced); absent otherwise.", "member")
 	descConsistencyChecks = clusterDesc("quorate_consistency_checks_total",
 		"Comparisons of the voters' data (HashKV at one revision) by result: consistent, divergent (a member differs from the majority), no_majority, inconclusive (no verdict, tried again).", "result")
+	descMemberFenced = clusterDesc("quorate_member_fenced",
+		"1 while the member is fenced at the user's request (its etcd stopped, its pod kept): its ill health was asked for; absent otherwise.", "member")
 	descHibernated = clusterDesc("quorate_cluster_hibernated",
 		"1 while the cluster hibernates, is hibernated or wakes (spec.hibernate): its outage was asked for; absent otherwise.")
 	descClusterIDMismatches = clusterDesc("quorate_cluster_id_mismatches_total",
@@ -184,7 +188,7 @@ func (c *ClusterCollector) Forget(namespace, name string) {
 // Describe sends the descriptions of every family the collector exports.
 func (c *ClusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descAvailable, descMemberHealthy, descAlarm, descMembers, descHealthyVoters, descCertificateExpiry,
-		descReconcileOutcomes, descMembershipChanges, descClusterIDMismatches, descMemberDivergent, descConsistencyChecks, descHibernated} {
+		descReconcileOutcomes, descMembershipChanges, descClusterIDMismatches, descMemberDivergent, descConsistencyChecks, descHibernated, descMemberFenced} {
 		ch <- d
 	}
 }
@@ -223,6 +227,9 @@ func (c *ClusterCollector) series(r *clusterRecord, out []series) []series {
 				voters++
 			}
 			gauge(descMemberHealthy, boolFloat(m.Healthy), &dto.LabelPair{Name: &labelMember, Value: &s.Members[i].Name})
+			if m.Fenced {
+				gauge(descMemberFenced, 1, &dto.LabelPair{Name: &labelMember, Value: &s.Members[i].Name})
+			}
 		}
 		gauge(descMembers, float64(voters), c.fixedPair("role", "voter"))
 		gauge(descMembers, float64(learners), c.fixedPair("role", "learner"))

@@ -221,3 +221,32 @@ quorate_cluster_members{etcd_cluster="a",namespace="ns",role="voter"} 1
 quorate_member_healthy{etcd_cluster="a",member="a-0",namespace="ns"} 1
 `)
 }
+
+// A fenced member has quorate_member_fenced beside its quorate_member_healthy 0, which the
+// member alert leaves out by it; unfenced, the series is gone.
+func TestFencedMember(t *testing.T) {
+	c := NewClusterCollector()
+	c.Set("ns", "a", Cluster{Available: true, Members: []Member{{Name: "a-0", Healthy: true}, {Name: "a-1", Fenced: true}}})
+	compare(t, "fenced", c, `
+quorate_cluster_alarm{alarm="CORRUPT",etcd_cluster="a",namespace="ns"} 0
+quorate_cluster_alarm{alarm="NOSPACE",etcd_cluster="a",namespace="ns"} 0
+quorate_cluster_available{etcd_cluster="a",namespace="ns"} 1
+quorate_cluster_healthy_voters{etcd_cluster="a",namespace="ns"} 1
+quorate_cluster_members{etcd_cluster="a",namespace="ns",role="learner"} 0
+quorate_cluster_members{etcd_cluster="a",namespace="ns",role="voter"} 2
+quorate_member_healthy{etcd_cluster="a",member="a-0",namespace="ns"} 1
+quorate_member_healthy{etcd_cluster="a",member="a-1",namespace="ns"} 0
+quorate_member_fenced{etcd_cluster="a",member="a-1",namespace="ns"} 1
+`)
+	c.Set("ns", "a", Cluster{Available: true, Members: []Member{{Name: "a-0", Healthy: true}, {Name: "a-1", Healthy: true}}})
+	compare(t, "unfenced", c, `
+quorate_cluster_alarm{alarm="CORRUPT",etcd_cluster="a",namespace="ns"} 0
+quorate_cluster_alarm{alarm="NOSPACE",etcd_cluster="a",namespace="ns"} 0
+quorate_cluster_available{etcd_cluster="a",namespace="ns"} 1
+quorate_cluster_healthy_voters{etcd_cluster="a",namespace="ns"} 2
+quorate_cluster_members{etcd_cluster="a",namespace="ns",role="learner"} 0
+quorate_cluster_members{etcd_cluster="a",namespace="ns",role="voter"} 2
+quorate_member_healthy{etcd_cluster="a",member="a-0",namespace="ns"} 1
+quorate_member_healthy{etcd_cluster="a",member="a-1",namespace="ns"} 1
+`)
+}
