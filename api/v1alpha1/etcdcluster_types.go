@@ -503,7 +503,8 @@ type MemberStatus struct {
 	// +optional
 	IsLeader bool `json:"isLeader,omitempty"`
 	// Fenced is true while the member is fenced at the user's request (the
-	// etcd.quorate.dev/fence-members annotation): its etcd is stopped, its pod kept.
+	// etcd.quorate.dev/fence-members annotation) and its etcd has stopped (its launcher reads
+	// the request from the pod's annotations within about a minute); its pod is kept.
 	// +optional
 	Fenced bool `json:"fenced,omitempty"`
 }

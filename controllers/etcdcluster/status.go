@@ -81,7 +81,10 @@ func memberStatuses(c *v1alpha1.EtcdCluster, o *observation, s planner.State) ([
 		if !m.InEtcd && (s.EtcdReachable || !m.PVCHasData) {
 			continue
 		}
-		ms := v1alpha1.MemberStatus{Name: m.Name, Learner: m.Learner, Healthy: m.Healthy(s.ClusterID), Fenced: m.UserFenced && m.HasPod}
+		// Fenced once its etcd stopped answering: the launcher reads the pod's annotation only
+		// when the kubelet refreshes the pod's downward-API files.
+		healthy := m.Healthy(s.ClusterID)
+		ms := v1alpha1.MemberStatus{Name: m.Name, Learner: m.Learner, Healthy: healthy, Fenced: m.UserFenced && m.HasPod && !healthy}
 		if m.InEtcd {
 			ms.ID = names.FormatID(m.ID)
 			ms.PeerURL = names.PeerURL(c.Name, c.Namespace, m.Name, c.Spec.TLS.IsEnabled())

@@ -78,12 +78,39 @@ func membersFencedCondition(c *v1alpha1.EtcdCluster, s planner.State, gen int64)
 	reason, msg := v1alpha1.ReasonNoMembersFenced, "no member is fenced"
 	if len(fenced) > 0 {
 		reason = v1alpha1.ReasonMembersFenced
-		msg = fmt.Sprintf("fenced at the user's request (etcd stopped, pods kept): %s; remove them from the annotation %s to unfence",
-			strings.Join(fenced, ", "), names.AnnotationFenceMembers)
+		// A pod's annotation reaches its launcher when the kubelet next refreshes the pod's
+		// downward-API files (up to about a minute): until its etcd stops answering, the member
+		// is said to be stopping, not fenced (status.members[].fenced waits too).
+		var stopped, stopping []string
+		for _, name := range fenced {
+			if memberHealthy(s, name) {
+				stopping = append(stopping, name)
+			} else {
+				stopped = append(stopped, name)
+			}
+		}
+		var parts []string
+		if len(stopped) > 0 {
+			parts = append(parts, "fenced at the user's request (etcd stopped, pods kept): "+strings.Join(stopped, ", "))
+		}
+		if len(stopping) > 0 {
+			parts = append(parts, "fenced at the user's request, etcd still answering until the launcher reads its pod's annotation (within about a minute): "+strings.Join(stopping, ", "))
+		}
+		msg = fmt.Sprintf("%s; remove them from the annotation %s to unfence", strings.Join(parts, "; "), names.AnnotationFenceMembers)
 	}
 	if refusal := planner.FenceRefusal(s); refusal != "" {
 		reason = v1alpha1.ReasonFenceRefused
 		msg = refusal + "; " + msg
 	}
 	return statuscond.New(v1alpha1.ConditionMembersFenced, len(fenced) > 0, reason, msg, gen), true
+}
+
+// memberHealthy: the member named answers, follows a leader and belongs to the cluster.
+func memberHealthy(s planner.State, name string) bool {
+	for _, m := range s.Members {
+		if m.Name == name {
+			return m.Healthy(s.ClusterID)
+		}
+	}
+	return false
 }

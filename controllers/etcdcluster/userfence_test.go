@@ -54,7 +54,19 @@ func TestUserFence(t *testing.T) {
 		}
 		return nil
 	})
+	// Until its launcher stops etcd, the member is said to be stopping, and not fenced.
+	wantCondition(t, ns, "demo", metav1.Condition{Type: v1alpha1.ConditionMembersFenced, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonMembersFenced,
+		Message: "fenced at the user's request, etcd still answering until the launcher reads its pod's annotation (within about a minute): demo-2; remove them from the annotation etcd.quorate.dev/fence-members to unfence"})
+	if m := findMember(getCluster(t, ns, "demo").Status.Members, "demo-2"); m == nil || m.Fenced || !m.Healthy {
+		t.Fatalf("demo-2 still serving: status %+v, want healthy and not fenced", m)
+	}
 	fake.SetDown("demo-2", true) // its launcher stopped etcd
+	waitFor(t, ns, "demo", "demo-2 fenced in status", func(c *v1alpha1.EtcdCluster) error {
+		if m := findMember(c.Status.Members, "demo-2"); m == nil || !m.Fenced || m.Healthy {
+			return fmt.Errorf("demo-2: %+v", m)
+		}
+		return nil
+	})
 	fenced := metav1.Condition{Type: v1alpha1.ConditionMembersFenced, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonMembersFenced,
 		Message: "fenced at the user's request (etcd stopped, pods kept): demo-2; remove them from the annotation etcd.quorate.dev/fence-members to unfence"}
 	wantCondition(t, ns, "demo", fenced)

@@ -47,7 +47,9 @@ func fenceState(c *v1alpha1.EtcdCluster, member string, fence bool) (bool, strin
 		}
 	}
 	for _, m := range c.Status.Members {
-		if m.Name == member && m.Fenced == fence {
+		// Fenced: the operator reports it once the member's etcd stopped; unfenced: once it
+		// answers again.
+		if m.Name == member && m.Fenced == fence && (fence || m.Healthy) {
 			return true, progress, nil
 		}
 	}
@@ -99,9 +101,9 @@ func (e *Env) SetFenced(ctx context.Context, name, member string, fence bool, ti
 		return err
 	}
 	if fence {
-		fmt.Fprintf(e.Out, "%s is fenced: its etcd stops once its launcher sees the pod's annotation (within about a minute), its pod stays; `kubectl quorate unfence %s %s` starts it again\n", member, name, member)
+		fmt.Fprintf(e.Out, "%s is fenced: its etcd is stopped, its pod stays; `kubectl quorate unfence %s %s` starts it again\n", member, name, member)
 	} else {
-		fmt.Fprintf(e.Out, "%s is unfenced: its etcd starts again and catches up\n", member)
+		fmt.Fprintf(e.Out, "%s is unfenced: its etcd answers again\n", member)
 	}
 	return nil
 }
