@@ -85,10 +85,40 @@ func quorate(ctx context.Context, r *framework.Run, args ...string) (string, err
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	r.Event("action", "kubectl quorate", strings.Join(args, " "))
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	transcribe(r, args, out.String(), errOut.String(), err)
+	if err != nil {
 		return out.String(), fmt.Errorf("kubectl quorate %s: %w\n%s", strings.Join(args, " "), err, errOut.String())
 	}
 	return out.String(), nil
+}
+
+// transcribe appends the command, its progress (stderr) and its output to transcript.md in
+// the report directory: what docs/plugin.md shows is taken from there.
+func transcribe(r *framework.Run, args []string, out, errOut string, runErr error) {
+	dir := r.Suite.Opts.ReportDir
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		r.T.Logf("transcript: %v", err)
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "transcript.md"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		r.T.Logf("transcript: %v", err)
+		return
+	}
+	defer func() { _ = f.Close() }()
+	var b strings.Builder
+	fmt.Fprintf(&b, "```console\n$ kubectl quorate %s\n%s%s", strings.Join(args, " "), errOut, out)
+	if runErr != nil {
+		fmt.Fprintf(&b, "(%v)\n", runErr)
+	}
+	b.WriteString("```\n\n")
+	if _, err := f.WriteString(b.String()); err != nil {
+		r.T.Logf("transcript: %v", err)
+	}
 }
 
 func indexOf(args []string, s string) int {
