@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -8,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/planner"
 )
 
 // defrags lists the members the operator defragmented, in order.
@@ -204,4 +207,68 @@ func TestDefragNowAndMoveLeader(t *testing.T) {
 	if m := moves(fake)[before:]; len(m) != 0 {
 		t.Fatalf("a refused transfer moved leadership to %v", m)
 	}
+}
+
+// maintenanceStatus: each member done is recorded once, the round completes on a settled pass
+// only, a transfer's answer is recorded whole, and a failed pass records nothing.
+func TestMaintenanceStatus(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	at := &metav1.Time{Time: now}
+	earlier := &metav1.Time{Time: now.Add(-time.Minute)}
+	pending := func(token string, done ...string) planner.State {
+		return planner.State{Now: now, DefragNow: &planner.DefragRequest{Token: token, Done: done}}
+	}
+	defrag := func(member, token string) planner.Action {
+		return planner.Action{Kind: planner.Defragment, Member: member, Token: token}
+	}
+	for _, tc := range []struct {
+		name    string
+		before  *v1alpha1.MaintenanceStatus
+		state   planner.State
+		action  planner.Action
+		execErr error
+		want    *v1alpha1.MaintenanceStatus
+	}{
+		{name: "nothing asked for", state: planner.State{Now: now}, action: planner.Action{Kind: planner.None}},
+		{name: "the first member starts the round", state: pending("d1"), action: defrag("c-1", "d1"),
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: at}}},
+		{name: "a new token starts a new round", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d0", Defragmented: []string{"c-0"}, StartTime: earlier, CompletionTime: earlier}},
+			state: pending("d1"), action: defrag("c-1", "d1"),
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: at}}},
+		{name: "the next member is added", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: earlier}},
+			state: pending("d1", "c-1"), action: defrag("c-2", "d1"),
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1", "c-2"}, StartTime: earlier}}},
+		{name: "a failed defragmentation records nothing", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: earlier}},
+			state: pending("d1", "c-1"), action: defrag("c-2", "d1"), execErr: errors.New("timeout"),
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: earlier}}},
+		{name: "a defragmentation of the operator's own is no round's", state: planner.State{Now: now}, action: defrag("c-2", "")},
+		{name: "a settled pass completes the round", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1", "c-2", "c-0"}, StartTime: earlier}},
+			state: pending("d1", "c-1", "c-2", "c-0"), action: planner.Action{Kind: planner.None},
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1", "c-2", "c-0"}, StartTime: earlier, CompletionTime: at}}},
+		{name: "a wait does not complete it", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", StartTime: earlier}},
+			state: pending("d1"), action: planner.Action{Kind: planner.Wait, Reason: v1alpha1.ReasonHibernated},
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", StartTime: earlier}}},
+		{name: "a transfer asked for", state: planner.State{Now: now},
+			action: planner.Action{Kind: planner.MoveLeader, Member: "c-0", TargetName: "c-2", Token: "m1", Message: "moving"},
+			want:   &v1alpha1.MaintenanceStatus{MoveLeader: &v1alpha1.MoveLeaderStatus{Token: "m1", Result: v1alpha1.LeaderMoveMoved, From: "c-0", To: "c-2", Message: "moving", Time: at}}},
+		{name: "a transfer of the operator's own is no answer", state: planner.State{Now: now},
+			action: planner.Action{Kind: planner.MoveLeader, Member: "c-0", TargetName: "c-2", Message: "moving"}},
+		{name: "a refusal", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d0", CompletionTime: earlier}}, state: planner.State{Now: now},
+			action: planner.Action{Kind: planner.AnswerMoveLeader, Phase: v1alpha1.LeaderMoveRefused, Member: "c-0", TargetName: "c-9", Token: "m2", Message: "refused"},
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d0", CompletionTime: earlier},
+				MoveLeader: &v1alpha1.MoveLeaderStatus{Token: "m2", Result: v1alpha1.LeaderMoveRefused, From: "c-0", To: "c-9", Message: "refused", Time: at}}},
+	} {
+		c := newCluster("ns", "c", 3)
+		c.Status.Maintenance = tc.before
+		if got := maintenanceStatus(c, tc.state, tc.action, tc.execErr); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, spew(got), spew(tc.want))
+		}
+	}
+}
+
+func spew(m *v1alpha1.MaintenanceStatus) string {
+	if m == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("defrag %+v, moveLeader %+v", m.Defrag, m.MoveLeader)
 }
