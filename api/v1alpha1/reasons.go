@@ -217,9 +217,9 @@ const (
 	// EventLeaderMoveRefused (Warning): spec.maintenance.moveLeader was refused; the message
 	// says why and what to do.
 	EventLeaderMoveRefused = "LeaderMoveRefused"
-	EventVolumesAdopted       = "VolumesAdopted"
-	EventRecoveryStarted      = "RecoveryStarted"
-	EventRecoveryProgress     = "RecoveryProgress"
+	EventVolumesAdopted    = "VolumesAdopted"
+	EventRecoveryStarted   = "RecoveryStarted"
+	EventRecoveryProgress  = "RecoveryProgress"
 	// EventJoinStarted: the operator recorded the external cluster's ID and members and
 	// starts adding its own (spec.bootstrap.join).
 	EventJoinStarted = "JoinStarted"
