@@ -133,6 +133,41 @@ type MaintenanceSpec struct {
 	// database (milliseconds for small ones, seconds for gigabytes).
 	// +optional
 	Defrag *DefragSpec `json:"defrag,omitempty"`
+
+	// DefragNow: set a new token (any name, such as defrag-2026-11-28) to defragment every
+	// healthy voting member once, now: followers first, then the leader once leadership has
+	// moved to a defragmented follower. Every member is defragmented whatever its free pages
+	// (defrag's thresholdPercent and minFreeBytes do not apply). The round waits while the
+	// cluster is not settled (a membership change, a rolling update, a recovery, paused,
+	// hibernated or with a fenced member) and runs once it is; status.maintenance.defrag
+	// records the members done and when the round completed. A token is acted on once.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="maintenance.defragNow must be a token of letters, digits, '-', '_' and '.', such as defrag-2026-11-28"
+	// +optional
+	DefragNow string `json:"defragNow,omitempty"`
+
+	// MoveLeader: set a new token to hand the raft leadership to another member now, through
+	// etcd's leadership transfer (clients see no outage). With to, to that member; without,
+	// to a healthy voter other than the leader. It waits while the cluster is not settled,
+	// like defragNow. A request that cannot be met (to names no healthy voting member, or no
+	// other voter exists) is refused, with a Warning Event, and not retried: set a new token.
+	// status.maintenance.moveLeader records the outcome. A token is acted on once.
+	// +optional
+	MoveLeader *MoveLeaderSpec `json:"moveLeader,omitempty"`
+}
+
+// MoveLeaderSpec asks for one leadership transfer.
+type MoveLeaderSpec struct {
+	// Token: a new one (any name) asks for a new transfer.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="maintenance.moveLeader.token must be a token of letters, digits, '-', '_' and '.', such as move-2026-11-28"
+	Token string `json:"token"`
+	// To is the member (such as demo-2) to hand leadership to; empty: any healthy voter other
+	// than the leader.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="maintenance.moveLeader.to must be a member name, such as demo-2"
+	// +optional
+	To string `json:"to,omitempty"`
 }
 
 // DefragSpec says when members are defragmented: on a schedule, when their free pages pass a
@@ -573,6 +608,11 @@ type EtcdClusterStatus struct {
 	// +optional
 	Users []string `json:"users,omitempty"`
 
+	// Maintenance is what the operator did for spec.maintenance.defragNow and
+	// spec.maintenance.moveLeader.
+	// +optional
+	Maintenance *MaintenanceStatus `json:"maintenance,omitempty"`
+
 	// LastDefragTime is when the last scheduled defragmentation of every member (spec.maintenance.defrag.schedule) finished.
 	// +optional
 	LastDefragTime *metav1.Time `json:"lastDefragTime,omitempty"`
@@ -590,6 +630,65 @@ type EtcdClusterStatus struct {
 	// manages it: where two Quorate installs see the cluster, only this one acts.
 	// +optional
 	Operator string `json:"operator,omitempty"`
+}
+
+// MaintenanceStatus records the maintenance asked for on demand.
+type MaintenanceStatus struct {
+	// Defrag is the last defragmentation round asked for (spec.maintenance.defragNow).
+	// +optional
+	Defrag *DefragRoundStatus `json:"defrag,omitempty"`
+	// MoveLeader is the answer to the last leadership transfer asked for
+	// (spec.maintenance.moveLeader).
+	// +optional
+	MoveLeader *MoveLeaderStatus `json:"moveLeader,omitempty"`
+}
+
+// DefragRoundStatus is the progress of a defragmentation round asked for on demand.
+type DefragRoundStatus struct {
+	// Token is the spec.maintenance.defragNow it answers.
+	Token string `json:"token"`
+	// Defragmented are the members defragmented in this round, in order; each is
+	// defragmented once.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Defragmented []string `json:"defragmented,omitempty"`
+	// StartTime is when the round started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime is when no healthy voting member was left to defragment: the round is over.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// Results of a leadership transfer asked for (status.maintenance.moveLeader.result).
+const (
+	// LeaderMoveMoved: leadership moved from the member From to the member To.
+	LeaderMoveMoved = "Moved"
+	// LeaderMoveAlreadyLeader: the member asked for was the leader already; nothing was done.
+	LeaderMoveAlreadyLeader = "AlreadyLeader"
+	// LeaderMoveRefused: the request cannot be met (Message says why); it is not retried.
+	LeaderMoveRefused = "Refused"
+)
+
+// MoveLeaderStatus is the answer to a leadership transfer asked for.
+type MoveLeaderStatus struct {
+	// Token is the spec.maintenance.moveLeader.token it answers.
+	Token string `json:"token"`
+	// Result: Moved, AlreadyLeader or Refused.
+	Result string `json:"result"`
+	// From is the member that led when the request was answered.
+	// +optional
+	From string `json:"from,omitempty"`
+	// To is the member leadership moved to (or that leads already, or was asked for).
+	// +optional
+	To string `json:"to,omitempty"`
+	// Message says what was done, or why the request was refused and what to do.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Time is when the request was answered.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
 }
 
 // Phases of a CA rotation (status.tls.caRotation.phase).

@@ -107,8 +107,14 @@ const (
 	ReasonAdoptingVolumes = "AdoptingVolumes"
 	// ReasonRecovery: a forced recovery from permanent quorum loss (spec.recovery).
 	ReasonRecovery = "Recovery"
-	// ReasonDefragmenting: spec.maintenance.defrag returns free pages, one member at a time.
+	// ReasonDefragmenting: spec.maintenance.defrag or defragNow returns free pages, one member
+	// at a time.
 	ReasonDefragmenting = "Defragmenting"
+	// ReasonMovingLeader: leadership moves as spec.maintenance.moveLeader asks.
+	ReasonMovingLeader = "MovingLeader"
+	// ReasonLeaderMoveRefused: spec.maintenance.moveLeader cannot be met (its member is no
+	// healthy voter, or no other voter exists); status.maintenance.moveLeader says why.
+	ReasonLeaderMoveRefused = "LeaderMoveRefused"
 	// ReasonJoining: the operator moves a running cluster in (spec.bootstrap.join).
 	ReasonJoining = "Joining"
 	// ReasonJoinRefused: the external cluster cannot be joined safely (it does not answer,
@@ -208,9 +214,12 @@ const (
 	EventPodReplaced          = "PodReplaced"
 	EventAlarmDisarmed        = "AlarmDisarmed"
 	EventDefragmented         = "Defragmented"
-	EventVolumesAdopted       = "VolumesAdopted"
-	EventRecoveryStarted      = "RecoveryStarted"
-	EventRecoveryProgress     = "RecoveryProgress"
+	// EventLeaderMoveRefused (Warning): spec.maintenance.moveLeader was refused; the message
+	// says why and what to do.
+	EventLeaderMoveRefused = "LeaderMoveRefused"
+	EventVolumesAdopted    = "VolumesAdopted"
+	EventRecoveryStarted   = "RecoveryStarted"
+	EventRecoveryProgress  = "RecoveryProgress"
 	// EventJoinStarted: the operator recorded the external cluster's ID and members and
 	// starts adding its own (spec.bootstrap.join).
 	EventJoinStarted = "JoinStarted"

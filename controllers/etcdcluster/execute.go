@@ -76,6 +76,12 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 		return next, statusShare{}, r.setServing(ctx, c, o, a)
 	case planner.FenceMember, planner.UnfenceMember:
 		return next, statusShare{}, r.userFence(ctx, c, o, a)
+	case planner.AnswerMoveLeader:
+		// Nothing to do in etcd: the answer is recorded in status (maintenanceStatus).
+		if a.Phase == v1alpha1.LeaderMoveRefused {
+			r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventLeaderMoveRefused, "%s", a.Message)
+		}
+		return next, statusShare{}, nil
 	}
 	return next, statusShare{}, fmt.Errorf("unknown action %q", a.Kind)
 }

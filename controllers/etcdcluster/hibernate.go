@@ -70,7 +70,11 @@ func hibernationStatus(c *v1alpha1.EtcdCluster, s planner.State, a planner.Actio
 			"nothing needs attention: "+h.Message, gen))
 	}
 	if execErr == nil && h.Status == metav1.ConditionTrue {
-		meta.SetStatusCondition(&st.Conditions, statuscond.New(v1alpha1.ConditionProgressing, false, v1alpha1.ReasonHibernated, h.Message, gen))
+		msg := h.Message
+		if note := planner.PendingNote(s); note != "" {
+			msg += "; " + note // a defragmentation asked for does not end with nobody done
+		}
+		meta.SetStatusCondition(&st.Conditions, statuscond.New(v1alpha1.ConditionProgressing, false, v1alpha1.ReasonHibernated, msg, gen))
 	}
 }
 

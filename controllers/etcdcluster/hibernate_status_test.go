@@ -60,6 +60,15 @@ func TestHibernationStatus(t *testing.T) {
 				cond(v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonHibernated, stopped),
 				cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonHibernated, "nothing needs attention: "+stopped),
 				hib(metav1.ConditionTrue, v1alpha1.ReasonHibernated, stopped)}},
+		{name: "hibernated with a defragmentation asked for: Progressing says it waits", spec: true,
+			state:  planner.State{ClusterID: 1, Hibernate: true, Members: noPod, DefragNow: &planner.DefragRequest{Token: "d1"}},
+			action: planner.Action{Kind: planner.Wait, Reason: v1alpha1.ReasonHibernated, Message: "hibernated"}, computed: computed,
+			want: []metav1.Condition{
+				cond(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonHibernated, hibAvail),
+				cond(v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonHibernated,
+					stopped+`; the defragmentation asked for (spec.maintenance.defragNow "d1") waits for a settled cluster: wake it (spec.hibernate false) first`),
+				cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonHibernated, "nothing needs attention: "+stopped),
+				hib(metav1.ConditionTrue, v1alpha1.ReasonHibernated, stopped)}},
 		{name: "a pod stuck terminating still needs attention", spec: true, state: planner.State{ClusterID: 1, Hibernate: true, Members: withPod},
 			action: planner.Action{Kind: planner.Wait, Reason: v1alpha1.ReasonHibernating, Attention: true, Message: "stuck"}, computed: computed,
 			want: []metav1.Condition{

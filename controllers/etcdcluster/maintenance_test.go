@@ -1,16 +1,20 @@
 package etcdcluster
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/planner"
 )
 
 // defrags lists the members the operator defragmented, in order.
@@ -87,4 +91,184 @@ func TestDefragScheduleThatNeverRuns(t *testing.T) {
 	if p := defragPolicy(c, time.Now()); p.Due {
 		t.Fatalf("a schedule that matches no date is due: %+v", p)
 	}
+}
+
+// moves lists the members leadership was moved to, in order.
+func moves(f *etcd.Fake) []string {
+	var out []string
+	for _, c := range f.Calls() {
+		if m, ok := strings.CutPrefix(c, "MoveLeader "); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// spec.maintenance.defragNow: every member once, followers first in order, then the leader
+// after leadership moved away, whatever their free pages; status records each member and the
+// round's end, and a settled cluster does not start again. spec.maintenance.moveLeader: the
+// transfer asked for, recorded; an impossible one refused, recorded, with a Warning Event, and
+// not retried.
+func TestDefragNowAndMoveLeader(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	kubelet(t, ns)
+	fake := etcd.NewFake("3.6.16")
+	op := startOperator(t, ns, fake)
+	bootstrap(t, ns, "demo", 3, fake)
+	leader := getCluster(t, ns, "demo").Status.Leader
+	var followers []string
+	for _, m := range []string{"demo-0", "demo-1", "demo-2"} {
+		if m != leader {
+			followers = append(followers, m)
+		}
+	}
+
+	patchCluster(t, ns, "demo", func(c *v1alpha1.EtcdCluster) { c.Spec.Maintenance.DefragNow = "d1" })
+	c := waitFor(t, ns, "demo", "the round to complete", func(c *v1alpha1.EtcdCluster) error {
+		if m := c.Status.Maintenance; m == nil || m.Defrag == nil || m.Defrag.CompletionTime == nil {
+			return fmt.Errorf("status.maintenance %+v", m)
+		}
+		return nil
+	})
+	want := append(slices.Clone(followers), leader)
+	if d := defrags(fake); !slices.Equal(d, want) {
+		t.Fatalf("defragmented %v; want %v (the followers in order, the leader last)", d, want)
+	}
+	d := c.Status.Maintenance.Defrag
+	if d.Token != "d1" || !slices.Equal(d.Defragmented, want) || d.StartTime == nil {
+		t.Fatalf("status.maintenance.defrag = %+v; want token d1, defragmented %v, a start time", d, want)
+	}
+	calls := fake.Calls()
+	moved := slices.IndexFunc(calls, func(c string) bool { return strings.HasPrefix(c, "MoveLeader ") })
+	last := slices.Index(calls, "Defragment "+leader)
+	if moved < 0 || moved > last {
+		t.Fatalf("leadership did not move before the leader was defragmented: %v", calls)
+	}
+	waitFor(t, ns, "demo", "the cluster settled", settled(3))
+	assertNoWrites(t, op)
+	if n := len(defrags(fake)); n != 3 {
+		t.Fatalf("a completed round went on: %v", defrags(fake))
+	}
+
+	// A transfer to a named member.
+	from := getCluster(t, ns, "demo").Status.Leader
+	to := "demo-2"
+	if from == to {
+		to = "demo-1"
+	}
+	before := len(moves(fake))
+	patchCluster(t, ns, "demo", func(c *v1alpha1.EtcdCluster) {
+		c.Spec.Maintenance.MoveLeader = &v1alpha1.MoveLeaderSpec{Token: "m1", To: to}
+	})
+	c = waitFor(t, ns, "demo", "the transfer recorded", func(c *v1alpha1.EtcdCluster) error {
+		if m := c.Status.Maintenance; m == nil || m.MoveLeader == nil || m.MoveLeader.Token != "m1" {
+			return fmt.Errorf("status.maintenance %+v", m)
+		}
+		return nil
+	})
+	got := *c.Status.Maintenance.MoveLeader
+	wantMove := v1alpha1.MoveLeaderStatus{Token: "m1", Result: v1alpha1.LeaderMoveMoved, From: from, To: to, Time: got.Time,
+		Message: fmt.Sprintf("moving leadership from %s to %s as spec.maintenance.moveLeader %q asks", from, to, "m1")}
+	if got.Time == nil || !reflect.DeepEqual(got, wantMove) {
+		t.Fatalf("status.maintenance.moveLeader = %+v\nwant %+v", got, wantMove)
+	}
+	if m := moves(fake)[before:]; !slices.Equal(m, []string{to}) {
+		t.Fatalf("leadership moved to %v; want [%s]", m, to)
+	}
+	assertEvent(t, ns, v1alpha1.EventLeaderMoved, wantMove.Message)
+	waitFor(t, ns, "demo", "the new leader in status", func(c *v1alpha1.EtcdCluster) error {
+		if c.Status.Leader != to {
+			return fmt.Errorf("leader %s", c.Status.Leader)
+		}
+		return settled(3)(c)
+	})
+
+	// A transfer to no member is refused, recorded and not retried.
+	before = len(moves(fake))
+	patchCluster(t, ns, "demo", func(c *v1alpha1.EtcdCluster) {
+		c.Spec.Maintenance.MoveLeader = &v1alpha1.MoveLeaderSpec{Token: "m2", To: "demo-9"}
+	})
+	c = waitFor(t, ns, "demo", "the refusal recorded", func(c *v1alpha1.EtcdCluster) error {
+		if m := c.Status.Maintenance; m == nil || m.MoveLeader == nil || m.MoveLeader.Token != "m2" {
+			return fmt.Errorf("status.maintenance %+v", m)
+		}
+		return nil
+	})
+	got = *c.Status.Maintenance.MoveLeader
+	wantRefused := v1alpha1.MoveLeaderStatus{Token: "m2", Result: v1alpha1.LeaderMoveRefused, From: to, To: "demo-9", Time: got.Time,
+		Message: `spec.maintenance.moveLeader "m2" is refused: demo-9 is no member of this cluster; name a healthy voter in moveLeader.to (healthy voters: demo-0, demo-1, demo-2); set a new token to ask again`}
+	if !reflect.DeepEqual(got, wantRefused) {
+		t.Fatalf("status.maintenance.moveLeader = %+v\nwant %+v", got, wantRefused)
+	}
+	assertEvent(t, ns, v1alpha1.EventLeaderMoveRefused, wantRefused.Message)
+	waitFor(t, ns, "demo", "the cluster settled", settled(3))
+	assertNoWrites(t, op)
+	if m := moves(fake)[before:]; len(m) != 0 {
+		t.Fatalf("a refused transfer moved leadership to %v", m)
+	}
+}
+
+// maintenanceStatus: each member done is recorded once, the round completes on a settled pass
+// only, a transfer's answer is recorded whole, and a failed pass records nothing.
+func TestMaintenanceStatus(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	at := &metav1.Time{Time: now}
+	earlier := &metav1.Time{Time: now.Add(-time.Minute)}
+	pending := func(token string, done ...string) planner.State {
+		return planner.State{Now: now, DefragNow: &planner.DefragRequest{Token: token, Done: done}}
+	}
+	defrag := func(member, token string) planner.Action {
+		return planner.Action{Kind: planner.Defragment, Member: member, Token: token}
+	}
+	for _, tc := range []struct {
+		name    string
+		before  *v1alpha1.MaintenanceStatus
+		state   planner.State
+		action  planner.Action
+		execErr error
+		want    *v1alpha1.MaintenanceStatus
+	}{
+		{name: "nothing asked for", state: planner.State{Now: now}, action: planner.Action{Kind: planner.None}},
+		{name: "the first member starts the round", state: pending("d1"), action: defrag("c-1", "d1"),
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: at}}},
+		{name: "a new token starts a new round", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d0", Defragmented: []string{"c-0"}, StartTime: earlier, CompletionTime: earlier}},
+			state: pending("d1"), action: defrag("c-1", "d1"),
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: at}}},
+		{name: "the next member is added", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: earlier}},
+			state: pending("d1", "c-1"), action: defrag("c-2", "d1"),
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1", "c-2"}, StartTime: earlier}}},
+		{name: "a failed defragmentation records nothing", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: earlier}},
+			state: pending("d1", "c-1"), action: defrag("c-2", "d1"), execErr: errors.New("timeout"),
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: earlier}}},
+		{name: "a defragmentation of the operator's own is no round's", state: planner.State{Now: now}, action: defrag("c-2", "")},
+		{name: "a settled pass completes the round", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1", "c-2", "c-0"}, StartTime: earlier}},
+			state: pending("d1", "c-1", "c-2", "c-0"), action: planner.Action{Kind: planner.None},
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1", "c-2", "c-0"}, StartTime: earlier, CompletionTime: at}}},
+		{name: "a wait does not complete it", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", StartTime: earlier}},
+			state: pending("d1"), action: planner.Action{Kind: planner.Wait, Reason: v1alpha1.ReasonHibernated},
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", StartTime: earlier}}},
+		{name: "a transfer asked for", state: planner.State{Now: now},
+			action: planner.Action{Kind: planner.MoveLeader, Member: "c-0", TargetName: "c-2", Token: "m1", Message: "moving"},
+			want:   &v1alpha1.MaintenanceStatus{MoveLeader: &v1alpha1.MoveLeaderStatus{Token: "m1", Result: v1alpha1.LeaderMoveMoved, From: "c-0", To: "c-2", Message: "moving", Time: at}}},
+		{name: "a transfer of the operator's own is no answer", state: planner.State{Now: now},
+			action: planner.Action{Kind: planner.MoveLeader, Member: "c-0", TargetName: "c-2", Message: "moving"}},
+		{name: "a refusal", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d0", CompletionTime: earlier}}, state: planner.State{Now: now},
+			action: planner.Action{Kind: planner.AnswerMoveLeader, Phase: v1alpha1.LeaderMoveRefused, Member: "c-0", TargetName: "c-9", Token: "m2", Message: "refused"},
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d0", CompletionTime: earlier},
+				MoveLeader: &v1alpha1.MoveLeaderStatus{Token: "m2", Result: v1alpha1.LeaderMoveRefused, From: "c-0", To: "c-9", Message: "refused", Time: at}}},
+	} {
+		c := newCluster("ns", "c", 3)
+		c.Status.Maintenance = tc.before
+		if got := maintenanceStatus(c, tc.state, tc.action, tc.execErr); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, spew(got), spew(tc.want))
+		}
+	}
+}
+
+func spew(m *v1alpha1.MaintenanceStatus) string {
+	if m == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("defrag %+v, moveLeader %+v", m.Defrag, m.MoveLeader)
 }

@@ -76,6 +76,7 @@ func (o *observation) clusterState(c *v1alpha1.EtcdCluster, clusterID uint64, no
 		s.Recovery.Requested = c.Spec.Recovery.ForceNewCluster
 	}
 	s.Defrag = defragPolicy(c, now)
+	s.DefragNow, s.MoveLeaderNow = onDemand(c)
 	hibernationState(c, &s)
 	if r := c.Status.Recovery; r != nil {
 		s.Recovery.Token, s.Recovery.Phase, s.Recovery.Member = r.Token, r.Phase, r.Member
@@ -327,4 +328,29 @@ func defragPolicy(c *v1alpha1.EtcdCluster, now time.Time) planner.Defrag {
 		p.Due = !sched.Next(from).After(now)
 	}
 	return p
+}
+
+// onDemand is the maintenance asked for by token and not done yet: the round of
+// spec.maintenance.defragNow until status.maintenance.defrag records its completion (with the
+// members it did so far), and spec.maintenance.moveLeader until status.maintenance.moveLeader
+// answers its token.
+func onDemand(c *v1alpha1.EtcdCluster) (*planner.DefragRequest, *planner.LeaderRequest) {
+	var st v1alpha1.MaintenanceStatus
+	if c.Status.Maintenance != nil {
+		st = *c.Status.Maintenance
+	}
+	var defrag *planner.DefragRequest
+	if t := c.Spec.Maintenance.DefragNow; t != "" {
+		switch d := st.Defrag; {
+		case d == nil || d.Token != t:
+			defrag = &planner.DefragRequest{Token: t}
+		case d.CompletionTime == nil:
+			defrag = &planner.DefragRequest{Token: t, Done: slices.Clone(d.Defragmented)}
+		}
+	}
+	var move *planner.LeaderRequest
+	if r := c.Spec.Maintenance.MoveLeader; r != nil && r.Token != "" && (st.MoveLeader == nil || st.MoveLeader.Token != r.Token) {
+		move = &planner.LeaderRequest{Token: r.Token, To: r.To}
+	}
+	return defrag, move
 }

@@ -54,6 +54,7 @@ func computeStatus(c *v1alpha1.EtcdCluster, o *observation, s planner.State, a p
 		// Every member's free pages are returned: the scheduled round is over.
 		st.LastDefragTime = &metav1.Time{Time: s.Now}
 	}
+	st.Maintenance = maintenanceStatus(c, s, a, execErr)
 	gen := c.Generation
 	for _, cond := range []metav1.Condition{
 		availableCondition(s, sum, gen),
@@ -309,4 +310,44 @@ func (r *Reconciler) eventOnTransitions(c *v1alpha1.EtcdCluster, before, after v
 func divergence(s planner.State) string {
 	reason, _ := planner.Divergence(s)
 	return reason
+}
+
+// maintenanceStatus records what this pass did for the maintenance asked for on demand. Status
+// is written once, at the end of the pass: a crash between a member's defragmentation and this
+// write defragments that member once more, and one between a leadership transfer and this
+// write transfers once more (or answers AlreadyLeader, when moveLeader.to leads now); both are
+// harmless, and neither repeats after the write.
+func maintenanceStatus(c *v1alpha1.EtcdCluster, s planner.State, a planner.Action, execErr error) *v1alpha1.MaintenanceStatus {
+	m := c.Status.Maintenance.DeepCopy()
+	if execErr != nil {
+		return m
+	}
+	if m == nil {
+		m = &v1alpha1.MaintenanceStatus{}
+	}
+	now := &metav1.Time{Time: s.Now}
+	round := func(token string) *v1alpha1.DefragRoundStatus {
+		if m.Defrag == nil || m.Defrag.Token != token {
+			m.Defrag = &v1alpha1.DefragRoundStatus{Token: token, StartTime: now}
+		}
+		return m.Defrag
+	}
+	switch {
+	case a.Kind == planner.Defragment && a.Token != "":
+		if d := round(a.Token); !slices.Contains(d.Defragmented, a.Member) {
+			d.Defragmented = append(d.Defragmented, a.Member)
+		}
+	case planner.DefragRoundComplete(s, a):
+		round(s.DefragNow.Token).CompletionTime = now
+	case (a.Kind == planner.MoveLeader || a.Kind == planner.AnswerMoveLeader) && a.Token != "":
+		result := a.Phase
+		if a.Kind == planner.MoveLeader {
+			result = v1alpha1.LeaderMoveMoved
+		}
+		m.MoveLeader = &v1alpha1.MoveLeaderStatus{Token: a.Token, Result: result, From: a.Member, To: a.TargetName, Message: a.Message, Time: now}
+	}
+	if m.Defrag == nil && m.MoveLeader == nil {
+		return nil
+	}
+	return m
 }

@@ -129,6 +129,14 @@ func TestValidationRejectsBadInput(t *testing.T) {
 			want: []string{`spec.tls: Invalid value: ` + msgTLSRotate}},
 		{name: "rotation token not a token", spec: base + "tls: {rotateCA: \"a b\"}",
 			want: []string{`spec.tls.rotateCA: Invalid value: "a b": tls.rotateCA must be a token of letters, digits, '-', '_' and '.', such as ca-2026`}},
+		{name: "defragNow not a token", spec: base + "maintenance: {defragNow: \"now please\"}",
+			want: []string{`spec.maintenance.defragNow: Invalid value: "now please": maintenance.defragNow must be a token of letters, digits, '-', '_' and '.', such as defrag-2026-11-28`}},
+		{name: "moveLeader token not a token", spec: base + "maintenance: {moveLeader: {token: \"-m\"}}",
+			want: []string{`spec.maintenance.moveLeader.token: Invalid value: "-m": maintenance.moveLeader.token must be a token of letters, digits, '-', '_' and '.', such as move-2026-11-28`}},
+		{name: "moveLeader to no member name", spec: base + "maintenance: {moveLeader: {token: m1, to: Demo_2}}",
+			want: []string{`spec.maintenance.moveLeader.to: Invalid value: "Demo_2": maintenance.moveLeader.to must be a member name, such as demo-2`}},
+		{name: "moveLeader without a token", spec: base + "maintenance: {moveLeader: {to: demo-2}}",
+			want: []string{`spec.maintenance.moveLeader.token: Required value`, msgNotChecked}},
 		{name: "heartbeat too short", spec: base + "etcd: {heartbeatIntervalMillis: 5}",
 			want: []string{"spec.etcd.heartbeatIntervalMillis: Invalid value: 5: " + msgHeartbeat}},
 		{name: "election timeout too long", spec: base + "etcd: {electionTimeoutMillis: 60000}",
@@ -305,6 +313,8 @@ func TestValidationAcceptsGoodInput(t *testing.T) {
 		base + "image: registry.example.com/etcd:v3.6.16",
 		base + "volumeRetention: Delete",
 		base + "tls: {rotateCA: ca-2026, renewCertificates: renew.1}",
+		base + "maintenance: {defragNow: defrag-20261128-120000, moveLeader: {token: move.1, to: good-13-2}}",
+		base + "maintenance: {moveLeader: {token: m1}}",
 		base + "tls: {serverSecretName: s, peerSecretName: p, clientSecretName: c}\nbootstrap: {join: {endpoints: [\"https://10.0.0.5:2379\", \"https://vm-1.example.com:2379/\"], removeExternalMembers: true}}",
 	} {
 		if err := k8s.Create(context.Background(), clusterObject(t, ns, "good-"+strconv.Itoa(i), spec)); err != nil {

@@ -197,6 +197,10 @@ type State struct {
 	Recovery   Recovery
 	// Defrag is spec.maintenance.defrag.
 	Defrag Defrag
+	// DefragNow is spec.maintenance.defragNow while its round has not completed (nil
+	// otherwise); MoveLeaderNow is spec.maintenance.moveLeader while it has not been answered.
+	DefragNow     *DefragRequest
+	MoveLeaderNow *LeaderRequest
 	// Join is spec.bootstrap.join until the join completes (nil otherwise).
 	Join *Join
 	// Now is when the state was observed.
@@ -271,9 +275,12 @@ type Action struct {
 	ForceNewCluster bool
 	// Revision for StartRecovery: what the surviving member has applied.
 	Revision int64
-	// Phase for RecoveryPhase.
+	// Phase for RecoveryPhase; for AnswerMoveLeader, the answer (v1alpha1.LeaderMoveRefused
+	// or LeaderMoveAlreadyLeader).
 	Phase string
-	// Token for Fence and MarkRecovered: the recovery that fences or restarts the member.
+	// Token for Fence and MarkRecovered: the recovery that fences or restarts the member. For
+	// Defragment and MoveLeader, the spec.maintenance.defragNow or moveLeader request the step
+	// answers ("" for a step of the operator's own); for AnswerMoveLeader, the request answered.
 	Token string
 	// UserFenced for CreatePod: the pod is created with names.AnnotationStopEtcd (the member
 	// is fenced at the user's request, userfence.go).
@@ -381,7 +388,7 @@ type rule func(State) (Action, bool)
 
 // Plan returns the next step. name maps an index to a member name.
 func Plan(s State, name func(int) string) Action {
-	return republish(s, plan(s, name))
+	return notePending(s, republish(s, plan(s, name)))
 }
 
 func plan(s State, name func(int) string) Action {
@@ -416,7 +423,7 @@ func plan(s State, name func(int) string) Action {
 	if !s.EtcdReachable {
 		return wake(s, planUnreachable(s))
 	}
-	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateConnected, gateHealth, gateExternal, haltDisagreement, changeMembership, handOver, rollPods, clearAlarms, defragment} {
+	for _, r := range []rule{replaceGone, ensureObjects, collectGarbage, repairPods, expireLearners, gateConnected, gateHealth, gateExternal, haltDisagreement, changeMembership, handOver, rollPods, clearAlarms, moveLeaderNow, defragNow, defragment} {
 		if a, ok := r(s); ok {
 			return a
 		}

@@ -21,6 +21,8 @@ Commands:
   backup CLUSTER [--to BUCKET_URL [--prefix P] [--credentials-secret S]]
   restore BACKUP --into NAME [--version V] [--storage-size Q] [--replicas N]
   renew-certificates CLUSTER [--token T]
+  defrag CLUSTER [--token T]                     defragment every member once, followers first, the leader last
+  move-leader CLUSTER [--to MEMBER] [--token T]  hand the leadership to MEMBER (default: another healthy voter)
   pause CLUSTER
   fence CLUSTER MEMBER                           stop a member's etcd, keeping its pod (refused if it would lose quorum)
   unfence CLUSTER MEMBER                         start a fenced member's etcd again
@@ -66,14 +68,14 @@ func flagSet(o *opts, errOut io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.output, "o", "", "output format: json (short)")
 	fs.StringVar(&o.colour, "color", "auto", "colours: auto, always or never")
 	fs.BoolVar(&o.noEtcd, "no-etcd", false, "status: do not reach etcd (no revision, DB in use)")
-	fs.StringVar(&o.to, "to", "", "backup: bucket URL (default: the storage of the cluster's EtcdBackupSchedule)")
+	fs.StringVar(&o.to, "to", "", "backup: bucket URL (default: the storage of the cluster's EtcdBackupSchedule); move-leader: the member to hand the leadership to (default: another healthy voter)")
 	fs.StringVar(&o.prefix, "prefix", "", "backup: key prefix in the bucket")
 	fs.StringVar(&o.credentials, "credentials-secret", "", "backup: Secret with the bucket's credentials")
 	fs.StringVar(&o.into, "into", "", "restore: name of the new EtcdCluster")
 	fs.StringVar(&o.version, "version", "", "restore: etcd version of the new cluster")
 	fs.StringVar(&o.storageSize, "storage-size", "", "restore: volume size of the new cluster")
 	fs.IntVar(&o.replicas, "replicas", 0, "restore: members of the new cluster")
-	fs.StringVar(&o.token, "token", "", "renew-certificates: the token to set (default: renew-<time>)")
+	fs.StringVar(&o.token, "token", "", "renew-certificates, defrag, move-leader: the token to set (default: renew-, defrag- or move-<time>)")
 	fs.StringVar(&o.member, "member", "", "etcdctl: the member to talk to (default: a healthy follower)")
 	fs.StringVar(&o.file, "f", "", "report: the zip file to write (default: quorate-report-<target>-<time>.zip)")
 	fs.StringVar(&o.operatorNS, "operator-namespace", "quorate-system", "report: namespace of the operator")
@@ -161,10 +163,7 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, newEnv func(
 		}
 		return env.SetFenced(ctx, pos[0], pos[1], cmd == "fence", o.timeout)
 	}
-	if !slices.Contains([]string{"status", "etcdctl", "backup", "restore", "renew-certificates", "pause", "resume", "hibernate", "wake", "report"}, cmd) {
-		if slices.Contains([]string{"defrag", "move-leader"}, cmd) {
-			return fmt.Errorf("%s is not available: the operator has no field to ask for it on demand, and the plugin does not act on etcd behind the operator's back; for defragmentation set spec.maintenance.defrag (schedule or thresholdPercent)", cmd)
-		}
+	if !slices.Contains([]string{"status", "etcdctl", "backup", "restore", "renew-certificates", "defrag", "move-leader", "pause", "resume", "hibernate", "wake", "report"}, cmd) {
 		return fmt.Errorf("unknown command %q; see kubectl quorate help", cmd)
 	}
 	target, err := one(map[bool]string{true: "BACKUP", false: "CLUSTER"}[cmd == "restore"])
@@ -218,6 +217,10 @@ func runCommand(ctx context.Context, env *Env, cmd, target string, rest []string
 		return env.Restore(ctx, target, RestoreOptions{Into: o.into, Version: o.version, StorageSize: o.storageSize, Replicas: int32(o.replicas), Timeout: o.timeout})
 	case "renew-certificates":
 		return env.RenewCertificates(ctx, target, o.token, o.timeout)
+	case "defrag":
+		return env.Defrag(ctx, target, o.token, o.timeout)
+	case "move-leader":
+		return env.MoveLeader(ctx, target, o.to, o.token, o.timeout)
 	case "pause", "resume":
 		return env.SetPaused(ctx, target, cmd == "pause", o.timeout)
 	case "hibernate", "wake":
