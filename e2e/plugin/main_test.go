@@ -18,11 +18,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -251,7 +253,18 @@ func Plugin() framework.Scenario {
 			{Name: "restore the backup into a new cluster", Do: func(ctx context.Context, r *framework.Run) error {
 				restored := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: "restored"}}
 				r.OnCleanup(func(ctx context.Context) error { return r.DeleteAndWait(ctx, restored) })
-				if _, err := quorate(ctx, r, "restore", backup, "--into", "restored", "--storage-size", "256Mi", "--timeout", "10m"); err != nil {
+				b := &v1alpha1.EtcdBackup{}
+				if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: backup}, b); err != nil {
+					return err
+				}
+				// A revision no backup holds is refused, and nothing is created.
+				if _, err := quorate(ctx, r, "restore", backup, "--into", "restored", "--to-revision", strconv.FormatInt(b.Status.Revision+1, 10), "--storage-size", "256Mi"); err == nil {
+					return fmt.Errorf("restore --to-revision %d (backup %s holds %d) went ahead", b.Status.Revision+1, backup, b.Status.Revision)
+				}
+				if err := r.Suite.Client.Get(ctx, client.ObjectKeyFromObject(restored), restored); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("a refused restore left EtcdCluster restored behind (%v)", err)
+				}
+				if _, err := quorate(ctx, r, "restore", backup, "--into", "restored", "--to-revision", strconv.FormatInt(b.Status.Revision, 10), "--storage-size", "256Mi", "--timeout", "10m"); err != nil {
 					return err
 				}
 				out, err := quorate(ctx, r, "etcdctl", "restored", "--", "get", "/plugin-e2e", "--print-value-only")

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -116,7 +117,10 @@ func (e *Env) Backup(ctx context.Context, cluster string, o BackupOptions) error
 type RestoreOptions struct {
 	Into, Version, StorageSize string
 	Replicas                   int32
-	Timeout                    time.Duration
+	// ToRevision: the revision the user means to restore to (0: the backup's, whatever it
+	// is). Backups are snapshots: only a revision a completed backup holds can be reached.
+	ToRevision int64
+	Timeout    time.Duration
 }
 
 // restoredCluster is the EtcdCluster restore creates: the backed-up cluster's settings (when
@@ -193,6 +197,9 @@ func (e *Env) Restore(ctx context.Context, backup string, o RestoreOptions) erro
 	if b.Status.Phase != v1alpha1.BackupCompleted {
 		return fmt.Errorf("EtcdBackup %s is %s, not Completed: only a stored and verified backup can be restored", backup, orNothing(b.Status.Phase))
 	}
+	if o.ToRevision != 0 && o.ToRevision != b.Status.Revision {
+		return e.revisionNotInBackup(ctx, b, o.ToRevision)
+	}
 	var src *v1alpha1.EtcdCluster
 	if s, err := e.cluster(ctx, b.Spec.ClusterName); err == nil {
 		src = s
@@ -219,4 +226,32 @@ func (e *Env) Restore(ctx context.Context, backup string, o RestoreOptions) erro
 	}
 	fmt.Fprintf(e.Out, "%s: %s\n", o.Into, msg)
 	return nil
+}
+
+// revisionNotInBackup is the refusal of --to-revision r where backup b holds another revision:
+// it names the backup that holds r, if one does, or else the revisions the cluster's completed
+// backups hold. A backup is a snapshot of one revision; nothing between two can be reached.
+func (e *Env) revisionNotInBackup(ctx context.Context, b *v1alpha1.EtcdBackup, r int64) error {
+	var list v1alpha1.EtcdBackupList
+	if err := e.Client.List(ctx, &list, client.InNamespace(b.Namespace)); err != nil {
+		return fmt.Errorf("EtcdBackup %s holds revision %d, not %d; listing the other backups of cluster %s: %w", b.Name, b.Status.Revision, r, b.Spec.ClusterName, err)
+	}
+	var held []v1alpha1.EtcdBackup
+	for _, o := range list.Items {
+		if o.Spec.ClusterName == b.Spec.ClusterName && o.Status.Phase == v1alpha1.BackupCompleted && o.Status.Revision > 0 {
+			held = append(held, o)
+		}
+	}
+	slices.SortFunc(held, func(x, y v1alpha1.EtcdBackup) int { return cmp.Or(cmp.Compare(x.Status.Revision, y.Status.Revision), strings.Compare(x.Name, y.Name)) })
+	for _, o := range held {
+		if o.Status.Revision == r {
+			return fmt.Errorf("EtcdBackup %s holds revision %d, not %d; EtcdBackup %s holds revision %d: restore that one (kubectl quorate restore %s --into ...)", b.Name, b.Status.Revision, r, o.Name, r, o.Name)
+		}
+	}
+	var covered []string
+	for _, o := range held {
+		covered = append(covered, fmt.Sprintf("%d (%s)", o.Status.Revision, o.Name))
+	}
+	return fmt.Errorf("no completed backup of cluster %s holds revision %d: backups are snapshots, each of one revision, and a revision between two of them cannot be restored; the revisions held: %s",
+		b.Spec.ClusterName, r, strings.Join(covered, ", "))
 }

@@ -19,7 +19,7 @@ Commands:
   status CLUSTER [-o json] [--no-etcd] [--color auto|always|never]
   etcdctl CLUSTER [--member NAME] -- ARGS...     run etcdctl (from PATH) against a member
   backup CLUSTER [--to BUCKET_URL [--prefix P] [--credentials-secret S]]
-  restore BACKUP --into NAME [--version V] [--storage-size Q] [--replicas N]
+  restore BACKUP --into NAME [--to-revision R] [--version V] [--storage-size Q] [--replicas N]
   renew-certificates CLUSTER [--token T]
   defrag CLUSTER [--token T]                     defragment every member once, followers first, the leader last
   move-leader CLUSTER [--to MEMBER] [--token T]  hand the leadership to MEMBER (default: another healthy voter)
@@ -50,6 +50,7 @@ type opts struct {
 	to, prefix, credentials           string
 	into, version, storageSize, token string
 	replicas                          int
+	toRevision                        int64
 	member, file, operatorNS          string
 	logLines                          int64
 	storageClass, size, image         string
@@ -75,6 +76,7 @@ func flagSet(o *opts, errOut io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.version, "version", "", "restore: etcd version of the new cluster")
 	fs.StringVar(&o.storageSize, "storage-size", "", "restore: volume size of the new cluster")
 	fs.IntVar(&o.replicas, "replicas", 0, "restore: members of the new cluster")
+	fs.Int64Var(&o.toRevision, "to-revision", 0, "restore: the revision to restore to; only a revision a completed backup of the cluster holds")
 	fs.StringVar(&o.token, "token", "", "renew-certificates, defrag, move-leader: the token to set (default: renew-, defrag- or move-<time>)")
 	fs.StringVar(&o.member, "member", "", "etcdctl: the member to talk to (default: a healthy follower)")
 	fs.StringVar(&o.file, "f", "", "report: the zip file to write (default: quorate-report-<target>-<time>.zip)")
@@ -214,7 +216,7 @@ func runCommand(ctx context.Context, env *Env, cmd, target string, rest []string
 		if o.replicas < 0 || o.replicas > 9 {
 			return fmt.Errorf("--replicas %d: a cluster has 1 to 9 members", o.replicas)
 		}
-		return env.Restore(ctx, target, RestoreOptions{Into: o.into, Version: o.version, StorageSize: o.storageSize, Replicas: int32(o.replicas), Timeout: o.timeout})
+		return env.Restore(ctx, target, RestoreOptions{Into: o.into, Version: o.version, StorageSize: o.storageSize, Replicas: int32(o.replicas), ToRevision: o.toRevision, Timeout: o.timeout})
 	case "renew-certificates":
 		return env.RenewCertificates(ctx, target, o.token, o.timeout)
 	case "defrag":

@@ -633,3 +633,52 @@ func TestBundleScrubsBeforeEncoding(t *testing.T) {
 		t.Errorf("files (-want +got):\n%s", diff)
 	}
 }
+
+// --to-revision: a backup is restored only when it holds the revision asked for; otherwise the
+// refusal names the backup that does, or the revisions the cluster's backups hold. Nothing is
+// created either way.
+func TestRestoreToRevision(t *testing.T) {
+	backup := func(name, cluster string, rev int64, phase string) *v1alpha1.EtcdBackup {
+		return &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: cluster},
+			Status: v1alpha1.EtcdBackupStatus{Phase: phase, Revision: rev}}
+	}
+	objs := []client.Object{
+		backup("a-1", "a", 100, v1alpha1.BackupCompleted), backup("a-2", "a", 250, v1alpha1.BackupCompleted),
+		backup("a-3", "a", 300, v1alpha1.BackupFailed), backup("b-1", "b", 120, v1alpha1.BackupCompleted),
+	}
+	for _, tc := range []struct {
+		backup string
+		rev    int64
+		want   string
+	}{
+		{"a-1", 250, "EtcdBackup a-1 holds revision 100, not 250; EtcdBackup a-2 holds revision 250: restore that one (kubectl quorate restore a-2 --into ...)"},
+		{"a-2", 120, "no completed backup of cluster a holds revision 120: backups are snapshots, each of one revision, and a revision between two of them cannot be restored; the revisions held: 100 (a-1), 250 (a-2)"},
+	} {
+		env, base, _, _ := testEnv(t, objs, interceptor.Funcs{})
+		err := env.Restore(context.Background(), tc.backup, RestoreOptions{Into: "new", ToRevision: tc.rev, StorageSize: "1Gi", Timeout: time.Second})
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("restore %s --to-revision %d: %v\nwant %s", tc.backup, tc.rev, err, tc.want)
+		}
+		var clusters v1alpha1.EtcdClusterList
+		if err := base.List(context.Background(), &clusters); err != nil || len(clusters.Items) != 0 {
+			t.Errorf("restore %s --to-revision %d created %d clusters (%v)", tc.backup, tc.rev, len(clusters.Items), err)
+		}
+	}
+}
+
+// --to-revision equal to the backup's revision restores it as without the flag.
+func TestRestoreToTheBackupsRevision(t *testing.T) {
+	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-1"}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "a"},
+		Status: v1alpha1.EtcdBackupStatus{Phase: v1alpha1.BackupCompleted, Revision: 100, EtcdVersion: "3.6.16"}}
+	env, base, _, _ := testEnv(t, []client.Object{b}, interceptor.Funcs{})
+	// The wait times out (no operator here): what matters is the cluster created.
+	err := env.Restore(context.Background(), "a-1", RestoreOptions{Into: "new", ToRevision: 100, StorageSize: "1Gi", Timeout: 100 * time.Millisecond})
+	t.Logf("restore: %v", err)
+	var clusters v1alpha1.EtcdClusterList
+	if err := base.List(context.Background(), &clusters); err != nil {
+		t.Fatal(err)
+	}
+	if len(clusters.Items) != 1 || clusters.Items[0].Spec.Bootstrap == nil || clusters.Items[0].Spec.Bootstrap.FromBackup == nil || clusters.Items[0].Spec.Bootstrap.FromBackup.BackupName != "a-1" {
+		t.Fatalf("clusters created: %+v, want one restored from a-1", clusters.Items)
+	}
+}
