@@ -242,7 +242,9 @@ func (e *Env) revisionNotInBackup(ctx context.Context, b *v1alpha1.EtcdBackup, r
 			held = append(held, o)
 		}
 	}
-	slices.SortFunc(held, func(x, y v1alpha1.EtcdBackup) int { return cmp.Or(cmp.Compare(x.Status.Revision, y.Status.Revision), strings.Compare(x.Name, y.Name)) })
+	slices.SortFunc(held, func(x, y v1alpha1.EtcdBackup) int {
+		return cmp.Or(cmp.Compare(x.Status.Revision, y.Status.Revision), strings.Compare(x.Name, y.Name))
+	})
 	for _, o := range held {
 		if o.Status.Revision == r {
 			return fmt.Errorf("EtcdBackup %s holds revision %d, not %d; EtcdBackup %s holds revision %d: restore that one (kubectl quorate restore %s --into ...)", b.Name, b.Status.Revision, r, o.Name, r, o.Name)
