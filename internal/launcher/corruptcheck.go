@@ -21,10 +21,9 @@ var (
 	msgCheckFailed  = []byte(`"msg":"checkInitialHashKV failed"`)
 	errCheckFailed  = regexp.MustCompile(`"error":"[0-9a-f]{1,16} found data inconsistency with peers"`)
 	remotePeerID    = regexp.MustCompile(`"remote-peer-id":"([0-9a-f]{1,16})"`)
-	// etcd 3.6 logs the peer's ID as "0" (its peer HashKV answer carries no member ID), and
-	// names the peer by its peer URLs.
-	remotePeerURL = regexp.MustCompile(`"remote-peer-endpoints":\["([a-z]+://[^",; ]+)"`)
-	startCheckOver  = [][]byte{[]byte(`"msg":"initial corruption checking passed`), []byte(`"msg":"ready to serve client requests"`)}
+	// etcd 3.6 (seen with 3.6.16) logs the peer's ID as "0"; the peer's URLs name it.
+	remotePeerURL  = regexp.MustCompile(`"remote-peer-endpoints":\["([a-z]+://[^",; ]+)"`)
+	startCheckOver = [][]byte{[]byte(`"msg":"initial corruption checking passed`), []byte(`"msg":"ready to serve client requests"`)}
 )
 
 // maxLine bounds a line the watch keeps whole; longer ones are not etcd's check's.
