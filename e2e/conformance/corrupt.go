@@ -56,37 +56,7 @@ func DataCorrupted() framework.Scenario {
 				return setFence(ctx, r, "")
 			}},
 			{Name: "wait for the corrupted member to be replaced", Do: func(ctx context.Context, r *framework.Run) error {
-				oldID := ""
-				for _, m := range before.Status.Members {
-					if m.Name == follower {
-						oldID = m.ID
-					}
-				}
-				if oldID == "" {
-					return fmt.Errorf("status lists no member %s", follower)
-				}
-				seen := ""
-				err := r.WaitFor(ctx, "the corrupted member to be replaced", 10*time.Minute, func() error {
-					ec, err := r.GetCluster(ctx)
-					if err != nil {
-						return err
-					}
-					for _, c := range ec.Status.Conditions {
-						if c.Type == v1alpha1.ConditionDegraded && c.Message != seen {
-							seen = c.Message
-							r.T.Logf("Degraded=%s/%s: %s", c.Status, c.Reason, c.Message)
-						}
-					}
-					if ec.Status.ClusterID != before.Status.ClusterID {
-						return fmt.Errorf("%w: the cluster ID changed from %s to %s", framework.ErrStop, before.Status.ClusterID, ec.Status.ClusterID)
-					}
-					for _, m := range ec.Status.Members {
-						if m.ID == oldID {
-							return fmt.Errorf("%s (%s) is still a member", m.Name, m.ID)
-						}
-					}
-					return nil
-				})
+				err := waitReplaced(ctx, r, follower, before)
 				end()
 				return err
 			}},
@@ -109,6 +79,42 @@ func DataCorrupted() framework.Scenario {
 				return nil
 			}},
 		}}
+}
+
+// waitReplaced waits until the member's etcd ID (as before lists it) has left the membership,
+// logging each Degraded condition it sees; a changed cluster ID ends the wait.
+func waitReplaced(ctx context.Context, r *framework.Run, member string, before *v1alpha1.EtcdCluster) error {
+	oldID := ""
+	for _, m := range before.Status.Members {
+		if m.Name == member {
+			oldID = m.ID
+		}
+	}
+	if oldID == "" {
+		return fmt.Errorf("status lists no member %s", member)
+	}
+	seen := ""
+	return r.WaitFor(ctx, "the corrupted member to be replaced", 10*time.Minute, func() error {
+		ec, err := r.GetCluster(ctx)
+		if err != nil {
+			return err
+		}
+		for _, c := range ec.Status.Conditions {
+			if c.Type == v1alpha1.ConditionDegraded && c.Message != seen {
+				seen = c.Message
+				r.T.Logf("Degraded=%s/%s: %s", c.Status, c.Reason, c.Message)
+			}
+		}
+		if ec.Status.ClusterID != before.Status.ClusterID {
+			return fmt.Errorf("%w: the cluster ID changed from %s to %s", framework.ErrStop, before.Status.ClusterID, ec.Status.ClusterID)
+		}
+		for _, m := range ec.Status.Members {
+			if m.ID == oldID {
+				return fmt.Errorf("%s (%s) is still a member", m.Name, m.ID)
+			}
+		}
+		return nil
+	})
 }
 
 // setFence sets the EtcdCluster's fence annotation to members, or removes it ("").

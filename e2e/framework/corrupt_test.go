@@ -72,7 +72,7 @@ func TestCorruptValueRewritesTheLastPut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	err = db.View(func(tx *bolt.Tx) error {
 		n := 0
 		return tx.Bucket(keyBucket).ForEach(func(k, v []byte) error {
@@ -102,7 +102,7 @@ func TestCorruptValueNeedsTheLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	if _, err := CorruptValue(path, 100*time.Millisecond); err == nil {
 		t.Fatal("CorruptValue succeeded on a database open elsewhere")
 	}
