@@ -193,7 +193,7 @@ func (o *observation) addPods(members memberTable, now time.Time, terminating ti
 			// Only while etcd is down: the kubelet keeps the last termination while the
 			// container runs again.
 			if refusal.Kind == launcher.RefusalCorruptAtStart && m.RunningFor == 0 {
-				m.CorruptAtStart, m.CorruptPeers = true, launcher.CorruptPeers(refusal)
+				m.CorruptAtStart, m.CorruptPeers = true, o.corruptPeers(refusal)
 			}
 			if refusal.Kind == launcher.RefusalVolumeUnreadable && m.PodProblem == "" {
 				m.PodProblem = "its launcher may not read the volume: " + refusal.Message
@@ -203,6 +203,20 @@ func (o *observation) addPods(members memberTable, now time.Time, terminating ti
 			m.PodProblem = why
 		}
 	}
+}
+
+// corruptPeers are the etcd IDs of the peers a CorruptAtStart refusal names: by ID, or (etcd
+// 3.6, which logs their ID as 0) by a peer URL of a member in etcd's member list.
+func (o *observation) corruptPeers(refusal *launcher.Refusal) []uint64 {
+	ids := launcher.CorruptPeers(refusal)
+	for _, u := range launcher.CorruptPeerURLs(refusal) {
+		for _, em := range o.members {
+			if slices.Contains(em.PeerURLs, u) && !slices.Contains(ids, em.ID) {
+				ids = append(ids, em.ID)
+			}
+		}
+	}
+	return ids
 }
 
 // addVolumes adds what the members' volumes show, and the size the cluster bootstrapped with.

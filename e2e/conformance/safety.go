@@ -413,7 +413,7 @@ func SafetyScenarios() []framework.Scenario {
 	return []framework.Scenario{
 		VolumesDeleted("volumes-deleted-all", 0, 1, 2),
 		VolumesDeleted("volumes-deleted-majority", 0, 1),
-		DataWiped(), DataWipedSingle(), PowerLoss(), BadImageReverted(), NoSpace(), RetainedAndAdopted(), QuorumRecovered(), Defrag(), Users(), CertRotation(),
+		DataWiped(), DataWipedSingle(), DataCorrupted(), PowerLoss(), BadImageReverted(), NoSpace(), RetainedAndAdopted(), QuorumRecovered(), Defrag(), Users(), CertRotation(),
 		Hibernate(), Fence(),
 	}
 }

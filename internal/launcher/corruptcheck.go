@@ -21,7 +21,9 @@ var (
 	msgCheckFailed  = []byte(`"msg":"checkInitialHashKV failed"`)
 	errCheckFailed  = regexp.MustCompile(`"error":"[0-9a-f]{1,16} found data inconsistency with peers"`)
 	remotePeerID    = regexp.MustCompile(`"remote-peer-id":"([0-9a-f]{1,16})"`)
-	startCheckOver  = [][]byte{[]byte(`"msg":"initial corruption checking passed`), []byte(`"msg":"ready to serve client requests"`)}
+	// etcd 3.6 (seen with 3.6.16) logs the peer's ID as "0"; the peer's URLs name it.
+	remotePeerURL  = regexp.MustCompile(`"remote-peer-endpoints":\["([a-z]+://[^",; ]+)"`)
+	startCheckOver = [][]byte{[]byte(`"msg":"initial corruption checking passed`), []byte(`"msg":"ready to serve client requests"`)}
 )
 
 // maxLine bounds a line the watch keeps whole; longer ones are not etcd's check's.
@@ -35,6 +37,8 @@ type startCheckWatch struct {
 	done       bool
 	failed     bool
 	mismatched []uint64
+	// mismatchedURLs are the peers etcd named by their peer URL alone (ID 0).
+	mismatchedURLs []string
 }
 
 func (w *startCheckWatch) Write(p []byte) (int, error) {
@@ -61,9 +65,15 @@ func (w *startCheckWatch) judge(line []byte) {
 	switch {
 	case bytes.Contains(line, msgPeerMismatch):
 		if m := remotePeerID.FindSubmatch(line); m != nil {
-			if id, err := strconv.ParseUint(string(m[1]), 16, 64); err == nil && !slices.Contains(w.mismatched, id) {
-				w.mismatched = append(w.mismatched, id)
+			if id, err := strconv.ParseUint(string(m[1]), 16, 64); err == nil && id != 0 {
+				if !slices.Contains(w.mismatched, id) {
+					w.mismatched = append(w.mismatched, id)
+				}
+				return
 			}
+		}
+		if m := remotePeerURL.FindSubmatch(line); m != nil && !slices.Contains(w.mismatchedURLs, string(m[1])) {
+			w.mismatchedURLs = append(w.mismatchedURLs, string(m[1]))
 		}
 	case bytes.Contains(line, msgCheckFailed) && errCheckFailed.Match(line):
 		w.failed, w.done = true, true
@@ -83,23 +93,46 @@ func (w *startCheckWatch) refusal() *Refusal {
 	if !w.failed {
 		return nil
 	}
-	ids := make([]string, len(w.mismatched))
-	for i, id := range w.mismatched {
-		ids[i] = fmt.Sprintf("%x", id)
+	ids := make([]string, 0, len(w.mismatched)+len(w.mismatchedURLs))
+	for _, id := range w.mismatched {
+		ids = append(ids, fmt.Sprintf("%x", id))
 	}
+	ids = append(ids, w.mismatchedURLs...)
 	return &Refusal{Kind: RefusalCorruptAtStart, Message: corruptPeersPrefix + strings.Join(ids, ",") + corruptPeersSuffix}
 }
 
-// The CorruptAtStart message names the peers whose data differed, which the operator reads
-// back with CorruptPeers: a member is the one to replace only when it differs from a majority
+// The CorruptAtStart message names the peers whose data differed, by etcd ID in hex or, when
+// etcd gave none (3.6), by peer URL, which the operator reads back with CorruptPeers and
+// CorruptPeerURLs: a member is the one to replace only when it differs from a majority
 // of the others, not when one peer is the bad one.
 const (
 	corruptPeersPrefix = "etcd's initial corruption check found this member's data differ, at the same revision, from its peers "
 	corruptPeersSuffix = "; etcd will not start with them"
 )
 
-// CorruptPeers reads the IDs of the peers a CorruptAtStart refusal names.
+// CorruptPeers reads the IDs of the peers a CorruptAtStart refusal names by ID.
 func CorruptPeers(r *Refusal) []uint64 {
+	var ids []uint64
+	for _, s := range corruptPeerList(r) {
+		if id, err := strconv.ParseUint(s, 16, 64); err == nil && id != 0 {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// CorruptPeerURLs reads the peer URLs of the peers a CorruptAtStart refusal names by URL.
+func CorruptPeerURLs(r *Refusal) []string {
+	var urls []string
+	for _, s := range corruptPeerList(r) {
+		if strings.Contains(s, "://") {
+			urls = append(urls, s)
+		}
+	}
+	return urls
+}
+
+func corruptPeerList(r *Refusal) []string {
 	if r == nil || r.Kind != RefusalCorruptAtStart {
 		return nil
 	}
@@ -108,11 +141,11 @@ func CorruptPeers(r *Refusal) []uint64 {
 		return nil
 	}
 	list, _, _ = strings.Cut(list, ";")
-	var ids []uint64
+	var out []string
 	for _, s := range strings.Split(list, ",") {
-		if id, err := strconv.ParseUint(strings.TrimSpace(s), 16, 64); err == nil {
-			ids = append(ids, id)
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
 		}
 	}
-	return ids
+	return out
 }

@@ -317,17 +317,27 @@ func TestLaunchReportsAFailedInitialCorruptionCheck(t *testing.T) {
 		}
 		return b.String()
 	}
+	// etcd 3.6.16, as it wrote it on the local cluster: the peer's ID is "0", its URL names it.
+	mismatch36 := func(url string) string {
+		return `{"level":"warn","ts":"2026-11-28T17:15:41.109223Z","caller":"etcdserver/corrupt.go:120","msg":"found different hash values from remote peer","local-member-id":"66f475b0e2244df4","local-member-revision":4015,"local-member-compact-revision":-1,"local-member-hash":1244180995,"remote-peer-id":"0","remote-peer-endpoints":["` + url + `"],"remote-peer-revision":7897,"remote-peer-compact-revision":-1,"remote-peer-hash":4220755007}`
+	}
+	const url1, url2 = "https://etcd-1.etcd-peer.ns.svc:2380", "https://etcd-2.etcd-peer.ns.svc:2380"
 	corrupt := &Refusal{Kind: RefusalCorruptAtStart, Message: "etcd's initial corruption check found this member's data differ, at the same revision, from its peers 91bc3c398fb3c146,fd422379fda50e48; etcd will not start with them"}
+	corrupt36 := &Refusal{Kind: RefusalCorruptAtStart, Message: "etcd's initial corruption check found this member's data differ, at the same revision, from its peers " + url1 + "," + url2 + "; etcd will not start with them"}
 	for _, tc := range []struct {
 		name     string
 		script   string
 		wantCode int
 		want     *Refusal
+		wantIDs  []uint64
+		wantURLs []string
 	}{
-		{"check failed", say(mismatch("91bc3c398fb3c146"), mismatch("fd422379fda50e48")) + `printf '%s' '` + failed[:50] + `' >&2; printf '%s\n' '` + failed[50:] + `' >&2; exit 1`, 2, corrupt},
-		{"another failure", `echo 'listener failed' >&2; exit 1`, 1, nil},
-		{"a key in a warning, then killed", say(`{"level":"warn","msg":"apply request took too long","request":"key:\"/x/8e9e05c52164694d found data inconsistency with peers\""}`) + `kill -KILL $$`, -1, nil},
-		{"after serving, then killed", say(`{"level":"info","msg":"ready to serve client requests"}`, failed) + `kill -KILL $$`, -1, nil},
+		{"check failed", say(mismatch("91bc3c398fb3c146"), mismatch("fd422379fda50e48")) + `printf '%s' '` + failed[:50] + `' >&2; printf '%s\n' '` + failed[50:] + `' >&2; exit 1`, 2, corrupt,
+			[]uint64{0x91bc3c398fb3c146, 0xfd422379fda50e48}, nil},
+		{"check failed, etcd 3.6 (peers by URL)", say(mismatch36(url1), mismatch36(url2), failed) + `exit 1`, 2, corrupt36, nil, []string{url1, url2}},
+		{"another failure", `echo 'listener failed' >&2; exit 1`, 1, nil, nil, nil},
+		{"a key in a warning, then killed", say(`{"level":"warn","msg":"apply request took too long","request":"key:\"/x/8e9e05c52164694d found data inconsistency with peers\""}`) + `kill -KILL $$`, -1, nil, nil, nil},
+		{"after serving, then killed", say(`{"level":"info","msg":"ready to serve client requests"}`, failed) + `kill -KILL $$`, -1, nil, nil, nil},
 	} {
 		term := filepath.Join(t.TempDir(), "termination-log")
 		o := Options{Volume: volume(t, false, nil), TerminationLogPath: term, Command: []string{"/bin/sh", "-c", tc.script}, TLSDir: "/nonexistent"}
@@ -337,10 +347,11 @@ func TestLaunchReportsAFailedInitialCorruptionCheck(t *testing.T) {
 		if code != tc.wantCode || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: exit code %d, termination %+v; want %d, %+v", tc.name, code, got, tc.wantCode, tc.want)
 		}
-		if tc.want != nil {
-			if ids := CorruptPeers(got); !reflect.DeepEqual(ids, []uint64{0x91bc3c398fb3c146, 0xfd422379fda50e48}) {
-				t.Errorf("%s: CorruptPeers = %x", tc.name, ids)
-			}
+		if ids := CorruptPeers(got); !reflect.DeepEqual(ids, tc.wantIDs) {
+			t.Errorf("%s: CorruptPeers = %x, want %x", tc.name, ids, tc.wantIDs)
+		}
+		if urls := CorruptPeerURLs(got); !reflect.DeepEqual(urls, tc.wantURLs) {
+			t.Errorf("%s: CorruptPeerURLs = %q, want %q", tc.name, urls, tc.wantURLs)
 		}
 	}
 }
