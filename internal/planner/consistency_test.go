@@ -163,6 +163,10 @@ func TestCorruptAtStartIsReplaced(t *testing.T) {
 		// Only one peer differed: that peer may be the bad one.
 		{"one of two others", running(3, corrupt(102)), false, Action{}},
 		{"2 of 4 others in 5", running(5, corrupt(100, 102)), false, Action{}},
+		// Not a majority of all the voters: two against two, or one against one.
+		{"2 of 3 others in 4", running(4, corrupt(100, 102)), false, Action{}},
+		{"the only other in 2", running(2, corrupt(100)), false, Action{}},
+		{"3 of 3 others in 4", running(4, corrupt(100, 102, 103)), true, removed},
 		// The others are known to be wrong, or to disagree.
 		{"another voter divergent", running(3, corrupt(100, 102), func(s *State) { s.Consistency = hashes(7, 7, 9) }), false, Action{}},
 		{"no majority", running(3, corrupt(100, 102), func(s *State) { s.Consistency = hashes(7, 8, 9) }), false, Action{}},

@@ -78,5 +78,7 @@ func (s State) outvoted(m Member) bool {
 			differ++
 		}
 	}
-	return others > 0 && differ >= quorum.Of(others)
+	// A majority of all the voters, the member itself counted, must differ from it: with two
+	// voters, or two against two, nobody can tell which copy is the good one.
+	return others > 0 && differ >= quorum.Of(others+1)
 }
