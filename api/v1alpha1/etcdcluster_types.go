@@ -669,13 +669,16 @@ const (
 	LeaderMoveAlreadyLeader = "AlreadyLeader"
 	// LeaderMoveRefused: the request cannot be met (Message says why); it is not retried.
 	LeaderMoveRefused = "Refused"
+	// LeaderMoveFailed: etcd did not complete the transfer (Message has its error); it is not
+	// retried: a new token asks again.
+	LeaderMoveFailed = "Failed"
 )
 
 // MoveLeaderStatus is the answer to a leadership transfer asked for.
 type MoveLeaderStatus struct {
 	// Token is the spec.maintenance.moveLeader.token it answers.
 	Token string `json:"token"`
-	// Result: Moved, AlreadyLeader or Refused.
+	// Result: Moved, AlreadyLeader, Refused or Failed.
 	Result string `json:"result"`
 	// From is the member that led when the request was answered.
 	// +optional

@@ -61,9 +61,10 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 		return next, statusShare{}, r.actOnObjects(ctx, c, o, a)
 	case planner.AddLearner, planner.Promote, planner.Remove, planner.MoveLeader:
 		q, err := r.actOnMembership(ctx, c, o, s, a, next)
-		return q, statusShare{}, err
+		return q, statusShare{maintenance: maintenanceRecord(c, s, a, err)}, err
 	case planner.Disarm, planner.Defragment:
-		return next, statusShare{}, r.maintain(ctx, c, o, a)
+		err := r.maintain(ctx, c, o, a)
+		return next, statusShare{maintenance: maintenanceRecord(c, s, a, err)}, err
 	case planner.AdoptVolumes:
 		return next, statusShare{}, r.adoptVolumes(ctx, c, o, a)
 	case planner.StartJoin:
@@ -77,11 +78,11 @@ func (r *Reconciler) execute(ctx context.Context, c *v1alpha1.EtcdCluster, o *ob
 	case planner.FenceMember, planner.UnfenceMember:
 		return next, statusShare{}, r.userFence(ctx, c, o, a)
 	case planner.AnswerMoveLeader:
-		// Nothing to do in etcd: the answer is recorded in status (maintenanceStatus).
+		// Nothing to do in etcd: the answer is recorded in status.
 		if a.Phase == v1alpha1.LeaderMoveRefused {
 			r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventLeaderMoveRefused, "%s", a.Message)
 		}
-		return next, statusShare{}, nil
+		return next, statusShare{maintenance: maintenanceRecord(c, s, a, nil)}, nil
 	}
 	return next, statusShare{}, fmt.Errorf("unknown action %q", a.Kind)
 }

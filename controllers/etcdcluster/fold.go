@@ -15,6 +15,9 @@ type statusShare struct {
 	join      *v1alpha1.JoinStatus     // status.join, unless nil
 	recovery  *v1alpha1.RecoveryStatus // status.recovery, unless nil
 	certs     []certificates.Share     // the certificates' shares, in order
+	// status.maintenance, unless nil: what a step did for the maintenance asked for on demand,
+	// recorded by the step itself (an error later in the pass does not lose it).
+	maintenance *v1alpha1.MaintenanceStatus
 }
 
 // fold writes the shares into c's status, in order. A pass folds each share as soon as its
@@ -35,6 +38,9 @@ func fold(c *v1alpha1.EtcdCluster, shares ...statusShare) {
 		}
 		for _, cs := range s.certs {
 			cs.Fold(&c.Status)
+		}
+		if s.maintenance != nil {
+			c.Status.Maintenance = s.maintenance
 		}
 	}
 }

@@ -209,18 +209,69 @@ func TestDefragNowAndMoveLeader(t *testing.T) {
 	}
 }
 
-// maintenanceStatus: each member done is recorded once, the round completes on a settled pass
-// only, a transfer's answer is recorded whole, and a failed pass records nothing.
+// maintenanceRecord: each member done is recorded once, a transfer's answer is recorded whole,
+// a failed transfer is answered Failed, and a failed defragmentation records nothing.
+func TestMaintenanceRecord(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	at := &metav1.Time{Time: now}
+	earlier := &metav1.Time{Time: now.Add(-time.Minute)}
+	state := planner.State{Now: now}
+	defrag := func(member, token string) planner.Action {
+		return planner.Action{Kind: planner.Defragment, Member: member, Token: token}
+	}
+	for _, tc := range []struct {
+		name    string
+		before  *v1alpha1.MaintenanceStatus
+		action  planner.Action
+		stepErr error
+		want    *v1alpha1.MaintenanceStatus
+	}{
+		{name: "nothing asked for", action: planner.Action{Kind: planner.None}},
+		{name: "the first member starts the round", action: defrag("c-1", "d1"),
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: at}}},
+		{name: "a new token starts a new round", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d0", Defragmented: []string{"c-0"}, StartTime: earlier, CompletionTime: earlier}},
+			action: defrag("c-1", "d1"),
+			want:   &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: at}}},
+		{name: "the next member is added", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: earlier}},
+			action: defrag("c-2", "d1"),
+			want:   &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1", "c-2"}, StartTime: earlier}}},
+		{name: "a failed defragmentation records nothing", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: earlier}},
+			action: defrag("c-2", "d1"), stepErr: errors.New("timeout")},
+		{name: "a defragmentation of the operator's own is no round's", action: defrag("c-2", "")},
+		{name: "a transfer asked for", action: planner.Action{Kind: planner.MoveLeader, Member: "c-0", TargetName: "c-2", Token: "m1", Message: "moving"},
+			want: &v1alpha1.MaintenanceStatus{MoveLeader: &v1alpha1.MoveLeaderStatus{Token: "m1", Result: v1alpha1.LeaderMoveMoved, From: "c-0", To: "c-2", Message: "moving", Time: at}}},
+		{name: "a transfer etcd did not complete", action: planner.Action{Kind: planner.MoveLeader, Member: "c-0", TargetName: "c-2", Token: "m1", Message: "moving"},
+			stepErr: errors.New("etcdserver: request timed out, leader transfer took too long"),
+			want: &v1alpha1.MaintenanceStatus{MoveLeader: &v1alpha1.MoveLeaderStatus{Token: "m1", Result: v1alpha1.LeaderMoveFailed, From: "c-0", To: "c-2", Time: at,
+				Message: "etcd did not move leadership from c-0 to c-2: etcdserver: request timed out, leader transfer took too long; set a new token to ask again"}}},
+		{name: "a transfer of the operator's own is no answer", action: planner.Action{Kind: planner.MoveLeader, Member: "c-0", TargetName: "c-2", Message: "moving"}},
+		{name: "a refusal", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d0", CompletionTime: earlier}},
+			action: planner.Action{Kind: planner.AnswerMoveLeader, Phase: v1alpha1.LeaderMoveRefused, Member: "c-0", TargetName: "c-9", Token: "m2", Message: "refused"},
+			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d0", CompletionTime: earlier},
+				MoveLeader: &v1alpha1.MoveLeaderStatus{Token: "m2", Result: v1alpha1.LeaderMoveRefused, From: "c-0", To: "c-9", Message: "refused", Time: at}}},
+	} {
+		c := newCluster("ns", "c", 3)
+		c.Status.Maintenance = tc.before
+		if got := maintenanceRecord(c, state, tc.action, tc.stepErr); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, spew(got), spew(tc.want))
+		}
+	}
+}
+
+// maintenanceStatus completes the round once every voter is recorded (whatever else the pass
+// plans) or on a settled pass; a wait or a failed pass does not complete it.
 func TestMaintenanceStatus(t *testing.T) {
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	at := &metav1.Time{Time: now}
 	earlier := &metav1.Time{Time: now.Add(-time.Minute)}
+	voters := []planner.Member{{Name: "c-0", InEtcd: true}, {Name: "c-1", InEtcd: true}, {Name: "c-2", InEtcd: true}}
 	pending := func(token string, done ...string) planner.State {
-		return planner.State{Now: now, DefragNow: &planner.DefragRequest{Token: token, Done: done}}
+		return planner.State{Now: now, Members: voters, DefragNow: &planner.DefragRequest{Token: token, Done: done}}
 	}
-	defrag := func(member, token string) planner.Action {
-		return planner.Action{Kind: planner.Defragment, Member: member, Token: token}
+	round := func(done []string, completed *metav1.Time) *v1alpha1.MaintenanceStatus {
+		return &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: done, StartTime: earlier, CompletionTime: completed}}
 	}
+	busy := planner.Action{Kind: planner.Defragment, Member: "c-1", Reason: v1alpha1.ReasonDefragmenting} // a threshold round of the operator's own
 	for _, tc := range []struct {
 		name    string
 		before  *v1alpha1.MaintenanceStatus
@@ -230,33 +281,14 @@ func TestMaintenanceStatus(t *testing.T) {
 		want    *v1alpha1.MaintenanceStatus
 	}{
 		{name: "nothing asked for", state: planner.State{Now: now}, action: planner.Action{Kind: planner.None}},
-		{name: "the first member starts the round", state: pending("d1"), action: defrag("c-1", "d1"),
-			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: at}}},
-		{name: "a new token starts a new round", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d0", Defragmented: []string{"c-0"}, StartTime: earlier, CompletionTime: earlier}},
-			state: pending("d1"), action: defrag("c-1", "d1"),
-			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: at}}},
-		{name: "the next member is added", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: earlier}},
-			state: pending("d1", "c-1"), action: defrag("c-2", "d1"),
-			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1", "c-2"}, StartTime: earlier}}},
-		{name: "a failed defragmentation records nothing", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: earlier}},
-			state: pending("d1", "c-1"), action: defrag("c-2", "d1"), execErr: errors.New("timeout"),
-			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1"}, StartTime: earlier}}},
-		{name: "a defragmentation of the operator's own is no round's", state: planner.State{Now: now}, action: defrag("c-2", "")},
-		{name: "a settled pass completes the round", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1", "c-2", "c-0"}, StartTime: earlier}},
-			state: pending("d1", "c-1", "c-2", "c-0"), action: planner.Action{Kind: planner.None},
-			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", Defragmented: []string{"c-1", "c-2", "c-0"}, StartTime: earlier, CompletionTime: at}}},
-		{name: "a wait does not complete it", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", StartTime: earlier}},
-			state: pending("d1"), action: planner.Action{Kind: planner.Wait, Reason: v1alpha1.ReasonHibernated},
-			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d1", StartTime: earlier}}},
-		{name: "a transfer asked for", state: planner.State{Now: now},
-			action: planner.Action{Kind: planner.MoveLeader, Member: "c-0", TargetName: "c-2", Token: "m1", Message: "moving"},
-			want:   &v1alpha1.MaintenanceStatus{MoveLeader: &v1alpha1.MoveLeaderStatus{Token: "m1", Result: v1alpha1.LeaderMoveMoved, From: "c-0", To: "c-2", Message: "moving", Time: at}}},
-		{name: "a transfer of the operator's own is no answer", state: planner.State{Now: now},
-			action: planner.Action{Kind: planner.MoveLeader, Member: "c-0", TargetName: "c-2", Message: "moving"}},
-		{name: "a refusal", before: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d0", CompletionTime: earlier}}, state: planner.State{Now: now},
-			action: planner.Action{Kind: planner.AnswerMoveLeader, Phase: v1alpha1.LeaderMoveRefused, Member: "c-0", TargetName: "c-9", Token: "m2", Message: "refused"},
-			want: &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: "d0", CompletionTime: earlier},
-				MoveLeader: &v1alpha1.MoveLeaderStatus{Token: "m2", Result: v1alpha1.LeaderMoveRefused, From: "c-0", To: "c-9", Message: "refused", Time: at}}},
+		{name: "every voter recorded, another rule busy", before: round([]string{"c-1", "c-2", "c-0"}, nil), state: pending("d1", "c-1", "c-2"), action: busy,
+			want: round([]string{"c-1", "c-2", "c-0"}, at)},
+		{name: "a settled pass", before: round([]string{"c-1", "c-2"}, nil), state: pending("d1", "c-1", "c-2"), action: planner.Action{Kind: planner.None},
+			want: round([]string{"c-1", "c-2"}, at)},
+		{name: "a settled pass that failed later", before: round([]string{"c-1"}, nil), state: pending("d1", "c-1"), action: planner.Action{Kind: planner.None},
+			execErr: errors.New("PDB refused"), want: round([]string{"c-1"}, nil)},
+		{name: "a wait does not complete it", before: round(nil, nil), state: pending("d1"), action: planner.Action{Kind: planner.Wait, Reason: v1alpha1.ReasonHibernated},
+			want: round(nil, nil)},
 	} {
 		c := newCluster("ns", "c", 3)
 		c.Status.Maintenance = tc.before

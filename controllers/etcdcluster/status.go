@@ -321,42 +321,65 @@ func divergence(s planner.State) string {
 	return reason
 }
 
-// maintenanceStatus records what this pass did for the maintenance asked for on demand. Status
-// is written once, at the end of the pass: a crash between a member's defragmentation and this
-// write defragments that member once more, and one between a leadership transfer and this
-// write transfers once more (or answers AlreadyLeader, when moveLeader.to leads now); both are
-// harmless, and neither repeats after the write.
+// maintenanceRecord is what the step a did (its error stepErr) for the maintenance asked for
+// on demand, as status.maintenance will say it; nil when a answers no request. It is folded
+// into the status at once (statusShare), so an error later in the pass does not lose it. The
+// status is written at the end of the pass: a crash (or a pass stopped for its claim) between
+// a member's defragmentation and that write defragments the member once more, and one between
+// a leadership transfer and that write transfers once more (or answers AlreadyLeader, when
+// moveLeader.to leads now); both are harmless. A transfer etcd does not complete is answered
+// Failed, with etcd's error, and not retried: a new token asks again.
+func maintenanceRecord(c *v1alpha1.EtcdCluster, s planner.State, a planner.Action, stepErr error) *v1alpha1.MaintenanceStatus {
+	if a.Token == "" {
+		return nil
+	}
+	m := c.Status.Maintenance.DeepCopy()
+	if m == nil {
+		m = &v1alpha1.MaintenanceStatus{}
+	}
+	now := &metav1.Time{Time: s.Now}
+	switch {
+	case a.Kind == planner.Defragment && stepErr == nil:
+		if d := defragRound(m, a.Token, now); !slices.Contains(d.Defragmented, a.Member) {
+			d.Defragmented = append(d.Defragmented, a.Member)
+		}
+	case a.Kind == planner.MoveLeader && stepErr == nil:
+		m.MoveLeader = &v1alpha1.MoveLeaderStatus{Token: a.Token, Result: v1alpha1.LeaderMoveMoved, From: a.Member, To: a.TargetName, Message: a.Message, Time: now}
+	case a.Kind == planner.MoveLeader:
+		m.MoveLeader = &v1alpha1.MoveLeaderStatus{Token: a.Token, Result: v1alpha1.LeaderMoveFailed, From: a.Member, To: a.TargetName, Time: now,
+			Message: fmt.Sprintf("etcd did not move leadership from %s to %s: %v; set a new token to ask again", a.Member, a.TargetName, stepErr)}
+	case a.Kind == planner.AnswerMoveLeader:
+		m.MoveLeader = &v1alpha1.MoveLeaderStatus{Token: a.Token, Result: a.Phase, From: a.Member, To: a.TargetName, Message: a.Message, Time: now}
+	default:
+		return nil
+	}
+	return m
+}
+
+// defragRound is m's round of token, started now when m has none of it.
+func defragRound(m *v1alpha1.MaintenanceStatus, token string, now *metav1.Time) *v1alpha1.DefragRoundStatus {
+	if m.Defrag == nil || m.Defrag.Token != token {
+		m.Defrag = &v1alpha1.DefragRoundStatus{Token: token, StartTime: now}
+	}
+	return m.Defrag
+}
+
+// maintenanceStatus is status.maintenance at the end of the pass: the steps' records (already
+// folded into c's status), and the round of spec.maintenance.defragNow completed once every
+// voter is recorded as defragmented, or on a settled pass (no healthy voter left undone),
+// whatever other rules plan then.
 func maintenanceStatus(c *v1alpha1.EtcdCluster, s planner.State, a planner.Action, execErr error) *v1alpha1.MaintenanceStatus {
 	m := c.Status.Maintenance.DeepCopy()
-	if execErr != nil {
+	if s.DefragNow == nil {
+		return m
+	}
+	done := m != nil && m.Defrag != nil && m.Defrag.Token == s.DefragNow.Token && planner.EveryVoterIn(s, m.Defrag.Defragmented)
+	if !done && !(planner.DefragRoundComplete(s, a) && execErr == nil) {
 		return m
 	}
 	if m == nil {
 		m = &v1alpha1.MaintenanceStatus{}
 	}
-	now := &metav1.Time{Time: s.Now}
-	round := func(token string) *v1alpha1.DefragRoundStatus {
-		if m.Defrag == nil || m.Defrag.Token != token {
-			m.Defrag = &v1alpha1.DefragRoundStatus{Token: token, StartTime: now}
-		}
-		return m.Defrag
-	}
-	switch {
-	case a.Kind == planner.Defragment && a.Token != "":
-		if d := round(a.Token); !slices.Contains(d.Defragmented, a.Member) {
-			d.Defragmented = append(d.Defragmented, a.Member)
-		}
-	case planner.DefragRoundComplete(s, a):
-		round(s.DefragNow.Token).CompletionTime = now
-	case (a.Kind == planner.MoveLeader || a.Kind == planner.AnswerMoveLeader) && a.Token != "":
-		result := a.Phase
-		if a.Kind == planner.MoveLeader {
-			result = v1alpha1.LeaderMoveMoved
-		}
-		m.MoveLeader = &v1alpha1.MoveLeaderStatus{Token: a.Token, Result: result, From: a.Member, To: a.TargetName, Message: a.Message, Time: now}
-	}
-	if m.Defrag == nil && m.MoveLeader == nil {
-		return nil
-	}
+	defragRound(m, s.DefragNow.Token, &metav1.Time{Time: s.Now}).CompletionTime = &metav1.Time{Time: s.Now}
 	return m
 }

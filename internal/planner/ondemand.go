@@ -83,6 +83,17 @@ func DefragRoundComplete(s State, a Action) bool {
 	return s.DefragNow != nil && a.Kind == None
 }
 
+// EveryVoterIn: every voting member of s is named in names (and there is one).
+func EveryVoterIn(s State, names []string) bool {
+	voters := s.voters()
+	for _, v := range voters {
+		if !slices.Contains(names, v.Name) {
+			return false
+		}
+	}
+	return len(voters) > 0
+}
+
 // moveLeaderNow hands leadership over as spec.maintenance.moveLeader asks, or refuses to: the
 // member asked for must be a healthy, unfenced voter, and without one, another healthy voter
 // must exist. A refusal is recorded (AnswerMoveLeader) and not retried until a new token.

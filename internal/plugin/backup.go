@@ -136,6 +136,8 @@ func restoredCluster(b *v1alpha1.EtcdBackup, src *v1alpha1.EtcdCluster, o Restor
 		c.Spec.Etcd = src.Spec.Etcd
 		c.Spec.PodTemplate = src.Spec.PodTemplate.DeepCopy()
 		c.Spec.Maintenance = *src.Spec.Maintenance.DeepCopy()
+		// Requests made of the source cluster are not the new cluster's.
+		c.Spec.Maintenance.DefragNow, c.Spec.Maintenance.MoveLeader = "", nil
 		c.Spec.VolumeRetention = src.Spec.VolumeRetention
 		if !src.Spec.TLS.IsEnabled() {
 			c.Spec.TLS.Enabled = src.Spec.TLS.Enabled
@@ -253,6 +255,9 @@ func (e *Env) revisionNotInBackup(ctx context.Context, b *v1alpha1.EtcdBackup, r
 	var covered []string
 	for _, o := range held {
 		covered = append(covered, fmt.Sprintf("%d (%s)", o.Status.Revision, o.Name))
+	}
+	if len(covered) == 0 {
+		covered = append(covered, "none")
 	}
 	return fmt.Errorf("no completed backup of cluster %s holds revision %d: backups are snapshots, each of one revision, and a revision between two of them cannot be restored; the revisions held: %s",
 		b.Spec.ClusterName, r, strings.Join(covered, ", "))

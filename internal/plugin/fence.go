@@ -46,12 +46,22 @@ func fenceState(c *v1alpha1.EtcdCluster, member string, fence bool) (bool, strin
 				member, cond.Message, names.AnnotationFenceMembers, c.Name, member)
 		}
 	}
+	// Fenced: the operator reports it once the member's etcd stopped; unfenced: once it answers
+	// again, unless nothing starts it now (the cluster paused or hibernated) or it is gone from
+	// the members (being replaced).
+	idle := c.Spec.Paused || c.Spec.Hibernate
+	found := false
 	for _, m := range c.Status.Members {
-		// Fenced: the operator reports it once the member's etcd stopped; unfenced: once it
-		// answers again.
-		if m.Name == member && m.Fenced == fence && (fence || m.Healthy) {
+		if m.Name != member {
+			continue
+		}
+		found = true
+		if m.Fenced == fence && (fence || m.Healthy || idle) {
 			return true, progress, nil
 		}
+	}
+	if !fence && !found {
+		return true, progress, nil
 	}
 	return false, progress, nil
 }

@@ -207,3 +207,27 @@ func TestFenceArguments(t *testing.T) {
 		}
 	}
 }
+
+// unfence is done when the member answers again, or, when nothing starts it now (the cluster
+// paused or hibernated) or it left the members (replaced), once it is no longer fenced.
+func TestUnfenceState(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*v1alpha1.EtcdCluster)
+		done   bool
+	}{
+		{"still down", func(c *v1alpha1.EtcdCluster) {}, false},
+		{"answers again", func(c *v1alpha1.EtcdCluster) { c.Status.Members[2].Healthy = true }, true},
+		{"paused", func(c *v1alpha1.EtcdCluster) { c.Spec.Paused = true }, true},
+		{"hibernated", func(c *v1alpha1.EtcdCluster) { c.Spec.Hibernate = true }, true},
+		{"replaced", func(c *v1alpha1.EtcdCluster) { c.Status.Members = c.Status.Members[:2] }, true},
+		{"still fenced, paused", func(c *v1alpha1.EtcdCluster) { c.Spec.Paused, c.Status.Members[2].Fenced = true, true }, false},
+	} {
+		c := fenceCluster()
+		c.Status.Members[2].Healthy = false
+		tc.change(c)
+		if done, _, err := fenceState(c, "a-2", false); done != tc.done || err != nil {
+			t.Errorf("%s: done %t (%v), want %t", tc.name, done, err, tc.done)
+		}
+	}
+}

@@ -159,6 +159,8 @@ func moveLeaderState(c *v1alpha1.EtcdCluster, token string) (bool, string, error
 		return true, fmt.Sprintf("leadership moved from %s to %s", m.From, m.To), nil
 	case v1alpha1.LeaderMoveAlreadyLeader:
 		return true, fmt.Sprintf("%s is the leader already: nothing moved", m.To), nil
+	case v1alpha1.LeaderMoveFailed:
+		return false, "", fmt.Errorf("etcd did not complete the transfer: %s", m.Message)
 	}
 	return false, "", fmt.Errorf("the operator refused the transfer: %s", m.Message)
 }

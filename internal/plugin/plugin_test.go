@@ -294,6 +294,8 @@ func TestRestoredCluster(t *testing.T) {
 	src.Spec.TLS.RenewCertificates = "old-token"
 	src.Spec.Users = []v1alpha1.UserSpec{{Name: "app"}}
 	src.Spec.Paused = true
+	src.Spec.Maintenance.DefragNow = "d1"
+	src.Spec.Maintenance.MoveLeader = &v1alpha1.MoveLeaderSpec{Token: "m1", To: "a-2"}
 	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-x1"}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "a"},
 		Status: v1alpha1.EtcdBackupStatus{Phase: v1alpha1.BackupCompleted, EtcdVersion: "3.6.15"}}
 	got, err := restoredCluster(b, src, RestoreOptions{Into: "b", Replicas: 5})
