@@ -128,7 +128,7 @@ func (e *Env) Defrag(ctx context.Context, name, token string, timeout time.Durat
 func renderDefrag(e *Env, c *v1alpha1.EtcdCluster, before map[string]int64) error {
 	d := c.Status.Maintenance.Defrag
 	after := dbSizes(c)
-	fmt.Fprintf(e.Out, "defragmented %d members of %s, in this order:\n", len(d.Defragmented), c.Name)
+	fmt.Fprintf(e.Out, "defragmented %d members of %s, in this order (database file size before -> after; writes go on meanwhile):\n", len(d.Defragmented), c.Name)
 	for _, m := range d.Defragmented {
 		fmt.Fprintf(e.Out, "  %s\tdatabase %s -> %s\n", m, humanBytes(before[m]), humanBytes(after[m]))
 	}

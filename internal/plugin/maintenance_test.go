@@ -118,7 +118,7 @@ func TestDefragWaitsForTheRound(t *testing.T) {
 	if diff := cmp.Diff(wantErr, errOut.String()); diff != "" {
 		t.Errorf("progress (-want +got):\n%s", diff)
 	}
-	wantOut := "defragmented 3 members of a, in this order:\n" +
+	wantOut := "defragmented 3 members of a, in this order (database file size before -> after; writes go on meanwhile):\n" +
 		"  a-0\tdatabase 100.0 MiB -> 30.0 MiB\n" +
 		"  a-2\tdatabase 90.0 MiB -> 25.0 MiB\n" +
 		"  a-1\tdatabase 80.0 MiB -> 20.0 MiB\n"

@@ -65,7 +65,7 @@ func TestDefragAgainstAPIServer(t *testing.T) {
 	if c.Spec.Maintenance.DefragNow != token || c.Generation != 2 {
 		t.Errorf("spec.maintenance.defragNow %q, generation %d; want %q, 2", c.Spec.Maintenance.DefragNow, c.Generation, token)
 	}
-	wantOut := "defragmented 3 members of a, in this order:\n" +
+	wantOut := "defragmented 3 members of a, in this order (database file size before -> after; writes go on meanwhile):\n" +
 		"  a-1\tdatabase 48.0 MiB -> 12.0 MiB\n" +
 		"  a-2\tdatabase 40.0 MiB -> 10.0 MiB\n" +
 		"  a-0\tdatabase 64.0 MiB -> 16.0 MiB\n"
