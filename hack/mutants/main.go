@@ -3,6 +3,7 @@
 //
 //	go run ./hack/mutants list                    every mutant's name, one a line
 //	go run ./hack/mutants labels NAME             its scenarios as --labels: scenario=a,scenario=b
+//	go run ./hack/mutants flags NAME              the suite flags its scenarios need (S3, nodes, Chaos Mesh)
 //	go run ./hack/mutants table --reports DIR --out FILE [--mutants a,b]
 //
 // table reads DIR/<mutant>/*/report.json (one `make e2e` run per mutant, its REPORT_DIR
@@ -46,6 +47,16 @@ func run(args []string) error {
 		}
 		fmt.Println(labels(m))
 		return nil
+	case "flags":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: mutants flags NAME")
+		}
+		m, ok := mutant.Lookup(args[1])
+		if !ok {
+			return fmt.Errorf("no mutant %q", args[1])
+		}
+		fmt.Println(strings.Join(suiteFlags(m), " "))
+		return nil
 	case "table":
 		fs := flag.NewFlagSet("table", flag.ContinueOnError)
 		reports := fs.String("reports", "", "directory of the run: one directory per mutant")
@@ -77,6 +88,29 @@ func labels(m mutant.Mutant) string {
 		parts[i] = "scenario=" + s
 	}
 	return strings.Join(parts, ",")
+}
+
+// suiteFlags are the conformance flags m's scenarios need: an S3 store for the backup
+// scenarios, a cluster of four nodes for the node scenarios (node 1 and three for the
+// members), Chaos Mesh for the chaos scenarios (a base scenario, steady or scale, and a fault).
+func suiteFlags(m mutant.Mutant) []string {
+	var s3, nodes, chaos bool
+	for _, s := range m.Scenarios {
+		s3 = s3 || strings.HasPrefix(s, "backup-")
+		nodes = nodes || strings.HasPrefix(s, "node-")
+		chaos = chaos || strings.HasPrefix(s, "steady-") || strings.HasPrefix(s, "scale-")
+	}
+	var out []string
+	if s3 {
+		out = append(out, "--install-s3")
+	}
+	if nodes {
+		out = append(out, "--nodes=4")
+	}
+	if chaos {
+		out = append(out, "--install-chaos-mesh")
+	}
+	return out
 }
 
 // selected are the mutants named (comma-separated), in the registry's order; all for "".

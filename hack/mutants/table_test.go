@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/quorate-dev/quorate/e2e/checker"
@@ -37,17 +38,16 @@ func pass(c checker.Name) history.Verdict {
 func TestTable(t *testing.T) {
 	dir := t.TempDir()
 	writeReport(t, dir, "replace-remove-first",
-		report.Scenario{Name: "pvc-deleted", Verdicts: []history.Verdict{pass(checker.Linearizability),
+		report.Scenario{Name: "pvc-loss", Verdicts: []history.Verdict{pass(checker.Linearizability),
 			{Checker: checker.Availability, Status: history.VerdictFail, Code: "unavailable-too-long", Reason: "down 40s"}}},
 		report.Scenario{Name: "storage-migration", Verdicts: []history.Verdict{pass(checker.Linearizability), pass(checker.Availability)}})
 	writeReport(t, dir, "skip-leader-move",
 		report.Scenario{Name: "etcd-upgrade", Error: "waiting for 3 members settled:\n timed out | after 5m"},
-		report.Scenario{Name: "scale-3-5-3", Verdicts: []history.Verdict{pass(checker.Availability)}})
+		report.Scenario{Name: "scale", Verdicts: []history.Verdict{pass(checker.Availability)}})
 	writeReport(t, dir, "promote-before-caught-up",
-		report.Scenario{Name: "scale", Verdicts: []history.Verdict{pass(checker.Availability)}},
-		report.Scenario{Name: "scale-3-5-3", Verdicts: []history.Verdict{pass(checker.Availability)}})
+		report.Scenario{Name: "scale", Verdicts: []history.Verdict{pass(checker.Availability)}})
 	writeReport(t, dir, "pdb-counts-learners",
-		report.Scenario{Name: "scale-3-5-3", Verdicts: []history.Verdict{pass(checker.Availability)}})
+		report.Scenario{Name: "scale", Verdicts: []history.Verdict{pass(checker.Availability)}})
 
 	ms, err := selected("pdb-counts-learners,skip-leader-move,replace-remove-first,promote-before-caught-up,drop-expectations")
 	if err != nil {
@@ -63,10 +63,10 @@ func TestTable(t *testing.T) {
 		"Killed: a scenario did not pass with the mutant active; by: the scenario, the checker that missed its expected verdict, and the verdict's code.\n\n" +
 		"| Mutant | Bug class | Where | Result | Killed by | Scenarios run | Notes |\n" +
 		"|---|---|---|---|---|---|---|\n" +
-		"| replace-remove-first | membership: remove before add | internal/planner changeMembership | killed | pvc-deleted: availability fail [unavailable-too-long] | pvc-deleted, storage-migration | – |\n" +
-		"| skip-leader-move | planned stop of the leader | internal/planner rollPods, removeVoter | killed | etcd-upgrade: did not run to its end (waiting for 3 members settled: timed out \\| after 5m) | etcd-upgrade, scale-3-5-3 | – |\n" +
-		"| promote-before-caught-up | membership: promote a lagging learner | internal/planner gateHealth | survived | – | scale, scale-3-5-3 | equivalent: " + reg("promote-before-caught-up").Equivalent + " |\n" +
-		"| pdb-counts-learners | disruption budget counts non-voters | internal/resources PDB | survived | – | scale-3-5-3 | expected scenarios not in the report: node-drain; a scenario is missing: add one that fails under this bug, then run again |\n" +
+		"| replace-remove-first | membership: remove before add | internal/planner changeMembership | killed | pvc-loss: availability fail [unavailable-too-long] | pvc-loss, storage-migration | – |\n" +
+		"| skip-leader-move | planned stop of the leader | internal/planner rollPods, removeVoter | killed | etcd-upgrade: did not run to its end (waiting for 3 members settled: timed out \\| after 5m) | etcd-upgrade, scale | – |\n" +
+		"| promote-before-caught-up | membership: promote a lagging learner | internal/planner gateHealth | survived | – | scale | equivalent: " + reg("promote-before-caught-up").Equivalent + " |\n" +
+		"| pdb-counts-learners | disruption budget counts non-voters | internal/resources PDB | survived | – | scale | expected scenarios not in the report: node-drain; a scenario is missing: add one that fails under this bug, then run again |\n" +
 		"| drop-expectations | acting on a stale cache | internal/expectations Satisfied | not run | – | – | no report.json under " + filepath.Join(dir, "drop-expectations") + " |\n" +
 		"\nMutation score: 2 killed / 5 mutants = 40% (1 survivor(s) argued equivalent: 2 killed / 4 non-equivalent).\n"
 	if got := Table(results); got != want {
@@ -76,8 +76,19 @@ func TestTable(t *testing.T) {
 
 func TestLabels(t *testing.T) {
 	m, _ := mutant.Lookup("replace-remove-first")
-	if got, want := labels(m), "scenario=pvc-deleted,scenario=storage-migration"; got != want {
+	if got, want := labels(m), "scenario=pvc-loss,scenario=storage-migration"; got != want {
 		t.Fatalf("labels %q, want %q", got, want)
+	}
+	for name, want := range map[string][]string{
+		"replace-remove-first":        nil,
+		"restore-skip-hash":           {"--install-s3"},
+		"ready-before-answers":        {"--nodes=4"},
+		"remove-without-quorum-probe": {"--install-chaos-mesh"},
+	} {
+		m, _ := mutant.Lookup(name)
+		if got := suiteFlags(m); !slices.Equal(got, want) {
+			t.Errorf("%s: flags %q, want %q", name, got, want)
+		}
 	}
 	if _, err := selected("replace-remove-first,nope"); err == nil {
 		t.Fatal("an unknown mutant was accepted")
