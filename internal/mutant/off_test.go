@@ -3,8 +3,10 @@
 package mutant
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -28,6 +30,28 @@ func TestShippedBuildHasNoMutant(t *testing.T) {
 		cmd.Env = append(os.Environ(), EnvVar+"="+m.Name)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("with %s=%s: %v\n%s", EnvVar, m.Name, err, out)
+		}
+	}
+}
+
+// The member launcher, built as it ships (no mutants tag), holds neither the variable's name
+// nor any mutant's: the linker dropped the registry with the branches that would read it.
+func TestShippedBinaryHoldsNoMutant(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the launcher")
+	}
+	bin := filepath.Join(t.TempDir(), "quorate-launcher")
+	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/quorate-launcher")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range append(Names(), EnvVar) {
+		if bytes.Contains(b, []byte(s)) {
+			t.Errorf("the shipped launcher holds %q", s)
 		}
 	}
 }
