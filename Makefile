@@ -91,11 +91,16 @@ build: generate fmt vet ## Build the manager, launcher and tools for this machin
 	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/quorate-backup ./cmd/quorate-backup
 	go build -o $(LOCALBIN)/quorate-localcluster ./cmd/quorate-localcluster
 
+# GOTAGS=mutants builds the seeded bugs of internal/mutant into the binaries (make mutants
+# alone); every other build leaves them out.
+GOTAGS ?=
+GOTAGS_FLAG = $(if $(GOTAGS),-tags $(GOTAGS))
+
 .PHONY: build-linux
 build-linux: ## Build the static linux/amd64 binaries the images hold.
-	$(GOFLAGS_STATIC) go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-operator ./cmd
-	$(GOFLAGS_STATIC) go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-launcher ./cmd/quorate-launcher
-	$(GOFLAGS_STATIC) go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-backup ./cmd/quorate-backup
+	$(GOFLAGS_STATIC) go build -trimpath $(GOTAGS_FLAG) -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-operator ./cmd
+	$(GOFLAGS_STATIC) go build -trimpath $(GOTAGS_FLAG) -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-launcher ./cmd/quorate-launcher
+	$(GOFLAGS_STATIC) go build -trimpath $(GOTAGS_FLAG) -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-backup ./cmd/quorate-backup
 	$(GOFLAGS_STATIC) go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux_amd64/quorate-workload ./cmd/quorate-workload
 
 .PHONY: plugin
@@ -241,9 +246,17 @@ conformance: ## Build the shipped suite, bin/quorate-conformance.
 .PHONY: e2e
 e2e: conformance image images $(KUSTOMIZE) ## Run the whole suite on a local cluster it starts and removes (K8S_VERSION).
 	KUSTOMIZE=$(KUSTOMIZE) $(LOCALBIN)/quorate-conformance --provider=local --cluster-name=quorate-e2e --k8s-version=$(K8S_VERSION) --install-operator \
-	  --operator-image=$$(cat $(LOCALBIN)/operator-image) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
+	  --operator-image=$(or $(E2E_OPERATOR_IMAGE),$$(cat $(LOCALBIN)/operator-image)) --workload-image=$$(cat $(LOCALBIN)/workload-image) \
 	  --duration=$(E2E_DURATION) --certificate-propagation=$(CERT_PROPAGATION) --report-dir=$(REPORT_DIR)/$(K8S_VERSION) -test.v -test.timeout=80m --labels=$(E2E_LABELS) --cluster-profile="$(PROFILE)" \
 	  $(if $(CLIENT_PROFILES),--client-profiles=$(CLIENT_PROFILES)) $(CONFORMANCE_FLAGS)
+
+# make e2e installs this operator image instead of the one make image built (make mutants
+# installs its build with the seeded bugs so).
+E2E_OPERATOR_IMAGE ?=
+
+.PHONY: mutants
+mutants: ## Run each seeded operator bug (internal/mutant; MUTANTS=a,b narrows) against the scenarios that should kill it on a local cluster, and write docs/reports/mutants.md.
+	MUTANTS="$(MUTANTS)" hack/mutants.sh
 
 .PHONY: e2e-safety
 e2e-safety: ## Run the safety scenarios (volumes deleted, data wiped, power loss, bad image, NOSPACE, retention, forced recovery) on a local cluster.

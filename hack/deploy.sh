@@ -5,6 +5,7 @@
 # OWNERSHIP_TERM and CERTIFICATE_PROPAGATION, when set, are the operator's --ownership-term and
 # --certificate-propagation (the conformance suite shortens them). NODE_SELECTOR=KEY=VALUE, when
 # set, keeps the manager on those nodes (the node scenarios keep it off the nodes they act on).
+# QUORATE_MUTANT, when set, names the seeded bug a build with -tags mutants activates (make mutants).
 # Usage: hack/deploy.sh KUSTOMIZE KUBECTL IMAGE ETCD_IMAGE_REPOSITORY [NAMESPACE]
 set -euo pipefail
 kustomize=$1 kubectl=$2 img=$3 etcd_repo=$4 ns=${5:-}
@@ -26,6 +27,14 @@ if [ -n "${CERTIFICATE_PROPAGATION:-}" ]; then
     - op: add
       path: /spec/template/spec/containers/0/env/-
       value: {name: CERTIFICATE_PROPAGATION, value: \"$CERTIFICATE_PROPAGATION\"}"
+fi
+if [ -n "${QUORATE_MUTANT:-}" ]; then
+  # make mutants: the seeded bug the operator (an image built with -tags mutants) activates;
+  # an image built without the tag ignores it.
+  extra="$extra
+    - op: add
+      path: /spec/template/spec/containers/0/env/-
+      value: {name: QUORATE_MUTANT, value: \"$QUORATE_MUTANT\"}"
 fi
 if [ -n "${NODE_SELECTOR:-}" ]; then
   extra="$extra

@@ -17,6 +17,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/controllers/statuscond"
+	"github.com/quorate-dev/quorate/internal/mutant"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
 	"github.com/quorate-dev/quorate/internal/resources"
@@ -309,6 +310,9 @@ func (m *Manager) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, name 
 		caName := m.signerOf(ctx, c, s)
 		if caName == "" {
 			return nil
+		}
+		if mutant.On("renew-wrong-ca") {
+			caName = map[string]string{names.CASecret(c.Name): names.PeerCASecret(c.Name), names.PeerCASecret(c.Name): names.CASecret(c.Name)}[caName]
 		}
 		if signer, err = m.ensureCA(ctx, c, caName); err != nil {
 			return err

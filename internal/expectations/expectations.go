@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quorate-dev/quorate/internal/mutant"
 )
 
 // Key names an object of a cluster: its kind and name.
@@ -84,7 +86,7 @@ func (e *Expectations) Satisfied(owner types.NamespacedName, observed Observed) 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p := e.byOwner[owner]
-	if p == nil {
+	if p == nil || mutant.On("drop-expectations") {
 		return true, ""
 	}
 	now := e.now()

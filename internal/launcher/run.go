@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/mutant"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
 )
@@ -62,7 +63,7 @@ func (o Options) forceOnce(marker *Marker, logger *log.Logger) (Options, bool) {
 	if !slices.Contains(o.Command, flagForceNewCluster) {
 		return o, false
 	}
-	if o.ForceToken == "" || marker == nil || marker.ForcedToken != o.ForceToken {
+	if o.ForceToken == "" || marker == nil || marker.ForcedToken != o.ForceToken || mutant.On("keep-force-new-cluster") {
 		return o, true
 	}
 	logger.Printf("member %s was forced for recovery %q before: starting it without %s", o.Member, o.ForceToken, flagForceNewCluster)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/mutant"
 )
 
 // expireLearners removes a learner that is no longer needed (replicas were lowered before it
@@ -55,6 +56,12 @@ func gateHealth(s State) (Action, bool) {
 	for _, m := range s.sorted() {
 		if !m.InEtcd || m.Healthy(s.ClusterID) {
 			continue
+		}
+		if mutant.On("promote-before-caught-up") && m.Learner {
+			continue
+		}
+		if mutant.On("roll-two-at-once") && rolling {
+			break
 		}
 		if m.PeersUnreachable != "" && !m.Started {
 			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonPeersUnreachable, Attention: true, Message: CannotJoin(m.Name, m.PeersUnreachable)}, true

@@ -5,12 +5,16 @@ import (
 	"strings"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/mutant"
 )
 
 // changeMembership makes one membership change: promote a learner, add a learner (to scale up,
 // or to replace a member that is losing its volume, add-first), or remove a voter (to scale
 // down, or the replaced member once its replacement votes), moving leadership away first.
 func changeMembership(s State) (Action, bool) {
+	if mutant.On("add-two-learners") && s.learners() == 1 && len(s.voters())+1 < s.Replicas {
+		return Action{Kind: AddLearner, Reason: v1alpha1.ReasonScaling, Message: "adding a second learner"}, true
+	}
 	for _, m := range s.sorted() {
 		if m.InEtcd && m.Learner {
 			return Action{Kind: Promote, Member: m.Name, ID: m.ID, Reason: v1alpha1.ReasonScaling, Message: "promoting learner " + m.Name + " to voter"}, true
@@ -19,6 +23,9 @@ func changeMembership(s State) (Action, bool) {
 	voters, retiring := s.voters(), s.retiring()
 	switch {
 	case len(retiring) > 0 && len(voters) <= s.Replicas:
+		if mutant.On("replace-remove-first") {
+			return removeVoter(s, voters, retiring)
+		}
 		reason, what := s.why(retiring[0])
 		if a, ok := leaveDivergentLeader(s); ok {
 			return a, true
@@ -51,7 +58,7 @@ func removeVoter(s State, voters, retiring []Member) (Action, bool) {
 		reason, what = s.why(victim)
 		msg = fmt.Sprintf("removing %s, %s, now that its replacement votes", victim.Name, what)
 	}
-	if victim.ID == s.LeaderID {
+	if victim.ID == s.LeaderID && !mutant.On("skip-leader-move") {
 		if a, ok := moveLeaderAway(s, victim, "before removing it"); ok {
 			a.Reason = reason
 			return a, true
@@ -105,4 +112,15 @@ func moveLeaderAway(s State, from Member, why string) (Action, bool) {
 func moveLeader(from, to Member, why string) Action {
 	return Action{Kind: MoveLeader, Member: from.Name, ID: from.ID, Target: to.ID, TargetName: to.Name, Reason: v1alpha1.ReasonScaling,
 		Message: strings.TrimSpace(fmt.Sprintf("moving leadership from %s to %s %s", from.Name, to.Name, why))}
+}
+
+// learners counts the learners in etcd's member list.
+func (s State) learners() int {
+	n := 0
+	for _, m := range s.Members {
+		if m.InEtcd && m.Learner {
+			n++
+		}
+	}
+	return n
 }

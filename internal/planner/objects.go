@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/mutant"
 )
 
 // ensureObjects gives every etcd member its PVC and Pod. A member that has lost its data is
@@ -23,6 +24,8 @@ func ensureObjects(s State) (Action, bool) {
 			continue
 		case m.PodTerminating:
 			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonTerminating, Message: "waiting for the old pod of " + m.Name + " to terminate"}, true
+		case !m.HasPod && mutant.On("delete-voter-pvc"):
+			return Action{Kind: DeletePVC, Member: m.Name, Reason: v1alpha1.ReasonGarbage, Message: "deleting the volume of " + m.Name + ", which has no pod"}, true
 		case !m.HasPod:
 			return Action{Kind: CreatePod, Member: m.Name, RequireData: m.Started, Reason: v1alpha1.ReasonMembersCreating, Message: "creating the pod of member " + m.Name}, true
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/mutant"
 	"github.com/quorate-dev/quorate/internal/version"
 )
 
@@ -40,7 +41,7 @@ func rollPods(s State) (Action, bool) {
 		if !m.InEtcd || !m.HasPod || !m.needsRoll() {
 			continue
 		}
-		if m.ID == s.LeaderID && len(s.voters()) > 1 {
+		if m.ID == s.LeaderID && len(s.voters()) > 1 && !mutant.On("skip-leader-move") {
 			leader = &ms[i]
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/intern"
 	"github.com/quorate-dev/quorate/internal/launcher"
+	"github.com/quorate-dev/quorate/internal/mutant"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/version"
 )
@@ -127,6 +128,7 @@ func Pod(c *v1alpha1.EtcdCluster, p MemberPod, im Images) (*corev1.Pod, error) {
 		WithIdentity(&pod.ObjectMeta, &pod.Spec, p.Restore.Identity)
 	}
 	schedule(&pod.Spec, c.Name, tmpl)
+	passMutant(&pod.Spec)
 	if p.StopEtcd {
 		// Not part of the spec hash: fencing a member is no change of its spec.
 		pod.Annotations[names.AnnotationStopEtcd] = "true"
@@ -278,7 +280,7 @@ func etcdContainer(c *v1alpha1.EtcdCluster, p MemberPod, v version.Version, tmpl
 		VolumeMounts:             mounts,
 		StartupProbe:             probe("/livez", 2, 150),
 		LivenessProbe:            probe("/livez", 10, 8),
-		ReadinessProbe:           probe("/readyz", 5, 3),
+		ReadinessProbe:           readiness(probe("/readyz", 5, 3)),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          restricted(),
 	}
@@ -494,4 +496,29 @@ func LauncherRefusal(p *corev1.Pod) *launcher.Refusal {
 		}
 	}
 	return nil
+}
+
+// readiness is the etcd container's readiness probe; the mutant ready-before-answers (a build
+// with the mutants tag alone) counts the member Ready once its client port accepts connections.
+func readiness(p *corev1.Probe) *corev1.Probe {
+	if mutant.On("ready-before-answers") {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(names.ClientPort)}},
+			PeriodSeconds: p.PeriodSeconds, TimeoutSeconds: p.TimeoutSeconds, FailureThreshold: p.FailureThreshold}
+	}
+	return p
+}
+
+// passMutant hands the operator's active mutant (a build with the mutants tag alone) to every
+// container of a member pod: the launcher's and the restore's mutants act there. In a shipped
+// build Active is the constant "" and the pod is unchanged.
+func passMutant(spec *corev1.PodSpec) {
+	name := mutant.Active()
+	if name == "" {
+		return
+	}
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			cs[i].Env = append(cs[i].Env, corev1.EnvVar{Name: mutant.EnvVar, Value: name})
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/hash"
+	"github.com/quorate-dev/quorate/internal/mutant"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/quorum"
 )
@@ -221,6 +222,9 @@ func PDB(c *v1alpha1.EtcdCluster, v Voters) *policyv1.PodDisruptionBudget {
 	// external count is from the last pass, and one external failure must not be what stands
 	// between an eviction and a lost quorum.
 	need := min(max(quorum.Of(v.Members+v.External)-v.ExternalHealthy, quorum.Of(v.Members)), v.Members) + v.Learners
+	if mutant.On("pdb-counts-learners") {
+		need -= v.Learners
+	}
 	if v.Members+v.External <= 1 {
 		need = 0
 	}

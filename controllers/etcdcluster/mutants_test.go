@@ -1,0 +1,73 @@
+//go:build mutants
+
+package etcdcluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/mutant"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/planner"
+)
+
+// The mutants of this package's tests set the process's one active mutant: none of these
+// tests is parallel, so no other test's manager runs while one is set.
+
+// remove-without-quorum-probe: a voter is removed though two of the four that would stay are
+// cut off from the leader.
+func TestRemoveWithoutQuorumProbeMutant(t *testing.T) {
+	ctx := context.Background()
+	members := []string{"e-0", "e-1", "e-2", "e-3", "e-4"}
+	f := etcd.NewFake("3.6.16")
+	urls := make([]string, len(members))
+	eps := make([]etcd.Endpoint, len(members))
+	o := &observation{endpoints: map[string]etcd.Endpoint{}}
+	for i, m := range members {
+		urls[i] = "https://" + m + ":2380"
+		eps[i] = etcd.Endpoint{Member: m, Address: m + ":2379"}
+		o.endpoints[m] = eps[i]
+	}
+	f.Bootstrap(0xc1, members, urls)
+	var err error
+	if o.client, err = f.Factory()(ctx, etcd.Config{Endpoints: eps}); err != nil {
+		t.Fatal(err)
+	}
+	if _, o.members, err = o.client.MemberList(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.Unreach("e-1", "e-0", true)
+	f.Unreach("e-0", "e-2", true)
+	victim := o.members[4]
+	if victim.Name != "e-4" {
+		t.Fatalf("member list order: %+v", o.members)
+	}
+	if err := o.keepsQuorum(ctx, victim.ID, victim.Name); err == nil {
+		t.Fatal("without the mutant: the removal keeps quorum with two of four cut off")
+	}
+	defer mutant.Set("remove-without-quorum-probe")()
+	if err := o.keepsQuorum(ctx, victim.ID, victim.Name); err != nil {
+		t.Fatalf("with remove-without-quorum-probe: %v", err)
+	}
+}
+
+// renew-wrong-ca: the server certificate, signed by the cluster CA, is renewed from the peer
+// CA (and the peer certificate from the cluster CA).
+func TestRenewWrongCAMutant(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	defer mutant.Set("renew-wrong-ca")()
+	const lifetime = 9 * time.Second
+	startWith(t, ns, etcd.NewFake("3.6.16"), "test/"+ns, planner.DefaultDeadlines, func(r *Reconciler) { r.CertLifetime = lifetime })
+	if err := k8s.Create(ctx, newCluster(ns, "rot", 1)); err != nil {
+		t.Fatal(err)
+	}
+	// The Event of the renewal names the CA it was signed by (without the mutant, its own:
+	// TestCertificatesAreRenewed). What the Secret holds afterwards is not asserted: the next
+	// pass renews it again from the other CA.
+	assertEvent(t, ns, v1alpha1.EventCertificateRenewed, "renewed "+names.ServerSecret("rot")+" from "+names.PeerCASecret("rot")+", valid until ")
+	assertEvent(t, ns, v1alpha1.EventCertificateRenewed, "renewed "+names.PeerSecret("rot")+" from "+names.CASecret("rot")+", valid until ")
+}
