@@ -373,8 +373,9 @@ func maintenanceStatus(c *v1alpha1.EtcdCluster, s planner.State, a planner.Actio
 	if s.DefragNow == nil {
 		return m
 	}
-	done := m != nil && m.Defrag != nil && m.Defrag.Token == s.DefragNow.Token && planner.EveryVoterIn(s, m.Defrag.Defragmented)
-	if !done && !(planner.DefragRoundComplete(s, a) && execErr == nil) {
+	everyVoter := m != nil && m.Defrag != nil && m.Defrag.Token == s.DefragNow.Token && planner.EveryVoterIn(s, m.Defrag.Defragmented)
+	settled := planner.DefragRoundComplete(s, a) && execErr == nil
+	if !everyVoter && !settled {
 		return m
 	}
 	if m == nil {
