@@ -289,7 +289,11 @@ func assertEvent(t *testing.T, ns, reason, contains string) {
 				return nil
 			}
 		}
-		return fmt.Errorf("no %s event mentioning %q among %d events", reason, contains, len(evs.Items))
+		var seen []string
+		for _, e := range evs.Items {
+			seen = append(seen, fmt.Sprintf("%s×%d", e.Reason, e.Count))
+		}
+		return fmt.Errorf("no %s event mentioning %q among %d events: %s", reason, contains, len(evs.Items), strings.Join(seen, ", "))
 	})
 }
 

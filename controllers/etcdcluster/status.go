@@ -308,6 +308,11 @@ func (r *Reconciler) eventOnTransitions(c *v1alpha1.EtcdCluster, before, after v
 		if t == v1alpha1.ConditionAvailable && now.Status == metav1.ConditionFalse && old == nil {
 			continue // nothing to announce while a new cluster bootstraps
 		}
+		if t == v1alpha1.ConditionDegraded && now.Reason == v1alpha1.ReasonMembersFenced {
+			// The MembersFenced condition's own Event says it; a second one would only spend
+			// the object's Event budget (client-go drops Events past 25 in a burst).
+			continue
+		}
 		eventType := corev1.EventTypeNormal
 		if (t == v1alpha1.ConditionDegraded && now.Status == metav1.ConditionTrue) || (t == v1alpha1.ConditionAvailable && now.Status == metav1.ConditionFalse && !expectedOutage(now.Reason)) || now.Reason == v1alpha1.ReasonFenceRefused {
 			eventType = corev1.EventTypeWarning
