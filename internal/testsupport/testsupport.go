@@ -4,6 +4,7 @@ package testsupport
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -24,12 +25,20 @@ import (
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// Not a port the kernel hands out (port 0, outgoing connections: 32768-60999 by default),
+	// which another process (an envtest's API server, a client) may take between this check
+	// and the test's own listen; nor a NodePort (30000-32767). Random, and free right now.
+	var err error
+	for range 100 {
+		port := 20000 + rand.IntN(10000)
+		var l net.Listener
+		if l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			_ = l.Close()
+			return port
+		}
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatalf("no free loopback port in 20000-29999: %v", err)
+	return 0
 }
 
 // Etcd is a real etcd server on loopback: the release `make test` builds from source
