@@ -30,7 +30,7 @@ func FreePort(t testing.TB) int {
 	// and the test's own listen; nor a NodePort (30000-32767). Random, and free right now.
 	var err error
 	for range 100 {
-		port := 20000 + rand.IntN(10000)
+		port := 20000 + rand.IntN(10000) //nolint:gosec // a test port, not a secret
 		var l net.Listener
 		if l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
 			_ = l.Close()
