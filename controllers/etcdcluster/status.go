@@ -31,8 +31,6 @@ type summary struct {
 	// unhealthy are members that have run (or are not in etcd's list) and are not healthy: a
 	// member that was just added and has not started yet is joining, not unhealthy.
 	unhealthy []string
-	// fenced: members fenced at the user's request whose etcd stopped.
-	fenced []string
 }
 
 // computeStatus derives the whole status from the observation, the planner's state and the
@@ -112,9 +110,6 @@ func memberStatuses(c *v1alpha1.EtcdCluster, o *observation, s planner.State) ([
 			sum.healthyVoters++
 		default:
 			sum.voters++
-		}
-		if ms.Fenced {
-			sum.fenced = append(sum.fenced, m.Name)
 		}
 		if !ms.Healthy && (m.Started || !m.InEtcd) {
 			sum.unhealthy = append(sum.unhealthy, m.Name)
@@ -210,10 +205,6 @@ func degradedCondition(s planner.State, a planner.Action, sum summary, gen int64
 	case len(s.Alarms) > 0:
 		c := alarmCondition(s.Alarms, gen)
 		return statuscond.New(v1alpha1.ConditionDegraded, true, c.Reason, c.Message, gen)
-	case len(sum.fenced) > 0:
-		// Asked for, but redundancy is down all the same: one more failure costs more.
-		return statuscond.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonMembersFenced,
-			fmt.Sprintf("fenced at the user's request, etcd stopped: %s; the cluster has one voter fewer per fenced member until they are unfenced (kubectl quorate unfence)", strings.Join(sum.fenced, ", ")), gen)
 	case len(sum.unhealthy) > 0:
 		return statuscond.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonMemberUnhealthy,
 			fmt.Sprintf("unhealthy members: %s; see their pod logs and events", strings.Join(sum.unhealthy, ", ")), gen)
@@ -307,11 +298,6 @@ func (r *Reconciler) eventOnTransitions(c *v1alpha1.EtcdCluster, before, after v
 		}
 		if t == v1alpha1.ConditionAvailable && now.Status == metav1.ConditionFalse && old == nil {
 			continue // nothing to announce while a new cluster bootstraps
-		}
-		if t == v1alpha1.ConditionDegraded && now.Reason == v1alpha1.ReasonMembersFenced {
-			// The MembersFenced condition's own Event says it; a second one would only spend
-			// the object's Event budget (client-go drops Events past 25 in a burst).
-			continue
 		}
 		eventType := corev1.EventTypeNormal
 		if (t == v1alpha1.ConditionDegraded && now.Status == metav1.ConditionTrue) || (t == v1alpha1.ConditionAvailable && now.Status == metav1.ConditionFalse && !expectedOutage(now.Reason)) || now.Reason == v1alpha1.ReasonFenceRefused {

@@ -71,8 +71,6 @@ func TestUserFence(t *testing.T) {
 		Message: "fenced at the user's request (etcd stopped, pods kept): demo-2; remove them from the annotation etcd.quorate.dev/fence-members to unfence"}
 	wantCondition(t, ns, "demo", fenced)
 	assertEvent(t, ns, v1alpha1.EventMemberFenced, "fenced demo-2 at the user's request")
-	wantCondition(t, ns, "demo", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonMembersFenced,
-		Message: "fenced at the user's request, etcd stopped: demo-2; the cluster has one voter fewer per fenced member until they are unfenced (kubectl quorate unfence)"})
 
 	// A second fence of three would leave one healthy voter: refused, with the arithmetic.
 	setFenceAnnotation(t, ns, "demo", "demo-2,demo-1,demo-9")

@@ -84,6 +84,9 @@ func (e *Env) SetFenced(ctx context.Context, name, member string, fence bool, ti
 			return fmt.Errorf("%s is no member of %s (its members: %s)", member, name, strings.Join(known, ", "))
 		}
 		requested := planner.ParseFenceMembers(c.Annotations[names.AnnotationFenceMembers])
+		if !fence && !slices.Contains(requested, member) && !slices.ContainsFunc(c.Status.Members, func(m v1alpha1.MemberStatus) bool { return m.Name == member && m.Fenced }) {
+			return fmt.Errorf("%s is not fenced in %s (fenced or asked for: %s)", member, name, orNone(requested))
+		}
 		want := slices.DeleteFunc(slices.Clone(requested), func(n string) bool { return n == member })
 		if fence {
 			want = append(want, member)
@@ -101,6 +104,12 @@ func (e *Env) SetFenced(ctx context.Context, name, member string, fence bool, ti
 		}
 		// The cluster changed since it was read: read it again, keeping others' names.
 	}
+	if c.Spec.Paused {
+		// A paused cluster is not acted on: nothing happens until it is resumed.
+		fmt.Fprintf(e.Out, "%s is paused (spec.paused): the operator %s %s once it is resumed (`kubectl quorate resume %s`)\n",
+			name, map[bool]string{true: "fences", false: "unfences"}[fence], member, name)
+		return nil
+	}
 	err := e.waitFor(ctx, timeout, verb+" "+member, func(ctx context.Context) (bool, string, error) {
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
 			return false, "", err
@@ -116,4 +125,12 @@ func (e *Env) SetFenced(ctx context.Context, name, member string, fence bool, ti
 		fmt.Fprintf(e.Out, "%s is unfenced: its etcd answers again\n", member)
 	}
 	return nil
+}
+
+// orNone joins names, or says none.
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

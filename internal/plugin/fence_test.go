@@ -231,3 +231,32 @@ func TestUnfenceState(t *testing.T) {
 		}
 	}
 }
+
+// unfence of a name neither asked for nor fenced is refused, and nothing is written.
+func TestUnfenceOfAMemberNotFenced(t *testing.T) {
+	env, base, _, _ := testEnv(t, []client.Object{fenceCluster("a-1")}, interceptor.Funcs{})
+	err := env.SetFenced(context.Background(), "a", "a-9", false, time.Second)
+	if want := "a-9 is not fenced in a (fenced or asked for: a-1)"; err == nil || err.Error() != want {
+		t.Fatalf("unfence a-9: %v, want %s", err, want)
+	}
+	if got := fenceAnnotation(t, base); got != "a-1" {
+		t.Errorf("annotation %q, want a-1 untouched", got)
+	}
+}
+
+// On a paused cluster the request is written and the command returns at once, saying the
+// operator acts once the cluster is resumed (it would wait for nothing otherwise).
+func TestFenceOnAPausedCluster(t *testing.T) {
+	c := fenceCluster()
+	c.Spec.Paused = true
+	env, base, out, _ := testEnv(t, []client.Object{c}, interceptor.Funcs{})
+	if err := env.SetFenced(context.Background(), "a", "a-2", true, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := fenceAnnotation(t, base); got != "a-2" {
+		t.Errorf("annotation %q, want a-2", got)
+	}
+	if d := cmp.Diff("a is paused (spec.paused): the operator fences a-2 once it is resumed (`kubectl quorate resume a`)\n", out.String()); d != "" {
+		t.Errorf("output (-want +got):\n%s", d)
+	}
+}
