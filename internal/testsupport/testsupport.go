@@ -22,18 +22,32 @@ import (
 	"go.uber.org/zap"
 )
 
+// handedOut are the ports FreePort returned in this test binary.
+var (
+	handedOutMu sync.Mutex
+	handedOut   = map[int]bool{}
+)
+
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	// Not a port the kernel hands out (port 0, outgoing connections: 32768-60999 by default),
 	// which another process (an envtest's API server, a client) may take between this check
 	// and the test's own listen; nor a NodePort (30000-32767). Random, and free right now.
+	// Never the same port twice in one test binary either: a member's three ports, and a
+	// cluster's members, are chosen before any of them listens.
+	handedOutMu.Lock()
+	defer handedOutMu.Unlock()
 	var err error
 	for range 100 {
 		port := 20000 + rand.IntN(10000) //nolint:gosec // a test port, not a secret
+		if handedOut[port] {
+			continue
+		}
 		var l net.Listener
 		if l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
 			_ = l.Close()
+			handedOut[port] = true
 			return port
 		}
 	}
