@@ -33,6 +33,7 @@ import (
 func BackupRestore() framework.Scenario {
 	var b *v1alpha1.EtcdBackup
 	return framework.Scenario{Name: "backup-restore", Labels: map[string]string{label.Suite: label.SuiteBackup}, Replicas: 3, Class: framework.Planned,
+		Needs: []framework.Prerequisite{framework.ObjectStore},
 		Steps: []framework.Step{
 			{Name: "use the S3 store", Do: func(ctx context.Context, r *framework.Run) error {
 				return r.UseS3(ctx)

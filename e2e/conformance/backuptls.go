@@ -27,6 +27,7 @@ import (
 func BackupRestoreTLS() framework.Scenario {
 	var b *v1alpha1.EtcdBackup
 	return framework.Scenario{Name: "backup-restore-tls", Labels: map[string]string{label.Suite: label.SuiteBackup}, Replicas: 3, Class: framework.Planned,
+		Needs: []framework.Prerequisite{framework.ObjectStore},
 		Steps: []framework.Step{
 			{Name: "use the S3 store over TLS, trusting its CA", Do: func(ctx context.Context, r *framework.Run) error {
 				if err := r.UseS3(ctx); err != nil {

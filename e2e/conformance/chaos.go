@@ -75,6 +75,7 @@ func windowed(b func(chaos.Target, context.Context, time.Duration) (chaos.Fault,
 
 func chaosScenario(name string, f Fault, replicas int32, steps []framework.Step) framework.Scenario {
 	sc := framework.Scenario{Name: name + "-" + f.Name, Replicas: replicas, Class: framework.Fault, Steps: steps,
+		Needs:  []framework.Prerequisite{framework.ChaosMesh},
 		Labels: map[string]string{label.Suite: label.SuiteChaos, label.Fault: f.Name, label.Base: name}}
 	if f.Partition {
 		sc.Class = framework.Partition

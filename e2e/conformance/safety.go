@@ -402,7 +402,8 @@ func QuorumRecovered() framework.Scenario {
 // members move one at a time, add-first, the leader last.
 func StorageMigration(from, to string) framework.Scenario {
 	return framework.Scenario{Name: "storage-migration", Labels: map[string]string{label.Suite: label.SuiteMigration}, Replicas: 3, Class: framework.Planned,
-		Spec: func(s *v1alpha1.EtcdClusterSpec) { s.Storage.StorageClassName = &from },
+		Spec:  func(s *v1alpha1.EtcdClusterSpec) { s.Storage.StorageClassName = &from },
+		Needs: []framework.Prerequisite{framework.StorageClasses(from, to)},
 		Steps: []framework.Step{{Name: "migrate the members' storage to " + to, Do: func(ctx context.Context, r *framework.Run) error {
 			return r.MigrateStorage(ctx, to, 3)
 		}}}}

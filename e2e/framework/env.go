@@ -81,6 +81,9 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 	if err := opts.checkClientProfiles(); err != nil {
 		return nil, nil, err
 	}
+	if err := opts.checkMissingPrerequisites(); err != nil {
+		return nil, nil, err
+	}
 	testenv := env.NewWithConfig(cfg)
 	s := &Suite{Opts: opts, kubectl: "kubectl", scorecardOut: os.Stdout, Report: &report.Report{Title: "Quorate conformance", Quorate: buildinfo.Version, Generated: time.Now()}, Labels: cfg.Labels()}
 	if err := s.provide(testenv, cfg); err != nil {
@@ -179,7 +182,13 @@ func (s *Suite) writeReport(ctx context.Context, _ *envconf.Config) (context.Con
 	if err := s.Report.Write(opts.ReportDir); err != nil {
 		return ctx, err
 	}
-	fmt.Fprintf(os.Stderr, "report written to %s (index.html, summary.md, junit.xml)\n", opts.ReportDir)
+	fmt.Fprintf(os.Stderr, "report written to %s (index.html, summary.md, junit.xml): %s\n", opts.ReportDir, s.Report.Counts())
+	if skips := s.Report.Skips(); len(skips) > 0 {
+		fmt.Fprintf(os.Stderr, "%d scenario(s) skipped for a missing prerequisite:\n", len(skips))
+		for _, k := range skips {
+			fmt.Fprintf(os.Stderr, "  %s\n", k)
+		}
+	}
 	if failures := s.Report.Failures(); len(failures) > 0 {
 		fmt.Fprintf(os.Stderr, "%d scenario result(s) not as expected (details in summary.md):\n", len(failures))
 		for _, f := range failures {

@@ -13,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/e2e/localcluster"
 	"github.com/quorate-dev/quorate/internal/names"
 )
 
-// checkNodes fails a scenario that needs more Ready nodes than the cluster has. A node
+// checkNodes waits for the Ready nodes a node scenario needs (a node the previous scenario
+// brought back may not be Ready yet): the pool has them (PoolNodes, checked before). A node
 // scenario's members go to the local cluster's etcd pool (nodes 2 and up) and its workload to
 // node 1, with the control plane and the add-ons: the instrument must not live on a node the
 // scenario drains, powers off or cuts off, and every member's node can be.
@@ -27,10 +27,6 @@ func (r *Run) checkNodes(ctx context.Context) error {
 	if want <= 1 {
 		return nil
 	}
-	if r.Suite.Node == nil {
-		return fmt.Errorf("%s powers nodes off and cuts them off the network, which only --provider=local can do; leave it out with --skip-labels=%s=%s", r.Scenario.Name, label.Suite, label.SuiteNodes)
-	}
-	// A node the previous scenario brought back may not be Ready yet.
 	var ready []string
 	err := r.WaitFor(ctx, fmt.Sprintf("%d Ready nodes in the etcd pool", want), 3*time.Minute, func() error {
 		var err error
@@ -43,7 +39,7 @@ func (r *Run) checkNodes(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("%s needs %d Ready nodes for its members besides node 1 and the cluster has %d (%s): start the local cluster with --nodes=%d, or leave it out with --skip-labels=%s=%s", r.Scenario.Name, want, len(ready), strings.Join(ready, ", "), want+1, label.Suite, label.SuiteNodes)
+		return fmt.Errorf("%s needs %d Ready nodes for its members besides node 1 and %d of the pool are Ready (%s): %w", r.Scenario.Name, want, len(ready), strings.Join(ready, ", "), err)
 	}
 	r.pools = true
 	return nil

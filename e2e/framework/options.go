@@ -53,6 +53,9 @@ type Options struct {
 	OLMVersions      string
 	OLMv1            bool
 	KeepFailed       bool
+	// MissingPrerequisites is what a scenario whose prerequisite the cluster lacks gets:
+	// SkipMissing or FailMissing.
+	MissingPrerequisites string
 	// ScenarioRole is the ClusterRole the suite binds itself to in each scenario namespace it
 	// creates (the Job's namespace-scoped rights, config/conformance); empty: none.
 	ScenarioRole string
@@ -113,6 +116,14 @@ func (o *Options) Profiles() []workload.Profile {
 	return o.clientProfiles
 }
 
+// checkMissingPrerequisites checks --missing-prerequisites.
+func (o *Options) checkMissingPrerequisites() error {
+	if o.MissingPrerequisites != SkipMissing && o.MissingPrerequisites != FailMissing {
+		return fmt.Errorf("--missing-prerequisites=%q: give %s or %s", o.MissingPrerequisites, SkipMissing, FailMissing)
+	}
+	return nil
+}
+
 // checkWorkloadCPU parses --workload-cpu.
 func (o *Options) checkWorkloadCPU() error {
 	if o.WorkloadCPU == "" {
@@ -159,6 +170,7 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.OperatorNS, "operator-namespace", "quorate-system", "namespace of the Quorate operator (the operator-kill fault targets its pods)")
 	flag.BoolVar(&o.Scorecard, "scorecard", false, "print the result as operator-sdk scorecard v1alpha3 TestStatus JSON on stdout (for a scorecard custom test)")
 	flag.BoolVar(&o.KeepFailed, "keep-failed", false, "keep the namespaces of failed scenarios for inspection")
+	flag.StringVar(&o.MissingPrerequisites, "missing-prerequisites", envflag.Or("QUORATE_MISSING_PREREQUISITES", SkipMissing), "what a scenario whose prerequisite the cluster lacks (Chaos Mesh, the S3 store, node access, nodes, StorageClasses) gets: skip (reported skipped, naming it; never a pass) or fail (on a cluster meant to have them all)")
 	flag.StringVar(&o.ScenarioRole, "scenario-role", "", "after creating each scenario namespace, bind the suite's own identity to this ClusterRole there and wait until the rights apply (the Job in config/conformance: quorate-conformance-scenario, its only rights inside a namespace); empty: bind nothing, the credentials must already allow it")
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
 	flag.DurationVar(&o.OwnershipTerm, "ownership-term", 20*time.Second, "--ownership-term of the operators the suite installs (shorter than the operator's default, so that the scope-migration scenario's takeovers are quick)")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,6 +68,10 @@ type Scenario struct {
 	// Nodes is how many Ready nodes of the local cluster's etcd pool the scenario needs (its
 	// members run there, its workload and the operator on node 1); 0: no node scenario.
 	Nodes int
+	// Needs are the scenario's prerequisites besides those NeedsNode and Nodes imply: the
+	// suite looks for them first and skips the scenario, naming what is missing, when the
+	// cluster lacks one (--missing-prerequisites=fail fails it instead).
+	Needs []Prerequisite
 	// Install, when set, installs the operator for this run (through OLM, say) after the run's
 	// namespace exists and before the EtcdCluster is created.
 	Install func(ctx context.Context, r *Run) error
@@ -191,7 +196,19 @@ func (s *Suite) Feature(sc Scenario) features.Feature {
 	return b.
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r := &Run{Suite: s, Scenario: sc, T: t, Cluster: "etcd", Namespace: fmt.Sprintf("qc-%s-%04d", history.Slug(sc.Name), rand.Intn(10000))}
-			if err := r.setup(ctx); err != nil {
+			missing, err := r.missingPrerequisites(ctx)
+			if err == nil && len(missing) > 0 {
+				s.add(report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Skipped: missing, Budget: r.budget()})
+				if s.Opts.MissingPrerequisites == FailMissing {
+					t.Fatalf("%s: a prerequisite is missing (--missing-prerequisites=%s): %s", sc.Name, FailMissing, strings.Join(missing, "; "))
+				}
+				// Nothing was created: there is nothing to tear down.
+				t.Skipf("%s skipped: %s", sc.Name, strings.Join(missing, "; "))
+			}
+			if err == nil {
+				err = r.setup(ctx)
+			}
+			if err != nil {
 				s.add(report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Error: err.Error(), Budget: r.budget(), Timings: r.timings})
 				t.Errorf("setting up %s: %v", sc.Name, err)
 				// A failed setup ends the feature before its teardown: clean up here, so that
@@ -304,9 +321,6 @@ func (r *Run) setup(ctx context.Context) error {
 		if err := r.Scenario.Install(ctx, r); err != nil {
 			return fmt.Errorf("installing the operator: %w", err)
 		}
-	}
-	if r.Scenario.NeedsNode && r.Suite.Node == nil {
-		return fmt.Errorf("%s acts on the node's containers and volumes, which only --provider=local can reach; leave it out with --skip-labels=%s=%s", r.Scenario.Name, label.Needs, label.NeedsNode)
 	}
 	if err := r.checkNodes(ctx); err != nil {
 		return err

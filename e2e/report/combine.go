@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/quorate-dev/quorate/e2e/checker"
 )
@@ -35,12 +36,12 @@ func Combine(root string) ([]*Report, error) {
 
 // Matrix is the version x scenario x verdict table in Markdown.
 func Matrix(reports []*Report) string {
-	out := "# Quorate conformance matrix\n\n| Kubernetes | scenario | result | linearizability | lost-writes | availability | split-brain |\n|---|---|---|---|---|---|---|\n"
+	out := "# Quorate conformance matrix\n\n| Kubernetes | scenario | result | " + strings.Join(checkerColumns(), " | ") + " |\n|---|---|---|" + strings.Repeat("---|", len(checker.Names)) + "\n"
 	for _, r := range reports {
 		for _, sc := range r.Scenarios {
 			for _, p := range sc.Profiles() {
 				s := sc.ForProfile(p)
-				out += "| " + r.K8sVersion + " | " + s.Label() + " | " + mark(s.profilePassed())
+				out += "| " + r.K8sVersion + " | " + s.Label() + " | " + string(s.profileResult())
 				for _, c := range checker.Names {
 					out += " | " + verdictCell(s, c)
 				}

@@ -30,7 +30,7 @@ func HTML(reports []*Report) string {
 	b.WriteString(`<!DOCTYPE html><html><head><meta charset="utf-8"><title>Quorate conformance report</title><style>
 body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}
-.pass{color:#1d7a44;font-weight:bold}.fail{color:#b02a2a;font-weight:bold}.exp{color:#8a6d00}
+.pass{color:#1d7a44;font-weight:bold}.fail{color:#b02a2a;font-weight:bold}.skipped{color:#666;font-weight:bold}.exp{color:#8a6d00}
 section.scenario{border-top:2px solid #ddd;margin-top:2em;padding-top:.5em}
 svg{background:#fafafa;border:1px solid #e3e3e3}.small{font-size:13px;color:#555}
 </style></head><body>
@@ -59,7 +59,7 @@ svg{background:#fafafa;border:1px solid #e3e3e3}.small{font-size:13px;color:#555
 			cell := "<td>-</td>"
 			for _, s := range r.Scenarios {
 				if s.Name == n {
-					cell = fmt.Sprintf(`<td><a href="#%s" class="%s">%s</a></td>`, anchor(r, s), cls(s.Passed()), mark(s.Passed()))
+					cell = fmt.Sprintf(`<td><a href="#%s" class="%s">%s</a></td>`, anchor(r, s), resultCls(s.Result()), s.Result())
 				}
 			}
 			b.WriteString(cell)
@@ -83,6 +83,17 @@ func anchor(r *Report, s Scenario) string {
 	return strings.NewReplacer(".", "-", " ", "-").Replace(r.K8sVersion + "-" + s.Name)
 }
 
+// resultCls is the CSS class of a result.
+func resultCls(r Result) string {
+	switch r {
+	case ResultPass:
+		return "pass"
+	case ResultSkipped:
+		return "skipped"
+	}
+	return "fail"
+}
+
 func cls(ok bool) string {
 	if ok {
 		return "pass"
@@ -91,7 +102,15 @@ func cls(ok bool) string {
 }
 
 func writeScenario(b *strings.Builder, r *Report, s Scenario) {
-	fmt.Fprintf(b, `<section class="scenario" id="%s"><h3>%s — <span class="%s">%s</span></h3>`, anchor(r, s), html.EscapeString(s.Name), cls(s.Passed()), mark(s.Passed()))
+	fmt.Fprintf(b, `<section class="scenario" id="%s"><h3>%s — <span class="%s">%s</span></h3>`, anchor(r, s), html.EscapeString(s.Name), resultCls(s.Result()), s.Result())
+	if len(s.Skipped) > 0 {
+		b.WriteString("<p>The scenario did not run: the cluster lacks a prerequisite.</p><ul>")
+		for _, m := range s.Skipped {
+			fmt.Fprintf(b, "<li>%s</li>", html.EscapeString(m))
+		}
+		b.WriteString("</ul></section>")
+		return
+	}
 	if s.Error != "" {
 		fmt.Fprintf(b, `<p class="fail">The scenario did not run to its end: %s</p>`, html.EscapeString(s.Error))
 	}

@@ -15,6 +15,7 @@ type junitSuite struct {
 	Name     string      `xml:"name,attr"`
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
 	Time     float64     `xml:"time,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
@@ -24,7 +25,12 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	Time      float64       `xml:"time,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitFailure struct {
@@ -44,6 +50,11 @@ func junitOf(reports []*Report) []byte {
 		suite := junitSuite{Name: "quorate-conformance/" + r.K8sVersion}
 		for _, s := range r.Scenarios {
 			class := "conformance." + s.Name
+			if len(s.Skipped) > 0 {
+				suite.Cases = append(suite.Cases, junitCase{Name: "run", Classname: class,
+					Skipped: &junitSkipped{Message: "a prerequisite is missing: " + strings.Join(s.Skipped, "; ")}})
+				continue
+			}
 			if s.Error != "" {
 				suite.Cases = append(suite.Cases, junitCase{Name: "run", Classname: class, Time: s.Duration.Seconds(),
 					Failure: &junitFailure{Message: "scenario did not complete", Text: s.Error}})
@@ -69,6 +80,9 @@ func junitOf(reports []*Report) []byte {
 			suite.Tests++
 			if c.Failure != nil {
 				suite.Failures++
+			}
+			if c.Skipped != nil {
+				suite.Skipped++
 			}
 		}
 		all.Suites = append(all.Suites, suite)

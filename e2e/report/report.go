@@ -37,6 +37,10 @@ type Scenario struct {
 	Events  []history.Event    `json:"events,omitempty"`
 	History string             `json:"history,omitempty"` // file name of the saved history
 	Error   string             `json:"error,omitempty"`   // the scenario could not run to its end
+	// Skipped names, one line each, the prerequisites the cluster lacked (framework.
+	// Prerequisite): the scenario did not run. A skip is never a pass, nor a failure of the
+	// operator; the summary counts it apart.
+	Skipped []string `json:"skipped,omitempty"`
 	// Timeline data for the pictures (kept so combined reports can redraw them).
 	HistoryStart int64      `json:"historyStart"`
 	HistoryEnd   int64      `json:"historyEnd"`
@@ -107,10 +111,31 @@ type Timing struct {
 	Error string `json:"error,omitempty"`
 }
 
+// Result is the scenario's outcome as the report shows it.
+type Result string
+
+const (
+	ResultPass Result = "PASS"
+	ResultFail Result = "FAIL"
+	// ResultSkipped: a prerequisite was missing and the scenario did not run (Skipped).
+	ResultSkipped Result = "SKIPPED"
+)
+
+// Result is PASS, FAIL, or SKIPPED when the scenario did not run for a missing prerequisite.
+func (s Scenario) Result() Result {
+	switch {
+	case len(s.Skipped) > 0:
+		return ResultSkipped
+	case s.Passed():
+		return ResultPass
+	}
+	return ResultFail
+}
+
 // Passed: the scenario ran and every checker reached its expected verdict, for every client
 // profile.
 func (s Scenario) Passed() bool {
-	if s.Error != "" {
+	if s.Error != "" || len(s.Skipped) > 0 {
 		return false
 	}
 	for _, p := range s.Profiles() {
@@ -121,9 +146,20 @@ func (s Scenario) Passed() bool {
 	return true
 }
 
+// profileResult is the outcome of the first profile's history (Result for one profile).
+func (s Scenario) profileResult() Result {
+	switch {
+	case len(s.Skipped) > 0:
+		return ResultSkipped
+	case s.profilePassed():
+		return ResultPass
+	}
+	return ResultFail
+}
+
 // profilePassed: every checker reached its expected verdict on the first profile's history.
 func (s Scenario) profilePassed() bool {
-	if s.Error != "" || len(s.Verdicts) == 0 {
+	if s.Error != "" || len(s.Skipped) > 0 || len(s.Verdicts) == 0 {
 		return false
 	}
 	for _, v := range s.Verdicts {
@@ -140,6 +176,9 @@ func (s Scenario) profilePassed() bool {
 func (r *Report) Failures() []string {
 	var out []string
 	for _, s := range r.Scenarios {
+		if len(s.Skipped) > 0 {
+			continue
+		}
 		if s.Error != "" {
 			out = append(out, fmt.Sprintf("%s: did not run to its end: %s", s.Name, s.Error))
 		}
@@ -156,6 +195,45 @@ func (r *Report) Failures() []string {
 		}
 	}
 	return out
+}
+
+// Skips says, a line each, which scenarios were skipped and which prerequisites they lacked.
+func (r *Report) Skips() []string {
+	var out []string
+	for _, s := range r.Scenarios {
+		if len(s.Skipped) > 0 {
+			out = append(out, fmt.Sprintf("%s: skipped, missing %s", s.Name, strings.Join(s.Skipped, "; ")))
+		}
+	}
+	return out
+}
+
+// Counts are how many scenarios passed, failed and were skipped.
+type Counts struct{ Passed, Failed, Skipped int }
+
+// Counts counts the scenarios by Result.
+func (r *Report) Counts() Counts {
+	var c Counts
+	for _, s := range r.Scenarios {
+		switch s.Result() {
+		case ResultPass:
+			c.Passed++
+		case ResultSkipped:
+			c.Skipped++
+		default:
+			c.Failed++
+		}
+	}
+	return c
+}
+
+// String: "12 passed, 1 failed, 2 skipped (a skip is not a pass)".
+func (c Counts) String() string {
+	s := fmt.Sprintf("%d passed, %d failed, %d skipped", c.Passed, c.Failed, c.Skipped)
+	if c.Skipped > 0 {
+		s += " (a skipped scenario did not run: it is not a pass)"
+	}
+	return s
 }
 
 // Expect is what the scenario expects of a checker.
@@ -262,7 +340,7 @@ func verdictCell(s Scenario, name checker.Name) string {
 // Markdown is the summary.
 func (r *Report) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\nKubernetes %s, Quorate %s, generated %s.\n\n", r.Title, r.K8sVersion, r.Quorate, r.Generated.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "# %s\n\nKubernetes %s, Quorate %s, generated %s.\n\nScenarios: %s.\n\n", r.Title, r.K8sVersion, r.Quorate, r.Generated.UTC().Format(time.RFC3339), r.Counts())
 	fmt.Fprintf(&b, "| scenario | result | %s | longest write gap | ops ok/fail/unknown | p99 latency |\n|---|---|%s---|---|---|\n",
 		strings.Join(checkerColumns(), " | "), strings.Repeat("---|", len(checker.Names)))
 	// A row per client profile, side by side, when the run named them.
@@ -273,12 +351,23 @@ func (r *Report) Markdown() string {
 			for i, c := range checker.Names {
 				cells[i] = verdictCell(s, c)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", s.Label(), mark(s.profilePassed()), strings.Join(cells, " | "),
+			if len(s.Skipped) > 0 {
+				fmt.Fprintf(&b, "| %s | %s | %s | - | - | - |\n", s.Label(), s.profileResult(), strings.Join(cells, " | "))
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", s.Label(), s.profileResult(), strings.Join(cells, " | "),
 				s.Stats.MaxWriteGap.Round(time.Millisecond), opsCell(s.Stats.OK, s.Stats.Fail, s.Stats.Dropped, s.Stats.Unknown), s.Stats.P99.Round(100*time.Microsecond))
 		}
 	}
 	for _, s := range r.Scenarios {
-		fmt.Fprintf(&b, "\n## %s: %s\n\n", s.Name, mark(s.Passed()))
+		fmt.Fprintf(&b, "\n## %s: %s\n\n", s.Name, s.Result())
+		if len(s.Skipped) > 0 {
+			b.WriteString("The scenario did not run: the cluster lacks a prerequisite.\n\n")
+			for _, m := range s.Skipped {
+				fmt.Fprintf(&b, "- %s\n", m)
+			}
+			continue
+		}
 		if s.Error != "" {
 			fmt.Fprintf(&b, "The scenario did not run to its end: %s\n\n", s.Error)
 		}

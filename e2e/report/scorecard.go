@@ -21,7 +21,8 @@ type scorecardStatus struct {
 }
 
 // WriteScorecard prints the report as a scorecard v1alpha3 TestStatus: one result per scenario,
-// "pass" when every checker reached its expected verdict, "fail" with the reasons otherwise.
+// "pass" when every checker reached its expected verdict, "fail" with the reasons otherwise,
+// "error" naming the missing prerequisites for a scenario that was skipped.
 func (r *Report) WriteScorecard(w io.Writer) error {
 	st := scorecardStatus{Results: []scorecardResult{}}
 	for _, s := range r.Scenarios {
@@ -33,6 +34,12 @@ func (r *Report) WriteScorecard(w io.Writer) error {
 			}
 		}
 		res.Log = strings.Join(log, "\n")
+		if len(s.Skipped) > 0 {
+			// Not run: neither a pass nor the operator's failure.
+			res.State, res.Errors = "error", append([]string{"skipped: a prerequisite is missing"}, s.Skipped...)
+			st.Results = append(st.Results, res)
+			continue
+		}
 		if !s.Passed() {
 			res.State = "fail"
 			if s.Error != "" {
