@@ -170,7 +170,7 @@ func (s *Suite) connect(ctx context.Context, cfg *envconf.Config) (context.Conte
 			return ctx, err
 		}
 	}
-	return ctx, nil
+	return ctx, s.recordEnvironment(ctx)
 }
 
 // writeReport writes the report of every scenario, lists the unexpected results, and the

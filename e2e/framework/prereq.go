@@ -73,6 +73,10 @@ var ObjectStore = Prerequisite{Name: "object store", Missing: func(ctx context.C
 	if apierrors.IsNotFound(err) {
 		return fmt.Sprintf("the suite's S3 store is not installed (no Secret %s/s3-root): install it with --install-s3 (hack/s3.sh)", S3Namespace), nil
 	}
+	if apierrors.IsForbidden(err) {
+		// The Job reads no Secret: the scenario could not copy the store's keys either.
+		return fmt.Sprintf("the suite may not read the S3 store's keys (Secret %s/s3-root), which the backup scenarios copy: run them with credentials that may (make e2e-backup)", S3Namespace), nil
+	}
 	return "", fmt.Errorf("looking for the S3 store: %w", err)
 }}
 

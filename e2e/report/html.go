@@ -69,6 +69,9 @@ svg{background:#fafafa;border:1px solid #e3e3e3}.small{font-size:13px;color:#555
 	b.WriteString("</table>")
 	for _, r := range reports {
 		fmt.Fprintf(&b, "<h2>Kubernetes %s</h2><p class=small>Quorate %s, generated %s</p>", html.EscapeString(r.K8sVersion), html.EscapeString(r.Quorate), r.Generated.UTC().Format(time.RFC3339))
+		if r.Environment != nil {
+			b.WriteString(r.Environment.html())
+		}
 		for _, s := range r.Scenarios {
 			writeScenario(&b, r, s)
 		}

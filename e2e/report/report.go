@@ -246,11 +246,13 @@ func (s Scenario) Expect(name checker.Name) history.Expectation {
 
 // Report is one run of the suite on one Kubernetes version.
 type Report struct {
-	Title      string     `json:"title"`
-	K8sVersion string     `json:"k8sVersion"`
-	Quorate    string     `json:"quorate"`
-	Generated  time.Time  `json:"generated"`
-	Scenarios  []Scenario `json:"scenarios"`
+	Title      string    `json:"title"`
+	K8sVersion string    `json:"k8sVersion"`
+	Quorate    string    `json:"quorate"`
+	Generated  time.Time `json:"generated"`
+	// Environment is what the run ran against (nil in reports of older suites).
+	Environment *Environment `json:"environment,omitempty"`
+	Scenarios   []Scenario   `json:"scenarios"`
 }
 
 // AddLatencies samples the latencies of successful operations for the latency picture.
@@ -341,6 +343,9 @@ func verdictCell(s Scenario, name checker.Name) string {
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\nKubernetes %s, Quorate %s, generated %s.\n\nScenarios: %s.\n\n", r.Title, r.K8sVersion, r.Quorate, r.Generated.UTC().Format(time.RFC3339), r.Counts())
+	if r.Environment != nil {
+		b.WriteString(r.Environment.markdown() + "\n")
+	}
 	fmt.Fprintf(&b, "| scenario | result | %s | longest write gap | ops ok/fail/unknown | p99 latency |\n|---|---|%s---|---|---|\n",
 		strings.Join(checkerColumns(), " | "), strings.Repeat("---|", len(checker.Names)))
 	// A row per client profile, side by side, when the run named them.
