@@ -75,6 +75,7 @@ func restoreAndVerify(ctx context.Context, r *framework.Run, b *v1alpha1.EtcdBac
 	restored := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "restored", Namespace: r.Namespace},
 		Spec: v1alpha1.EtcdClusterSpec{Replicas: 3, Version: src.Spec.Version, Storage: v1alpha1.StorageSpec{Size: resource.MustParse("256Mi")},
 			VolumeRetention: "Delete", Bootstrap: &v1alpha1.BootstrapSpec{FromBackup: &from}}}
+	r.Suite.Opts.Shape.Apply(&restored.Spec)
 	what := "EtcdBackup " + b.Name
 	if from.BackupName == "" {
 		what = fmt.Sprintf("the snapshot of EtcdBackup %s at %s", b.Name, backup.Location{Bucket: from.Storage.BucketURL, Key: from.Key})

@@ -84,6 +84,9 @@ func Setup(opts *Options) (env.Environment, *Suite, error) {
 	if err := opts.checkMissingPrerequisites(); err != nil {
 		return nil, nil, err
 	}
+	if err := opts.checkShape(); err != nil {
+		return nil, nil, err
+	}
 	testenv := env.NewWithConfig(cfg)
 	s := &Suite{Opts: opts, kubectl: "kubectl", scorecardOut: os.Stdout, Report: &report.Report{Title: "Quorate conformance", Quorate: buildinfo.Version, Generated: time.Now()}, Labels: cfg.Labels()}
 	if err := s.provide(testenv, cfg); err != nil {

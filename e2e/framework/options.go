@@ -8,9 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/quorate-dev/quorate/e2e/workload"
 	"github.com/quorate-dev/quorate/internal/buildinfo"
@@ -56,6 +58,12 @@ type Options struct {
 	// MissingPrerequisites is what a scenario whose prerequisite the cluster lacks gets:
 	// SkipMissing or FailMissing.
 	MissingPrerequisites string
+	// The EtcdClusters' shape on a cluster that is not the suite's own (Shape), as given;
+	// Shape holds them parsed.
+	StorageClass, MemberNodeSelector, MemberTolerations, MemberResources string
+	Shape                                                                Shape
+	// NamespacePrefix starts the name of every namespace a scenario creates.
+	NamespacePrefix string
 	// ScenarioRole is the ClusterRole the suite binds itself to in each scenario namespace it
 	// creates (the Job's namespace-scoped rights, config/conformance); empty: none.
 	ScenarioRole string
@@ -116,6 +124,19 @@ func (o *Options) Profiles() []workload.Profile {
 	return o.clientProfiles
 }
 
+// checkShape parses the shaping flags into Shape, and checks --namespace-prefix.
+func (o *Options) checkShape() error {
+	sh, err := parseShape(o.StorageClass, o.MemberNodeSelector, o.MemberTolerations, o.MemberResources)
+	if err != nil {
+		return err
+	}
+	o.Shape = sh
+	if errs := validation.IsDNS1123Label(o.NamespacePrefix + "x"); len(errs) > 0 {
+		return fmt.Errorf("--namespace-prefix=%q cannot start a namespace's name: %s", o.NamespacePrefix, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
 // checkMissingPrerequisites checks --missing-prerequisites.
 func (o *Options) checkMissingPrerequisites() error {
 	if o.MissingPrerequisites != SkipMissing && o.MissingPrerequisites != FailMissing {
@@ -170,6 +191,11 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.OperatorNS, "operator-namespace", "quorate-system", "namespace of the Quorate operator (the operator-kill fault targets its pods)")
 	flag.BoolVar(&o.Scorecard, "scorecard", false, "print the result as operator-sdk scorecard v1alpha3 TestStatus JSON on stdout (for a scorecard custom test)")
 	flag.BoolVar(&o.KeepFailed, "keep-failed", false, "keep the namespaces of failed scenarios for inspection")
+	flag.StringVar(&o.StorageClass, "storage-class", os.Getenv("QUORATE_STORAGE_CLASS"), "($QUORATE_STORAGE_CLASS) StorageClass of the members' volumes of every EtcdCluster the suite creates (empty: the cluster's default; storage-migration names its own)")
+	flag.StringVar(&o.MemberNodeSelector, "member-node-selector", os.Getenv("QUORATE_MEMBER_NODE_SELECTOR"), "($QUORATE_MEMBER_NODE_SELECTOR) KEY=VALUE,...: the node selector of every EtcdCluster's member pods (an etcd node pool)")
+	flag.StringVar(&o.MemberTolerations, "member-tolerations", os.Getenv("QUORATE_MEMBER_TOLERATIONS"), "($QUORATE_MEMBER_TOLERATIONS) KEY[=VALUE]:EFFECT,...: tolerations of every EtcdCluster's member pods (a tainted etcd node pool); without =VALUE the key tolerates any value")
+	flag.StringVar(&o.MemberResources, "member-resources", os.Getenv("QUORATE_MEMBER_RESOURCES"), "($QUORATE_MEMBER_RESOURCES) cpu=QUANTITY,memory=QUANTITY: the requests of every EtcdCluster's member pods (a namespace whose LimitRange or quota asks for them)")
+	flag.StringVar(&o.NamespacePrefix, "namespace-prefix", "qc-", "start of every namespace the suite creates (the Job's admission policy, config/conformance/policy.yaml, allows qc- alone)")
 	flag.StringVar(&o.MissingPrerequisites, "missing-prerequisites", envflag.Or("QUORATE_MISSING_PREREQUISITES", SkipMissing), "what a scenario whose prerequisite the cluster lacks (Chaos Mesh, the S3 store, node access, nodes, StorageClasses) gets: skip (reported skipped, naming it; never a pass) or fail (on a cluster meant to have them all)")
 	flag.StringVar(&o.ScenarioRole, "scenario-role", "", "after creating each scenario namespace, bind the suite's own identity to this ClusterRole there and wait until the rights apply (the Job in config/conformance: quorate-conformance-scenario, its only rights inside a namespace); empty: bind nothing, the credentials must already allow it")
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")

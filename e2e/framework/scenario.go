@@ -195,7 +195,7 @@ func (s *Suite) Feature(sc Scenario) features.Feature {
 	key := runKey(sc.Name)
 	return b.
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r := &Run{Suite: s, Scenario: sc, T: t, Cluster: "etcd", Namespace: fmt.Sprintf("qc-%s-%04d", history.Slug(sc.Name), rand.Intn(10000))}
+			r := &Run{Suite: s, Scenario: sc, T: t, Cluster: "etcd", Namespace: fmt.Sprintf("%s%s-%04d", s.Opts.NamespacePrefix, history.Slug(sc.Name), rand.Intn(10000))}
 			missing, err := r.missingPrerequisites(ctx)
 			if err == nil && len(missing) > 0 {
 				s.add(report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Skipped: missing, Budget: r.budget()})
@@ -295,8 +295,15 @@ func (r *Run) CreateEtcdCluster(ctx context.Context) error {
 		Spec: v1alpha1.EtcdClusterSpec{Replicas: r.Scenario.Replicas, Version: version, Image: image,
 			Storage: v1alpha1.StorageSpec{Size: resource.MustParse("256Mi")}},
 	}
+	r.Suite.Opts.Shape.Apply(&ec.Spec)
 	if r.pools {
-		ec.Spec.PodTemplate = &v1alpha1.PodTemplate{NodeSelector: map[string]v1alpha1.LabelValue{localcluster.PoolLabel: localcluster.PoolEtcd}}
+		if ec.Spec.PodTemplate == nil {
+			ec.Spec.PodTemplate = &v1alpha1.PodTemplate{}
+		}
+		if ec.Spec.PodTemplate.NodeSelector == nil {
+			ec.Spec.PodTemplate.NodeSelector = map[string]v1alpha1.LabelValue{}
+		}
+		ec.Spec.PodTemplate.NodeSelector[localcluster.PoolLabel] = localcluster.PoolEtcd
 	}
 	if r.Scenario.Spec != nil {
 		r.Scenario.Spec(&ec.Spec)
