@@ -19,6 +19,10 @@
 //	GET  /tls      when the mounted certificate files changed, and what they held (CA rotation)
 //	GET  /stats    counts so far, for progress lines
 //	GET  /healthz
+//
+// quorate-workload fsync-probe --dir DIR measures instead how long a write and fdatasync take
+// on DIR's volume (workload.FsyncProbe), prints the result as JSON and writes it to the
+// termination message: the suite's probe pod, for the report's environment.
 package main
 
 import (
@@ -56,6 +60,9 @@ type flags struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "fsync-probe" {
+		os.Exit(fsyncProbe(os.Args[2:]))
+	}
 	f := parseFlags()
 	cfgs, err := f.configs(time.Now().UnixNano())
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -164,5 +166,28 @@ func TestProfilesRunSideBySide(t *testing.T) {
 				t.Errorf("%s: read back %s, outside its keys", r.Profile(), key)
 			}
 		}
+	}
+}
+
+// TestFsyncProbeCommand: the subcommand writes the result the suite reads.
+func TestFsyncProbeCommand(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(t.TempDir(), "termination-log")
+	if code := fsyncProbe([]string{"--dir", dir, "--samples", "10", "--block-size", "512", "--termination-log", out}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got workload.FsyncResult
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Samples != 10 || got.BlockSize != 512 || got.Max <= 0 {
+		t.Errorf("result %+v", got)
+	}
+	if code := fsyncProbe([]string{"--dir", filepath.Join(dir, "absent"), "--termination-log", ""}); code != 1 {
+		t.Errorf("a missing directory: exit %d, want 1", code)
 	}
 }

@@ -78,6 +78,13 @@ func (s *Suite) environment(ctx context.Context, disc discovery.DiscoveryInterfa
 		e.Storage = append(e.Storage, ec)
 	}
 
+	if s.Opts.FsyncProbe {
+		if f, err := s.probeFsync(ctx); err != nil {
+			e.Problems = append(e.Problems, "fsync of the scenarios' storage: "+err.Error())
+		} else {
+			e.Fsync = f
+		}
+	}
 	if op, err := s.operatorAsItRuns(ctx); err != nil {
 		problem("the operator in "+s.Opts.OperatorNS, err)
 	} else {

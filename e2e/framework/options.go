@@ -62,6 +62,8 @@ type Options struct {
 	// Shape holds them parsed.
 	StorageClass, MemberNodeSelector, MemberTolerations, MemberResources string
 	Shape                                                                Shape
+	// FsyncProbe measures fsync on the scenarios' storage before the first scenario.
+	FsyncProbe bool
 	// NamespacePrefix starts the name of every namespace a scenario creates.
 	NamespacePrefix string
 	// ScenarioRole is the ClusterRole the suite binds itself to in each scenario namespace it
@@ -195,6 +197,7 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.MemberNodeSelector, "member-node-selector", os.Getenv("QUORATE_MEMBER_NODE_SELECTOR"), "($QUORATE_MEMBER_NODE_SELECTOR) KEY=VALUE,...: the node selector of every EtcdCluster's member pods (an etcd node pool)")
 	flag.StringVar(&o.MemberTolerations, "member-tolerations", os.Getenv("QUORATE_MEMBER_TOLERATIONS"), "($QUORATE_MEMBER_TOLERATIONS) KEY[=VALUE]:EFFECT,...: tolerations of every EtcdCluster's member pods (a tainted etcd node pool); without =VALUE the key tolerates any value")
 	flag.StringVar(&o.MemberResources, "member-resources", os.Getenv("QUORATE_MEMBER_RESOURCES"), "($QUORATE_MEMBER_RESOURCES) cpu=QUANTITY,memory=QUANTITY: the requests of every EtcdCluster's member pods (a namespace whose LimitRange or quota asks for them)")
+	flag.BoolVar(&o.FsyncProbe, "fsync-probe", true, "before the first scenario, measure how long a small write and its fdatasync take on a fresh volume of the scenarios' StorageClass (a pod of the workload image), for the report's environment")
 	flag.StringVar(&o.NamespacePrefix, "namespace-prefix", "qc-", "start of every namespace the suite creates (the Job's admission policy, config/conformance/policy.yaml, allows qc- alone)")
 	flag.StringVar(&o.MissingPrerequisites, "missing-prerequisites", envflag.Or("QUORATE_MISSING_PREREQUISITES", SkipMissing), "what a scenario whose prerequisite the cluster lacks (Chaos Mesh, the S3 store, node access, nodes, StorageClasses) gets: skip (reported skipped, naming it; never a pass) or fail (on a cluster meant to have them all)")
 	flag.StringVar(&o.ScenarioRole, "scenario-role", "", "after creating each scenario namespace, bind the suite's own identity to this ClusterRole there and wait until the rights apply (the Job in config/conformance: quorate-conformance-scenario, its only rights inside a namespace); empty: bind nothing, the credentials must already allow it")

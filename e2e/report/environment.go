@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"strings"
+	"time"
 )
 
 // Environment is what the run ran against, recorded before its first scenario, so that a
@@ -26,6 +27,9 @@ type Environment struct {
 	// Etcd is the etcd version the scenarios create clusters at, and the image override if
 	// any (the operator's image for the version otherwise).
 	Etcd string `json:"etcd,omitempty"`
+	// Fsync is how long a small write and its fdatasync took on a fresh volume of the
+	// scenarios' StorageClass (the suite's probe pod; --fsync-probe).
+	Fsync *EnvFsync `json:"fsync,omitempty"`
 	// Problems are what could not be read, and why (a right the suite lacks, say).
 	Problems []string `json:"problems,omitempty"`
 }
@@ -49,6 +53,17 @@ type EnvClass struct {
 	Default     bool   `json:"default,omitempty"`
 	Expansion   bool   `json:"expansion,omitempty"`
 	Binding     string `json:"binding,omitempty"`
+}
+
+// EnvFsync is what the fsync probe measured.
+type EnvFsync struct {
+	StorageClass string        `json:"storageClass"`
+	Node         string        `json:"node,omitempty"`
+	Samples      int           `json:"samples"`
+	BlockSize    int           `json:"blockSize"`
+	P50          time.Duration `json:"p50"`
+	P99          time.Duration `json:"p99"`
+	Max          time.Duration `json:"max"`
 }
 
 // EnvOperator is the operator as it runs.
@@ -95,6 +110,11 @@ func (e *Environment) rows() [][2]string {
 		add("operator arguments", strings.Join(o.Args, " "))
 	}
 	add("etcd", e.Etcd)
+	if f := e.Fsync; f != nil {
+		r := 100 * time.Microsecond
+		add(fmt.Sprintf("fsync (StorageClass %s, node %s)", f.StorageClass, f.Node), fmt.Sprintf("p50 %s, p99 %s, max %s over %d writes of %d B, each followed by fdatasync (etcd's hardware guide asks for a p99 under 10ms)",
+			f.P50.Round(r), f.P99.Round(r), f.Max.Round(r), f.Samples, f.BlockSize))
+	}
 	for _, p := range e.Problems {
 		add("not recorded", p)
 	}

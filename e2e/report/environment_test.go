@@ -3,6 +3,7 @@ package report
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestEnvironmentInTheSummary(t *testing.T) {
@@ -11,7 +12,8 @@ func TestEnvironmentInTheSummary(t *testing.T) {
 		CNI:      "Amazon VPC CNI",
 		Storage:  []EnvClass{{Name: "gp3", Provisioner: "ebs.csi.aws.com", Default: true, Expansion: true, Binding: "WaitForFirstConsumer"}},
 		Operator: &EnvOperator{Namespace: "quorate-system", Images: []string{"op@sha256:01"}, Args: []string{"--a", "--b"}},
-		Etcd:     "3.6.16", Problems: []string{"x: the suite may not read them"}}}
+		Etcd:     "3.6.16", Problems: []string{"x: the suite may not read them"},
+		Fsync: &EnvFsync{StorageClass: "gp3", Node: "w1", Samples: 500, BlockSize: 2048, P50: 1234567 * time.Nanosecond, P99: 8 * time.Millisecond, Max: 15 * time.Millisecond}}}
 	want := `## Environment
 
 | | |
@@ -25,6 +27,7 @@ func TestEnvironmentInTheSummary(t *testing.T) {
 | operator images | op@sha256:01 |
 | operator arguments | --a --b |
 | etcd | 3.6.16 |
+| fsync (StorageClass gp3, node w1) | p50 1.2ms, p99 8ms, max 15ms over 500 writes of 2048 B, each followed by fdatasync (etcd's hardware guide asks for a p99 under 10ms) |
 | not recorded | x: the suite may not read them |
 `
 	if md := r.Markdown(); !strings.Contains(md, want) {
