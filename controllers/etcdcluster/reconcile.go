@@ -368,6 +368,7 @@ func (r *Reconciler) step(ctx context.Context, c *v1alpha1.EtcdCluster, obs *obs
 // other error goes back for backoff.
 func (r *Reconciler) report(ctx context.Context, original, c *v1alpha1.EtcdCluster, obs *observation, state planner.State, action planner.Action, q requeue, execErr error) (ctrl.Result, error) {
 	if res, stop := stopForClaim(ctx, errors.Join(execErr, r.Ownership.InTerm(holdOf(ctx)))); stop {
+		r.recordBeforeStop(ctx, original, c, obs, state, action, execErr)
 		return res, nil
 	}
 	st := computeStatus(c, obs, state, action, execErr)
@@ -394,6 +395,24 @@ func stopForClaim(ctx context.Context, err error) (ctrl.Result, bool) {
 	}
 	logf.FromContext(ctx).Info("stopped acting on the cluster for this pass", "reason", err.Error())
 	return requeue{after: claimRetry, reason: "the claim must be taken or renewed again"}.result(ctx), true
+}
+
+// recordBeforeStop writes the status of a pass stopped because its claim's term ran low (not
+// lost): the claim still holds for its safety margin, and what the pass did must be on record
+// before the next one plans. A step longer than what was left of the term (a defragmentation
+// of a large database) would otherwise be taken again by every pass, and the round it belongs
+// to never advance. The write carries the resourceVersion the pass read: should the claim end
+// and another install write first, it is refused. A lost claim writes nothing.
+func (r *Reconciler) recordBeforeStop(ctx context.Context, original, c *v1alpha1.EtcdCluster, obs *observation, state planner.State, action planner.Action, execErr error) {
+	if errors.Is(execErr, ownership.ErrClaimLost) {
+		return
+	}
+	if errors.Is(execErr, ownership.ErrTermRunningLow) {
+		execErr = nil // the claim's own wait, not the step's failure
+	}
+	if err := r.writeStatus(ctx, original, computeStatus(c, obs, state, action, execErr)); err != nil {
+		logf.FromContext(ctx).Info("could not record what the pass did before it stopped for its claim; the next pass observes it again", "error", err.Error())
+	}
 }
 
 // claimRetry is how soon a pass that stopped for its claim (lost, or its term running low)

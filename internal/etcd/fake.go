@@ -40,6 +40,8 @@ type Fake struct {
 	calls     []string
 	clients   int
 	auth      AuthSpec
+	// defragTakes is how long each Defragment takes (SlowDefrag).
+	defragTakes time.Duration
 }
 
 // NewFake returns an empty, not yet bootstrapped cluster running the given etcd version.
@@ -532,8 +534,25 @@ func (c *fakeClient) Disarm(_ context.Context, a Alarm) error {
 	return nil
 }
 
-func (c *fakeClient) Defragment(_ context.Context, ep Endpoint) error {
+// SlowDefrag makes every defragmentation take d, as one of a large database does.
+func (f *Fake) SlowDefrag(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.defragTakes = d
+}
+
+func (c *fakeClient) Defragment(ctx context.Context, ep Endpoint) error {
 	f := c.f
+	f.mu.Lock()
+	takes := f.defragTakes
+	f.mu.Unlock()
+	if takes > 0 {
+		select {
+		case <-time.After(takes):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.errLocked("Defragment"); err != nil {
