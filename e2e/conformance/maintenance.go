@@ -117,3 +117,38 @@ func leaderDefragmentedLast(ctx context.Context, r *framework.Run, leader string
 	}
 	return nil
 }
+
+// ScaleDownLeader: a 5-member cluster whose leader is the member a scale-down removes first
+// (leadership moved to it with spec.maintenance.moveLeader) is scaled to 3. The operator must
+// move leadership away before it removes the leader: a removed leader steps down only once its
+// removal commits, and the rest elect a new one after an election timeout, a write gap over
+// the planned budget.
+func ScaleDownLeader() framework.Scenario {
+	return framework.Scenario{Name: "scale-down-leader", Labels: safety, Replicas: 3, Class: framework.Planned,
+		Steps: []framework.Step{
+			scaleStep(5),
+			{Name: "move leadership to the member removed first", Do: func(ctx context.Context, r *framework.Run) error {
+				to := fmt.Sprintf("%s-%d", r.Cluster, 4)
+				if err := r.Update(ctx, "move leadership to "+to, func(ec *v1alpha1.EtcdCluster) {
+					ec.Spec.Maintenance.MoveLeader = &v1alpha1.MoveLeaderSpec{Token: "scale-down-leader", To: to}
+				}); err != nil {
+					return err
+				}
+				return r.WaitFor(ctx, "leadership at "+to, 2*time.Minute, func() error {
+					ec, err := r.GetCluster(ctx)
+					if err != nil {
+						return err
+					}
+					if m := ec.Status.Maintenance; m != nil && m.MoveLeader != nil && m.MoveLeader.Token == "scale-down-leader" &&
+						m.MoveLeader.Result != v1alpha1.LeaderMoveMoved && m.MoveLeader.Result != v1alpha1.LeaderMoveAlreadyLeader {
+						return fmt.Errorf("%w: the transfer was answered %s: %s", framework.ErrStop, m.MoveLeader.Result, m.MoveLeader.Message)
+					}
+					if ec.Status.Leader != to {
+						return fmt.Errorf("the leader is %q", ec.Status.Leader)
+					}
+					return nil
+				})
+			}},
+			scaleStep(3),
+		}}
+}

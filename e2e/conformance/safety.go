@@ -415,6 +415,6 @@ func SafetyScenarios() []framework.Scenario {
 		VolumesDeleted("volumes-deleted-all", 0, 1, 2),
 		VolumesDeleted("volumes-deleted-majority", 0, 1),
 		DataWiped(), DataWipedSingle(), DataCorrupted(), PowerLoss(), BadImageReverted(), NoSpace(), RetainedAndAdopted(), QuorumRecovered(), Defrag(), Users(), CertRotation(),
-		Hibernate(), Fence(),
+		Hibernate(), Fence(), ScaleDownLeader(),
 	}
 }

@@ -43,7 +43,7 @@ func TestTable(t *testing.T) {
 		report.Scenario{Name: "storage-migration", Verdicts: []history.Verdict{pass(checker.Linearizability), pass(checker.Availability)}})
 	writeReport(t, dir, "skip-leader-move",
 		report.Scenario{Name: "etcd-upgrade", Error: "waiting for 3 members settled:\n timed out | after 5m"},
-		report.Scenario{Name: "scale", Verdicts: []history.Verdict{pass(checker.Availability)}})
+		report.Scenario{Name: "scale-down-leader", Verdicts: []history.Verdict{pass(checker.Availability)}})
 	writeReport(t, dir, "promote-before-caught-up",
 		report.Scenario{Name: "scale", Verdicts: []history.Verdict{pass(checker.Availability)}})
 	writeReport(t, dir, "pdb-counts-learners",
@@ -64,7 +64,7 @@ func TestTable(t *testing.T) {
 		"| Mutant | Bug class | Where | Result | Killed by | Scenarios run | Notes |\n" +
 		"|---|---|---|---|---|---|---|\n" +
 		"| replace-remove-first | membership: remove before add | internal/planner changeMembership | killed | pvc-loss: availability fail [unavailable-too-long] | pvc-loss, storage-migration | – |\n" +
-		"| skip-leader-move | planned stop of the leader | internal/planner rollPods, removeVoter | killed | etcd-upgrade: did not run to its end (waiting for 3 members settled: timed out \\| after 5m) | etcd-upgrade, scale | – |\n" +
+		"| skip-leader-move | planned stop of the leader | internal/planner rollPods, removeVoter | killed | etcd-upgrade: did not run to its end (waiting for 3 members settled: timed out \\| after 5m) | etcd-upgrade, scale-down-leader | – |\n" +
 		"| promote-before-caught-up | membership: promote a lagging learner | internal/planner gateHealth | survived | – | scale | equivalent: " + reg("promote-before-caught-up").Equivalent + " |\n" +
 		"| pdb-counts-learners | disruption budget counts non-voters | internal/resources PDB | survived | – | scale | expected scenarios not in the report: node-drain; a scenario is missing: add one that fails under this bug, then run again |\n" +
 		"| drop-expectations | acting on a stale cache | internal/expectations Satisfied | not run | – | – | no report.json under " + filepath.Join(dir, "drop-expectations") + " |\n" +
