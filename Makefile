@@ -108,8 +108,9 @@ plugin: ## Build the kubectl plugin, bin/kubectl-quorate (in PATH, kubectl runs 
 	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/kubectl-quorate ./cmd/kubectl-quorate
 
 .PHONY: release
-release: ## Build the kubectl plugin's archives (linux and darwin, amd64 and arm64) into dist/, and dist/quorate.yaml: the krew manifest with their sha256.
+release: $(KUSTOMIZE) ## Build the kubectl plugin's archives (linux and darwin, amd64 and arm64) into dist/, dist/quorate.yaml (the krew manifest with their sha256), and dist/quorate-conformance.yaml (the conformance Job, its rights and settings, for kubectl apply -f).
 	hack/plugin-release.sh $(VERSION) "$(LDFLAGS)"
+	$(KUSTOMIZE) build config/conformance > dist/quorate-conformance.yaml
 
 .PHONY: run
 run: manifests generate ## Run the manager from this machine against the current kubeconfig.
