@@ -12,13 +12,17 @@ import (
 // terminationLog is where the kubelet reads a container's termination message.
 const terminationLog = "/dev/termination-log"
 
-// fsyncProbe runs `quorate-workload fsync-probe`: it measures --dir's volume and prints the
-// workload.FsyncResult as JSON, also into the termination message when the pod has one.
+// fsyncProbeFlag, given first, runs the fsync probe instead of the workload.
+const fsyncProbeFlag = workload.FsyncProbeFlag
+
+// fsyncProbe runs `quorate-workload --fsync-probe-dir=DIR`: it measures DIR's volume and
+// prints the workload.FsyncResult as JSON, also into the termination message when the pod has
+// one.
 func fsyncProbe(args []string) int {
 	fs := flag.NewFlagSet("fsync-probe", flag.ContinueOnError)
-	dir := fs.String("dir", "/data", "a directory on the volume to measure")
-	n := fs.Int("samples", 500, "how many blocks to write and sync")
-	size := fs.Int("block-size", 2048, "bytes per block (etcd's WAL entries are small)")
+	dir := fs.String(fsyncProbeFlag, "/data", "a directory on the volume to measure")
+	n := fs.Int("fsync-probe-samples", 500, "how many blocks to write and sync")
+	size := fs.Int("fsync-probe-block-size", 2048, "bytes per block (etcd's WAL entries are small)")
 	out := fs.String("termination-log", terminationLog, "file the result is written to besides stdout (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -20,9 +20,10 @@
 //	GET  /stats    counts so far, for progress lines
 //	GET  /healthz
 //
-// quorate-workload fsync-probe --dir DIR measures instead how long a write and fdatasync take
+// quorate-workload --fsync-probe-dir=DIR measures instead how long a write and fdatasync take
 // on DIR's volume (workload.FsyncProbe), prints the result as JSON and writes it to the
-// termination message: the suite's probe pod, for the report's environment.
+// termination message: the suite's probe pod, for the report's environment. (A flag, not a
+// word: a workload binary older than the probe refuses it at once instead of serving.)
 package main
 
 import (
@@ -60,8 +61,8 @@ type flags struct {
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "fsync-probe" {
-		os.Exit(fsyncProbe(os.Args[2:]))
+	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "--"+fsyncProbeFlag) {
+		os.Exit(fsyncProbe(os.Args[1:]))
 	}
 	f := parseFlags()
 	cfgs, err := f.configs(time.Now().UnixNano())

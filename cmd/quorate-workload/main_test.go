@@ -173,7 +173,7 @@ func TestProfilesRunSideBySide(t *testing.T) {
 func TestFsyncProbeCommand(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(t.TempDir(), "termination-log")
-	if code := fsyncProbe([]string{"--dir", dir, "--samples", "10", "--block-size", "512", "--termination-log", out}); code != 0 {
+	if code := fsyncProbe([]string{"--fsync-probe-dir", dir, "--fsync-probe-samples", "10", "--fsync-probe-block-size", "512", "--termination-log", out}); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	b, err := os.ReadFile(out)
@@ -187,7 +187,7 @@ func TestFsyncProbeCommand(t *testing.T) {
 	if got.Samples != 10 || got.BlockSize != 512 || got.Max <= 0 {
 		t.Errorf("result %+v", got)
 	}
-	if code := fsyncProbe([]string{"--dir", filepath.Join(dir, "absent"), "--termination-log", ""}); code != 1 {
+	if code := fsyncProbe([]string{"--fsync-probe-dir=" + filepath.Join(dir, "absent"), "--termination-log", ""}); code != 1 {
 		t.Errorf("a missing directory: exit %d, want 1", code)
 	}
 }

@@ -80,6 +80,9 @@ type Reconciler struct {
 	certs Certificates
 	// checks remembers each cluster's last consistency check.
 	checks consistencyChecks
+	// carried are the maintenance records of passes stopped for their claim before their
+	// status write, for the next pass that holds the claim (carry.go).
+	carried carried
 	// drainRefused are the pods (by UID) the API server refused to take out of the client
 	// Service: they are stopped without (until the operator restarts and tries again).
 	drainRefused sync.Map
@@ -151,6 +154,8 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		return q.result(ctx), err
 	}
 	ctx = withHold(ctx, hold)
+	// What a pass stopped for its claim did, now that the claim is held again.
+	r.carried.foldInto(c)
 	// Deleted mid-join (FinalizerJoin): the operator's members leave the external cluster first.
 	if !c.DeletionTimestamp.IsZero() {
 		return r.abort(ctx, original, c)
@@ -368,7 +373,7 @@ func (r *Reconciler) step(ctx context.Context, c *v1alpha1.EtcdCluster, obs *obs
 // other error goes back for backoff.
 func (r *Reconciler) report(ctx context.Context, original, c *v1alpha1.EtcdCluster, obs *observation, state planner.State, action planner.Action, q requeue, execErr error) (ctrl.Result, error) {
 	if res, stop := stopForClaim(ctx, errors.Join(execErr, r.Ownership.InTerm(holdOf(ctx)))); stop {
-		r.recordBeforeStop(ctx, original, c, obs, state, action, execErr)
+		r.recordBeforeStop(c, execErr)
 		return res, nil
 	}
 	st := computeStatus(c, obs, state, action, execErr)
@@ -397,22 +402,16 @@ func stopForClaim(ctx context.Context, err error) (ctrl.Result, bool) {
 	return requeue{after: claimRetry, reason: "the claim must be taken or renewed again"}.result(ctx), true
 }
 
-// recordBeforeStop writes the status of a pass stopped because its claim's term ran low (not
-// lost): the claim still holds for its safety margin, and what the pass did must be on record
-// before the next one plans. A step longer than what was left of the term (a defragmentation
-// of a large database) would otherwise be taken again by every pass, and the round it belongs
-// to never advance. The write carries the resourceVersion the pass read: should the claim end
-// and another install write first, it is refused. A lost claim writes nothing.
-func (r *Reconciler) recordBeforeStop(ctx context.Context, original, c *v1alpha1.EtcdCluster, obs *observation, state planner.State, action planner.Action, execErr error) {
+// recordBeforeStop keeps what a pass stopped for its claim did for the next pass that holds
+// the claim again (carried): it may not write the status itself, since the claim's term may
+// have ended during a long step (a defragmentation of a large database) and another install
+// may hold it now. Without the record, every such pass would take its step again and the round
+// it belongs to would never advance. A lost claim keeps nothing.
+func (r *Reconciler) recordBeforeStop(c *v1alpha1.EtcdCluster, execErr error) {
 	if errors.Is(execErr, ownership.ErrClaimLost) {
 		return
 	}
-	if errors.Is(execErr, ownership.ErrTermRunningLow) {
-		execErr = nil // the claim's own wait, not the step's failure
-	}
-	if err := r.writeStatus(ctx, original, computeStatus(c, obs, state, action, execErr)); err != nil {
-		logf.FromContext(ctx).Info("could not record what the pass did before it stopped for its claim; the next pass observes it again", "error", err.Error())
-	}
+	r.carried.keep(c)
 }
 
 // claimRetry is how soon a pass that stopped for its claim (lost, or its term running low)

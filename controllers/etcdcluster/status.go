@@ -315,9 +315,10 @@ func divergence(s planner.State) string {
 // maintenanceRecord is what the step a did (its error stepErr) for the maintenance asked for
 // on demand, as status.maintenance will say it; nil when a answers no request. It is folded
 // into the status at once (statusShare), so an error later in the pass does not lose it. The
-// status is written at the end of the pass: a crash (or a pass stopped for its claim) between
-// a member's defragmentation and that write defragments the member once more, and one between
-// a leadership transfer and that write transfers once more (or answers AlreadyLeader, when
+// status is written at the end of the pass (a pass stopped for its claim leaves its records to
+// the next one that holds the claim: carry.go): a crash between a member's defragmentation and
+// that write defragments the member once more, and one between a leadership transfer and that
+// write transfers once more (or answers AlreadyLeader, when
 // moveLeader.to leads now); both are harmless. A transfer etcd does not complete is answered
 // Failed, with etcd's error, and not retried: a new token asks again.
 func maintenanceRecord(c *v1alpha1.EtcdCluster, s planner.State, a planner.Action, stepErr error) *v1alpha1.MaintenanceStatus {

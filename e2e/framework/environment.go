@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/e2e/report"
 )
 
@@ -22,6 +24,7 @@ var cniDaemonSets = []struct{ prefix, name string }{
 	{"calico-node", "Calico"}, {"cilium", "Cilium"}, {"kube-flannel", "Flannel"}, {"flannel", "Flannel"},
 	{"kindnet", "kindnet"}, {"weave-net", "Weave Net"}, {"ovnkube-node", "OVN-Kubernetes"}, {"aws-node", "Amazon VPC CNI"},
 	{"antrea-agent", "Antrea"}, {"kube-router", "kube-router"}, {"canal", "Canal"}, {"azure-cns", "Azure CNI"},
+	{"anetd", "GKE Dataplane V2 (Cilium)"}, {"calico-typha", "Calico"},
 }
 
 // environment records what the run runs against (report.Environment). What it cannot read
@@ -32,20 +35,6 @@ func (s *Suite) environment(ctx context.Context, disc discovery.DiscoveryInterfa
 	if s.Opts.EtcdImage != "" {
 		e.Etcd += " (image " + s.Opts.EtcdImage + ")"
 	}
-	v, err := disc.ServerVersion()
-	if err != nil {
-		return nil, fmt.Errorf("reading the API server's version: %w", err)
-	}
-	e.Kubernetes, e.Platform = v.GitVersion, v.Platform
-	groups, err := disc.ServerGroups()
-	if err != nil {
-		return nil, fmt.Errorf("reading the API server's groups: %w", err)
-	}
-	var served []string
-	for _, g := range groups.Groups {
-		served = append(served, g.Name)
-	}
-	e.Distribution = distribution(v.GitVersion, served, s.Node != nil)
 	problem := func(what string, err error) {
 		if apierrors.IsForbidden(err) {
 			e.Problems = append(e.Problems, what+": the suite may not read them")
@@ -54,13 +43,28 @@ func (s *Suite) environment(ctx context.Context, disc discovery.DiscoveryInterfa
 		e.Problems = append(e.Problems, fmt.Sprintf("%s: %v", what, err))
 	}
 
+	var served, providers []string
+	if v, err := disc.ServerVersion(); err != nil {
+		problem("the API server's version", err)
+	} else {
+		e.Kubernetes, e.Platform = v.GitVersion, v.Platform
+	}
+	if groups, err := disc.ServerGroups(); err != nil {
+		problem("the API server's groups", err)
+	} else {
+		for _, g := range groups.Groups {
+			served = append(served, g.Name)
+		}
+	}
 	var nodes corev1.NodeList
 	if err := s.Client.List(ctx, &nodes); err != nil {
 		problem("nodes", err)
 	}
 	for _, n := range nodes.Items {
 		e.Nodes = append(e.Nodes, envNode(n))
+		providers = append(providers, n.Spec.ProviderID)
 	}
+	e.Distribution = distribution(s.Opts.Provider, e.Kubernetes, served, providers)
 
 	e.CNI = s.cni(ctx, problem)
 
@@ -79,6 +83,7 @@ func (s *Suite) environment(ctx context.Context, disc discovery.DiscoveryInterfa
 	}
 
 	if s.Opts.FsyncProbe {
+		fmt.Fprintf(os.Stderr, "measuring fsync on the scenarios' storage (a probe pod; --fsync-probe=false leaves it out)\n")
 		if f, err := s.probeFsync(ctx); err != nil {
 			e.Problems = append(e.Problems, "fsync of the scenarios' storage: "+err.Error())
 		} else {
@@ -93,22 +98,34 @@ func (s *Suite) environment(ctx context.Context, disc discovery.DiscoveryInterfa
 	return e, nil
 }
 
-// distribution reads what built the cluster from its version and API groups.
-func distribution(version string, groups []string, local bool) string {
+// distribution reads what built the cluster: the suite's own provider, else the API groups,
+// the version string and the nodes' provider IDs.
+func distribution(provider, version string, groups, providerIDs []string) string {
 	switch {
-	case local:
+	case provider == "local":
 		return "Quorate's local cluster (built from source, --provider=local)"
+	case provider == "kind":
+		return "kind (--provider=kind)"
 	case slices.Contains(groups, "config.openshift.io"):
 		return "OpenShift (config.openshift.io served)"
 	}
 	for _, d := range []struct{ mark, name string }{
-		{"-eks-", "EKS"}, {"-gke.", "GKE"}, {"+k3s", "k3s"}, {"+rke2", "RKE2"}, {"-aks", "AKS"}, {"+vmware", "Tanzu"},
+		{"-eks-", "EKS"}, {"-gke.", "GKE"}, {"+k3s", "k3s"}, {"+rke2", "RKE2"}, {"+vmware", "Tanzu"},
 	} {
 		if strings.Contains(version, d.mark) {
 			return fmt.Sprintf("%s (%s in the version)", d.name, d.mark)
 		}
 	}
-	return "not recognised (upstream version string)"
+	for _, d := range []struct{ prefix, name string }{
+		{"azure://", "Azure (AKS or another)"}, {"aws://", "AWS (EKS or another)"}, {"gce://", "Google Cloud (GKE or another)"},
+	} {
+		for _, id := range providerIDs {
+			if strings.HasPrefix(id, d.prefix) {
+				return fmt.Sprintf("%s (node providerID %s...)", d.name, d.prefix)
+			}
+		}
+	}
+	return "not recognised (an upstream version string, no known node provider)"
 }
 
 // envNode is what the report records of a node.
@@ -130,10 +147,14 @@ func (s *Suite) cni(ctx context.Context, problem func(string, error)) string {
 	if s.Node != nil {
 		return "bridge (containernetworking-plugins; Quorate's local cluster)"
 	}
+	// Every namespace's DaemonSets (OpenShift's and the Calico operator's are not in
+	// kube-system); kube-system's alone where the suite may not list them all.
 	var ds appsv1.DaemonSetList
-	if err := s.Client.List(ctx, &ds, client.InNamespace("kube-system")); err != nil {
-		problem("kube-system's DaemonSets (to name the CNI)", err)
-		return ""
+	if err := s.Client.List(ctx, &ds); err != nil {
+		if err := s.Client.List(ctx, &ds, client.InNamespace("kube-system")); err != nil {
+			problem("DaemonSets (to name the CNI)", err)
+			return ""
+		}
 	}
 	var found []string
 	for _, d := range ds.Items {
@@ -144,33 +165,31 @@ func (s *Suite) cni(ctx context.Context, problem func(string, error)) string {
 		}
 	}
 	if len(found) == 0 {
-		return "not recognised (no known CNI DaemonSet in kube-system)"
+		return "not recognised (no known CNI DaemonSet)"
 	}
 	sort.Strings(found)
 	return strings.Join(found, ", ")
 }
 
-// operatorAsItRuns reads the operator's Deployment in --operator-namespace and the images its
-// running pods pulled (by digest).
+// operatorAsItRuns reads the operator's pods in --operator-namespace (by the operator's
+// labels: a namespace such as openshift-operators holds other operators too): the images they
+// run, by the digests the kubelet pulled, and the manager's arguments.
 func (s *Suite) operatorAsItRuns(ctx context.Context) (*report.EnvOperator, error) {
 	ns := s.Opts.OperatorNS
-	var deps appsv1.DeploymentList
-	if err := s.Client.List(ctx, &deps, client.InNamespace(ns)); err != nil {
+	var pods corev1.PodList
+	if err := s.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels(label.OperatorLabels())); err != nil {
 		return nil, err
+	}
+	if len(pods.Items) == 0 {
+		return nil, fmt.Errorf("no pod labelled %v in namespace %s (--operator-namespace)", label.OperatorLabels(), ns)
 	}
 	op := &report.EnvOperator{Namespace: ns}
-	for _, d := range deps.Items {
-		for _, c := range d.Spec.Template.Spec.Containers {
-			if c.Name == "manager" {
-				op.Args = append(op.Args, c.Args...)
+	for _, p := range pods.Items {
+		for _, c := range p.Spec.Containers {
+			if c.Name == "manager" && op.Args == nil {
+				op.Args = slices.Clone(c.Args)
 			}
 		}
-	}
-	var pods corev1.PodList
-	if err := s.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	for _, p := range pods.Items {
 		for _, c := range p.Status.ContainerStatuses {
 			img := c.Image
 			if c.ImageID != "" && !strings.Contains(img, "@") {
@@ -182,9 +201,6 @@ func (s *Suite) operatorAsItRuns(ctx context.Context) (*report.EnvOperator, erro
 				op.Images = append(op.Images, img)
 			}
 		}
-	}
-	if len(deps.Items) == 0 {
-		return nil, fmt.Errorf("no Deployment in namespace %s (--operator-namespace)", ns)
 	}
 	sort.Strings(op.Images)
 	return op, nil

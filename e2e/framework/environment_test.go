@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/e2e/report"
 )
 
@@ -36,7 +37,7 @@ func TestEnvironment(t *testing.T) {
 	expand := true
 	wait := storagev1.VolumeBindingWaitForFirstConsumer
 	objs := []client.Object{
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}, Status: corev1.NodeStatus{
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///eu-west-1a/i-0abc"}, Status: corev1.NodeStatus{
 			NodeInfo:   corev1.NodeSystemInfo{KernelVersion: "6.1.0-28-amd64", OSImage: "Debian GNU/Linux 12", ContainerRuntimeVersion: "containerd://1.7.24", KubeletVersion: "v1.34.2-eks-1"},
 			Capacity:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")},
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
@@ -44,18 +45,21 @@ func TestEnvironment(t *testing.T) {
 			Provisioner: "ebs.csi.aws.com", AllowVolumeExpansion: &expand, VolumeBindingMode: &wait},
 		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "aws-node"}},
 		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-proxy"}},
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "quorate-system", Name: "quorate-controller-manager"},
-			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Args: []string{"--leader-elect", "--ownership-term=1m"}}}}}}},
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "quorate-system", Name: "quorate-controller-manager-abc"},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "quorate-system", Name: "quorate-controller-manager-abc", Labels: label.OperatorLabels()},
+			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Args: []string{"--leader-elect", "--ownership-term=1m"}}}},
 			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "manager", Image: "registry.example.com/quorate/operator:0.2.0", ImageID: "registry.example.com/quorate/operator@sha256:0123"}}}},
+		// Another operator in the same namespace (openshift-operators holds them all).
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "quorate-system", Name: "other-operator", Labels: map[string]string{"app": "other"}},
+			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Args: []string{"--other"}}}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "manager", Image: "other:1"}}}},
 	}
 	c := fake.NewClientBuilder().WithScheme(Scheme).WithObjects(objs...).Build()
 	s := &Suite{Opts: &Options{Provider: "existing", OperatorNS: "quorate-system", EtcdVersion: "3.6.16"}, Client: c}
-	got, err := s.environment(context.Background(), fakeDiscovery("v1.34.2-eks-3025e55", "apps"))
+	got, err := s.environment(context.Background(), fakeDiscovery("v1.34.2", "apps"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &report.Environment{Kubernetes: "v1.34.2-eks-3025e55", Platform: "linux/amd64", Distribution: "EKS (-eks- in the version)", Provider: "existing",
+	want := &report.Environment{Kubernetes: "v1.34.2", Platform: "linux/amd64", Distribution: "AWS (EKS or another) (node providerID aws://...)", Provider: "existing",
 		Nodes:   []report.EnvNode{{Name: "worker-1", Kernel: "6.1.0-28-amd64", OS: "Debian GNU/Linux 12", ContainerRuntime: "containerd://1.7.24", Kubelet: "v1.34.2-eks-1", CPU: "4", Memory: "16Gi", Ready: true}},
 		CNI:     "Amazon VPC CNI",
 		Storage: []report.EnvClass{{Name: "gp3", Provisioner: "ebs.csi.aws.com", Default: true, Expansion: true, Binding: "WaitForFirstConsumer"}},
@@ -73,6 +77,7 @@ func TestEnvironmentWithoutRights(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(Scheme).WithInterceptorFuncs(interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
 			if _, ok := l.(*appsv1.DaemonSetList); ok {
+				// Neither cluster-wide nor in kube-system, as for the Job.
 				return apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "daemonsets"}, "", nil)
 			}
 			return c.List(ctx, l, opts...)
@@ -84,9 +89,29 @@ func TestEnvironmentWithoutRights(t *testing.T) {
 	}
 	want := &report.Environment{Kubernetes: "v1.33.4", Platform: "linux/amd64", Distribution: "OpenShift (config.openshift.io served)", Provider: "existing",
 		Etcd: "3.6.16 (image mirror.example.com/etcd:v3.6.16)",
-		Problems: []string{"kube-system's DaemonSets (to name the CNI): the suite may not read them",
-			"the operator in quorate-system: no Deployment in namespace quorate-system (--operator-namespace)"}}
+		Problems: []string{"DaemonSets (to name the CNI): the suite may not read them",
+			"the operator in quorate-system: no pod labelled map[control-plane:controller-manager] in namespace quorate-system (--operator-namespace)"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("environment (-want +got):\n%s", diff)
+	}
+}
+
+func TestDistribution(t *testing.T) {
+	for _, c := range []struct {
+		provider, version string
+		groups, ids       []string
+		want              string
+	}{
+		{"local", "v1.35.4", nil, nil, "Quorate's local cluster (built from source, --provider=local)"},
+		{"kind", "v1.35.4", nil, nil, "kind (--provider=kind)"},
+		{"existing", "v1.33.4", []string{"apps", "config.openshift.io"}, nil, "OpenShift (config.openshift.io served)"},
+		{"existing", "v1.34.2-gke.1000", nil, []string{"gce://p/z/n"}, "GKE (-gke. in the version)"},
+		{"existing", "v1.33.5+k3s1", nil, []string{"k3s://n"}, "k3s (+k3s in the version)"},
+		{"existing", "v1.34.3", nil, []string{"", "azure:///subscriptions/x/vm"}, "Azure (AKS or another) (node providerID azure://...)"},
+		{"existing", "v1.35.0", nil, []string{"kind://docker/x/n"}, "not recognised (an upstream version string, no known node provider)"},
+	} {
+		if got := distribution(c.provider, c.version, c.groups, c.ids); got != c.want {
+			t.Errorf("%s %s %v %v: %q, want %q", c.provider, c.version, c.groups, c.ids, got, c.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,13 @@ import (
 	"github.com/quorate-dev/quorate/e2e/report"
 	"github.com/quorate-dev/quorate/e2e/workload"
 )
+
+// probeDeadline bounds the probe pod's life (seconds): provisioning the volume, pulling the
+// image, 500 syncs.
+const probeDeadline int64 = 150
+
+// probeStuck are the reasons a container waits that do not pass by themselves.
+var probeStuck = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError"}
 
 // probeUID is the fsGroup the probe asks for first (the workload image's user), so that it
 // may write to a volume whose root only root owns; a platform that assigns users itself
@@ -38,8 +46,10 @@ func (s *Suite) fsyncProbePod(ns string, fsGroup *int64) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: "fsync-probe", Namespace: ns, Labels: map[string]string{"app": "quorate-fsync-probe"}},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
+			// Whatever holds it up, the probe ends: it delays the first scenario.
+			ActiveDeadlineSeconds: ptr.To(probeDeadline),
 			Containers: []corev1.Container{{
-				Name: "probe", Image: s.Opts.WorkloadImage, Args: []string{"fsync-probe", "--dir=/data"},
+				Name: "probe", Image: s.Opts.WorkloadImage, Args: []string{"--" + workload.FsyncProbeFlag + "=/data"},
 				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
 				// A failed probe says why in its last log lines.
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -81,7 +91,7 @@ func (s *Suite) probeFsync(ctx context.Context) (*report.EnvFsync, error) {
 		return nil, fmt.Errorf("creating the probe pod: %w", err)
 	}
 	var done *corev1.Pod
-	err = r.WaitFor(ctx, "the fsync probe to finish", 5*time.Minute, func() error {
+	err = r.WaitFor(ctx, "the fsync probe to finish", time.Duration(probeDeadline+30)*time.Second, func() error {
 		p := &corev1.Pod{}
 		if err := s.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod.Name}, p); err != nil {
 			return err
@@ -89,6 +99,11 @@ func (s *Suite) probeFsync(ctx context.Context) (*report.EnvFsync, error) {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			done = p
 			return nil
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if w := c.State.Waiting; w != nil && slices.Contains(probeStuck, w.Reason) {
+				return fmt.Errorf("%w: the probe pod cannot start: %s: %s", ErrStop, w.Reason, w.Message)
+			}
 		}
 		return fmt.Errorf("the probe pod is %s%s%s", p.Status.Phase, waitingReason(p), unscheduled(p))
 	})

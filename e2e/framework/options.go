@@ -126,6 +126,10 @@ func (o *Options) Profiles() []workload.Profile {
 	return o.clientProfiles
 }
 
+// maxNamespacePrefix leaves room in a namespace's 63 characters for the longest scenario name
+// and "-NNNN".
+const maxNamespacePrefix = 20
+
 // checkShape parses the shaping flags into Shape, and checks --namespace-prefix.
 func (o *Options) checkShape() error {
 	sh, err := parseShape(o.StorageClass, o.MemberNodeSelector, o.MemberTolerations, o.MemberResources)
@@ -133,6 +137,9 @@ func (o *Options) checkShape() error {
 		return err
 	}
 	o.Shape = sh
+	if len(o.NamespacePrefix) > maxNamespacePrefix {
+		return fmt.Errorf("--namespace-prefix=%q is longer than %d characters: with a scenario's name and a number it would not fit a namespace's 63", o.NamespacePrefix, maxNamespacePrefix)
+	}
 	if errs := validation.IsDNS1123Label(o.NamespacePrefix + "x"); len(errs) > 0 {
 		return fmt.Errorf("--namespace-prefix=%q cannot start a namespace's name: %s", o.NamespacePrefix, strings.Join(errs, "; "))
 	}
@@ -198,7 +205,7 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.MemberTolerations, "member-tolerations", os.Getenv("QUORATE_MEMBER_TOLERATIONS"), "($QUORATE_MEMBER_TOLERATIONS) KEY[=VALUE]:EFFECT,...: tolerations of every EtcdCluster's member pods (a tainted etcd node pool); without =VALUE the key tolerates any value")
 	flag.StringVar(&o.MemberResources, "member-resources", os.Getenv("QUORATE_MEMBER_RESOURCES"), "($QUORATE_MEMBER_RESOURCES) cpu=QUANTITY,memory=QUANTITY: the requests of every EtcdCluster's member pods (a namespace whose LimitRange or quota asks for them)")
 	flag.BoolVar(&o.FsyncProbe, "fsync-probe", true, "before the first scenario, measure how long a small write and its fdatasync take on a fresh volume of the scenarios' StorageClass (a pod of the workload image), for the report's environment")
-	flag.StringVar(&o.NamespacePrefix, "namespace-prefix", "qc-", "start of every namespace the suite creates (the Job's admission policy, config/conformance/policy.yaml, allows qc- alone)")
+	flag.StringVar(&o.NamespacePrefix, "namespace-prefix", envflag.Or("QUORATE_NAMESPACE_PREFIX", "qc-"), "($QUORATE_NAMESPACE_PREFIX) start of every namespace the suite creates (the Job's admission policy, config/conformance/policy.yaml, allows qc- alone)")
 	flag.StringVar(&o.MissingPrerequisites, "missing-prerequisites", envflag.Or("QUORATE_MISSING_PREREQUISITES", SkipMissing), "what a scenario whose prerequisite the cluster lacks (Chaos Mesh, the S3 store, node access, nodes, StorageClasses) gets: skip (reported skipped, naming it; never a pass) or fail (on a cluster meant to have them all)")
 	flag.StringVar(&o.ScenarioRole, "scenario-role", "", "after creating each scenario namespace, bind the suite's own identity to this ClusterRole there and wait until the rights apply (the Job in config/conformance: quorate-conformance-scenario, its only rights inside a namespace); empty: bind nothing, the credentials must already allow it")
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")

@@ -198,10 +198,13 @@ func (s *Suite) Feature(sc Scenario) features.Feature {
 			r := &Run{Suite: s, Scenario: sc, T: t, Cluster: "etcd", Namespace: fmt.Sprintf("%s%s-%04d", s.Opts.NamespacePrefix, history.Slug(sc.Name), rand.Intn(10000))}
 			missing, err := r.missingPrerequisites(ctx)
 			if err == nil && len(missing) > 0 {
-				s.add(report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Skipped: missing, Budget: r.budget()})
 				if s.Opts.MissingPrerequisites == FailMissing {
-					t.Fatalf("%s: a prerequisite is missing (--missing-prerequisites=%s): %s", sc.Name, FailMissing, strings.Join(missing, "; "))
+					// A failure in every part of the report, not a skip.
+					msg := fmt.Sprintf("a prerequisite is missing (--missing-prerequisites=%s): %s", FailMissing, strings.Join(missing, "; "))
+					s.add(report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Error: msg, Skipped: missing, Budget: r.budget()})
+					t.Fatalf("%s: %s", sc.Name, msg)
 				}
+				s.add(report.Scenario{Name: sc.Name, Labels: sc.Labels, Start: time.Now(), Skipped: missing, Budget: r.budget()})
 				// Nothing was created: there is nothing to tear down.
 				t.Skipf("%s skipped: %s", sc.Name, strings.Join(missing, "; "))
 			}

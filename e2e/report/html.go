@@ -106,7 +106,7 @@ func cls(ok bool) string {
 
 func writeScenario(b *strings.Builder, r *Report, s Scenario) {
 	fmt.Fprintf(b, `<section class="scenario" id="%s"><h3>%s — <span class="%s">%s</span></h3>`, anchor(r, s), html.EscapeString(s.Name), resultCls(s.Result()), s.Result())
-	if len(s.Skipped) > 0 {
+	if s.Result() == ResultSkipped {
 		b.WriteString("<p>The scenario did not run: the cluster lacks a prerequisite.</p><ul>")
 		for _, m := range s.Skipped {
 			fmt.Fprintf(b, "<li>%s</li>", html.EscapeString(m))

@@ -50,7 +50,7 @@ func junitOf(reports []*Report) []byte {
 		suite := junitSuite{Name: "quorate-conformance/" + r.K8sVersion}
 		for _, s := range r.Scenarios {
 			class := "conformance." + s.Name
-			if len(s.Skipped) > 0 {
+			if s.Result() == ResultSkipped {
 				suite.Cases = append(suite.Cases, junitCase{Name: "run", Classname: class,
 					Skipped: &junitSkipped{Message: "a prerequisite is missing: " + strings.Join(s.Skipped, "; ")}})
 				continue

@@ -39,7 +39,8 @@ type Scenario struct {
 	Error   string             `json:"error,omitempty"`   // the scenario could not run to its end
 	// Skipped names, one line each, the prerequisites the cluster lacked (framework.
 	// Prerequisite): the scenario did not run. A skip is never a pass, nor a failure of the
-	// operator; the summary counts it apart.
+	// operator; the summary counts it apart. With Error set too (--missing-prerequisites=fail)
+	// it is a failure.
 	Skipped []string `json:"skipped,omitempty"`
 	// Timeline data for the pictures (kept so combined reports can redraw them).
 	HistoryStart int64      `json:"historyStart"`
@@ -121,9 +122,12 @@ const (
 	ResultSkipped Result = "SKIPPED"
 )
 
-// Result is PASS, FAIL, or SKIPPED when the scenario did not run for a missing prerequisite.
+// Result is PASS, FAIL, or SKIPPED when the scenario did not run for a missing prerequisite
+// (FAIL when that was asked to fail it: Error says so).
 func (s Scenario) Result() Result {
 	switch {
+	case s.Error != "":
+		return ResultFail
 	case len(s.Skipped) > 0:
 		return ResultSkipped
 	case s.Passed():
@@ -149,6 +153,8 @@ func (s Scenario) Passed() bool {
 // profileResult is the outcome of the first profile's history (Result for one profile).
 func (s Scenario) profileResult() Result {
 	switch {
+	case s.Error != "":
+		return ResultFail
 	case len(s.Skipped) > 0:
 		return ResultSkipped
 	case s.profilePassed():
@@ -176,11 +182,11 @@ func (s Scenario) profilePassed() bool {
 func (r *Report) Failures() []string {
 	var out []string
 	for _, s := range r.Scenarios {
-		if len(s.Skipped) > 0 {
-			continue
-		}
 		if s.Error != "" {
 			out = append(out, fmt.Sprintf("%s: did not run to its end: %s", s.Name, s.Error))
+		}
+		if len(s.Skipped) > 0 {
+			continue
 		}
 		for _, p := range s.Profiles() {
 			ps := s.ForProfile(p)
@@ -201,7 +207,7 @@ func (r *Report) Failures() []string {
 func (r *Report) Skips() []string {
 	var out []string
 	for _, s := range r.Scenarios {
-		if len(s.Skipped) > 0 {
+		if s.Result() == ResultSkipped {
 			out = append(out, fmt.Sprintf("%s: skipped, missing %s", s.Name, strings.Join(s.Skipped, "; ")))
 		}
 	}
@@ -356,7 +362,7 @@ func (r *Report) Markdown() string {
 			for i, c := range checker.Names {
 				cells[i] = verdictCell(s, c)
 			}
-			if len(s.Skipped) > 0 {
+			if s.Result() == ResultSkipped {
 				fmt.Fprintf(&b, "| %s | %s | %s | - | - | - |\n", s.Label(), s.profileResult(), strings.Join(cells, " | "))
 				continue
 			}
@@ -366,7 +372,7 @@ func (r *Report) Markdown() string {
 	}
 	for _, s := range r.Scenarios {
 		fmt.Fprintf(&b, "\n## %s: %s\n\n", s.Name, s.Result())
-		if len(s.Skipped) > 0 {
+		if s.Result() == ResultSkipped {
 			b.WriteString("The scenario did not run: the cluster lacks a prerequisite.\n\n")
 			for _, m := range s.Skipped {
 				fmt.Fprintf(&b, "- %s\n", m)

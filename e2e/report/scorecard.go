@@ -34,7 +34,7 @@ func (r *Report) WriteScorecard(w io.Writer) error {
 			}
 		}
 		res.Log = strings.Join(log, "\n")
-		if len(s.Skipped) > 0 {
+		if s.Result() == ResultSkipped {
 			// Not run: neither a pass nor the operator's failure.
 			res.State, res.Errors = "error", append([]string{"skipped: a prerequisite is missing"}, s.Skipped...)
 			st.Results = append(st.Results, res)

@@ -95,3 +95,26 @@ func TestSkippedInEveryFormat(t *testing.T) {
 		t.Errorf("scorecard result %+v, want %+v", got, wantSC)
 	}
 }
+
+// TestMissingPrerequisiteFailed: with --missing-prerequisites=fail the scenario carries an
+// Error as well as what was missing, and is a failure everywhere.
+func TestMissingPrerequisiteFailed(t *testing.T) {
+	s := Scenario{Name: "node-loss", Skipped: []string{"node access: no"}, Error: "a prerequisite is missing (--missing-prerequisites=fail): node access: no"}
+	r := &Report{Scenarios: []Scenario{s}}
+	if s.Result() != ResultFail || r.Counts() != (Counts{Failed: 1}) || len(r.Skips()) != 0 {
+		t.Errorf("result %s, counts %+v, skips %q", s.Result(), r.Counts(), r.Skips())
+	}
+	if got, want := r.Failures(), []string{"node-loss: did not run to its end: " + s.Error}; !reflect.DeepEqual(got, want) {
+		t.Errorf("failures %q, want %q", got, want)
+	}
+	var suites junitSuites
+	if err := xml.Unmarshal(r.JUnit(), &suites); err != nil {
+		t.Fatal(err)
+	}
+	if st := suites.Suites[0]; st.Failures != 1 || st.Skipped != 0 {
+		t.Errorf("JUnit failures %d skipped %d, want 1 0", st.Failures, st.Skipped)
+	}
+	if md := r.Markdown(); !strings.Contains(md, "## node-loss: FAIL\n") {
+		t.Errorf("summary.md:\n%s", md)
+	}
+}

@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// FsyncProbeFlag is the workload binary's flag that runs the probe on a directory
+// (--fsync-probe-dir=DIR) instead of the workload.
+const FsyncProbeFlag = "fsync-probe-dir"
+
 // FsyncResult is what the fsync probe measured on a volume: how long writing a block and
 // fdatasync-ing it took, as etcd's WAL does for every entry. The workload binary's fsync-probe
 // writes it as JSON in its termination message; the suite reads it into the report's

@@ -69,6 +69,11 @@ func Judge(m mutant.Mutant, dir string) Result {
 			return r
 		}
 		for _, s := range rep.Scenarios {
+			if len(s.Skipped) > 0 {
+				// A prerequisite was missing: the scenario did not run, so it killed nothing
+				// (it is listed as expected and not in the report).
+				continue
+			}
 			ran[s.Name] = true
 			r.Kills = append(r.Kills, kills(s)...)
 		}

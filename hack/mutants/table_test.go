@@ -94,3 +94,18 @@ func TestLabels(t *testing.T) {
 		t.Fatal("an unknown mutant was accepted")
 	}
 }
+
+// TestSkippedScenarioKillsNothing: a scenario whose prerequisite was missing did not run; it
+// neither kills the mutant nor counts as run (with --missing-prerequisites=fail it carries an
+// Error too).
+func TestSkippedScenarioKillsNothing(t *testing.T) {
+	dir := t.TempDir()
+	writeReport(t, dir, "delete-voter-pvc",
+		report.Scenario{Name: "node-drain", Skipped: []string{"3 nodes for members: 0"}, Error: "a prerequisite is missing (--missing-prerequisites=fail): 3 nodes for members: 0"},
+		report.Scenario{Name: "pod-deletion", Verdicts: []history.Verdict{pass(checker.Availability)}})
+	m, _ := mutant.Lookup("delete-voter-pvc")
+	r := Judge(m, dir)
+	if r.Outcome != Survived || len(r.Kills) != 0 || !slices.Equal(r.Ran, []string{"pod-deletion"}) || !slices.Contains(r.Missing, "node-drain") {
+		t.Errorf("judged %+v", r)
+	}
+}

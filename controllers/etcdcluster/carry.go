@@ -1,0 +1,85 @@
+package etcdcluster
+
+import (
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+)
+
+// carried keeps, per cluster, the maintenance records of a pass that stopped for its claim's
+// term before it could write the status (a defragmentation longer than what was left of the
+// term, say). The status may not be written then: the claim may already have ended, and
+// another install may hold it. The next pass that holds the claim again (renewed, so nobody
+// took it over) folds them in before it plans, so that the member is not defragmented again
+// and the round goes on; it writes them with its status. They are lost with the operator's
+// process, or when another install takes the cluster over: the member is then defragmented
+// once more, which is harmless.
+type carried struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]carriedRecord
+}
+
+type carriedRecord struct {
+	uid         types.UID
+	maintenance *v1alpha1.MaintenanceStatus
+}
+
+// keep records c's maintenance status for the next pass.
+func (k *carried) keep(c *v1alpha1.EtcdCluster) {
+	if c.Status.Maintenance == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[types.NamespacedName]carriedRecord{}
+	}
+	k.m[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = carriedRecord{uid: c.UID, maintenance: c.Status.Maintenance.DeepCopy()}
+}
+
+// foldInto merges what was kept for c into its status, and forgets it. Only records of the
+// requests the spec still makes are merged: a new token starts afresh.
+func (k *carried) foldInto(c *v1alpha1.EtcdCluster) {
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	k.mu.Lock()
+	rec, ok := k.m[key]
+	delete(k.m, key)
+	k.mu.Unlock()
+	if !ok || rec.uid != c.UID {
+		return
+	}
+	c.Status.Maintenance = mergeMaintenance(c.Status.Maintenance, rec.maintenance, c.Spec.Maintenance)
+}
+
+// mergeMaintenance is status, with what kept recorded for the requests spec still makes.
+func mergeMaintenance(status, kept *v1alpha1.MaintenanceStatus, spec v1alpha1.MaintenanceSpec) *v1alpha1.MaintenanceStatus {
+	out := status.DeepCopy()
+	if out == nil {
+		out = &v1alpha1.MaintenanceStatus{}
+	}
+	if d := kept.Defrag; d != nil && d.Token != "" && d.Token == spec.DefragNow {
+		if out.Defrag == nil || out.Defrag.Token != d.Token {
+			out.Defrag = d.DeepCopy()
+		} else {
+			for _, m := range d.Defragmented {
+				if !slices.Contains(out.Defrag.Defragmented, m) {
+					out.Defrag.Defragmented = append(out.Defrag.Defragmented, m)
+				}
+			}
+			if out.Defrag.CompletionTime == nil {
+				out.Defrag.CompletionTime = d.CompletionTime
+			}
+		}
+	}
+	if ml := kept.MoveLeader; ml != nil && spec.MoveLeader != nil && ml.Token == spec.MoveLeader.Token &&
+		(out.MoveLeader == nil || out.MoveLeader.Token != ml.Token) {
+		out.MoveLeader = ml.DeepCopy()
+	}
+	if out.Defrag == nil && out.MoveLeader == nil {
+		return status
+	}
+	return out
+}
