@@ -15,6 +15,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/e2e/workload"
 	"github.com/quorate-dev/quorate/e2e/workloadapi"
+	"github.com/quorate-dev/quorate/internal/diskcheck"
 	"github.com/quorate-dev/quorate/internal/testsupport"
 )
 
@@ -173,18 +174,18 @@ func TestProfilesRunSideBySide(t *testing.T) {
 func TestFsyncProbeCommand(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(t.TempDir(), "termination-log")
-	if code := fsyncProbe([]string{"--fsync-probe-dir", dir, "--fsync-probe-samples", "10", "--fsync-probe-block-size", "512", "--termination-log", out}); code != 0 {
+	if code := fsyncProbe([]string{"--fsync-probe-dir", dir, "--fsync-probe-syncs", "10", "--fsync-probe-throughput-bytes", "1048576", "--termination-log", out}); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got workload.FsyncResult
-	if err := json.Unmarshal(b, &got); err != nil {
+	got, err := diskcheck.Parse(b)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Samples != 10 || got.BlockSize != 512 || got.Max <= 0 {
+	if got.Syncs != 10 || got.BlockSize != 2300 || got.Max <= 0 || got.ThroughputBytesPerSec <= 0 {
 		t.Errorf("result %+v", got)
 	}
 	if code := fsyncProbe([]string{"--fsync-probe-dir=" + filepath.Join(dir, "absent"), "--termination-log", ""}); code != 1 {

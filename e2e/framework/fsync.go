@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -17,7 +16,8 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/report"
-	"github.com/quorate-dev/quorate/e2e/workload"
+	"github.com/quorate-dev/quorate/e2e/workloadapi"
+	"github.com/quorate-dev/quorate/internal/diskcheck"
 )
 
 // probeDeadline bounds the probe pod's life (seconds): provisioning the volume, pulling the
@@ -49,7 +49,7 @@ func (s *Suite) fsyncProbePod(ns string, fsGroup *int64) *corev1.Pod {
 			// Whatever holds it up, the probe ends: it delays the first scenario.
 			ActiveDeadlineSeconds: ptr.To(probeDeadline),
 			Containers: []corev1.Container{{
-				Name: "probe", Image: s.Opts.WorkloadImage, Args: []string{"--" + workload.FsyncProbeFlag + "=/data"},
+				Name: "probe", Image: s.Opts.WorkloadImage, Args: []string{"--" + workloadapi.FsyncProbeFlag + "=/data"},
 				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
 				// A failed probe says why in its last log lines.
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -134,13 +134,14 @@ func fsyncOf(p *corev1.Pod) (*report.EnvFsync, error) {
 			}
 		}
 	}
-	var res workload.FsyncResult
-	if err := json.Unmarshal([]byte(msg), &res); err != nil {
+	res, err := diskcheck.Parse([]byte(msg))
+	if err != nil {
 		return nil, fmt.Errorf("reading the probe's result %q: %w", msg, err)
 	}
 	class := "the cluster's default"
 	if sc := p.Spec.Volumes[0].Ephemeral.VolumeClaimTemplate.Spec.StorageClassName; sc != nil {
 		class = *sc
 	}
-	return &report.EnvFsync{StorageClass: class, Node: p.Spec.NodeName, Samples: res.Samples, BlockSize: res.BlockSize, P50: res.P50, P99: res.P99, Max: res.Max}, nil
+	return &report.EnvFsync{StorageClass: class, Node: p.Spec.NodeName, Samples: res.Syncs, BlockSize: res.BlockSize, P50: res.P50, P99: res.P99, Max: res.Max,
+		Judgement: diskcheck.Judge(res).Lines}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/quorate-dev/quorate/e2e/report"
+	"github.com/quorate-dev/quorate/internal/diskcheck"
 )
 
 // TestProbeFsync: on a platform that refuses a chosen fsGroup (OpenShift's restricted-v2),
@@ -33,7 +34,8 @@ func TestProbeFsync(t *testing.T) {
 				p.Spec.NodeName = "worker-2"
 				p.Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: "probe",
 					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-						Message: `{"samples":500,"blockSize":2048,"p50":1200000,"p99":8300000,"max":15000000}`}}}}}
+						Message: diskcheck.Result{Syncs: 1000, BlockSize: 2300, P50: 1200 * time.Microsecond, P99: 8300 * time.Microsecond, Max: 15 * time.Millisecond,
+							SyncsPerSec: 700, ThroughputBytesPerSec: 100 << 20}.Encode()}}}}}
 			}
 			return c.Create(ctx, o, opts...)
 		},
@@ -53,7 +55,8 @@ func TestProbeFsync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &report.EnvFsync{StorageClass: "csi-hostpath", Node: "worker-2", Samples: 500, BlockSize: 2048, P50: 1200 * time.Microsecond, P99: 8300 * time.Microsecond, Max: 15 * time.Millisecond}
+	want := &report.EnvFsync{StorageClass: "csi-hostpath", Node: "worker-2", Samples: 1000, BlockSize: 2300, P50: 1200 * time.Microsecond, P99: 8300 * time.Microsecond, Max: 15 * time.Millisecond,
+		Judgement: []string{"ok: fdatasync p99 8.3ms (p50 1.2ms, max 15ms) is within etcd's 10ms", "ok: 700 durable writes a second, enough for a heavily loaded cluster (500)", "sequential write throughput 100.0 MiB/s (snapshots and defragmentation copy the database at this rate)"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("fsync %+v, want %+v", got, want)
 	}

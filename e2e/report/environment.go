@@ -55,7 +55,8 @@ type EnvClass struct {
 	Binding     string `json:"binding,omitempty"`
 }
 
-// EnvFsync is what the fsync probe measured.
+// EnvFsync is what the fsync probe measured (internal/diskcheck's disk check, on a fresh
+// volume of the scenarios' StorageClass).
 type EnvFsync struct {
 	StorageClass string        `json:"storageClass"`
 	Node         string        `json:"node,omitempty"`
@@ -64,6 +65,8 @@ type EnvFsync struct {
 	P50          time.Duration `json:"p50"`
 	P99          time.Duration `json:"p99"`
 	Max          time.Duration `json:"max"`
+	// Judgement is the result against etcd's guidance, a line each (diskcheck.Judge).
+	Judgement []string `json:"judgement,omitempty"`
 }
 
 // EnvOperator is the operator as it runs.
@@ -112,8 +115,8 @@ func (e *Environment) rows() [][2]string {
 	add("etcd", e.Etcd)
 	if f := e.Fsync; f != nil {
 		r := 100 * time.Microsecond
-		add(fmt.Sprintf("fsync (StorageClass %s, node %s)", f.StorageClass, f.Node), fmt.Sprintf("p50 %s, p99 %s, max %s over %d writes of %d B, each followed by fdatasync (etcd's hardware guide asks for a p99 under 10ms)",
-			f.P50.Round(r), f.P99.Round(r), f.Max.Round(r), f.Samples, f.BlockSize))
+		add(fmt.Sprintf("fsync (StorageClass %s, node %s)", f.StorageClass, f.Node), strings.Join(append([]string{fmt.Sprintf("p50 %s, p99 %s, max %s over %d writes of %d B, each followed by fdatasync",
+			f.P50.Round(r), f.P99.Round(r), f.Max.Round(r), f.Samples, f.BlockSize)}, f.Judgement...), "; "))
 	}
 	for _, p := range e.Problems {
 		add("not recorded", p)

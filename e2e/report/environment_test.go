@@ -13,7 +13,8 @@ func TestEnvironmentInTheSummary(t *testing.T) {
 		Storage:  []EnvClass{{Name: "gp3", Provisioner: "ebs.csi.aws.com", Default: true, Expansion: true, Binding: "WaitForFirstConsumer"}},
 		Operator: &EnvOperator{Namespace: "quorate-system", Images: []string{"op@sha256:01"}, Args: []string{"--a", "--b"}},
 		Etcd:     "3.6.16", Problems: []string{"x: the suite may not read them"},
-		Fsync: &EnvFsync{StorageClass: "gp3", Node: "w1", Samples: 500, BlockSize: 2048, P50: 1234567 * time.Nanosecond, P99: 8 * time.Millisecond, Max: 15 * time.Millisecond}}}
+		Fsync: &EnvFsync{StorageClass: "gp3", Node: "w1", Samples: 1000, BlockSize: 2300, P50: 1234567 * time.Nanosecond, P99: 8 * time.Millisecond, Max: 15 * time.Millisecond,
+			Judgement: []string{"ok: within", "throughput 100 MiB/s"}}}}
 	want := `## Environment
 
 | | |
@@ -27,7 +28,7 @@ func TestEnvironmentInTheSummary(t *testing.T) {
 | operator images | op@sha256:01 |
 | operator arguments | --a --b |
 | etcd | 3.6.16 |
-| fsync (StorageClass gp3, node w1) | p50 1.2ms, p99 8ms, max 15ms over 500 writes of 2048 B, each followed by fdatasync (etcd's hardware guide asks for a p99 under 10ms) |
+| fsync (StorageClass gp3, node w1) | p50 1.2ms, p99 8ms, max 15ms over 1000 writes of 2300 B, each followed by fdatasync; ok: within; throughput 100 MiB/s |
 | not recorded | x: the suite may not read them |
 `
 	if md := r.Markdown(); !strings.Contains(md, want) {

@@ -17,6 +17,12 @@ import (
 // Port is the port the workload serves its API on.
 const Port = 8080
 
+// FsyncProbeFlag, the workload binary's first argument (--fsync-probe-dir=DIR), runs the disk
+// check of internal/diskcheck on DIR instead of the workload, and writes its result line
+// (diskcheck.Result.Encode) to stdout and the termination message: the suite's fsync probe. A
+// flag, not a word, so that a workload binary older than the probe refuses it at once.
+const FsyncProbeFlag = "fsync-probe-dir"
+
 // Route is one endpoint of the API.
 type Route struct {
 	Method string
