@@ -350,12 +350,14 @@ func RetainedAndAdopted() framework.Scenario {
 
 // QuorumRecovered: two of three members lose their volumes for good while the operator is
 // paused, so the cluster has no quorum; nothing happens on its own; a forced recovery is then
-// asked for: the survivor restarts alone with --force-new-cluster, and the cluster grows back.
-// Only writes after the survivor's revision may be lost, and the lost-writes checker holds the
+// asked for: the survivor restarts alone with --force-new-cluster, and the cluster grows back;
+// then the survivor's etcd is restarted, and rejoins (the flag is given once only). Only writes after the survivor's revision may be lost, and the lost-writes checker holds the
 // operator to the revision it declared.
 func QuorumRecovered() framework.Scenario {
-	var leader, follower string
-	return framework.Scenario{Name: "quorum-recovered", Labels: safety, Replicas: 3, Class: framework.Planned, Expect: outage,
+	var leader, follower, survivor string
+	// NeedsNode: the survivor's etcd is restarted after the recovery (--force-new-cluster must
+	// not be given again: it would cut the survivor off the members that rejoined).
+	return framework.Scenario{Name: "quorum-recovered", Labels: safety, Replicas: 3, Class: framework.Planned, Expect: outage, NeedsNode: true,
 		Steps: []framework.Step{
 			{Name: "pause the operator", Do: func(ctx context.Context, r *framework.Run) error {
 				return r.SetPaused(ctx, true)
@@ -392,7 +394,11 @@ func QuorumRecovered() framework.Scenario {
 					return err
 				}
 				r.T.Logf("recovered from %s at revision %d", rec.Member, rec.Revision)
+				survivor = rec.Member
 				return nil
+			}},
+			{Name: "restart the survivor's etcd: it rejoins its cluster, not a new one", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.RestartEtcd(ctx, survivor, 3)
 			}},
 		}}
 }

@@ -173,6 +173,25 @@ func (r *Run) WipeData(ctx context.Context, member string) error {
 	return err
 }
 
+// RestartEtcd kills one member's etcd container on the node (the kubelet starts it again in
+// the same pod, with the arguments its launcher chooses then) and waits until the cluster has n
+// healthy members again.
+func (r *Run) RestartEtcd(ctx context.Context, member string, n int32) error {
+	if err := r.requireNode(); err != nil {
+		return err
+	}
+	r.Phase("restarting the etcd container of " + member)
+	r.Event("fault", "etcd-restarted", "killed the etcd container of "+member+"; the kubelet restarts it")
+	k, err := r.Suite.Node.KillContainers(ctx, r.Namespace, []string{member}, resources.EtcdContainer)
+	if err == nil && k != 1 {
+		err = fmt.Errorf("killed %d etcd containers of %s, want 1", k, member)
+	}
+	if err != nil {
+		return err
+	}
+	return r.WaitSettled(ctx, n, 3*time.Minute)
+}
+
 // PowerLoss kills the etcd containers of every member at once; the kubelet restarts them.
 func (r *Run) PowerLoss(ctx context.Context) (int, error) {
 	if err := r.requireNode(); err != nil {
