@@ -49,7 +49,7 @@ dir=$("$here/build-csi.sh")
 read -r hostpath_image provisioner_image resizer_image snapshotter_image controller_image < <("$here/images.sh" csi)
 
 # kubelet_dir NODE: the node's kubelet --root-dir, from the kubelet process on this machine
-# whose --hostname-override names NODE.
+# whose --hostname-override names NODE, else from the local cluster's layout.
 kubelet_dir() {
   if [ -n "${CSI_KUBELET_DIR:-}" ]; then echo "$CSI_KUBELET_DIR"; return; fi
   local p args name="" root=""
@@ -62,6 +62,17 @@ kubelet_dir() {
     echo "${root:-/var/lib/kubelet}"
     return
   done
+  # Not running (a powered-off node): the local cluster's layout, when the name is of it.
+  if [[ $1 =~ ^(.+)-node-([0-9]+)$ ]]; then
+    local state=/var/lib/quorate/${BASH_REMATCH[1]} i=${BASH_REMATCH[2]}
+    root=$state/nodes/$i/kubelet
+    [ "$i" != 1 ] || root=$state/kubelet
+    if [ -d "$root" ]; then
+      log "no kubelet of node $1 runs: taking the local cluster's $root"
+      echo "$root"
+      return
+    fi
+  fi
   log "no kubelet of node $1 runs on this machine: assuming --root-dir=/var/lib/kubelet (set CSI_KUBELET_DIR otherwise)"
   echo /var/lib/kubelet
 }
