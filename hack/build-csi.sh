@@ -9,7 +9,7 @@
 #   csi-snapshotter      github.com/kubernetes-csi/external-snapshotter/v8   v8.7.0
 #   snapshot-controller  (the same module)
 #
-# Refused by the module proxy here (403 "This module version is not available", 2026-12; a
+# Refused by the module proxy here (403 "This module version is not available", asked 2026-11-28; a
 # refusal is final, so the script does not ask again):
 #   github.com/kubernetes-csi/csi-driver-host-path        v1.17.0 (and v1.14.0 to v1.16.1)
 #   github.com/kubernetes-csi/node-driver-registrar/v2    v2.15.0 (and v2.12.0 to v2.14.0)
