@@ -216,6 +216,16 @@ cluster-down: ## Stop the local cluster and remove everything it created.
 chaos-mesh: ## Build Chaos Mesh from source and install it on the local cluster (idempotent).
 	KUBECTL=$(KUBECTL) hack/chaos-mesh.sh /var/lib/quorate/$(CLUSTER)/containerd/containerd.sock
 
+.PHONY: csi
+csi: ## Build the CSI-only storage stack (kubernetes-csi sidecars, Quorate's hostpath driver) and install it on the local cluster (idempotent; docs/local-cluster.md; not yet tried on a cluster).
+	KUBECTL=$(KUBECTL) hack/csi.sh
+
+.PHONY: test-csi-driver
+test-csi-driver: ## Lint and test the CSI hostpath driver (its own module, hack/csi/hostpath; csi-sanity runs as root, in a mount namespace of its own).
+	cd hack/csi/hostpath && go vet ./... && \
+	  "$$(../../build-tool.sh github.com/golangci/golangci-lint/v2/cmd/golangci-lint $(GOLANGCI_LINT_VERSION))" run ./... && \
+	  if [ "$$(id -u)" = 0 ]; then unshare -m --propagation private go test ./... -count=1; else go test ./... -count=1; fi
+
 ##@ Conformance
 
 CONFORMANCE_FLAGS ?=

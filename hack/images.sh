@@ -7,6 +7,8 @@
 #                                    VERSION-<content hash>; prints the image reference
 #   hack/images.sh workload VERSION  the conformance workload image, likewise
 #   hack/images.sh chaos             Chaos Mesh's controller and daemon images
+#   hack/images.sh csi               the CSI stack of hack/csi.sh: Quorate's hostpath driver and
+#                                    the kubernetes-csi sidecars and snapshot controller
 #   hack/images.sh olm               OLM v0 and opm
 #   hack/images.sh olmv1             OLM v1's catalogd and operator-controller
 #   hack/images.sh conformance VER   quorate-conformance for the scorecard's custom test
@@ -126,6 +128,31 @@ chaos() { # chaos VERSION: the Chaos Mesh images; prints "<controller image> <da
   fi
   rm -rf "$c"
   echo "$REGISTRY/quorate/chaos-controller-manager:$tag $REGISTRY/quorate/chaos-daemon:$dtag"
+}
+
+csi() { # csi: the CSI stack's images; prints "<hostpath> <provisioner> <resizer> <snapshotter> <snapshot-controller>"
+  local dir; dir=$("$here/build-csi.sh")
+  local src=$root/hack/csi/hostpath c refs=() tag b
+  # The driver's version is its source's hash: the same source gives the same binary and tag.
+  local v; v=src-$(cat "$src"/*.go "$src/go.mod" "$src/go.sum" | sha256sum | cut -c1-10)
+  c=$(ctx)
+  CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -C "$src" -trimpath -ldflags "-s -w -X main.version=$v" -o "$c/quorate-csi-hostpath" .
+  "$here/build-csi-rootfs.sh" "$c/rootfs"
+  # The rootfs's programs are this machine's: their content is part of the tag.
+  local files; mapfile -t files < <(find "$c/rootfs" -type f | sort)
+  tag=$(content_tag "$v" "$c/quorate-csi-hostpath" "$here/images/csi-hostpath/Dockerfile" "${files[@]}")
+  has quorate/csi-hostpath "$tag" || build "$c" "$here/images/csi-hostpath/Dockerfile" "$REGISTRY/quorate/csi-hostpath:$tag"
+  rm -rf "$c"
+  refs+=("$REGISTRY/quorate/csi-hostpath:$tag")
+  for b in csi-provisioner csi-resizer csi-snapshotter snapshot-controller; do
+    tag=$(content_tag "$(basename "$dir")" "$dir/bin/$b" "$here/images/csi-sidecar/Dockerfile")
+    if ! has "quorate/$b" "$tag"; then
+      c=$(ctx); cp "$dir/bin/$b" "$c/"; mkdir -p "$c/tmp"; chmod 1777 "$c/tmp"
+      build "$c" "$here/images/csi-sidecar/Dockerfile" "$REGISTRY/quorate/$b:$tag" --build-arg "BIN=$b"; rm -rf "$c"
+    fi
+    refs+=("$REGISTRY/quorate/$b:$tag")
+  done
+  echo "${refs[*]}"
 }
 
 olm() { # olm: OLM v0 (olm, catalog, package-server, copy-content, cpb) and opm; prints the image
