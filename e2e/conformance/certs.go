@@ -33,6 +33,7 @@ func CertRotation() framework.Scenario {
 			// 1. Renewal: the same CA signs new certificates; nothing restarts.
 			{Name: "renew every certificate", Do: c.renew},
 			{Name: "wait for the renewed Secret in the workload's files", Do: c.waitRenewed},
+			{Name: "check: the renewed client certificate is new, and its CA the same", Do: c.checkRenewed},
 			// 2. CA rotation.
 			{Name: "rotate the CAs", Do: c.rotateCA},
 			{Name: "wait for the CA rotation to complete", Do: c.waitRotated},
@@ -82,6 +83,37 @@ func (c *certRotation) waitRenewed(ctx context.Context, r *framework.Run) error 
 		return err
 	}
 	r.Event("note", "projection", fmt.Sprintf("the kubelet projected the renewed Secret %s into the workload's files %s after the spec changed (the suite saw the operator's write %s after it)", c.secret.Name, seen.Sub(c.requested).Round(100*time.Millisecond), written.Sub(c.requested).Round(100*time.Millisecond)))
+	return nil
+}
+
+// checkRenewed: a renewal issues a new certificate from the CA that signed the old one, and the
+// Secret keeps trusting that CA alone (a renewal from the other CA would move every client to
+// the peer CA's trust, and refuse the certificates not renewed with them: the users').
+func (c *certRotation) checkRenewed(ctx context.Context, r *framework.Run) error {
+	after := &corev1.Secret{}
+	if err := r.Suite.Client.Get(ctx, c.secret, after); err != nil {
+		return err
+	}
+	ca, err := pki.ParseCert(after.Data[pki.KeyCACert])
+	if err != nil {
+		return err
+	}
+	cert, err := pki.ParseCert(after.Data[pki.KeyCert])
+	if err != nil {
+		return err
+	}
+	old, err := pki.ParseCert(c.before.Data[pki.KeyCert])
+	if err != nil {
+		return err
+	}
+	switch {
+	case cert.SerialNumber.Cmp(old.SerialNumber) == 0:
+		return fmt.Errorf("%s still holds the certificate of serial %x: not renewed", c.secret.Name, old.SerialNumber)
+	case ca.SerialNumber.Cmp(c.oldCA.SerialNumber) != 0:
+		return fmt.Errorf("after the renewal %s trusts the CA %q (serial %x), not the one it trusted, %q (serial %x)", c.secret.Name, ca.Subject.CommonName, ca.SerialNumber, c.oldCA.Subject.CommonName, c.oldCA.SerialNumber)
+	case cert.CheckSignatureFrom(c.oldCA) != nil:
+		return fmt.Errorf("the renewed certificate of %s is not signed by the CA that signed the old one (%q): %v", c.secret.Name, c.oldCA.Subject.CommonName, cert.CheckSignatureFrom(c.oldCA))
+	}
 	return nil
 }
 
