@@ -1,0 +1,284 @@
+// Command sbom writes the CycloneDX SBOM of one container image of one platform from the SBOMs
+// of the Go binaries in it, each made by `cyclonedx-gomod bin` from the module list Go embeds in
+// the binary (hack/release.sh):
+//
+//	go run ./hack/sbom --name REGISTRY/quorate-operator --version 0.3.0 --platform linux/arm64 \
+//	  --digest sha256:... --out operator.cdx.json quorate-operator.cdx.json quorate-launcher.cdx.json ...
+//
+// The image is the BOM's metadata.component (a container, named by digest when --digest is
+// given); each binary is an application component that the image depends on, with its build
+// properties (platform, Go release, hashes of the binary); the modules of all binaries are
+// library components, once each, and each Go release a binary was built with is the library
+// component pkg:golang/stdlib@<release>, which cyclonedx-gomod leaves out (the standard library
+// is linked into every binary, and its vulnerabilities are the binary's).
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+)
+
+// obj is a JSON object as read: fields this tool does not know pass through unchanged.
+type obj = map[string]any
+
+type options struct {
+	name, version, platform, digest, timestamp string
+}
+
+func main() {
+	var o options
+	out := flag.String("out", "-", "file to write (- for stdout)")
+	flag.StringVar(&o.name, "name", "", "the image's repository, e.g. ghcr.io/quorate-dev/quorate-operator")
+	flag.StringVar(&o.version, "version", "", "the release, e.g. 0.3.0")
+	flag.StringVar(&o.platform, "platform", "", "the image's platform, os/arch (linux/arm64)")
+	flag.StringVar(&o.digest, "digest", "", "the image's digest (sha256:...), when known")
+	flag.StringVar(&o.timestamp, "timestamp", "", "metadata.timestamp (RFC 3339; the commit's time keeps the SBOM reproducible); empty: none")
+	flag.Parse()
+	if err := run(o, flag.Args(), *out); err != nil {
+		fmt.Fprintln(os.Stderr, "sbom:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options, inputs []string, out string) error {
+	var boms []obj
+	for _, f := range inputs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var bom obj
+		if err := json.Unmarshal(b, &bom); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		boms = append(boms, bom)
+	}
+	merged, err := merge(o, boms)
+	if err != nil {
+		return err
+	}
+	var w io.Writer = os.Stdout
+	if out != "-" {
+		f, err := os.Create(out)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		w = f
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(merged)
+}
+
+// imagePURL is the image's package URL (purl spec, type oci): pkg:oci/<name>@<digest> with the
+// repository and platform as qualifiers; without a digest, the version stands in.
+func imagePURL(o options) string {
+	repo := strings.TrimSuffix(o.name, "/")
+	name := repo[strings.LastIndex(repo, "/")+1:]
+	v := o.digest
+	if v == "" {
+		v = o.version
+	}
+	// The spec's own examples encode the digest's colon: pkg:oci/debian@sha256%3A244fd47e07d1...
+	v = strings.ReplaceAll(url.PathEscape(v), ":", "%3A")
+	q := url.Values{}
+	q.Set("repository_url", repo)
+	if goos, arch, ok := strings.Cut(o.platform, "/"); ok {
+		q.Set("os", goos)
+		q.Set("arch", arch)
+	}
+	return "pkg:oci/" + name + "@" + v + "?" + q.Encode()
+}
+
+func merge(o options, boms []obj) (obj, error) {
+	if o.name == "" || o.version == "" || o.platform == "" {
+		return nil, errors.New("--name, --version and --platform are required")
+	}
+	if len(boms) == 0 {
+		return nil, errors.New("no binary SBOM to merge")
+	}
+	spec, _ := boms[0]["specVersion"].(string)
+	imageRef := imagePURL(o)
+	image := obj{"bom-ref": imageRef, "type": "container", "name": o.name, "version": o.version, "purl": imageRef,
+		"properties": []any{obj{"name": "quorate:image:platform", "value": o.platform}}}
+	if o.digest != "" {
+		image["hashes"] = []any{obj{"alg": "SHA-256", "content": strings.TrimPrefix(o.digest, "sha256:")}}
+	}
+	var (
+		apps, libs []any
+		seen       = map[string]bool{}
+		deps       = map[string][]string{}
+		depOrder   []string
+		appRefs    []string
+		complete   []string
+		unknown    []string
+		tools      any
+	)
+	addDeps := func(ref string, on []string) {
+		if _, ok := deps[ref]; !ok {
+			depOrder = append(depOrder, ref)
+			deps[ref] = []string{}
+		}
+		for _, d := range on {
+			if !slices.Contains(deps[ref], d) {
+				deps[ref] = append(deps[ref], d)
+			}
+		}
+	}
+	for i, bom := range boms {
+		if f, _ := bom["bomFormat"].(string); f != "CycloneDX" {
+			return nil, fmt.Errorf("input %d is not a CycloneDX BOM (bomFormat %q)", i+1, f)
+		}
+		if v, _ := bom["specVersion"].(string); v != spec {
+			return nil, fmt.Errorf("input %d is CycloneDX %s, the first %s", i+1, v, spec)
+		}
+		meta, _ := bom["metadata"].(obj)
+		app, _ := meta["component"].(obj)
+		ref, _ := app["bom-ref"].(string)
+		if ref == "" {
+			return nil, fmt.Errorf("input %d has no metadata.component with a bom-ref (not made by cyclonedx-gomod bin?)", i+1)
+		}
+		if seen[ref] {
+			return nil, fmt.Errorf("two binaries are the same component %s", ref)
+		}
+		seen[ref] = true
+		if tools == nil {
+			tools = meta["tools"]
+		}
+		// The binary's own properties (its name, hashes, GOOS, GOARCH, Go release) are the
+		// metadata's in a BOM of one binary: here they go with its component.
+		app = clone(app)
+		props, _ := meta["properties"].([]any)
+		if len(props) > 0 {
+			app["properties"] = append(anySlice(app["properties"]), props...)
+		}
+		apps = append(apps, app)
+		appRefs = append(appRefs, ref)
+		if gov := property(props, "cdx:gomod:build:env:GOVERSION"); gov != "" {
+			std := "pkg:golang/stdlib@" + gov
+			if !seen[std] {
+				seen[std] = true
+				libs = append(libs, obj{"bom-ref": std, "type": "library", "name": "stdlib", "version": gov, "purl": std,
+					"description": "the Go standard library, linked into the binaries built with " + gov})
+				addDeps(std, nil)
+			}
+			addDeps(ref, []string{std})
+		}
+		comps, _ := bom["components"].([]any)
+		for _, c := range comps {
+			cm, _ := c.(obj)
+			r, _ := cm["bom-ref"].(string)
+			if r == "" || seen[r] {
+				continue
+			}
+			seen[r] = true
+			libs = append(libs, cm)
+		}
+		ds, _ := bom["dependencies"].([]any)
+		for _, d := range ds {
+			dm, _ := d.(obj)
+			r, _ := dm["ref"].(string)
+			addDeps(r, strSlice(dm["dependsOn"]))
+		}
+		cs, _ := bom["compositions"].([]any)
+		for _, c := range cs {
+			cm, _ := c.(obj)
+			switch cm["aggregate"] {
+			case "complete":
+				complete = appendNew(complete, strSlice(cm["dependencies"])...)
+			default:
+				unknown = appendNew(unknown, strSlice(cm["dependencies"])...)
+			}
+		}
+	}
+	dependencies := []any{obj{"ref": imageRef, "dependsOn": toAny(appRefs)}}
+	for _, r := range depOrder {
+		dependencies = append(dependencies, obj{"ref": r, "dependsOn": toAny(deps[r])})
+	}
+	meta := obj{"component": image}
+	if o.timestamp != "" {
+		meta["timestamp"] = o.timestamp
+	}
+	if tools != nil {
+		meta["tools"] = tools
+	}
+	out := obj{
+		"$schema":      boms[0]["$schema"],
+		"bomFormat":    "CycloneDX",
+		"specVersion":  spec,
+		"version":      1,
+		"metadata":     meta,
+		"components":   append(apps, libs...),
+		"dependencies": dependencies,
+	}
+	// What each binary links is known completely (Go records every module it builds in); the
+	// modules' own dependencies are not (a binary records no module graph), as cyclonedx-gomod says.
+	var comp []any
+	if len(complete) > 0 {
+		comp = append(comp, obj{"aggregate": "complete", "dependencies": toAny(append([]string{imageRef}, complete...))})
+	}
+	if len(unknown) > 0 {
+		comp = append(comp, obj{"aggregate": "unknown", "dependencies": toAny(unknown)})
+	}
+	if comp != nil {
+		out["compositions"] = comp
+	}
+	return out, nil
+}
+
+func property(props []any, name string) string {
+	for _, p := range props {
+		pm, _ := p.(obj)
+		if pm["name"] == name {
+			v, _ := pm["value"].(string)
+			return v
+		}
+	}
+	return ""
+}
+
+func clone(m obj) obj {
+	c := make(obj, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func anySlice(v any) []any { s, _ := v.([]any); return s }
+
+func strSlice(v any) []string {
+	var out []string
+	for _, x := range anySlice(v) {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, x := range s {
+		out[i] = x
+	}
+	return out
+}
+
+func appendNew(s []string, xs ...string) []string {
+	for _, x := range xs {
+		if !slices.Contains(s, x) {
+			s = append(s, x)
+		}
+	}
+	return s
+}
