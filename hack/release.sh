@@ -125,7 +125,8 @@ got=$(qemu-aarch64-static "$out/linux_arm64/quorate-operator" --version) || die 
 stage "qemu-aarch64-static bin/release/linux_arm64/quorate-operator --version: $got"
 
 # --- Images --------------------------------------------------------------------------------
-# image NAME TAG DOCKERFILE: builds NAME for each arch from the context $work/ctx-NAME-ARCH,
+# image NAME TAG DOCKERFILE: builds NAME for each arch from the context $work/ctx-NAME-ARCH
+# (DOCKERFILE: a path, or a name in that context),
 # pushes the manifest list of both as RELEASE_REGISTRY/NAME:TAG and records the digests in
 # $work/digests (NAME list|ARCH DIGEST).
 image() {
@@ -134,9 +135,11 @@ image() {
   "${B[@]}" manifest rm "$list" >/dev/null 2>&1 || true
   "${B[@]}" manifest create "$list" >/dev/null
   for arch in "${arches[@]}"; do
+    local f=$dockerfile
+    [[ $f == /* ]] || f=$work/ctx-$name-$arch/$f
     # --timestamp 0: the same inputs give the same image, digest included (hack/images.sh).
     "${B[@]}" bud --quiet --layers=false --timestamp 0 --platform "linux/$arch" --build-arg "VERSION=$version" \
-      -f "$dockerfile" -t "localhost/$list-$arch" "$work/ctx-$name-$arch" >/dev/null
+      -f "$f" -t "localhost/$list-$arch" "$work/ctx-$name-$arch" >/dev/null
     "${B[@]}" manifest add "$list" "containers-storage:localhost/$list-$arch" >/dev/null
   done
   "${B[@]}" manifest push --quiet --all --format oci --tls-verify="$tls" --digestfile "$work/digest" "$list" "docker://$ref" >/dev/null
