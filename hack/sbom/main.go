@@ -14,6 +14,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -134,6 +135,23 @@ func merge(o options, boms []obj) (obj, error) {
 			}
 		}
 	}
+	// A binary's main module can be another binary's library (etcd links etcdutl's module) or
+	// another binary's main module too: such a binary's component gets its name in its bom-ref.
+	mainCount, libRefs := map[string]int{}, map[string]bool{}
+	for _, bom := range boms {
+		meta, _ := bom["metadata"].(obj)
+		app, _ := meta["component"].(obj)
+		if ref, _ := app["bom-ref"].(string); ref != "" {
+			mainCount[ref]++
+		}
+		comps, _ := bom["components"].([]any)
+		for _, c := range comps {
+			cm, _ := c.(obj)
+			if r, _ := cm["bom-ref"].(string); r != "" {
+				libRefs[r] = true
+			}
+		}
+	}
 	for i, bom := range boms {
 		if f, _ := bom["bomFormat"].(string); f != "CycloneDX" {
 			return nil, fmt.Errorf("input %d is not a CycloneDX BOM (bomFormat %q)", i+1, f)
@@ -147,17 +165,32 @@ func merge(o options, boms []obj) (obj, error) {
 		if ref == "" {
 			return nil, fmt.Errorf("input %d has no metadata.component with a bom-ref (not made by cyclonedx-gomod bin?)", i+1)
 		}
+		props, _ := meta["properties"].([]any)
+		app = clone(app)
+		oldRef := ref
+		if mainCount[ref] > 1 || libRefs[ref] {
+			sep := "#"
+			if strings.Contains(ref, "#") {
+				sep = ":"
+			}
+			ref += sep + cmp.Or(property(props, "cdx:gomod:binary:name"), fmt.Sprint(i+1))
+			app["bom-ref"] = ref
+		}
 		if seen[ref] {
 			return nil, fmt.Errorf("two binaries are the same component %s", ref)
 		}
 		seen[ref] = true
+		rename := func(r string) string {
+			if r == oldRef {
+				return ref
+			}
+			return r
+		}
 		if tools == nil {
 			tools = meta["tools"]
 		}
 		// The binary's own properties (its name, hashes, GOOS, GOARCH, Go release) are the
 		// metadata's in a BOM of one binary: here they go with its component.
-		app = clone(app)
-		props, _ := meta["properties"].([]any)
 		if len(props) > 0 {
 			app["properties"] = append(anySlice(app["properties"]), props...)
 		}
@@ -187,16 +220,24 @@ func merge(o options, boms []obj) (obj, error) {
 		for _, d := range ds {
 			dm, _ := d.(obj)
 			r, _ := dm["ref"].(string)
-			addDeps(r, strSlice(dm["dependsOn"]))
+			on := strSlice(dm["dependsOn"])
+			for j := range on {
+				on[j] = rename(on[j])
+			}
+			addDeps(rename(r), on)
 		}
 		cs, _ := bom["compositions"].([]any)
 		for _, c := range cs {
 			cm, _ := c.(obj)
+			refs := strSlice(cm["dependencies"])
+			for j := range refs {
+				refs[j] = rename(refs[j])
+			}
 			switch cm["aggregate"] {
 			case "complete":
-				complete = appendNew(complete, strSlice(cm["dependencies"])...)
+				complete = appendNew(complete, refs...)
 			default:
-				unknown = appendNew(unknown, strSlice(cm["dependencies"])...)
+				unknown = appendNew(unknown, refs...)
 			}
 		}
 	}

@@ -128,6 +128,44 @@ func TestMergeOneImageOfTwoBinaries(t *testing.T) {
 	}
 }
 
+// etcd's server binary links the module whose root is etcdutl's main package: the etcdutl
+// binary's component is named apart from that library, which stays what etcd depends on.
+func TestMergeMainModuleThatIsAnotherBinarysLibrary(t *testing.T) {
+	etcd := binaryBOM("go.etcd.io/etcd/server/v3@v3.5.35", "etcd", "go1.26.8", "go.etcd.io/etcd/etcdutl/v3@v3.5.35")
+	utl := binaryBOM("go.etcd.io/etcd/etcdutl/v3@v3.5.35", "etcdutl", "go1.26.8", "go.uber.org/zap@v1.27.0")
+	// cyclonedx-gomod names a main package at its module's root without a fragment.
+	for _, b := range []obj{etcd, utl} {
+		m := b["metadata"].(obj)["component"].(obj)
+		old := m["bom-ref"].(string)
+		m["bom-ref"] = strings.Split(old, "#")[0]
+		b["dependencies"].([]any)[0].(obj)["ref"] = m["bom-ref"]
+		b["compositions"].([]any)[0].(obj)["dependencies"] = []any{m["bom-ref"]}
+	}
+	o := options{name: "r/etcd", version: "v3.5.35", platform: "linux/amd64"}
+	for _, order := range [][]obj{{etcd, utl}, {utl, etcd}} {
+		got, err := merge(o, order)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = roundTrip(t, got)
+		lib := "pkg:golang/go.etcd.io/etcd/etcdutl/v3@v3.5.35?type=module"
+		app := lib + "#etcdutl"
+		comps := refs(t, got, "components")
+		if strings.Count(strings.Join(comps, " ")+" ", lib+" ") != 1 || strings.Count(strings.Join(comps, " ")+" ", app+" ") != 1 {
+			t.Fatalf("components %v: want the library %s and the binary %s once each", comps, lib, app)
+		}
+		if d := dependsOn(got, "pkg:golang/go.etcd.io/etcd/server/v3@v3.5.35?type=module"); !strings.Contains(strings.Join(d, " "), lib) {
+			t.Errorf("etcd depends on %v, not on the library %s", d, lib)
+		}
+		if d := dependsOn(got, app); strings.Join(d, " ") != "pkg:golang/stdlib@go1.26.8 pkg:golang/go.uber.org/zap@v1.27.0?type=module" {
+			t.Errorf("the etcdutl binary depends on %v", d)
+		}
+		if d := dependsOn(got, lib); len(d) != 0 {
+			t.Errorf("the etcdutl library took the binary's dependencies: %v", d)
+		}
+	}
+}
+
 func TestMergeRefuses(t *testing.T) {
 	o := options{name: "r/quorate-workload", version: "0.3.0", platform: "linux/amd64"}
 	w := binaryBOM("github.com/quorate-dev/quorate@v0.3.0", "quorate-workload", "go1.26.8")
