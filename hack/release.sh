@@ -131,6 +131,11 @@ stage "qemu-aarch64-static bin/release/linux_arm64/quorate-operator --version: $
 # $work/digests (NAME list|ARCH DIGEST).
 image() {
   local name=$1 t=$2 dockerfile=$3 list=quorate-release-$1-$2
+  # Quorate's images carry the commit they were built from (a worktree's binaries record no
+  # VCS information: Go finds no .git directory there); etcd's are etcd's alone.
+  local labels=()
+  [ "$name" = etcd ] || labels=(--label "org.opencontainers.image.revision=$commit" --label "org.opencontainers.image.version=$version"
+    --label "org.opencontainers.image.created=$commit_utc" --label "org.opencontainers.image.source=https://github.com/quorate-dev/quorate")
   local ref=$RELEASE_REGISTRY/$name:$t
   "${B[@]}" manifest rm "$list" >/dev/null 2>&1 || true
   "${B[@]}" manifest create "$list" >/dev/null
@@ -138,7 +143,7 @@ image() {
     local f=$dockerfile
     [[ $f == /* ]] || f=$work/ctx-$name-$arch/$f
     # --timestamp 0: the same inputs give the same image, digest included (hack/images.sh).
-    "${B[@]}" bud --quiet --layers=false --timestamp 0 --platform "linux/$arch" --build-arg "VERSION=$version" \
+    "${B[@]}" bud --quiet --layers=false --timestamp 0 --platform "linux/$arch" --build-arg "VERSION=$version" "${labels[@]}" \
       -f "$f" -t "localhost/$list-$arch" "$work/ctx-$name-$arch" >/dev/null
     "${B[@]}" manifest add "$list" "containers-storage:localhost/$list-$arch" >/dev/null
   done
@@ -197,7 +202,7 @@ done
 
 # --- SBOMs ---------------------------------------------------------------------------------
 stage "SBOMs (cyclonedx-gomod $CYCLONEDX_GOMOD_VERSION bin per binary, hack/sbom per image and platform)"
-sbom() { # sbom NAME DIGEST-KEY ARCH BINARY...: dist/sbom/NAME_VERSION_linux_ARCH.cdx.json
+sbom() { # sbom NAME DIGEST-KEY ARCH BINARY...: dist/sbom/NAME_VERSION_linux_ARCH.cdx.json (hack/sbom's flags in sbom_flags)
   local name=$1 key=$2 arch=$3; shift 3
   local parts=() bin
   for bin in "$@"; do
@@ -212,18 +217,26 @@ sbom() { # sbom NAME DIGEST-KEY ARCH BINARY...: dist/sbom/NAME_VERSION_linux_ARC
   [[ $key == etcd-* ]] && iv=${key#etcd-}
   local f=$dist/sbom/${name}_${iv}_linux_$arch.cdx.json
   "$work/sbom" --name "$(repo_of "$key")" --version "$iv" --platform "linux/$arch" \
-    --digest "$(digest "$key" "$arch")" --timestamp "$commit_utc" --out "$f" "${parts[@]}"
+    --digest "$(digest "$key" "$arch")" --timestamp "$commit_utc" "${sbom_flags[@]}" --out "$f" "${parts[@]}"
   echo "$f"
 }
 sboms=()
+sbom_flags=()
 for arch in "${arches[@]}"; do
   b=$out/linux_$arch
+  # quorate-conformance is a test binary, whose build info lists no module it links: go list
+  # finds them, with their sums from go.sum.
+  (cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go list -deps -test -tags e2e \
+    -f '{{with .Module}}{{if not .Main}}{{with .Replace}}{{.Path}} {{.Version}}{{else}}{{.Path}} {{.Version}}{{end}}{{end}}{{end}}' ./e2e/conformance) |
+    LC_ALL=C sort -u | awk 'NR == FNR { if ($2 !~ /\/go.mod$/) sum[$1 " " $2] = $3; next } NF { print $1, $2, sum[$1 " " $2] }' "$root/go.sum" - >"$work/conformance-modules-$arch"
   # One assignment each: a failure inside "$(...)" within an array assignment would not stop the script.
   f=$(sbom quorate-operator quorate-operator "$arch" "$b/quorate-operator" "$b/quorate-launcher" "$b/quorate-backup")
   sboms+=("quorate-operator $arch $f")
   f=$(sbom quorate-workload quorate-workload "$arch" "$b/quorate-workload")
   sboms+=("quorate-workload $arch $f")
+  sbom_flags=(--modules "quorate-conformance=$work/conformance-modules-$arch")
   f=$(sbom quorate-conformance quorate-conformance "$arch" "$b/quorate-conformance")
+  sbom_flags=()
   sboms+=("quorate-conformance $arch $f")
   for v in $ETCD_VERSIONS; do
     f=$(sbom etcd "etcd-$v" "$arch" "$b/etcd-$v/etcd" "$b/etcd-$v/etcdctl" "$b/etcd-$v/etcdutl")
@@ -356,11 +369,11 @@ stage "the kubectl plugin's archives (hack/plugin-release.sh)"
 "$here/plugin-release.sh" "$version" "$ldflags" >/dev/null
 {
   printf '# Quorate %s (commit %s, %s), images in %s\n' "$version" "$commit" "$commit_time" "$RELEASE_REGISTRY"
-  printf '%-28s %-8s %s\n' IMAGE PLATFORM DIGEST
+  printf '%-36s %-8s %s\n' IMAGE PLATFORM DIGEST
   for i in "${images[@]}"; do
     t=$tag; [[ $i == etcd-* ]] && t=${i#etcd-}
-    printf '%-28s %-8s %s\n' "$(repo_name "$i"):$t" list "$(digest "$i")"
-    for a in "${arches[@]}"; do printf '%-28s %-8s %s\n' "" "$a" "$(digest "$i" "$a")"; done
+    printf '%-36s %-8s %s\n' "$(repo_name "$i"):$t" list "$(digest "$i")"
+    for a in "${arches[@]}"; do printf '%-36s %-8s %s\n' "" "$a" "$(digest "$i" "$a")"; done
   done
 } >"$dist/images.txt"
 (cd "$dist" && find . -type f ! -name checksums ! -name checksums.sig | sed 's#^\./##' | LC_ALL=C sort | xargs sha256sum) >"$dist/checksums"

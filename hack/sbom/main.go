@@ -11,10 +11,17 @@
 // library components, once each, and each Go release a binary was built with is the library
 // component pkg:golang/stdlib@<release>, which cyclonedx-gomod leaves out (the standard library
 // is linked into every binary, and its vulnerabilities are the binary's).
+//
+// A test binary (go test -c: quorate-conformance) records its main module and none of the
+// modules it links (golang/go#33976): --modules NAME=FILE adds, to the binary NAME, the modules
+// FILE lists, one "path version [h1:sum]" a line, as `go list -deps -test` of its package finds
+// them (hack/release.sh).
 package main
 
 import (
 	"cmp"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -31,7 +38,12 @@ type obj = map[string]any
 
 type options struct {
 	name, version, platform, digest, timestamp string
+	// modules: the modules each binary (by name) links that its BOM lacks (a test binary's).
+	modules map[string][]module
 }
+
+// module is one line of a --modules file.
+type module struct{ path, version, sum string }
 
 func main() {
 	var o options
@@ -41,6 +53,25 @@ func main() {
 	flag.StringVar(&o.platform, "platform", "", "the image's platform, os/arch (linux/arm64)")
 	flag.StringVar(&o.digest, "digest", "", "the image's digest (sha256:...), when known")
 	flag.StringVar(&o.timestamp, "timestamp", "", "metadata.timestamp (RFC 3339; the commit's time keeps the SBOM reproducible); empty: none")
+	flag.Func("modules", "BINARY=FILE: the modules (lines of path, version, h1: sum) the binary of that name links, for a test binary whose build info lists none (repeat)", func(v string) error {
+		name, file, ok := strings.Cut(v, "=")
+		if !ok {
+			return errors.New("want BINARY=FILE")
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		mods, err := parseModules(string(b))
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		if o.modules == nil {
+			o.modules = map[string][]module{}
+		}
+		o.modules[name] = append(o.modules[name], mods...)
+		return nil
+	})
 	flag.Parse()
 	if err := run(o, flag.Args(), *out); err != nil {
 		fmt.Fprintln(os.Stderr, "sbom:", err)
@@ -207,6 +238,20 @@ func merge(o options, boms []obj) (obj, error) {
 			addDeps(ref, []string{std})
 		}
 		comps, _ := bom["components"].([]any)
+		binName := property(props, "cdx:gomod:binary:name")
+		if extra := o.modules[binName]; len(extra) > 0 {
+			comps = append(comps, moduleComponents(extra, property(props, "cdx:gomod:build:env:GOOS"), property(props, "cdx:gomod:build:env:GOARCH"))...)
+			var on []string
+			for _, c := range comps {
+				if r, _ := c.(obj)["bom-ref"].(string); r != "" && r != oldRef {
+					on = append(on, r)
+					unknown = appendNew(unknown, r)
+				}
+			}
+			addDeps(ref, on)
+			app["properties"] = append(anySlice(app["properties"]), obj{"name": "quorate:sbom:modules",
+				"value": "go list -deps -test: a test binary's build info lists no module it links"})
+		}
 		for _, c := range comps {
 			cm, _ := c.(obj)
 			r, _ := cm["bom-ref"].(string)
@@ -274,6 +319,48 @@ func merge(o options, boms []obj) (obj, error) {
 		out["compositions"] = comp
 	}
 	return out, nil
+}
+
+// parseModules reads a --modules file: "path version [h1:sum]" a line; blank lines and the main
+// module (no version) are skipped.
+func parseModules(text string) ([]module, error) {
+	var mods []module
+	for i, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0 || len(f) == 1:
+			continue
+		case len(f) > 3:
+			return nil, fmt.Errorf("line %d: want path, version and an optional h1: sum, got %q", i+1, line)
+		}
+		m := module{path: f[0], version: f[1]}
+		if len(f) == 3 {
+			m.sum = f[2]
+		}
+		mods = append(mods, m)
+	}
+	return mods, nil
+}
+
+// moduleComponents are library components of modules, as cyclonedx-gomod writes them: the
+// bom-ref a purl without the platform, the purl with it, the h1: sum as its SHA-256.
+func moduleComponents(mods []module, goos, goarch string) []any {
+	var out []any
+	for _, m := range mods {
+		ref := "pkg:golang/" + m.path + "@" + m.version + "?type=module"
+		purl := ref
+		if goos != "" && goarch != "" {
+			purl = "pkg:golang/" + m.path + "@" + m.version + "?goarch=" + goarch + "&goos=" + goos + "&type=module"
+		}
+		c := obj{"bom-ref": ref, "type": "library", "name": m.path, "version": m.version, "scope": "required", "purl": purl}
+		if h, ok := strings.CutPrefix(m.sum, "h1:"); ok {
+			if b, err := base64.StdEncoding.DecodeString(h); err == nil {
+				c["hashes"] = []any{obj{"alg": "SHA-256", "content": hex.EncodeToString(b)}}
+			}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func property(props []any, name string) string {

@@ -212,3 +212,43 @@ func TestRunWritesFile(t *testing.T) {
 		t.Error("a timestamp without --timestamp")
 	}
 }
+
+// A test binary's BOM has its main module alone: --modules adds what go list found it links.
+func TestMergeModulesOfATestBinary(t *testing.T) {
+	conf := binaryBOM("github.com/quorate-dev/quorate@v0.3.0", "quorate-conformance", "go1.26.8")
+	props := conf["metadata"].(obj)["properties"].([]any)
+	conf["metadata"].(obj)["properties"] = append(props, obj{"name": "cdx:gomod:build:env:GOOS", "value": "linux"}, obj{"name": "cdx:gomod:build:env:GOARCH", "value": "arm64"})
+	mods, err := parseModules("github.com/quorate-dev/quorate\ngolang.org/x/net v0.61.0 h1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\nsigs.k8s.io/e2e-framework v0.6.0\n\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := options{name: "r/quorate-conformance", version: "0.3.0", platform: "linux/arm64", modules: map[string][]module{"quorate-conformance": mods}}
+	got, err := merge(o, []obj{conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = roundTrip(t, got)
+	app := "pkg:golang/github.com/quorate-dev/quorate@v0.3.0?type=module#cmd/quorate-conformance"
+	net := "pkg:golang/golang.org/x/net@v0.61.0?type=module"
+	e2e := "pkg:golang/sigs.k8s.io/e2e-framework@v0.6.0?type=module"
+	if c := refs(t, got, "components"); strings.Join(c, " ") != strings.Join([]string{app, "pkg:golang/stdlib@go1.26.8", net, e2e}, " ") {
+		t.Fatalf("components %v", c)
+	}
+	if d := dependsOn(got, app); strings.Join(d, " ") != "pkg:golang/stdlib@go1.26.8 "+net+" "+e2e {
+		t.Errorf("the binary depends on %v", d)
+	}
+	for _, c := range got["components"].([]any) {
+		if c.(obj)["bom-ref"] != net {
+			continue
+		}
+		if c.(obj)["purl"] != "pkg:golang/golang.org/x/net@v0.61.0?goarch=arm64&goos=linux&type=module" {
+			t.Errorf("purl %v", c.(obj)["purl"])
+		}
+		if h := c.(obj)["hashes"].([]any)[0].(obj)["content"]; h != "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f" {
+			t.Errorf("the h1: sum as SHA-256: %v", h)
+		}
+	}
+	if _, err := parseModules("a v1 h1:x extra"); err == nil {
+		t.Error("a line of four fields was read")
+	}
+}
