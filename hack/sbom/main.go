@@ -131,6 +131,22 @@ func imagePURL(o options) string {
 	return "pkg:oci/" + name + "@" + v + "?" + q.Encode()
 }
 
+// merger builds the image's BOM from the binaries' BOMs, one binary at a time.
+type merger struct {
+	o          options
+	apps, libs []any
+	seen       map[string]bool
+	deps       map[string][]string
+	depOrder   []string
+	appRefs    []string
+	complete   []string
+	unknown    []string
+	tools      any
+	// Main modules' bom-refs by how many binaries have them, and every library's bom-ref.
+	mainCount map[string]int
+	libRefs   map[string]bool
+}
+
 func merge(o options, boms []obj) (obj, error) {
 	if o.name == "" || o.version == "" || o.platform == "" {
 		return nil, errors.New("--name, --version and --platform are required")
@@ -139,50 +155,8 @@ func merge(o options, boms []obj) (obj, error) {
 		return nil, errors.New("no binary SBOM to merge")
 	}
 	spec, _ := boms[0]["specVersion"].(string)
-	imageRef := imagePURL(o)
-	image := obj{"bom-ref": imageRef, "type": "container", "name": o.name, "version": o.version, "purl": imageRef,
-		"properties": []any{obj{"name": "quorate:image:platform", "value": o.platform}}}
-	if o.digest != "" {
-		image["hashes"] = []any{obj{"alg": "SHA-256", "content": strings.TrimPrefix(o.digest, "sha256:")}}
-	}
-	var (
-		apps, libs []any
-		seen       = map[string]bool{}
-		deps       = map[string][]string{}
-		depOrder   []string
-		appRefs    []string
-		complete   []string
-		unknown    []string
-		tools      any
-	)
-	addDeps := func(ref string, on []string) {
-		if _, ok := deps[ref]; !ok {
-			depOrder = append(depOrder, ref)
-			deps[ref] = []string{}
-		}
-		for _, d := range on {
-			if !slices.Contains(deps[ref], d) {
-				deps[ref] = append(deps[ref], d)
-			}
-		}
-	}
-	// A binary's main module can be another binary's library (etcd links etcdutl's module) or
-	// another binary's main module too: such a binary's component gets its name in its bom-ref.
-	mainCount, libRefs := map[string]int{}, map[string]bool{}
-	for _, bom := range boms {
-		meta, _ := bom["metadata"].(obj)
-		app, _ := meta["component"].(obj)
-		if ref, _ := app["bom-ref"].(string); ref != "" {
-			mainCount[ref]++
-		}
-		comps, _ := bom["components"].([]any)
-		for _, c := range comps {
-			cm, _ := c.(obj)
-			if r, _ := cm["bom-ref"].(string); r != "" {
-				libRefs[r] = true
-			}
-		}
-	}
+	m := &merger{o: o, seen: map[string]bool{}, deps: map[string][]string{}, mainCount: map[string]int{}, libRefs: map[string]bool{}}
+	m.count(boms)
 	for i, bom := range boms {
 		if f, _ := bom["bomFormat"].(string); f != "CycloneDX" {
 			return nil, fmt.Errorf("input %d is not a CycloneDX BOM (bomFormat %q)", i+1, f)
@@ -190,135 +164,186 @@ func merge(o options, boms []obj) (obj, error) {
 		if v, _ := bom["specVersion"].(string); v != spec {
 			return nil, fmt.Errorf("input %d is CycloneDX %s, the first %s", i+1, v, spec)
 		}
+		if err := m.add(i, bom); err != nil {
+			return nil, err
+		}
+	}
+	return m.bom(boms[0]["$schema"], spec), nil
+}
+
+// count notes the bom-refs of main modules and libraries: a binary's main module can be another
+// binary's library (etcd links etcdutl's module) or another binary's main module too, and such
+// a binary's component gets its name in its bom-ref.
+func (m *merger) count(boms []obj) {
+	for _, bom := range boms {
 		meta, _ := bom["metadata"].(obj)
 		app, _ := meta["component"].(obj)
-		ref, _ := app["bom-ref"].(string)
-		if ref == "" {
-			return nil, fmt.Errorf("input %d has no metadata.component with a bom-ref (not made by cyclonedx-gomod bin?)", i+1)
+		if ref, _ := app["bom-ref"].(string); ref != "" {
+			m.mainCount[ref]++
 		}
-		props, _ := meta["properties"].([]any)
-		app = clone(app)
-		oldRef := ref
-		if mainCount[ref] > 1 || libRefs[ref] {
-			sep := "#"
-			if strings.Contains(ref, "#") {
-				sep = ":"
-			}
-			ref += sep + cmp.Or(property(props, "cdx:gomod:binary:name"), fmt.Sprint(i+1))
-			app["bom-ref"] = ref
-		}
-		if seen[ref] {
-			return nil, fmt.Errorf("two binaries are the same component %s", ref)
-		}
-		seen[ref] = true
-		rename := func(r string) string {
-			if r == oldRef {
-				return ref
-			}
-			return r
-		}
-		if tools == nil {
-			tools = meta["tools"]
-		}
-		// The binary's own properties (its name, hashes, GOOS, GOARCH, Go release) are the
-		// metadata's in a BOM of one binary: here they go with its component.
-		if len(props) > 0 {
-			app["properties"] = append(anySlice(app["properties"]), props...)
-		}
-		apps = append(apps, app)
-		appRefs = append(appRefs, ref)
-		if gov := property(props, "cdx:gomod:build:env:GOVERSION"); gov != "" {
-			std := "pkg:golang/stdlib@" + gov
-			if !seen[std] {
-				seen[std] = true
-				libs = append(libs, obj{"bom-ref": std, "type": "library", "name": "stdlib", "version": gov, "purl": std,
-					"description": "the Go standard library, linked into the binaries built with " + gov})
-				addDeps(std, nil)
-			}
-			addDeps(ref, []string{std})
-		}
-		comps, _ := bom["components"].([]any)
-		binName := property(props, "cdx:gomod:binary:name")
-		if extra := o.modules[binName]; len(extra) > 0 {
-			comps = append(comps, moduleComponents(extra, property(props, "cdx:gomod:build:env:GOOS"), property(props, "cdx:gomod:build:env:GOARCH"))...)
-			var on []string
-			for _, c := range comps {
-				if r, _ := c.(obj)["bom-ref"].(string); r != "" && r != oldRef {
-					on = append(on, r)
-					unknown = appendNew(unknown, r)
-				}
-			}
-			addDeps(ref, on)
-			app["properties"] = append(anySlice(app["properties"]), obj{"name": "quorate:sbom:modules",
-				"value": "go list -deps -test: a test binary's build info lists no module it links"})
-		}
-		for _, c := range comps {
+		for _, c := range anySlice(bom["components"]) {
 			cm, _ := c.(obj)
-			r, _ := cm["bom-ref"].(string)
-			if r == "" || seen[r] {
-				continue
-			}
-			seen[r] = true
-			libs = append(libs, cm)
-		}
-		ds, _ := bom["dependencies"].([]any)
-		for _, d := range ds {
-			dm, _ := d.(obj)
-			r, _ := dm["ref"].(string)
-			on := strSlice(dm["dependsOn"])
-			for j := range on {
-				on[j] = rename(on[j])
-			}
-			addDeps(rename(r), on)
-		}
-		cs, _ := bom["compositions"].([]any)
-		for _, c := range cs {
-			cm, _ := c.(obj)
-			refs := strSlice(cm["dependencies"])
-			for j := range refs {
-				refs[j] = rename(refs[j])
-			}
-			switch cm["aggregate"] {
-			case "complete":
-				complete = appendNew(complete, refs...)
-			default:
-				unknown = appendNew(unknown, refs...)
+			if r, _ := cm["bom-ref"].(string); r != "" {
+				m.libRefs[r] = true
 			}
 		}
 	}
-	dependencies := []any{obj{"ref": imageRef, "dependsOn": toAny(appRefs)}}
-	for _, r := range depOrder {
-		dependencies = append(dependencies, obj{"ref": r, "dependsOn": toAny(deps[r])})
+}
+
+func (m *merger) addDeps(ref string, on []string) {
+	if _, ok := m.deps[ref]; !ok {
+		m.depOrder = append(m.depOrder, ref)
+		m.deps[ref] = []string{}
+	}
+	for _, d := range on {
+		if !slices.Contains(m.deps[ref], d) {
+			m.deps[ref] = append(m.deps[ref], d)
+		}
+	}
+}
+
+// add takes the binary of the i-th BOM: its component, its modules, their dependencies.
+func (m *merger) add(i int, bom obj) error {
+	meta, _ := bom["metadata"].(obj)
+	app, _ := meta["component"].(obj)
+	ref, _ := app["bom-ref"].(string)
+	if ref == "" {
+		return fmt.Errorf("input %d has no metadata.component with a bom-ref (not made by cyclonedx-gomod bin?)", i+1)
+	}
+	props, _ := meta["properties"].([]any)
+	binName := property(props, "cdx:gomod:binary:name")
+	app = clone(app)
+	oldRef := ref
+	if m.mainCount[ref] > 1 || m.libRefs[ref] {
+		sep := "#"
+		if strings.Contains(ref, "#") {
+			sep = ":"
+		}
+		ref += sep + cmp.Or(binName, fmt.Sprint(i+1))
+		app["bom-ref"] = ref
+	}
+	if m.seen[ref] {
+		return fmt.Errorf("two binaries are the same component %s", ref)
+	}
+	m.seen[ref] = true
+	rename := func(refs []string) []string {
+		for j := range refs {
+			if refs[j] == oldRef {
+				refs[j] = ref
+			}
+		}
+		return refs
+	}
+	if m.tools == nil {
+		m.tools = meta["tools"]
+	}
+	// The binary's own properties (its name, hashes, GOOS, GOARCH, Go release) are the
+	// metadata's in a BOM of one binary: here they go with its component.
+	if len(props) > 0 {
+		app["properties"] = append(anySlice(app["properties"]), props...)
+	}
+	m.appRefs = append(m.appRefs, ref)
+	m.addStdlib(ref, property(props, "cdx:gomod:build:env:GOVERSION"))
+	comps := anySlice(bom["components"])
+	if extra := m.o.modules[binName]; len(extra) > 0 {
+		comps = append(comps, moduleComponents(extra, property(props, "cdx:gomod:build:env:GOOS"), property(props, "cdx:gomod:build:env:GOARCH"))...)
+		var on []string
+		for _, c := range comps {
+			if r, _ := c.(obj)["bom-ref"].(string); r != "" && r != oldRef {
+				on = append(on, r)
+				m.unknown = appendNew(m.unknown, r)
+			}
+		}
+		m.addDeps(ref, on)
+		app["properties"] = append(anySlice(app["properties"]), obj{"name": "quorate:sbom:modules",
+			"value": "go list -deps -test: a test binary's build info lists no module it links"})
+	}
+	m.apps = append(m.apps, app)
+	for _, c := range comps {
+		cm, _ := c.(obj)
+		m.addLib(cm)
+	}
+	for _, d := range anySlice(bom["dependencies"]) {
+		dm, _ := d.(obj)
+		r, _ := dm["ref"].(string)
+		m.addDeps(rename([]string{r})[0], rename(strSlice(dm["dependsOn"])))
+	}
+	for _, c := range anySlice(bom["compositions"]) {
+		cm, _ := c.(obj)
+		refs := rename(strSlice(cm["dependencies"]))
+		if cm["aggregate"] == "complete" {
+			m.complete = appendNew(m.complete, refs...)
+		} else {
+			m.unknown = appendNew(m.unknown, refs...)
+		}
+	}
+	return nil
+}
+
+// addStdlib adds the Go standard library of release gov (if known) and ref's dependency on it.
+func (m *merger) addStdlib(ref, gov string) {
+	if gov == "" {
+		return
+	}
+	std := "pkg:golang/stdlib@" + gov
+	m.addLib(obj{"bom-ref": std, "type": "library", "name": "stdlib", "version": gov, "purl": std,
+		"description": "the Go standard library, linked into the binaries built with " + gov})
+	m.addDeps(std, nil)
+	m.addDeps(ref, []string{std})
+}
+
+// addLib adds a library component once.
+func (m *merger) addLib(c obj) {
+	r, _ := c["bom-ref"].(string)
+	if r == "" || m.seen[r] {
+		return
+	}
+	m.seen[r] = true
+	m.libs = append(m.libs, c)
+}
+
+// bom is the merged BOM: the image as its metadata.component, depending on its binaries.
+func (m *merger) bom(schema any, spec string) obj {
+	o := m.o
+	imageRef := imagePURL(o)
+	image := obj{"bom-ref": imageRef, "type": "container", "name": o.name, "version": o.version, "purl": imageRef,
+		"properties": []any{obj{"name": "quorate:image:platform", "value": o.platform}}}
+	if o.digest != "" {
+		image["hashes"] = []any{obj{"alg": "SHA-256", "content": strings.TrimPrefix(o.digest, "sha256:")}}
+	}
+	dependencies := []any{obj{"ref": imageRef, "dependsOn": toAny(m.appRefs)}}
+	for _, r := range m.depOrder {
+		dependencies = append(dependencies, obj{"ref": r, "dependsOn": toAny(m.deps[r])})
 	}
 	meta := obj{"component": image}
 	if o.timestamp != "" {
 		meta["timestamp"] = o.timestamp
 	}
-	if tools != nil {
-		meta["tools"] = tools
+	if m.tools != nil {
+		meta["tools"] = m.tools
 	}
 	out := obj{
-		"$schema":      boms[0]["$schema"],
+		"$schema":      schema,
 		"bomFormat":    "CycloneDX",
 		"specVersion":  spec,
 		"version":      1,
 		"metadata":     meta,
-		"components":   append(apps, libs...),
+		"components":   append(m.apps, m.libs...),
 		"dependencies": dependencies,
 	}
 	// What each binary links is known completely (Go records every module it builds in); the
 	// modules' own dependencies are not (a binary records no module graph), as cyclonedx-gomod says.
 	var comp []any
-	if len(complete) > 0 {
-		comp = append(comp, obj{"aggregate": "complete", "dependencies": toAny(append([]string{imageRef}, complete...))})
+	if len(m.complete) > 0 {
+		comp = append(comp, obj{"aggregate": "complete", "dependencies": toAny(append([]string{imageRef}, m.complete...))})
 	}
-	if len(unknown) > 0 {
-		comp = append(comp, obj{"aggregate": "unknown", "dependencies": toAny(unknown)})
+	if len(m.unknown) > 0 {
+		comp = append(comp, obj{"aggregate": "unknown", "dependencies": toAny(m.unknown)})
 	}
 	if comp != nil {
 		out["compositions"] = comp
 	}
-	return out, nil
+	return out
 }
 
 // parseModules reads a --modules file: "path version [h1:sum]" a line; blank lines and the main
