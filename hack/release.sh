@@ -101,11 +101,13 @@ mkdir -p "$dist/sbom" "$out"
 
 # --- Binaries ------------------------------------------------------------------------------
 stage "cross-compiling the static binaries for ${arches[*]}"
+# -buildvcs=true: in a clone the binaries record the commit (vcs.revision) whatever GOFLAGS says;
+# in a git worktree Go finds no repository and records none (the images' labels name it).
 for arch in "${arches[@]}"; do
   o=$out/linux_$arch
   mkdir -p "$o"
   for cmd in quorate-operator=./cmd quorate-launcher=./cmd/quorate-launcher quorate-backup=./cmd/quorate-backup quorate-workload=./cmd/quorate-workload; do
-    (cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "$ldflags" -o "$o/${cmd%%=*}" "${cmd#*=}")
+    (cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -buildvcs=true -ldflags "$ldflags" -o "$o/${cmd%%=*}" "${cmd#*=}")
   done
   (cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go test -c -tags e2e -trimpath -ldflags "$ldflags" -o "$o/quorate-conformance" ./e2e/conformance)
   for v in $ETCD_VERSIONS; do
