@@ -149,10 +149,17 @@ image() {
       -f "$f" -t "localhost/$list-$arch" "$work/ctx-$name-$arch" >/dev/null
     "${B[@]}" manifest add "$list" "containers-storage:localhost/$list-$arch" >/dev/null
   done
+  rm -f "$work/digest"
   "${B[@]}" manifest push --quiet --all --format oci --tls-verify="$tls" --digestfile "$work/digest" "$list" "docker://$ref" >/dev/null
-  local d; d=$(cat "$work/digest")
+  # The list's digest is that of the manifest the registry now serves for the tag (buildah 1.28
+  # leaves --digestfile empty when the registry already held the same list).
+  local raw d pushed
+  skopeo inspect --raw --tls-verify="$tls" "docker://$ref" >"$work/list.json"
+  d=sha256:$(sha256sum <"$work/list.json" | cut -d' ' -f1)
+  raw=$(cat "$work/list.json")
+  pushed=$(cat "$work/digest" 2>/dev/null || true)
+  [ -z "$pushed" ] || [ "$pushed" = "$d" ] || die "$ref: buildah pushed $pushed, the registry serves $d"
   echo "$name list $d" >>"$work/digests"
-  local raw; raw=$(skopeo inspect --raw --tls-verify="$tls" "docker://$RELEASE_REGISTRY/$name@$d")
   for arch in "${arches[@]}"; do
     local a; a=$(jq -r --arg a "$arch" '.manifests[] | select(.platform.os == "linux" and .platform.architecture == $a) | .digest' <<<"$raw")
     [ -n "$a" ] || die "$ref has no linux/$arch image"
