@@ -107,10 +107,11 @@ build-linux: ## Build the static linux/amd64 binaries the images hold.
 plugin: ## Build the kubectl plugin, bin/kubectl-quorate (in PATH, kubectl runs it as `kubectl quorate`).
 	go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/kubectl-quorate ./cmd/kubectl-quorate
 
+# RELEASE_REGISTRY (default localhost:5000/quorate-release) receives the images; COSIGN_KEY signs
+# them (default: a key generated in $(QUORATE_CACHE)/release for local runs). docs/release.md.
 .PHONY: release
-release: $(KUSTOMIZE) ## Build the kubectl plugin's archives (linux and darwin, amd64 and arm64) into dist/, dist/quorate.yaml (the krew manifest with their sha256), and dist/quorate-conformance.yaml (the conformance Job, its rights and settings, for kubectl apply -f).
-	hack/plugin-release.sh $(VERSION) "$(LDFLAGS)"
-	$(KUSTOMIZE) build config/conformance > dist/quorate-conformance.yaml
+release: $(KUSTOMIZE) ## From a clean tree: multi-architecture images (linux/amd64, linux/arm64) with SBOMs and signatures, pushed to RELEASE_REGISTRY; dist/ with install.yaml, quorate-conformance.yaml, the bundle and catalog (images by digest), the kubectl plugin's archives and krew manifest, checksums.
+	KUSTOMIZE=$(KUSTOMIZE) ETCD_VERSIONS="$(ETCD_VERSIONS)" hack/release.sh $(VERSION)
 
 .PHONY: run
 run: manifests generate ## Run the manager from this machine against the current kubeconfig.

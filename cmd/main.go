@@ -35,6 +35,7 @@ import (
 	"github.com/quorate-dev/quorate/controllers/etcdcluster"
 	"github.com/quorate-dev/quorate/controllers/managercache"
 	"github.com/quorate-dev/quorate/controllers/ownership"
+	"github.com/quorate-dev/quorate/internal/buildinfo"
 	"github.com/quorate-dev/quorate/internal/envflag"
 	"github.com/quorate-dev/quorate/internal/expectations"
 	"github.com/quorate-dev/quorate/internal/memlimit"
@@ -78,7 +79,7 @@ type config struct {
 	metricsAddr, probeAddr, leaderNS, pullPolicy   string
 	pprofAddr                                      string
 	metricsSecret, metricsCASecret, metricsService string
-	secureMetrics, leaderElect                     bool
+	secureMetrics, leaderElect, version            bool
 	concurrency                                    int
 	apiQPS                                         float64
 	apiBurst                                       int
@@ -99,6 +100,10 @@ type config struct {
 
 func main() {
 	cfg := parseFlags()
+	if cfg.version {
+		fmt.Println(buildinfo.String("quorate-operator"))
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&cfg.zap)))
 	log := ctrl.Log.WithName("setup")
 	if soft, why, err := memlimit.Set(memlimit.Paths); err != nil {
@@ -209,6 +214,7 @@ func parseFlags() *config {
 	flag.StringVar(&cfg.metricsCASecret, "metrics-ca-secret", "quorate-metrics-ca", "Secret of the operator's namespace holding the key of the metrics certificate's CA, which only the operator reads (scrapers read --metrics-cert-secret)")
 	flag.StringVar(&cfg.metricsService, "metrics-service", "quorate-controller-manager-metrics-service", "the metrics Service, whose DNS names the metrics certificate covers")
 	flag.Var(labelsFlag(cfg.operator.Labels), "operator-pod-labels", "labels (k=v,...) of the operator's pods, which the clusters' NetworkPolicies admit to the client port")
+	flag.BoolVar(&cfg.version, "version", false, "print the version, platform and Go release of this build and exit")
 	cfg.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
 	return cfg

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the local cluster and image builds need. Idempotent: packages
 # already present are not fetched again.
+#   hack/install-deps.sh           the local cluster's and the image builds'
+#   hack/install-deps.sh release   those, and what hack/release.sh adds: qemu's user emulation
+#                                  (the arm64 binaries are run under it), jq and file
 set -euo pipefail
 pkgs=(containerd runc containernetworking-plugins iptables conntrack ipset socat ebtables ethtool
       buildah skopeo docker-registry uidmap fuse-overlayfs busybox-static curl ca-certificates util-linux iproute2 kmod procps psmisc)
+case ${1:-} in
+"") ;;
+release) pkgs+=(qemu-user-static jq file) ;;
+*) echo "usage: install-deps.sh [release]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
