@@ -114,9 +114,13 @@ func (e *Environment) rows() [][2]string {
 	}
 	add("etcd", e.Etcd)
 	if f := e.Fsync; f != nil {
-		r := 100 * time.Microsecond
-		add(fmt.Sprintf("fsync (StorageClass %s, node %s)", f.StorageClass, f.Node), strings.Join(append([]string{fmt.Sprintf("p50 %s, p99 %s, max %s over %d writes of %d B, each followed by fdatasync",
-			f.P50.Round(r), f.P99.Round(r), f.Max.Round(r), f.Samples, f.BlockSize)}, f.Judgement...), "; "))
+		what := fmt.Sprintf("%d writes of %d B, each made durable with fdatasync", f.Samples, f.BlockSize)
+		if len(f.Judgement) == 0 {
+			// A report of a probe that judged nothing: the figures alone.
+			r := 10 * time.Microsecond
+			what += fmt.Sprintf(": p50 %s, p99 %s, max %s", f.P50.Round(r), f.P99.Round(r), f.Max.Round(r))
+		}
+		add(fmt.Sprintf("fsync (StorageClass %s, node %s)", f.StorageClass, f.Node), strings.Join(append([]string{what}, f.Judgement...), "; "))
 	}
 	for _, p := range e.Problems {
 		add("not recorded", p)
