@@ -20,9 +20,9 @@
 //	GET  /stats    counts so far, for progress lines
 //	GET  /healthz
 //
-// quorate-workload --fsync-probe-dir=DIR measures instead how long a write and fdatasync take
-// on DIR's volume (workload.FsyncProbe), prints the result as JSON and writes it to the
-// termination message: the suite's probe pod, for the report's environment. (A flag, not a
+// quorate-workload --fsync-probe-dir=DIR runs instead internal/diskcheck's disk check on DIR's
+// volume, prints its result line and writes it to the termination message: the suite's probe
+// pod, for the report's environment. (A flag, not a
 // word: a workload binary older than the probe refuses it at once instead of serving.)
 package main
 

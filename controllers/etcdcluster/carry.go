@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
@@ -14,9 +15,12 @@ import (
 // term, say). The status may not be written then: the claim may already have ended, and
 // another install may hold it. The next pass that holds the claim again (renewed, so nobody
 // took it over) folds them in before it plans, so that the member is not defragmented again
-// and the round goes on; it writes them with its status. They are lost with the operator's
-// process, or when another install takes the cluster over: the member is then defragmented
-// once more, which is harmless.
+// and the round goes on; it writes them with its status. A record stays until a status read
+// shows it (a pass that ends before its status write, or whose write is refused, folds it
+// again next time), or until the spec asks for something newer. They are lost with the
+// operator's process: the member is then defragmented once more, which is harmless. Should
+// another install take the cluster over meanwhile and this one take it back, the records fold
+// in only for the requests the spec still makes, and merge with what status says.
 type carried struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]carriedRecord
@@ -40,18 +44,30 @@ func (k *carried) keep(c *v1alpha1.EtcdCluster) {
 	k.m[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = carriedRecord{uid: c.UID, maintenance: c.Status.Maintenance.DeepCopy()}
 }
 
-// foldInto merges what was kept for c into its status, and forgets it. Only records of the
-// requests the spec still makes are merged: a new token starts afresh.
+// foldInto merges what was kept for c into its status. Only records of the requests the spec
+// still makes are merged: a new token starts afresh. A record the status as read already holds
+// whole, or that no longer applies, is forgotten.
 func (k *carried) foldInto(c *v1alpha1.EtcdCluster) {
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	rec, ok := k.m[key]
-	delete(k.m, key)
-	k.mu.Unlock()
-	if !ok || rec.uid != c.UID {
+	if !ok {
 		return
 	}
-	c.Status.Maintenance = mergeMaintenance(c.Status.Maintenance, rec.maintenance, c.Spec.Maintenance)
+	merged := mergeMaintenance(c.Status.Maintenance, rec.maintenance, c.Spec.Maintenance)
+	if rec.uid != c.UID || equality.Semantic.DeepEqual(merged, c.Status.Maintenance) {
+		delete(k.m, key)
+		return
+	}
+	c.Status.Maintenance = merged
+}
+
+// forget drops what was kept for a cluster that is gone.
+func (k *carried) forget(key types.NamespacedName) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.m, key)
 }
 
 // mergeMaintenance is status, with what kept recorded for the requests spec still makes.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 )
@@ -42,8 +43,8 @@ func TestMergeMaintenance(t *testing.T) {
 	}
 }
 
-// TestCarriedOnlyForTheSameCluster: a record kept for a cluster is folded once, and not into a
-// cluster of the same name created since.
+// TestCarriedOnlyForTheSameCluster: a record kept for a cluster is folded until a status read
+// holds it, and not into a cluster of the same name created since.
 func TestCarriedOnlyForTheSameCluster(t *testing.T) {
 	var k carried
 	c := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "demo", UID: "u1"},
@@ -63,9 +64,23 @@ func TestCarriedOnlyForTheSameCluster(t *testing.T) {
 	if d := same.Status.Maintenance; d == nil || d.Defrag == nil || !cmp.Equal(d.Defrag.Defragmented, []string{"demo-1"}) {
 		t.Fatalf("not folded: %+v", d)
 	}
+	// A pass that ended before its status write: folded again.
+	same.Status.Maintenance = nil
+	k.foldInto(same)
+	if same.Status.Maintenance == nil {
+		t.Fatal("a record no status holds yet was forgotten")
+	}
+	// A status read that holds it: forgotten.
+	k.foldInto(same)
 	same.Status.Maintenance = nil
 	k.foldInto(same)
 	if same.Status.Maintenance != nil {
-		t.Fatal("folded twice")
+		t.Fatal("folded again after a status held it")
+	}
+	k.keep(c)
+	k.forget(types.NamespacedName{Namespace: "ns", Name: "demo"})
+	k.foldInto(same)
+	if same.Status.Maintenance != nil {
+		t.Fatal("folded after the cluster was forgotten")
 	}
 }

@@ -215,6 +215,7 @@ func (r *Reconciler) current(ctx context.Context, req ctrl.Request) (*v1alpha1.E
 			r.certs.Forget(req.NamespacedName)
 			r.Ownership.Forget(req.NamespacedName)
 			r.checks.forget(req.NamespacedName)
+			r.carried.forget(req.NamespacedName)
 			metrics.ForgetCluster(req.Namespace, req.Name)
 			return nil, requeue{}, nil
 		}

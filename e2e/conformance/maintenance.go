@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -118,6 +119,45 @@ func leaderDefragmentedLast(ctx context.Context, r *framework.Run, leader string
 	return nil
 }
 
+// errTransferFailed: etcd did not complete a leadership transfer (status.maintenance.moveLeader
+// answered Failed).
+var errTransferFailed = errors.New("etcd did not complete the transfer")
+
+// moveLeaderTo asks for leadership at member to with token, and waits until status.leader
+// names it; a Refused answer stops at once, a Failed one returns errTransferFailed.
+func moveLeaderTo(ctx context.Context, r *framework.Run, token, to string) error {
+	if err := r.Update(ctx, "move leadership to "+to, func(ec *v1alpha1.EtcdCluster) {
+		ec.Spec.Maintenance.MoveLeader = &v1alpha1.MoveLeaderSpec{Token: token, To: to}
+	}); err != nil {
+		return err
+	}
+	var failed error
+	err := r.WaitFor(ctx, "leadership at "+to, 2*time.Minute, func() error {
+		ec, err := r.GetCluster(ctx)
+		if err != nil {
+			return err
+		}
+		if m := ec.Status.Maintenance; m != nil && m.MoveLeader != nil && m.MoveLeader.Token == token {
+			switch m.MoveLeader.Result {
+			case v1alpha1.LeaderMoveMoved, v1alpha1.LeaderMoveAlreadyLeader:
+			case v1alpha1.LeaderMoveFailed:
+				failed = fmt.Errorf("%w: %s", errTransferFailed, m.MoveLeader.Message)
+				return fmt.Errorf("%w: %v", framework.ErrStop, failed)
+			default:
+				return fmt.Errorf("%w: the transfer was answered %s: %s", framework.ErrStop, m.MoveLeader.Result, m.MoveLeader.Message)
+			}
+		}
+		if ec.Status.Leader != to {
+			return fmt.Errorf("the leader is %q", ec.Status.Leader)
+		}
+		return nil
+	})
+	if failed != nil {
+		return failed
+	}
+	return err
+}
+
 // ScaleDownLeader: a 5-member cluster whose leader is the member a scale-down removes first
 // (leadership moved to it with spec.maintenance.moveLeader) is scaled to 3. The operator must
 // move leadership away before it removes the leader: a removed leader steps down only once its
@@ -128,26 +168,16 @@ func ScaleDownLeader() framework.Scenario {
 		Steps: []framework.Step{
 			scaleStep(5),
 			{Name: "move leadership to the member removed first", Do: func(ctx context.Context, r *framework.Run) error {
-				to := fmt.Sprintf("%s-%d", r.Cluster, 4)
-				if err := r.Update(ctx, "move leadership to "+to, func(ec *v1alpha1.EtcdCluster) {
-					ec.Spec.Maintenance.MoveLeader = &v1alpha1.MoveLeaderSpec{Token: "scale-down-leader", To: to}
-				}); err != nil {
-					return err
-				}
-				return r.WaitFor(ctx, "leadership at "+to, 2*time.Minute, func() error {
-					ec, err := r.GetCluster(ctx)
-					if err != nil {
+				// etcd may fail a transfer to a member still catching up (Failed, never retried
+				// under one token): asked again with a new token, a few times.
+				var err error
+				for try := 1; try <= 3; try++ {
+					if err = moveLeaderTo(ctx, r, fmt.Sprintf("scale-down-leader-%d", try), fmt.Sprintf("%s-%d", r.Cluster, 4)); !errors.Is(err, errTransferFailed) {
 						return err
 					}
-					if m := ec.Status.Maintenance; m != nil && m.MoveLeader != nil && m.MoveLeader.Token == "scale-down-leader" &&
-						m.MoveLeader.Result != v1alpha1.LeaderMoveMoved && m.MoveLeader.Result != v1alpha1.LeaderMoveAlreadyLeader {
-						return fmt.Errorf("%w: the transfer was answered %s: %s", framework.ErrStop, m.MoveLeader.Result, m.MoveLeader.Message)
-					}
-					if ec.Status.Leader != to {
-						return fmt.Errorf("the leader is %q", ec.Status.Leader)
-					}
-					return nil
-				})
+					r.T.Logf("asking again: %v", err)
+				}
+				return err
 			}},
 			scaleStep(3),
 		}}

@@ -24,7 +24,7 @@ var cniDaemonSets = []struct{ prefix, name string }{
 	{"calico-node", "Calico"}, {"cilium", "Cilium"}, {"kube-flannel", "Flannel"}, {"flannel", "Flannel"},
 	{"kindnet", "kindnet"}, {"weave-net", "Weave Net"}, {"ovnkube-node", "OVN-Kubernetes"}, {"aws-node", "Amazon VPC CNI"},
 	{"antrea-agent", "Antrea"}, {"kube-router", "kube-router"}, {"canal", "Canal"}, {"azure-cns", "Azure CNI"},
-	{"anetd", "GKE Dataplane V2 (Cilium)"}, {"calico-typha", "Calico"},
+	{"anetd", "GKE Dataplane V2 (Cilium)"},
 }
 
 // environment records what the run runs against (report.Environment). What it cannot read

@@ -49,7 +49,7 @@ func TestEnvironment(t *testing.T) {
 			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Args: []string{"--leader-elect", "--ownership-term=1m"}}}},
 			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "manager", Image: "registry.example.com/quorate/operator:0.2.0", ImageID: "registry.example.com/quorate/operator@sha256:0123"}}}},
 		// Another operator in the same namespace (openshift-operators holds them all).
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "quorate-system", Name: "other-operator", Labels: map[string]string{"app": "other"}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "quorate-system", Name: "other-operator", Labels: map[string]string{label.ControlPlane: label.ControlPlaneOperator}},
 			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Args: []string{"--other"}}}},
 			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "manager", Image: "other:1"}}}},
 	}
@@ -90,7 +90,7 @@ func TestEnvironmentWithoutRights(t *testing.T) {
 	want := &report.Environment{Kubernetes: "v1.33.4", Platform: "linux/amd64", Distribution: "OpenShift (config.openshift.io served)", Provider: "existing",
 		Etcd: "3.6.16 (image mirror.example.com/etcd:v3.6.16)",
 		Problems: []string{"DaemonSets (to name the CNI): the suite may not read them",
-			"the operator in quorate-system: no pod labelled map[control-plane:controller-manager] in namespace quorate-system (--operator-namespace)"}}
+			"the operator in quorate-system: no pod labelled map[app.kubernetes.io/name:quorate control-plane:controller-manager] in namespace quorate-system (--operator-namespace)"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("environment (-want +got):\n%s", diff)
 	}

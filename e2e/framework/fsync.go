@@ -21,11 +21,11 @@ import (
 )
 
 // probeDeadline bounds the probe pod's life (seconds): provisioning the volume, pulling the
-// image, 500 syncs.
+// image, 1000 syncs and a 16 MiB write.
 const probeDeadline int64 = 150
 
 // probeStuck are the reasons a container waits that do not pass by themselves.
-var probeStuck = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError"}
+var probeStuck = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"}
 
 // probeUID is the fsGroup the probe asks for first (the workload image's user), so that it
 // may write to a volume whose root only root owns; a platform that assigns users itself
@@ -125,6 +125,13 @@ func unscheduled(p *corev1.Pod) string {
 
 // fsyncOf reads the finished probe pod's result from its termination message.
 func fsyncOf(p *corev1.Pod) (*report.EnvFsync, error) {
+	if p.Status.Reason != "" && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Terminated == nil {
+		// Ended before its container did (DeadlineExceeded, say).
+		return nil, fmt.Errorf("the probe pod ended %s: %s", p.Status.Reason, p.Status.Message)
+	}
+	if p.Status.Reason != "" && len(p.Status.ContainerStatuses) == 0 {
+		return nil, fmt.Errorf("the probe pod ended %s: %s", p.Status.Reason, p.Status.Message)
+	}
 	var msg string
 	for _, c := range p.Status.ContainerStatuses {
 		if t := c.State.Terminated; t != nil {

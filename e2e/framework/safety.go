@@ -174,10 +174,14 @@ func (r *Run) WipeData(ctx context.Context, member string) error {
 }
 
 // RestartEtcd kills one member's etcd container on the node (the kubelet starts it again in
-// the same pod, with the arguments its launcher chooses then) and waits until the cluster has n
-// healthy members again.
+// the same pod, with the arguments its launcher chooses then), waits until the container has
+// restarted and the pod is Ready again, then until the cluster has n healthy members.
 func (r *Run) RestartEtcd(ctx context.Context, member string, n int32) error {
 	if err := r.requireNode(); err != nil {
+		return err
+	}
+	before, err := r.MemberPods(ctx)
+	if err != nil {
 		return err
 	}
 	r.Phase("restarting the etcd container of " + member)
@@ -186,6 +190,29 @@ func (r *Run) RestartEtcd(ctx context.Context, member string, n int32) error {
 	if err == nil && k != 1 {
 		err = fmt.Errorf("killed %d etcd containers of %s, want 1", k, member)
 	}
+	if err != nil {
+		return err
+	}
+	// The status still says settled from before the kill: wait for the restart itself first.
+	err = r.WaitFor(ctx, member+"'s etcd restarted and Ready", 3*time.Minute, func() error {
+		p := &corev1.Pod{}
+		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: member}, p); err != nil {
+			return err
+		}
+		var restarts int32
+		for _, cs := range p.Status.ContainerStatuses {
+			restarts += cs.RestartCount
+		}
+		switch {
+		case p.UID != before[member].UID:
+			return fmt.Errorf("%w: %s's pod was replaced", ErrStop, member)
+		case restarts <= before[member].Restarts:
+			return fmt.Errorf("%d restarts, as before the kill", restarts)
+		case !podReady(p):
+			return fmt.Errorf("restarted, not Ready%s", waitingReason(p))
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}

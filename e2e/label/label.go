@@ -53,16 +53,22 @@ const (
 // NeedsNode: the scenario acts on the node's containers and volumes (Needs).
 const NeedsNode = "node"
 
-// The operator's pods carry ControlPlane=ControlPlaneOperator (config/manager).
+// The operator's pods carry ControlPlane=ControlPlaneOperator and AppName=Quorate
+// (config/manager): the first alone is every kubebuilder operator's, and OLM puts
+// AllNamespaces operators in one shared namespace.
 const (
 	ControlPlane         = "control-plane"
 	ControlPlaneOperator = "controller-manager"
+	AppName              = "app.kubernetes.io/name"
+	Quorate              = "quorate"
 	// OperatorSelector selects the operator's pods, as a label selector string.
-	OperatorSelector = ControlPlane + "=" + ControlPlaneOperator
+	OperatorSelector = ControlPlane + "=" + ControlPlaneOperator + "," + AppName + "=" + Quorate
 )
 
 // OperatorDeployment is the name of the operator's Deployment in every install.
 const OperatorDeployment = "quorate-controller-manager"
 
 // OperatorLabels are the labels that select the operator's pods, as a map (a new one each call).
-func OperatorLabels() map[string]string { return map[string]string{ControlPlane: ControlPlaneOperator} }
+func OperatorLabels() map[string]string {
+	return map[string]string{ControlPlane: ControlPlaneOperator, AppName: Quorate}
+}

@@ -362,7 +362,8 @@ func (r *Report) Markdown() string {
 			for i, c := range checker.Names {
 				cells[i] = verdictCell(s, c)
 			}
-			if s.Result() == ResultSkipped {
+			if len(s.Skipped) > 0 {
+				// Not run, skipped or failed for it: no figures.
 				fmt.Fprintf(&b, "| %s | %s | %s | - | - | - |\n", s.Label(), s.profileResult(), strings.Join(cells, " | "))
 				continue
 			}

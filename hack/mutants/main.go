@@ -98,7 +98,9 @@ func suiteFlags(m mutant.Mutant) []string {
 	for _, s := range m.Scenarios {
 		s3 = s3 || strings.HasPrefix(s, "backup-")
 		nodes = nodes || strings.HasPrefix(s, "node-")
-		chaos = chaos || strings.HasPrefix(s, "steady-") || strings.HasPrefix(s, "scale-")
+		// The chaos scenarios are <base>-<fault> (steady-pod-kill, scale-partition-minority);
+		// scale-down-leader is a planned operation.
+		chaos = chaos || strings.HasPrefix(s, "steady-") || (strings.HasPrefix(s, "scale-") && s != "scale-down-leader")
 	}
 	var out []string
 	if s3 {

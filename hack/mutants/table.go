@@ -62,6 +62,7 @@ func Judge(m mutant.Mutant, dir string) Result {
 		return r
 	}
 	ran := map[string]bool{}
+	var skipped []string
 	for _, p := range paths {
 		rep, err := report.Load(p)
 		if err != nil {
@@ -70,8 +71,8 @@ func Judge(m mutant.Mutant, dir string) Result {
 		}
 		for _, s := range rep.Scenarios {
 			if len(s.Skipped) > 0 {
-				// A prerequisite was missing: the scenario did not run, so it killed nothing
-				// (it is listed as expected and not in the report).
+				// A prerequisite was missing: the scenario did not run, so it killed nothing.
+				skipped = append(skipped, s.Name+" ("+strings.Join(s.Skipped, "; ")+")")
 				continue
 			}
 			ran[s.Name] = true
@@ -90,6 +91,9 @@ func Judge(m mutant.Mutant, dir string) Result {
 	switch {
 	case len(r.Kills) > 0:
 		r.Outcome = Killed
+	case len(skipped) > 0:
+		// Neither survived nor equivalent: a scenario that could kill it did not run.
+		r.Outcome, r.Problem = NotRun, "skipped for a missing prerequisite: "+strings.Join(skipped, ", ")
 	case len(r.Ran) == 0:
 		r.Outcome, r.Problem = NotRun, "the reports hold no scenario"
 	default:

@@ -97,7 +97,7 @@ func TestLabels(t *testing.T) {
 
 // TestSkippedScenarioKillsNothing: a scenario whose prerequisite was missing did not run; it
 // neither kills the mutant nor counts as run (with --missing-prerequisites=fail it carries an
-// Error too).
+// Error too), and the mutant is not run rather than a survivor.
 func TestSkippedScenarioKillsNothing(t *testing.T) {
 	dir := t.TempDir()
 	writeReport(t, dir, "delete-voter-pvc",
@@ -105,7 +105,7 @@ func TestSkippedScenarioKillsNothing(t *testing.T) {
 		report.Scenario{Name: "pod-deletion", Verdicts: []history.Verdict{pass(checker.Availability)}})
 	m, _ := mutant.Lookup("delete-voter-pvc")
 	r := Judge(m, dir)
-	if r.Outcome != Survived || len(r.Kills) != 0 || !slices.Equal(r.Ran, []string{"pod-deletion"}) || !slices.Contains(r.Missing, "node-drain") {
+	if r.Outcome != NotRun || r.Problem != "skipped for a missing prerequisite: node-drain (3 nodes for members: 0)" || len(r.Kills) != 0 || !slices.Equal(r.Ran, []string{"pod-deletion"}) || !slices.Contains(r.Missing, "node-drain") {
 		t.Errorf("judged %+v", r)
 	}
 }
