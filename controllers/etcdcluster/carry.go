@@ -44,23 +44,23 @@ func (k *carried) keep(c *v1alpha1.EtcdCluster) {
 	k.m[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = carriedRecord{uid: c.UID, maintenance: c.Status.Maintenance.DeepCopy()}
 }
 
-// foldInto merges what was kept for c into its status. Only records of the requests the spec
-// still makes are merged: a new token starts afresh. A record the status as read already holds
-// whole, or that no longer applies, is forgotten.
-func (k *carried) foldInto(c *v1alpha1.EtcdCluster) {
+// share is what was kept for c merged with its status, for the pass to fold (fold.go). Only
+// records of the requests the spec still makes are merged: a new token starts afresh. A record
+// the status as read already holds whole, or that no longer applies, is forgotten.
+func (k *carried) share(c *v1alpha1.EtcdCluster) statusShare {
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	rec, ok := k.m[key]
 	if !ok {
-		return
+		return statusShare{}
 	}
 	merged := mergeMaintenance(c.Status.Maintenance, rec.maintenance, c.Spec.Maintenance)
 	if rec.uid != c.UID || equality.Semantic.DeepEqual(merged, c.Status.Maintenance) {
 		delete(k.m, key)
-		return
+		return statusShare{}
 	}
-	c.Status.Maintenance = merged
+	return statusShare{maintenance: merged}
 }
 
 // forget drops what was kept for a cluster that is gone.

@@ -53,34 +53,37 @@ func TestCarriedOnlyForTheSameCluster(t *testing.T) {
 	k.keep(c)
 	again := c.DeepCopy()
 	again.UID, again.Status.Maintenance = "u2", nil
-	k.foldInto(again)
+	foldCarried(&k, again)
 	if again.Status.Maintenance != nil {
 		t.Fatalf("folded into a new cluster of the same name: %+v", again.Status.Maintenance)
 	}
 	k.keep(c)
 	same := c.DeepCopy()
 	same.Status.Maintenance = nil
-	k.foldInto(same)
+	foldCarried(&k, same)
 	if d := same.Status.Maintenance; d == nil || d.Defrag == nil || !cmp.Equal(d.Defrag.Defragmented, []string{"demo-1"}) {
 		t.Fatalf("not folded: %+v", d)
 	}
 	// A pass that ended before its status write: folded again.
 	same.Status.Maintenance = nil
-	k.foldInto(same)
+	foldCarried(&k, same)
 	if same.Status.Maintenance == nil {
 		t.Fatal("a record no status holds yet was forgotten")
 	}
 	// A status read that holds it: forgotten.
-	k.foldInto(same)
+	foldCarried(&k, same)
 	same.Status.Maintenance = nil
-	k.foldInto(same)
+	foldCarried(&k, same)
 	if same.Status.Maintenance != nil {
 		t.Fatal("folded again after a status held it")
 	}
 	k.keep(c)
 	k.forget(types.NamespacedName{Namespace: "ns", Name: "demo"})
-	k.foldInto(same)
+	foldCarried(&k, same)
 	if same.Status.Maintenance != nil {
 		t.Fatal("folded after the cluster was forgotten")
 	}
 }
+
+// foldCarried folds what k kept for c, as a pass does.
+func foldCarried(k *carried, c *v1alpha1.EtcdCluster) { fold(c, k.share(c)) }

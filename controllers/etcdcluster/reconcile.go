@@ -155,7 +155,7 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	}
 	ctx = withHold(ctx, hold)
 	// What a pass stopped for its claim did, now that the claim is held again.
-	r.carried.foldInto(c)
+	fold(c, r.carried.share(c))
 	// Deleted mid-join (FinalizerJoin): the operator's members leave the external cluster first.
 	if !c.DeletionTimestamp.IsZero() {
 		return r.abort(ctx, original, c)
