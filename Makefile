@@ -275,6 +275,10 @@ E2E_OPERATOR_IMAGE ?=
 mutants: ## Run each seeded operator bug (internal/mutant; MUTANTS=a,b narrows) against the scenarios that should kill it on a local cluster, and write docs/reports/mutants.md.
 	MUTANTS="$(MUTANTS)" hack/mutants.sh
 
+.PHONY: campaign
+campaign: ## Run the randomized campaign on local clusters of K8S_VERSION (RUNS, SEED, FROM, BATCH, CAMPAIGN_OPERATIONS, CAMPAIGN_FAULTS) and write docs/reports/campaign.md over every run under CAMPAIGN_DIR.
+	RUNS="$(RUNS)" SEED="$(SEED)" FROM="$(FROM)" BATCH="$(BATCH)" K8S_VERSION=$(K8S_VERSION) hack/campaign.sh
+
 .PHONY: e2e-safety
 e2e-safety: ## Run the safety scenarios (volumes deleted, data wiped, power loss, bad image, NOSPACE, retention, forced recovery) on a local cluster.
 	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=safety REPORT_DIR=$(REPORT_DIR)/safety

@@ -62,6 +62,13 @@ func TestConformance(t *testing.T) {
 	if opts.BenchRuns > 0 {
 		scenarios = append(scenarios, BenchScenarios(opts, opts.BenchRuns)...)
 	}
+	if opts.CampaignRuns > 0 {
+		runs, err := CampaignScenarios(opts, opts.CampaignSeed, opts.CampaignFrom, opts.CampaignRuns, opts.CampaignOperations, opts.CampaignFaults)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scenarios = append(scenarios, runs...)
+	}
 	if opts.Peers != "" || slices.Contains(suite.Labels[label.Suite], label.SuitePeers) {
 		scenarios = append(scenarios, PeerScenarios(opts)...)
 	}

@@ -22,6 +22,10 @@ const (
 	Operation = "operation"
 	// Run numbers a benchmark's repetitions.
 	Run = "run"
+	// Seed is the seed of a campaign run (suite=campaign), which with its run index replays it.
+	Seed = "seed"
+	// Moment is how long after a campaign run's operation began its fault was injected.
+	Moment = "moment"
 	// Rate is the operation rate of a bench-rate scenario.
 	Rate = "rate"
 	// InstallMode is how OLM installs the operator (AllNamespaces, OwnNamespace).
@@ -48,6 +52,7 @@ const (
 	SuiteBenchRate     = "bench-rate"
 	SuitePeers         = "peers"
 	SuiteNodes         = "nodes"
+	SuiteCampaign      = "campaign"
 )
 
 // NeedsNode: the scenario acts on the node's containers and volumes (Needs).
