@@ -92,7 +92,9 @@ func TestPodFlags(t *testing.T) {
 			skipSAN, "--peer-cert-allowed-cn=demo-peer")
 	}
 	// withoutPeerPin: the user's own peer certificates are trusted by their CA alone.
-	withoutPeerPin := func(args []string) []string { return slices.DeleteFunc(args, func(a string) bool { return a == "--peer-cert-allowed-cn=demo-peer" }) }
+	withoutPeerPin := func(args []string) []string {
+		return slices.DeleteFunc(args, func(a string) bool { return a == "--peer-cert-allowed-cn=demo-peer" })
+	}
 	withTLS := func(args ...[]string) []string {
 		out := append([]string{}, args[0]...)
 		out = append(out, "--tls-dir=/etc/etcd/tls/server", "--")
