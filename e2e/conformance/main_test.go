@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 }
 
 // TestConformance runs every scenario; --labels (scenario=NAME, suite=core|negative|safety|chaos|
-// chaos-negative|olm|migration|backup|bench|bench-rate|peers|nodes, operator=NAME, operation=NAME, fault=NAME, base=steady|scale, install-mode=NAME) and --feature pick
+// chaos-negative|olm|migration|backup|bench|bench-rate|peers|nodes|campaign, operator=NAME, operation=NAME, fault=NAME, base=steady|scale, install-mode=NAME) and --feature pick
 // some. The OLM scenarios install Quorate themselves, so they are part of the run only when
 // their catalogs are given (--olm-catalogs or --install-olm).
 func TestConformance(t *testing.T) {
