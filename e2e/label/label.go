@@ -24,6 +24,8 @@ const (
 	Run = "run"
 	// Seed is the seed of a campaign run (suite=campaign), which with its run index replays it.
 	Seed = "seed"
+	// Failpoint is the etcd failpoint a failpoint scenario arms (suite=failpoints).
+	Failpoint = "failpoint"
 	// Moment is how long after a campaign run's operation began its fault was injected.
 	Moment = "moment"
 	// Rate is the operation rate of a bench-rate scenario.
@@ -53,6 +55,7 @@ const (
 	SuitePeers         = "peers"
 	SuiteNodes         = "nodes"
 	SuiteCampaign      = "campaign"
+	SuiteFailpoints    = "failpoints"
 )
 
 // NeedsNode: the scenario acts on the node's containers and volumes (Needs).
