@@ -10,8 +10,9 @@
 #   BATCH=B             runs per local cluster (default 8): each batch starts its own
 #   CAMPAIGN_OPERATIONS, CAMPAIGN_FAULTS
 #                       narrow the draw (comma-separated; replay with the same lists)
-#   CAMPAIGN_DIR=DIR    where the reports go, DIR/<seed>-<first index>/<k8s version>/ (default
-#                       reports/campaign)
+#   CAMPAIGN_DIR=DIR    where the reports go, DIR/<seed>-<first index>-<runs>/<k8s version>/
+#                       (default reports/campaign); a replay of one run has a directory of its
+#                       own, and the table keeps the newest report of each run
 #   CAMPAIGN_TABLE=FILE the tables, over every report under CAMPAIGN_DIR (default
 #                       docs/reports/campaign.md)
 # A run that fails does not stop the campaign; the table lists it with the command that
@@ -29,15 +30,17 @@ seed=${SEED:-$(( (RANDOM << 15 | RANDOM) % 999999999 + 1 ))}
 out=${CAMPAIGN_DIR:-$root/reports/campaign}
 table=${CAMPAIGN_TABLE:-$root/docs/reports/campaign.md}
 version=${K8S_VERSION:-$(sed -n 's/^K8S_VERSION ?= //p' Makefile)}
-if ! [[ $runs =~ ^[0-9]+$ && $from =~ ^[0-9]+$ && $batch =~ ^[1-9][0-9]*$ ]]; then
-  die "RUNS=$runs FROM=$from BATCH=$batch: give whole numbers (BATCH at least 1)"
+if ! [[ $runs =~ ^[0-9]+$ && $from =~ ^[0-9]+$ && $batch =~ ^[1-9][0-9]*$ && $seed =~ ^[0-9]+$ ]]; then
+  die "RUNS=$runs FROM=$from BATCH=$batch SEED=$seed: give whole numbers (BATCH at least 1)"
 fi
+# Base 10 whatever the leading zeros (bash reads 08 as a bad octal number).
+runs=$((10#$runs)) from=$((10#$from)) batch=$((10#$batch)) seed=$((10#$seed))
 mkdir -p "$out"
-log "campaign seed $seed: runs $from to $((from + runs - 1)) on Kubernetes $version, $batch a cluster (replay one: make campaign K8S_VERSION=$version SEED=$seed FROM=I RUNS=1)"
+log "campaign seed $seed: runs $from to $((from + runs - 1)) on Kubernetes $version, $batch a cluster (replay one: make campaign K8S_VERSION=$version SEED=$seed FROM=I RUNS=1, with the same CAMPAIGN_OPERATIONS and CAMPAIGN_FAULTS)"
 
 for ((i = from; i < from + runs; i += batch)); do
   n=$(( from + runs - i < batch ? from + runs - i : batch ))
-  dir="$out/$seed-$i"
+  dir="$out/$seed-$i-$n"
   rm -rf "${dir:?}/$version"
   status=0
   # Every run of a batch on one cluster of 4 nodes (node-loss powers off one of the three

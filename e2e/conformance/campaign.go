@@ -50,11 +50,14 @@ type CampaignPlan struct {
 // PlanCampaignRun draws run index of the campaign seed from operations and faults (neither
 // empty).
 func PlanCampaignRun(seed uint64, index int, operations, faults []string) CampaignPlan {
-	rng := rand.New(rand.NewPCG(seed, uint64(index)))
+	// PCG's output is fixed by its algorithm; the draws take it modulo n themselves rather than
+	// through IntN, whose method the standard library may change.
+	rng := rand.NewPCG(seed, uint64(index))
+	draw := func(n int) int { return int(rng.Uint64() % uint64(n)) }
 	return CampaignPlan{Seed: seed, Index: index,
-		Operation: operations[rng.IntN(len(operations))],
-		Fault:     faults[rng.IntN(len(faults))],
-		Moment:    time.Duration(rng.IntN(campaignMoments)) * campaignMomentStep}
+		Operation: operations[draw(len(operations))],
+		Fault:     faults[draw(len(faults))],
+		Moment:    time.Duration(draw(campaignMoments)) * campaignMomentStep}
 }
 
 // Name is the run's scenario name.
@@ -67,7 +70,9 @@ func (p CampaignPlan) String() string {
 // campaignOp is an operation a campaign run performs.
 type campaignOp struct {
 	name string
-	// replicas the run ends with (it starts with 3).
+	// replicas the run starts and ends with: 5 for an operation that stops members one at a
+	// time (roll, upgrade), so that the fault taking another one down leaves a quorum; 3
+	// otherwise.
 	replicas int32
 	needs    []framework.Prerequisite
 	// version the cluster starts at ("": the suite's).
@@ -87,11 +92,11 @@ func campaignOps(opts *framework.Options) []campaignOp {
 			}
 			return r.Scale(ctx, 3)
 		}},
-		{name: "roll", replicas: 3, do: campaignRoll},
+		{name: "roll", replicas: 5, do: campaignRoll},
 	}
 	if opts.UpgradeFrom != "" && opts.UpgradeFrom != opts.EtcdVersion {
 		to := opts.EtcdVersion
-		ops = append(ops, campaignOp{name: "upgrade", replicas: 3, version: opts.UpgradeFrom,
+		ops = append(ops, campaignOp{name: "upgrade", replicas: 5, version: opts.UpgradeFrom,
 			do: func(ctx context.Context, r *framework.Run, _ CampaignPlan) error { return campaignUpgrade(ctx, r, to) }})
 	}
 	if from, to, ok := strings.Cut(opts.StorageClasses, ","); ok {
@@ -122,9 +127,12 @@ func campaignOps(opts *framework.Options) []campaignOp {
 type campaignFault struct {
 	name      string
 	partition bool
-	needs     string
-	nodes     int
-	inject    func(ctx context.Context, r *framework.Run) error
+	// needs is a kernel feature the fault needs (label needs=); prerequisites what the
+	// cluster must have (Chaos Mesh).
+	needs         string
+	prerequisites []framework.Prerequisite
+	nodes         int
+	inject        func(ctx context.Context, r *framework.Run) error
 }
 
 // campaignNodeLoss is the node-loss fault's name.
@@ -138,7 +146,7 @@ func campaignFaults(operatorNS string) []campaignFault {
 			// The campaign's runs must keep a quorum: an operation cannot go on without one.
 			continue
 		}
-		out = append(out, campaignFault{name: f.Name, partition: f.Partition, needs: f.Needs,
+		out = append(out, campaignFault{name: f.Name, partition: f.Partition, needs: f.Needs, prerequisites: []framework.Prerequisite{framework.ChaosMesh},
 			inject: func(ctx context.Context, r *framework.Run) error { return r.Inject(ctx, f.Build, faultWindow, nil) }})
 	}
 	return append(out, campaignFault{name: campaignNodeLoss, partition: true, nodes: 3, inject: campaignPowerOffLeader})
@@ -165,7 +173,10 @@ func CampaignScenarios(opts *framework.Options, seed uint64, from, runs int, ope
 	var out []framework.Scenario
 	for i := from; i < from+runs; i++ {
 		p := PlanCampaignRun(seed, i, opNames, faultNames)
-		out = append(out, campaignScenario(p, ops[slices.Index(opNames, p.Operation)], fs[slices.Index(faultNames, p.Fault)]))
+		sc := campaignScenario(p, ops[slices.Index(opNames, p.Operation)], fs[slices.Index(faultNames, p.Fault)])
+		// What the run drew from: a replay must draw from the same lists.
+		sc.Labels[label.DrawOperations], sc.Labels[label.DrawFaults] = strings.Join(opNames, ","), strings.Join(faultNames, ",")
+		out = append(out, sc)
 	}
 	return out, nil
 }
@@ -204,7 +215,8 @@ func namesOf[T any](all []T, name func(T) string) []string {
 // campaignScenario is one run: a 3-member cluster under load; the operation starts, the fault
 // is injected p.Moment later and held; both must end, then the cluster must settle.
 func campaignScenario(p CampaignPlan, op campaignOp, f campaignFault) framework.Scenario {
-	sc := framework.Scenario{Name: p.Name(), Replicas: 3, Class: framework.Fault, Version: op.version, Spec: op.spec, Needs: op.needs,
+	sc := framework.Scenario{Name: p.Name(), Replicas: op.replicas, Class: framework.Fault, Version: op.version, Spec: op.spec,
+		Needs: append(slices.Clone(op.needs), f.prerequisites...),
 		Labels: map[string]string{label.Suite: label.SuiteCampaign, label.Seed: strconv.FormatUint(p.Seed, 10), label.Run: strconv.Itoa(p.Index),
 			label.Operation: p.Operation, label.Fault: p.Fault, label.Moment: p.Moment.String()}}
 	if f.partition {
@@ -220,7 +232,14 @@ func campaignScenario(p CampaignPlan, op campaignOp, f campaignFault) framework.
 		{Name: fmt.Sprintf("%s, with %s injected %s after it began", p.Operation, p.Fault, p.Moment), Do: func(ctx context.Context, r *framework.Run) error {
 			r.Event("note", "campaign", p.String())
 			done := make(chan error, 1)
-			go func() { done <- op.do(ctx, r, p) }()
+			go func() {
+				defer func() {
+					if v := recover(); v != nil {
+						done <- fmt.Errorf("panic: %v", v)
+					}
+				}()
+				done <- op.do(ctx, r, p)
+			}()
 			r.Hold(ctx, p.Moment)
 			var errs []error
 			if err := f.inject(ctx, r); err != nil {
@@ -242,7 +261,12 @@ const campaignRollAnnotation = "campaign.quorate.dev/roll"
 // campaignRoll changes the member pods' template (an annotation), which replaces every member
 // one at a time, and waits until every member's pod carries it and the cluster settled.
 func campaignRoll(ctx context.Context, r *framework.Run, p CampaignPlan) error {
-	value := p.Name()
+	return rollMembers(ctx, r, p.Name())
+}
+
+// rollMembers sets the pod template annotation campaignRollAnnotation to value and waits until
+// every member's pod carries it and the cluster settled at the replicas it has.
+func rollMembers(ctx context.Context, r *framework.Run, value string) error {
 	r.Phase("rolling every member (pod template annotation " + campaignRollAnnotation + ")")
 	if err := r.Update(ctx, "podTemplate.annotations["+campaignRollAnnotation+"] = "+value, func(ec *v1alpha1.EtcdCluster) {
 		if ec.Spec.PodTemplate == nil {
@@ -274,7 +298,16 @@ func campaignRoll(ctx context.Context, r *framework.Run, p CampaignPlan) error {
 	if err != nil {
 		return err
 	}
-	return r.WaitSettled(ctx, 3, 5*time.Minute)
+	return waitSettledAsSpec(ctx, r)
+}
+
+// waitSettledAsSpec waits until the cluster settled at the replicas its spec asks for.
+func waitSettledAsSpec(ctx context.Context, r *framework.Run) error {
+	ec, err := r.GetCluster(ctx)
+	if err != nil {
+		return err
+	}
+	return r.WaitSettled(ctx, ec.Spec.Replicas, 5*time.Minute)
 }
 
 // campaignUpgrade changes the etcd version and waits until every member runs it and the
@@ -304,7 +337,7 @@ func campaignUpgrade(ctx context.Context, r *framework.Run, to string) error {
 	if err != nil {
 		return err
 	}
-	return r.WaitSettled(ctx, 3, 5*time.Minute)
+	return waitSettledAsSpec(ctx, r)
 }
 
 // campaignBackup backs the cluster up to the suite's S3 store; the backup must complete.
@@ -326,9 +359,19 @@ func campaignBackup(ctx context.Context, r *framework.Run, p CampaignPlan) (*v1a
 // campaignPowerOffLeader powers the leader's node off for the fault window and on again, and
 // waits until the node is Ready.
 func campaignPowerOffLeader(ctx context.Context, r *framework.Run) error {
-	leader, node, err := r.LeaderNode(ctx)
+	// Not LeaderNode, which asks that no two members share a node: a scale or a storage move
+	// has more members than the pool has nodes for a while.
+	leader, err := r.Leader(ctx)
 	if err != nil {
 		return err
+	}
+	nodes, err := r.MemberNodes(ctx)
+	if err != nil {
+		return err
+	}
+	node := nodes[leader]
+	if node == "" {
+		return fmt.Errorf("the leader %s's pod has no node", leader)
 	}
 	what := fmt.Sprintf("powering off %s, which holds the leader %s, for %s", node, leader, faultWindow)
 	r.Phase(what)
@@ -346,9 +389,9 @@ func campaignPowerOffLeader(ctx context.Context, r *framework.Run) error {
 	}
 	r.Hold(ctx, faultWindow)
 	r.Phase("powering " + node + " on")
-	on = true
 	if err := r.Suite.Node.PowerOn(ctx, node); err != nil {
 		return err
 	}
+	on = true
 	return r.WaitNodeReady(ctx, node, corev1.ConditionTrue, 3*time.Minute)
 }

@@ -24,10 +24,10 @@ func TestPlanCampaignRunIsStable(t *testing.T) {
 		got = append(got, PlanCampaignRun(20261128, i, ops, faults))
 	}
 	want := []CampaignPlan{
-		{Seed: 20261128, Index: 0, Operation: "roll", Fault: "pod-kill-leader", Moment: 11500 * time.Millisecond},
-		{Seed: 20261128, Index: 1, Operation: "scale", Fault: "container-kill", Moment: 14500 * time.Millisecond},
-		{Seed: 20261128, Index: 2, Operation: "restore", Fault: "loss", Moment: 8 * time.Second},
-		{Seed: 20261128, Index: 3, Operation: "scale", Fault: "loss", Moment: 5 * time.Second},
+		{Seed: 20261128, Index: 0, Operation: "upgrade", Fault: "container-kill", Moment: 10500 * time.Millisecond},
+		{Seed: 20261128, Index: 1, Operation: "backup", Fault: "delay", Moment: 14 * time.Second},
+		{Seed: 20261128, Index: 2, Operation: "upgrade", Fault: "container-kill", Moment: 14500 * time.Millisecond},
+		{Seed: 20261128, Index: 3, Operation: "backup", Fault: "clock-skew", Moment: 5500 * time.Millisecond},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("plans:\n got %+v\nwant %+v", got, want)
@@ -69,7 +69,7 @@ func TestCampaignRunReplaysAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(one) != 1 || one[0].Name != want.Name || !reflect.DeepEqual(one[0].Labels, want.Labels) {
+		if len(one) != 1 || one[0].Name != want.Name || !reflect.DeepEqual(one[0].Labels, want.Labels) || one[0].Labels["draw-faults"] == "" {
 			t.Errorf("run %d alone: %s %v, in the campaign: %s %v", i, one[0].Name, one[0].Labels, want.Name, want.Labels)
 		}
 	}
@@ -87,20 +87,22 @@ func TestCampaignScenarioShape(t *testing.T) {
 		return runs[0]
 	}
 	sc := find("upgrade", "node-loss")
-	want := map[string]string{"suite": "campaign", "seed": "99", "run": "0", "operation": "upgrade", "fault": "node-loss", "moment": sc.Labels["moment"]}
+	want := map[string]string{"suite": "campaign", "seed": "99", "run": "0", "operation": "upgrade", "fault": "node-loss", "moment": sc.Labels["moment"],
+		"draw-operations": "upgrade", "draw-faults": "node-loss"}
 	if !reflect.DeepEqual(sc.Labels, want) || sc.Name != "campaign-99-0" {
 		t.Errorf("%s labels %v, want %v", sc.Name, sc.Labels, want)
 	}
-	if sc.Version != "3.5.21" || sc.Class != framework.Partition || sc.Nodes != 3 || !sc.NeedsNode || sc.Replicas != 3 || len(sc.Steps) != 2 {
+	// An upgrade stops members one at a time: 5 of them, so that the fault leaves a quorum.
+	if sc.Version != "3.5.21" || sc.Class != framework.Partition || sc.Nodes != 3 || !sc.NeedsNode || sc.Replicas != 5 || len(sc.Steps) != 2 || len(sc.Needs) != 0 {
 		t.Errorf("upgrade under node-loss: version %q class %v nodes %d needs node %v replicas %d steps %d", sc.Version, sc.Class, sc.Nodes, sc.NeedsNode, sc.Replicas, len(sc.Steps))
 	}
 	sc = find("storage-move", "delay")
 	if sc.Labels["needs"] != "netem" || sc.Class != framework.Partition || sc.Nodes != 0 || sc.Version != "" || sc.Spec == nil ||
-		!reflect.DeepEqual(needs(sc), []string{framework.StorageClasses("local-path", "local-path-b").Name}) {
+		!reflect.DeepEqual(needs(sc), []string{framework.StorageClasses("local-path", "local-path-b").Name, framework.ChaosMesh.Name}) || sc.Replicas != 3 {
 		t.Errorf("storage-move under delay: labels %v class %v nodes %d version %q needs %v", sc.Labels, sc.Class, sc.Nodes, sc.Version, needs(sc))
 	}
 	sc = find("restore", "pod-kill-leader")
-	if sc.Class != framework.Fault || !reflect.DeepEqual(needs(sc), []string{framework.ObjectStore.Name}) || sc.Labels["needs"] != "" {
+	if sc.Class != framework.Fault || !reflect.DeepEqual(needs(sc), []string{framework.ObjectStore.Name, framework.ChaosMesh.Name}) || sc.Labels["needs"] != "" {
 		t.Errorf("restore under pod-kill-leader: class %v needs %v labels %v", sc.Class, needs(sc), sc.Labels)
 	}
 }

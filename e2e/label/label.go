@@ -24,6 +24,10 @@ const (
 	Run = "run"
 	// Seed is the seed of a campaign run (suite=campaign), which with its run index replays it.
 	Seed = "seed"
+	// DrawOperations and DrawFaults are the lists a campaign run drew its operation and fault
+	// from (comma-separated): a replay must give the same.
+	DrawOperations = "draw-operations"
+	DrawFaults     = "draw-faults"
 	// Failpoint is the etcd failpoint a failpoint scenario arms (suite=failpoints).
 	Failpoint = "failpoint"
 	// Moment is how long after a campaign run's operation began its fault was injected.

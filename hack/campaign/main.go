@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/e2e/report"
@@ -48,7 +49,9 @@ func run(args []string) error {
 	return os.WriteFile(*out, []byte(Table(runs)), 0o644)
 }
 
-// Load reads the campaign's runs from every report.json under dir, in path order.
+// Load reads the campaign's runs from every report.json under dir, in path order; a run
+// reported more than once (replayed: the same Kubernetes version, seed and index) counts by
+// its newest report.
 func Load(dir string) ([]Run, error) {
 	var paths []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -65,6 +68,8 @@ func Load(dir string) ([]Run, error) {
 	}
 	sort.Strings(paths)
 	var runs []Run
+	newest := map[string]int{} // version/seed/index -> index in runs
+	generated := map[string]time.Time{}
 	for _, p := range paths {
 		rep, err := report.Load(p)
 		if err != nil {
@@ -75,8 +80,18 @@ func Load(dir string) ([]Run, error) {
 			version = filepath.Base(filepath.Dir(p))
 		}
 		for _, s := range rep.Scenarios {
-			if s.Labels[label.Suite] == label.SuiteCampaign {
-				runs = append(runs, Run{Kubernetes: version, Report: p, Scenario: s})
+			if s.Labels[label.Suite] != label.SuiteCampaign {
+				continue
+			}
+			run := Run{Kubernetes: version, Report: p, Scenario: s}
+			key := version + "/" + s.Labels[label.Seed] + "/" + s.Labels[label.Run]
+			i, seen := newest[key]
+			switch {
+			case !seen:
+				newest[key], generated[key] = len(runs), rep.Generated
+				runs = append(runs, run)
+			case rep.Generated.After(generated[key]):
+				runs[i], generated[key] = run, rep.Generated
 			}
 		}
 	}

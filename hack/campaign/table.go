@@ -75,7 +75,7 @@ func Table(runs []Run) string {
 	b.WriteString("# Randomized campaign\n\n")
 	b.WriteString("Written by `go run ./hack/campaign table` from the reports of `make campaign` (docs/conformance.md, \"The randomized campaign\"). ")
 	b.WriteString("Each run draws an operation, a fault and the moment the fault starts from its seed and index, and runs them on a 3-member cluster under the workload; every checker judges it. ")
-	b.WriteString("A run counts once however many client profiles it had; a skipped run (a prerequisite missing) is counted apart and in nothing else.\n\n")
+	b.WriteString("A run counts once however many client profiles it had, by its newest report when it was replayed; a skipped run (a prerequisite missing) is counted apart and in nothing else, and the write gaps are of the runs that reached their end.\n\n")
 
 	byVersion := map[string][]Run{}
 	for _, r := range runs {
@@ -107,7 +107,10 @@ func Table(runs []Run) string {
 			split += b2i(o.split)
 			inconclusive += b2i(o.inconclusive)
 			gap += b2i(o.gap)
-			gaps[r.Scenario.Class] = append(gaps[r.Scenario.Class], o.longest)
+			if !o.error {
+				// A run stopped by a failed step has no gap of the whole operation.
+				gaps[r.Scenario.Class] = append(gaps[r.Scenario.Class], o.longest)
+			}
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s |\n", v, ran, passed, skipped, stopped, ops, lost, linear, split, inconclusive, gap,
 			spread(gaps["fault"]), spread(gaps["partition"]))
@@ -131,8 +134,8 @@ func Table(runs []Run) string {
 			}
 			failed++
 			l := r.Scenario.Labels
-			fmt.Fprintf(&b, "| %s | %s | %s | %s at %s | %s | `make campaign K8S_VERSION=%s SEED=%s FROM=%s RUNS=1` |\n", v, r.Scenario.Name, l[label.Operation], l[label.Fault], l[label.Moment],
-				cell(strings.Join(o.why, "; ")), v, l[label.Seed], l[label.Run])
+			fmt.Fprintf(&b, "| %s | %s | %s | %s at %s | %s | `make campaign K8S_VERSION=%s SEED=%s FROM=%s RUNS=1 CAMPAIGN_OPERATIONS=%s CAMPAIGN_FAULTS=%s` |\n", v, r.Scenario.Name, l[label.Operation], l[label.Fault], l[label.Moment],
+				cell(strings.Join(o.why, "; ")), v, l[label.Seed], l[label.Run], l[label.DrawOperations], l[label.DrawFaults])
 		}
 	}
 	if failed == 0 {

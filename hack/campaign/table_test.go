@@ -16,10 +16,15 @@ import (
 
 func writeReport(t *testing.T, path, version string, scenarios ...report.Scenario) {
 	t.Helper()
+	writeReportAt(t, path, version, time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC), scenarios...)
+}
+
+func writeReportAt(t *testing.T, path, version string, generated time.Time, scenarios ...report.Scenario) {
+	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(report.Report{Title: "conformance", K8sVersion: version, Scenarios: scenarios})
+	b, err := json.Marshal(report.Report{Title: "conformance", K8sVersion: version, Generated: generated, Scenarios: scenarios})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +48,8 @@ func verdicts(failed map[checker.Name]history.VerdictStatus) []history.Verdict {
 func campaignRun(name, op, fault, moment, class string, total int, gap time.Duration, failed map[checker.Name]history.VerdictStatus) report.Scenario {
 	seed, index, _ := strings.Cut(strings.TrimPrefix(name, "campaign-"), "-")
 	return report.Scenario{Name: name, Class: class, Verdicts: verdicts(failed),
-		Labels: map[string]string{"suite": "campaign", "seed": seed, "run": index, "operation": op, "fault": fault, "moment": moment},
+		Labels: map[string]string{"suite": "campaign", "seed": seed, "run": index, "operation": op, "fault": fault, "moment": moment,
+			"draw-operations": "scale,roll", "draw-faults": "loss,delay"},
 		Stats:  availability.Stats{Total: total, MaxWriteGap: gap}}
 }
 
@@ -66,6 +72,9 @@ func TestTable(t *testing.T) {
 		campaignRun("campaign-7-4", "upgrade", "pod-kill-leader", "2.5s", "fault", 700, 40*time.Millisecond,
 			map[checker.Name]history.VerdictStatus{checker.Linearizability: history.VerdictInconclusive}),
 	)
+	// An older report of run 3 that failed: the newer one (its batch's) counts.
+	writeReportAt(t, filepath.Join(dir, "7-3-1", "v1.35.4", "report.json"), "v1.35.4", time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC),
+		campaignRun("campaign-7-3", "scale", "delay", "15s", "partition", 500, 9*time.Second, map[checker.Name]history.VerdictStatus{checker.SplitBrain: history.VerdictFail}))
 	stopped := campaignRun("campaign-7-0", "restore", "loss", "4s", "partition", 300, 120*time.Millisecond, nil)
 	stopped.Error = "scenario steps failed: operation restore:\nEtcdBackup campaign-0 Failed | no store"
 	writeReport(t, filepath.Join(dir, "7-0", "v1.33.13", "report.json"), "v1.33.13", stopped)
@@ -77,11 +86,11 @@ func TestTable(t *testing.T) {
 	got := Table(runs)
 	want := `# Randomized campaign
 
-Written by ` + "`go run ./hack/campaign table`" + ` from the reports of ` + "`make campaign`" + ` (docs/conformance.md, "The randomized campaign"). Each run draws an operation, a fault and the moment the fault starts from its seed and index, and runs them on a 3-member cluster under the workload; every checker judges it. A run counts once however many client profiles it had; a skipped run (a prerequisite missing) is counted apart and in nothing else.
+Written by ` + "`go run ./hack/campaign table`" + ` from the reports of ` + "`make campaign`" + ` (docs/conformance.md, "The randomized campaign"). Each run draws an operation, a fault and the moment the fault starts from its seed and index, and runs them on a 3-member cluster under the workload; every checker judges it. A run counts once however many client profiles it had, by its newest report when it was replayed; a skipped run (a prerequisite missing) is counted apart and in nothing else, and the write gaps are of the runs that reached their end.
 
 | Kubernetes | runs | passed | skipped | stopped before the end | operations | runs that lost an acknowledged write | linearizability violations | split brains | inconclusive | over the availability budget | longest write gap, fault class (max / median) | partition class (max / median) |
 |---|---|---|---|---|---|---|---|---|---|---|---|---|
-| v1.33.13 | 1 | 0 | 0 | 1 | 300 | 0 | 0 | 0 | 0 | 0 | – | 120ms / 120ms |
+| v1.33.13 | 1 | 0 | 0 | 1 | 300 | 0 | 0 | 0 | 0 | 0 | – | – |
 | v1.35.4 | 4 | 2 | 1 | 0 | 4200 | 1 | 0 | 0 | 1 | 1 | 80ms / 40ms | 2.5s / 300ms |
 
 ## What the runs drew
@@ -104,9 +113,9 @@ Written by ` + "`go run ./hack/campaign table`" + ` from the reports of ` + "`ma
 
 | Kubernetes | run | operation | fault, moment | why | replay |
 |---|---|---|---|---|---|
-| v1.33.13 | campaign-7-0 | restore | loss at 4s | scenario steps failed: operation restore: EtcdBackup campaign-0 Failed \| no store | ` + "`make campaign K8S_VERSION=v1.33.13 SEED=7 FROM=0 RUNS=1`" + ` |
-| v1.35.4 | campaign-7-1 | roll | partition-leader at 0s | campaign-7-1 lost-writes fail [bad]; campaign-7-1 availability fail [bad] | ` + "`make campaign K8S_VERSION=v1.35.4 SEED=7 FROM=1 RUNS=1`" + ` |
-| v1.35.4 | campaign-7-4 | upgrade | pod-kill-leader at 2.5s | campaign-7-4 linearizability inconclusive [bad] | ` + "`make campaign K8S_VERSION=v1.35.4 SEED=7 FROM=4 RUNS=1`" + ` |
+| v1.33.13 | campaign-7-0 | restore | loss at 4s | scenario steps failed: operation restore: EtcdBackup campaign-0 Failed \| no store | ` + "`make campaign K8S_VERSION=v1.33.13 SEED=7 FROM=0 RUNS=1 CAMPAIGN_OPERATIONS=scale,roll CAMPAIGN_FAULTS=loss,delay`" + ` |
+| v1.35.4 | campaign-7-1 | roll | partition-leader at 0s | campaign-7-1 lost-writes fail [bad]; campaign-7-1 availability fail [bad] | ` + "`make campaign K8S_VERSION=v1.35.4 SEED=7 FROM=1 RUNS=1 CAMPAIGN_OPERATIONS=scale,roll CAMPAIGN_FAULTS=loss,delay`" + ` |
+| v1.35.4 | campaign-7-4 | upgrade | pod-kill-leader at 2.5s | campaign-7-4 linearizability inconclusive [bad] | ` + "`make campaign K8S_VERSION=v1.35.4 SEED=7 FROM=4 RUNS=1 CAMPAIGN_OPERATIONS=scale,roll CAMPAIGN_FAULTS=loss,delay`" + ` |
 `
 	if got != want {
 		t.Errorf("table:\n%s\nwant:\n%s", got, want)
