@@ -109,7 +109,9 @@ func failpointCases() []failpointCase {
 		// three members while the cluster grows to five (which keeps them).
 		{name: "follower-panics-compacting", failpoint: "compactBeforeCommitScheduledCompact", action: "panic", target: targetFollower,
 			operation: "scale", end: 5, do: grow,
-			spec: func(s *v1alpha1.EtcdClusterSpec) { s.Etcd.AutoCompactionMode, s.Etcd.AutoCompactionRetention = "periodic", "1m" }},
+			spec: func(s *v1alpha1.EtcdClusterSpec) {
+				s.Etcd.AutoCompactionMode, s.Etcd.AutoCompactionRetention = "periodic", "1m"
+			}},
 	}
 }
 

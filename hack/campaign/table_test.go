@@ -50,7 +50,7 @@ func campaignRun(name, op, fault, moment, class string, total int, gap time.Dura
 	return report.Scenario{Name: name, Class: class, Verdicts: verdicts(failed),
 		Labels: map[string]string{"suite": "campaign", "seed": seed, "run": index, "operation": op, "fault": fault, "moment": moment,
 			"draw-operations": "scale,roll", "draw-faults": "loss,delay"},
-		Stats:  availability.Stats{Total: total, MaxWriteGap: gap}}
+		Stats: availability.Stats{Total: total, MaxWriteGap: gap}}
 }
 
 // Two versions' reports, in nested directories: passes, a run that lost a write and went over
