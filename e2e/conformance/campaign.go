@@ -318,23 +318,7 @@ func campaignUpgrade(ctx context.Context, r *framework.Run, to string) error {
 	if err := r.Update(ctx, "version = "+to, func(ec *v1alpha1.EtcdCluster) { ec.Spec.Version = to }); err != nil {
 		return err
 	}
-	err := r.WaitFor(ctx, "every member to run etcd "+to, 15*time.Minute, func() error {
-		ec, err := r.GetCluster(ctx)
-		if err != nil {
-			return err
-		}
-		var behind []string
-		for _, m := range ec.Status.Members {
-			if m.Version != to {
-				behind = append(behind, m.Name+"="+m.Version)
-			}
-		}
-		if len(behind) > 0 || ec.Status.CurrentVersion != to {
-			return fmt.Errorf("current version %q, members not at %s: %v", ec.Status.CurrentVersion, to, behind)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := r.WaitEtcdVersion(ctx, to, 15*time.Minute); err != nil {
 		return err
 	}
 	return waitSettledAsSpec(ctx, r)
