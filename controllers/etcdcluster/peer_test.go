@@ -81,10 +81,18 @@ func startPeerTLSEtcd(t *testing.T, dir, name, caFile, certFile, keyFile string,
 		scheme = "https"
 	}
 	clientURL, peerURL := fmt.Sprintf("%s://127.0.0.1:%d", scheme, testsupport.FreePort(t)), fmt.Sprintf("https://127.0.0.1:%d", testsupport.FreePort(t))
+	launchPeerTLSEtcd(t, dir, name, clientURL, peerURL, name+"="+peerURL, caFile, certFile, keyFile, extra...)
+	return peerURL
+}
+
+// launchPeerTLSEtcd starts a member of the initial cluster with TLS on its peer port, as
+// startPeerTLSEtcd describes.
+func launchPeerTLSEtcd(t *testing.T, dir, name, clientURL, peerURL, initialCluster, caFile, certFile, keyFile string, extra ...string) {
+	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	args := append([]string{"--name=" + name, "--data-dir=" + filepath.Join(dir, name+"-data"), "--log-level=error",
 		"--listen-client-urls=" + clientURL, "--advertise-client-urls=" + clientURL,
-		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL, "--initial-cluster=" + name + "=" + peerURL,
+		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL, "--initial-cluster=" + initialCluster,
 		"--peer-client-cert-auth=true", "--peer-trusted-ca-file=" + caFile, "--peer-cert-file=" + certFile, "--peer-key-file=" + keyFile,
 		"--peer-skip-client-san-verification=true"}, extra...)
 	cmd := exec.CommandContext(ctx, filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "etcd"), args...)
@@ -93,7 +101,6 @@ func startPeerTLSEtcd(t *testing.T, dir, name, caFile, certFile, keyFile string,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stop(); _ = cmd.Wait() })
-	return peerURL
 }
 
 // getPeerVersion GETs /version on a peer URL presenting the given certificate.
@@ -164,4 +171,55 @@ func TestPeerPortPinsTheClustersPeerCertificate(t *testing.T) {
 	if got := resources.PeerIdentityFlags(c); !slices.Equal(got, []string{"--peer-cert-allowed-cn=demo-peer"}) {
 		t.Errorf("PeerIdentityFlags = %q", got)
 	}
+}
+
+// Members that pin their peers by name still talk to each other both ways: each checks the
+// server certificate of the peer it dials as well as the client certificate of the peer that
+// dials it, and both are the cluster's peer certificate. Two pinned members form a cluster
+// that has a leader.
+func TestPinnedMembersFormACluster(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	ca, err := pki.NewCA("demo-peer-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := ca.Sign(pki.Request{CommonName: names.PeerCN("demo"), IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Usage: pki.ServerAndClient}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	caFile, certFile, keyFile := write("ca.crt", ca.CertPEM), write("tls.crt", peer.CertPEM), write("tls.key", peer.KeyPEM)
+	pin := resources.PeerIdentityFlags(newCluster("ns", "demo", 2))
+	var clients, peers, initial []string
+	for i := range 2 {
+		clients = append(clients, fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t)))
+		peers = append(peers, fmt.Sprintf("https://127.0.0.1:%d", testsupport.FreePort(t)))
+		initial = append(initial, fmt.Sprintf("demo-%d=%s", i, peers[i]))
+	}
+	for i := range 2 {
+		launchPeerTLSEtcd(t, dir, fmt.Sprintf("demo-%d", i), clients[i], peers[i], strings.Join(initial, ","), caFile, certFile, keyFile, pin...)
+	}
+	// /health says true only when the member sees a leader: the two reached each other.
+	eventually(t, timeout, "both pinned members to see a leader", func() error {
+		for _, c := range clients {
+			resp, err := http.Get(c + "/health")
+			if err != nil {
+				return err
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(body), `"health":"true"`) {
+				return fmt.Errorf("%s/health: %s", c, body)
+			}
+		}
+		return nil
+	})
 }

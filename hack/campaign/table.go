@@ -74,7 +74,7 @@ func Table(runs []Run) string {
 	var b strings.Builder
 	b.WriteString("# Randomized campaign\n\n")
 	b.WriteString("Written by `go run ./hack/campaign table` from the reports of `make campaign` (docs/conformance.md, \"The randomized campaign\"). ")
-	b.WriteString("Each run draws an operation, a fault and the moment the fault starts from its seed and index, and runs them on a 3-member cluster under the workload; every checker judges it. ")
+	b.WriteString("Each run draws an operation, a fault and the moment the fault starts from its seed and index, and runs them on a cluster of 3 members (5 for a roll or an upgrade) under the workload; every checker judges it. ")
 	b.WriteString("A run counts once however many client profiles it had, by its newest report when it was replayed; a skipped run (a prerequisite missing) is counted apart and in nothing else, and the write gaps are of the runs that reached their end.\n\n")
 
 	byVersion := map[string][]Run{}

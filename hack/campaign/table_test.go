@@ -86,7 +86,7 @@ func TestTable(t *testing.T) {
 	got := Table(runs)
 	want := `# Randomized campaign
 
-Written by ` + "`go run ./hack/campaign table`" + ` from the reports of ` + "`make campaign`" + ` (docs/conformance.md, "The randomized campaign"). Each run draws an operation, a fault and the moment the fault starts from its seed and index, and runs them on a 3-member cluster under the workload; every checker judges it. A run counts once however many client profiles it had, by its newest report when it was replayed; a skipped run (a prerequisite missing) is counted apart and in nothing else, and the write gaps are of the runs that reached their end.
+Written by ` + "`go run ./hack/campaign table`" + ` from the reports of ` + "`make campaign`" + ` (docs/conformance.md, "The randomized campaign"). Each run draws an operation, a fault and the moment the fault starts from its seed and index, and runs them on a cluster of 3 members (5 for a roll or an upgrade) under the workload; every checker judges it. A run counts once however many client profiles it had, by its newest report when it was replayed; a skipped run (a prerequisite missing) is counted apart and in nothing else, and the write gaps are of the runs that reached their end.
 
 | Kubernetes | runs | passed | skipped | stopped before the end | operations | runs that lost an acknowledged write | linearizability violations | split brains | inconclusive | over the availability budget | longest write gap, fault class (max / median) | partition class (max / median) |
 |---|---|---|---|---|---|---|---|---|---|---|---|---|
