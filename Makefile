@@ -275,6 +275,21 @@ E2E_OPERATOR_IMAGE ?=
 mutants: ## Run each seeded operator bug (internal/mutant; MUTANTS=a,b narrows) against the scenarios that should kill it on a local cluster, and write docs/reports/mutants.md.
 	MUTANTS="$(MUTANTS)" hack/mutants.sh
 
+.PHONY: campaign
+campaign: ## Run the randomized campaign on local clusters of K8S_VERSION (RUNS, SEED, FROM, BATCH, CAMPAIGN_OPERATIONS, CAMPAIGN_FAULTS) and write docs/reports/campaign.md over every run under CAMPAIGN_DIR.
+	RUNS="$(RUNS)" SEED="$(SEED)" FROM="$(FROM)" BATCH="$(BATCH)" CAMPAIGN_OPERATIONS="$(CAMPAIGN_OPERATIONS)" CAMPAIGN_FAULTS="$(CAMPAIGN_FAULTS)" \
+	  K8S_VERSION=$(K8S_VERSION) hack/campaign.sh
+
+# The etcd release the failpoint scenarios run, built with its gofail failpoints (the suite's
+# --etcd-version).
+FAILPOINT_ETCD ?= v3.6.16
+
+.PHONY: e2e-failpoints
+e2e-failpoints: ## Run the failpoint scenarios (etcd built with gofail panics or stalls inside itself: before saving raft entries, before and after a commit, saving a snapshot, defragmenting, compacting, while the operator scales, rolls, defragments, moves storage) on a local cluster.
+	hack/images.sh etcd-failpoints $(FAILPOINT_ETCD)
+	$(MAKE) --no-print-directory e2e E2E_LABELS=$(or $(FAILPOINT_LABELS),suite=failpoints) REPORT_DIR=$(REPORT_DIR)/failpoints \
+	  CONFORMANCE_FLAGS="--etcd-version=$(FAILPOINT_ETCD:v%=%) --failpoint-etcd-image=localhost:5000/quorate/etcd:$(FAILPOINT_ETCD)-failpoints $(CONFORMANCE_FLAGS)"
+
 .PHONY: e2e-safety
 e2e-safety: ## Run the safety scenarios (volumes deleted, data wiped, power loss, bad image, NOSPACE, retention, forced recovery) on a local cluster.
 	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=safety REPORT_DIR=$(REPORT_DIR)/safety

@@ -3,6 +3,9 @@
 # Dockerfile for the operator) and pushes them to the local registry.
 #   hack/images.sh base              pause, busybox, coredns, local-path-provisioner
 #   hack/images.sh etcd v3.6.16      etcd of that release
+#   hack/images.sh etcd-failpoints v3.6.16
+#                                    etcd of that release with its gofail failpoints, tagged
+#                                    v3.6.16-failpoints (the failpoint scenarios)
 #   hack/images.sh operator VERSION  the operator image (binaries from bin/linux_amd64), tagged
 #                                    VERSION-<content hash>; prints the image reference
 #   hack/images.sh workload VERSION  the conformance workload image, likewise
@@ -79,6 +82,15 @@ etcd() {
   # The release without its v (3.6.16) as well: the etcd-io operator names its images so when
   # run with bare versions (quorate-conformance --peers-bare-versions).
   has quorate/etcd "${v#v}" || tag quorate/etcd "$v" "${v#v}"
+}
+
+etcd-failpoints() {
+  local v=${1:?etcd version}
+  if ! has quorate/etcd "$v-failpoints"; then
+    local bin; bin=$(FAILPOINTS=1 "$here/build-etcd.sh" "$v")
+    local c; c=$(ctx); cp "$bin/etcd" "$bin/etcdctl" "$bin/etcdutl" "$c/"; mkdir -p "$c/tmp"
+    build "$c" "$here/images/etcd-failpoints/Dockerfile" "$REGISTRY/quorate/etcd:$v-failpoints"; rm -rf "$c"
+  fi
 }
 
 tag() { # tag REPO TAG NEWTAG: the same image under another tag

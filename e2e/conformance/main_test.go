@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 }
 
 // TestConformance runs every scenario; --labels (scenario=NAME, suite=core|negative|safety|chaos|
-// chaos-negative|olm|migration|backup|bench|bench-rate|peers|nodes, operator=NAME, operation=NAME, fault=NAME, base=steady|scale, install-mode=NAME) and --feature pick
+// chaos-negative|olm|migration|backup|bench|bench-rate|peers|nodes|campaign|failpoints, failpoint=NAME, operator=NAME, operation=NAME, fault=NAME, base=steady|scale, install-mode=NAME) and --feature pick
 // some. The OLM scenarios install Quorate themselves, so they are part of the run only when
 // their catalogs are given (--olm-catalogs or --install-olm).
 func TestConformance(t *testing.T) {
@@ -61,6 +61,18 @@ func TestConformance(t *testing.T) {
 	}
 	if opts.BenchRuns > 0 {
 		scenarios = append(scenarios, BenchScenarios(opts, opts.BenchRuns)...)
+	}
+	// The failpoint scenarios need an etcd built with failpoints: they are listed when it is
+	// given, or asked for (and then skipped without it, saying so).
+	if opts.FailpointImage != "" || slices.Contains(suite.Labels[label.Suite], label.SuiteFailpoints) {
+		scenarios = append(scenarios, FailpointScenarios(opts)...)
+	}
+	if opts.CampaignRuns > 0 {
+		runs, err := CampaignScenarios(opts, opts.CampaignSeed, opts.CampaignFrom, opts.CampaignRuns, opts.CampaignOperations, opts.CampaignFaults)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scenarios = append(scenarios, runs...)
 	}
 	if opts.Peers != "" || slices.Contains(suite.Labels[label.Suite], label.SuitePeers) {
 		scenarios = append(scenarios, PeerScenarios(opts)...)

@@ -116,23 +116,7 @@ func (r *Run) UpgradeEtcd(ctx context.Context, to string) error {
 	if err := r.Suite.Client.Patch(ctx, ec, patch); err != nil {
 		return err
 	}
-	err = r.WaitFor(ctx, fmt.Sprintf("every member to run etcd %s", to), 10*time.Minute, func() error {
-		ec, err := r.GetCluster(ctx)
-		if err != nil {
-			return err
-		}
-		var behind []string
-		for _, m := range ec.Status.Members {
-			if m.Version != to {
-				behind = append(behind, m.Name+"="+m.Version)
-			}
-		}
-		if len(behind) > 0 || ec.Status.CurrentVersion != to {
-			return fmt.Errorf("current version %q, members not at %s: %v", ec.Status.CurrentVersion, to, behind)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := r.WaitEtcdVersion(ctx, to, 10*time.Minute); err != nil {
 		return err
 	}
 	if err := r.WaitSettled(ctx, n, 5*time.Minute); err != nil {
@@ -155,6 +139,27 @@ func (r *Run) UpgradeEtcd(ctx context.Context, to string) error {
 	}
 	r.T.Logf("etcd %s -> %s: all %d members replaced one at a time, each announced", from, to, len(before))
 	return nil
+}
+
+// WaitEtcdVersion waits until every member reports etcd version to (as etcd itself does, in
+// status.members) and so does the cluster.
+func (r *Run) WaitEtcdVersion(ctx context.Context, to string, timeout time.Duration) error {
+	return r.WaitFor(ctx, fmt.Sprintf("every member to run etcd %s", to), timeout, func() error {
+		ec, err := r.GetCluster(ctx)
+		if err != nil {
+			return err
+		}
+		var behind []string
+		for _, m := range ec.Status.Members {
+			if m.Version != to {
+				behind = append(behind, m.Name+"="+m.Version)
+			}
+		}
+		if len(behind) > 0 || ec.Status.CurrentVersion != to {
+			return fmt.Errorf("current version %q, members not at %s: %v", ec.Status.CurrentVersion, to, behind)
+		}
+		return nil
+	})
 }
 
 // Leader returns the name of the current leader.

@@ -79,6 +79,16 @@ type Options struct {
 	CertPropagation time.Duration
 	// BenchRuns is how many times each benchmark scenario runs (0: none).
 	BenchRuns int
+	// CampaignRuns, CampaignFrom and CampaignSeed pick the randomized campaign's runs
+	// (suite=campaign): runs CampaignFrom to CampaignFrom+CampaignRuns-1 of the seed.
+	// CampaignOperations and CampaignFaults narrow what the runs draw from (all when empty).
+	CampaignRuns, CampaignFrom         int
+	CampaignSeed                       uint64
+	CampaignOperations, CampaignFaults string
+	// FailpointImage is an etcd image built with its gofail failpoints (hack/images.sh
+	// etcd-failpoints), which the failpoint scenarios run (suite=failpoints); without it they
+	// are skipped, saying so.
+	FailpointImage string
 	// Peers are the other etcd operators the side-by-side benchmark (suite=peers) runs
 	// against Quorate, comma-separated (etcd-io, cozystack); they are installed with
 	// hack/peers.sh before the scenarios.
@@ -211,6 +221,12 @@ func RegisterFlags() *Options {
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
 	flag.DurationVar(&o.OwnershipTerm, "ownership-term", 20*time.Second, "--ownership-term of the operators the suite installs (shorter than the operator's default, so that the scope-migration scenario's takeovers are quick)")
 	flag.IntVar(&o.BenchRuns, "bench-runs", 0, "run each benchmark scenario (suite=bench: a rolling etcd upgrade, the leader's pod deleted) this many times; quorate-report bench summarises them")
+	flag.IntVar(&o.CampaignRuns, "campaign-runs", 0, "run this many runs of the randomized campaign (suite=campaign: an operation and a fault at a random moment, drawn from --campaign-seed and the run's index); make campaign tabulates them")
+	flag.IntVar(&o.CampaignFrom, "campaign-from", 0, "index of the campaign's first run (to resume a campaign, or replay one run with --campaign-runs=1)")
+	flag.Uint64Var(&o.CampaignSeed, "campaign-seed", 0, "the campaign's seed, 1 to 999999999 (recorded in each run's labels: seed, run)")
+	flag.StringVar(&o.CampaignOperations, "campaign-operations", "", "the operations campaign runs draw from, comma-separated (default all: scale, roll, upgrade, storage-move, backup, restore); replay with the same list")
+	flag.StringVar(&o.CampaignFaults, "campaign-faults", "", "the faults campaign runs draw from, comma-separated (default all that keep a quorum: the chaos library's and node-loss); replay with the same list")
+	flag.StringVar(&o.FailpointImage, "failpoint-etcd-image", "", "an etcd image built with its gofail failpoints at --etcd-version (make e2e-failpoints builds it), which the failpoint scenarios (suite=failpoints) run; without it they are skipped")
 	flag.StringVar(&o.Peers, "peers", "", "run the side-by-side benchmark (suite=peers) against these other etcd operators too, comma-separated: etcd-io, cozystack (built from their source and installed with hack/peers.sh); quorate-report peers tabulates it")
 	flag.BoolVar(&o.PeersBareVersions, "peers-bare-versions", false, "give the peers etcd versions and image tags without the leading v (3.6.16): the etcd-io operator's parser rejects v3.6.16 and then never upgrades (docs/measurements.md)")
 	flag.StringVar(&o.PeersEtcdRepository, "peers-etcd-repository", "", "etcd image repository of the peers (default: Quorate's, $ETCD_IMAGE_REPOSITORY or localhost:5000/quorate/etcd); make bench-peers gives the local registry's name without a port, registry.quorate.local/quorate/etcd, because the etcd-io operator reads the version after the first ':' of the image")

@@ -22,6 +22,16 @@ const (
 	Operation = "operation"
 	// Run numbers a benchmark's repetitions.
 	Run = "run"
+	// Seed is the seed of a campaign run (suite=campaign), which with its run index replays it.
+	Seed = "seed"
+	// DrawOperations and DrawFaults are the lists a campaign run drew its operation and fault
+	// from (comma-separated): a replay must give the same.
+	DrawOperations = "draw-operations"
+	DrawFaults     = "draw-faults"
+	// Failpoint is the etcd failpoint a failpoint scenario arms (suite=failpoints).
+	Failpoint = "failpoint"
+	// Moment is how long after a campaign run's operation began its fault was injected.
+	Moment = "moment"
 	// Rate is the operation rate of a bench-rate scenario.
 	Rate = "rate"
 	// InstallMode is how OLM installs the operator (AllNamespaces, OwnNamespace).
@@ -48,6 +58,8 @@ const (
 	SuiteBenchRate     = "bench-rate"
 	SuitePeers         = "peers"
 	SuiteNodes         = "nodes"
+	SuiteCampaign      = "campaign"
+	SuiteFailpoints    = "failpoints"
 )
 
 // NeedsNode: the scenario acts on the node's containers and volumes (Needs).

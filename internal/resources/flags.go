@@ -62,6 +62,23 @@ func EtcdFlags(c *v1alpha1.EtcdCluster, v version.Version, member, state, initia
 			"--peer-key-file="+PeerTLSDir+"/tls.key",
 			version.PeerSkipClientSANFlag(v),
 		)
+		flags = append(flags, PeerIdentityFlags(c)...)
 	}
 	return flags
+}
+
+// PeerIdentityFlags pin the peers a member talks to, either way, to the cluster's own peer
+// certificate (its common name, names.PeerCN) when the operator generates it: a certificate
+// of the same CA with another name (the applications' and the operator's client
+// certificates, which clusters from before the peer CA sign with the peer's CA, or a peer
+// certificate of another cluster) is refused on the peer port, and a member does not take a
+// server that presents one for a peer. Peer certificates from the user's own Secret
+// (spec.tls.peerSecretName; an external cluster's during a join) are trusted by their CA
+// alone: their names are the user's. Members get the flag when their pods are next
+// replaced; it is not part of the member spec hash, so installing this release rolls nothing.
+func PeerIdentityFlags(c *v1alpha1.EtcdCluster) []string {
+	if !c.Spec.TLS.IsEnabled() || c.Spec.TLS.PeerSecretName != "" {
+		return nil
+	}
+	return []string{"--peer-cert-allowed-cn=" + names.PeerCN(c.Name)}
 }

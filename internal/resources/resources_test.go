@@ -89,7 +89,11 @@ func TestPodFlags(t *testing.T) {
 		}
 		return append(out, "--client-cert-auth=true", "--trusted-ca-file=/etc/etcd/tls/server/ca.crt", "--cert-file=/etc/etcd/tls/server/tls.crt", "--key-file=/etc/etcd/tls/server/tls.key",
 			"--peer-client-cert-auth=true", "--peer-trusted-ca-file=/etc/etcd/tls/peer/ca.crt", "--peer-cert-file=/etc/etcd/tls/peer/tls.crt", "--peer-key-file=/etc/etcd/tls/peer/tls.key",
-			skipSAN)
+			skipSAN, "--peer-cert-allowed-cn=demo-peer")
+	}
+	// withoutPeerPin: the user's own peer certificates are trusted by their CA alone.
+	withoutPeerPin := func(args []string) []string {
+		return slices.DeleteFunc(args, func(a string) bool { return a == "--peer-cert-allowed-cn=demo-peer" })
 	}
 	withTLS := func(args ...[]string) []string {
 		out := append([]string{}, args[0]...)
@@ -123,6 +127,14 @@ func TestPodFlags(t *testing.T) {
 		if got := flagsOf(t, c, tc.pod); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: command\n %q\nwant\n %q", tc.name, got, tc.want)
 		}
+	}
+
+	// The user's own certificates (spec.tls.*SecretName) are trusted by their CA alone.
+	own := cluster()
+	own.Spec.TLS.ServerSecretName, own.Spec.TLS.PeerSecretName, own.Spec.TLS.ClientSecretName = "my-server", "my-peer", "my-client"
+	if got, want := flagsOf(t, own, MemberPod{Member: "demo-1", InitialCluster: ic, ClusterID: "abc"}),
+		withTLS(launcher("demo-1", "abc", "false"), withoutPeerPin(etcd("demo-1", "existing", true, true))); !slices.Equal(got, want) {
+		t.Errorf("the user's own certificates: command\n %q\nwant\n %q", got, want)
 	}
 
 	c.Spec.TLS.Enabled = ptr.To(false)

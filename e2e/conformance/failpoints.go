@@ -1,0 +1,357 @@
+package conformance
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/e2e/framework"
+	"github.com/quorate-dev/quorate/e2e/label"
+	"github.com/quorate-dev/quorate/internal/names"
+)
+
+// The failpoint scenarios run etcd built with its gofail failpoints (--failpoint-etcd-image,
+// make e2e-failpoints) and make etcd itself panic or stall at a point of its own code (before
+// raft entries are saved, before a backend commit, while it saves a snapshot, defragments or
+// compacts) while the operator scales, rolls, defragments or moves storage. Every checker must
+// pass: a failure is the operator's, or an etcd bug to report with its history.
+
+// failpointCase is one failpoint scenario.
+type failpointCase struct {
+	name string
+	// failpoint is etcd's name for it, action gofail's (panic, sleep(300)).
+	failpoint, action string
+	// target is whose etcd is armed: leader, follower or every member.
+	target string
+	// hold: how long a sleep stays armed once it fired (a panic fires once: the process dies
+	// and starts again without it).
+	hold time.Duration
+	// operation runs while the failpoint is armed: the cluster starts with replicas members
+	// (5 for a roll, which stops one at a time, so that the failpoint's crash leaves a quorum)
+	// and ends with end.
+	operation     string
+	replicas, end int32
+	do            func(ctx context.Context, r *framework.Run) error
+	// armWhen waits, once the operation has begun, for the moment to arm the failpoint (nil:
+	// at once) and says which member the target is then (nil: the leader or any follower).
+	armWhen func(ctx context.Context, r *framework.Run) error
+	// armFirst arms it before the operation begins (a defragmentation reaches every member).
+	armFirst bool
+	pick     func(ctx context.Context, r *framework.Run) (string, error)
+	spec     func(*v1alpha1.EtcdClusterSpec)
+	needs    []framework.Prerequisite
+}
+
+const (
+	targetLeader   = "leader"
+	targetFollower = "follower"
+	targetEvery    = "every member"
+)
+
+// failpointTimeout bounds the wait for an armed failpoint to fire: etcd saves a snapshot to
+// disk every 10000 entries (a minute or two of the workload), a periodic compaction comes
+// every minute.
+const failpointTimeout = 4 * time.Minute
+
+func failpointCases() []failpointCase {
+	scale := func(ctx context.Context, r *framework.Run) error {
+		if err := r.Scale(ctx, 5); err != nil {
+			return err
+		}
+		return r.Scale(ctx, 3)
+	}
+	grow := func(ctx context.Context, r *framework.Run) error { return r.Scale(ctx, 5) }
+	token := fmt.Sprintf("failpoint-%d", time.Now().Unix())
+	roll := func(ctx context.Context, r *framework.Run) error { return rollMembers(ctx, r, token) }
+	// During a scale: once a fourth member is in the cluster (a learner, or just promoted).
+	joined := func(ctx context.Context, r *framework.Run) error {
+		return r.WaitFor(ctx, "a fourth member", 5*time.Minute, func() error {
+			ec, err := r.GetCluster(ctx)
+			if err != nil {
+				return err
+			}
+			if len(ec.Status.Members) < 4 {
+				return fmt.Errorf("%d members", len(ec.Status.Members))
+			}
+			return nil
+		})
+	}
+	// During a roll: once a member's pod was replaced; the target follower is one whose pod
+	// was (the roll does not replace it again, so the failpoint is not lost with its pod).
+	rolled := func(ctx context.Context, r *framework.Run) error {
+		return r.WaitFor(ctx, "a member's pod rolled", 5*time.Minute, func() error {
+			if m, err := rolledFollower(ctx, r, token); err != nil || m == "" {
+				return fmt.Errorf("none yet (%v)", err)
+			}
+			return nil
+		})
+	}
+	pickRolled := func(ctx context.Context, r *framework.Run) (string, error) { return rolledFollower(ctx, r, token) }
+	return []failpointCase{
+		{name: "leader-panics-before-save", failpoint: "raftBeforeSave", action: "panic", target: targetLeader, operation: "scale", do: scale, armWhen: joined},
+		{name: "follower-panics-after-save", failpoint: "raftAfterSave", action: "panic", target: targetFollower, operation: "scale", do: scale, armWhen: joined},
+		{name: "follower-panics-before-commit", failpoint: "beforeCommit", action: "panic", target: targetFollower, operation: "roll", replicas: 5, do: roll, armWhen: rolled, pick: pickRolled},
+		{name: "leader-panics-after-commit", failpoint: "afterCommit", action: "panic", target: targetLeader, operation: "roll", replicas: 5, do: roll, armWhen: rolled},
+		// Every 10000 entries etcd saves a snapshot to disk (a minute or two of the workload).
+		{name: "follower-panics-saving-snapshot", failpoint: "raftBeforeWALSaveSnaphot", action: "panic", target: targetFollower, operation: "scale", do: scale},
+		{name: "defrag-panics-before-rename", failpoint: "defragBeforeRename", action: "panic", target: targetEvery, operation: "defrag", do: defragNow, armFirst: true},
+		{name: "leader-slow-wal-sync", failpoint: "walBeforeSync", action: "sleep(300)", target: targetLeader, hold: 20 * time.Second, operation: "scale", do: scale, armWhen: joined},
+		{name: "leader-slow-to-send", failpoint: "raftBeforeLeaderSend", action: "sleep(200)", target: targetLeader, hold: 20 * time.Second, operation: "roll", replicas: 5, do: roll, armWhen: rolled},
+		// A periodic compaction every minute (the default keeps an hour), on one of the first
+		// three members while the cluster grows to five (which keeps them).
+		{name: "follower-panics-compacting", failpoint: "compactBeforeCommitScheduledCompact", action: "panic", target: targetFollower,
+			operation: "scale", end: 5, do: grow,
+			spec: func(s *v1alpha1.EtcdClusterSpec) {
+				s.Etcd.AutoCompactionMode, s.Etcd.AutoCompactionRetention = "periodic", "1m"
+			}},
+	}
+}
+
+// rolledFollower is a follower whose pod carries the roll's annotation value, or "".
+func rolledFollower(ctx context.Context, r *framework.Run, value string) (string, error) {
+	ec, err := r.GetCluster(ctx)
+	if err != nil {
+		return "", err
+	}
+	var pods corev1.PodList
+	if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels(names.MemberSelector(r.Cluster))); err != nil {
+		return "", err
+	}
+	for _, p := range pods.Items {
+		if p.Annotations[campaignRollAnnotation] == value && p.DeletionTimestamp.IsZero() && p.Name != ec.Status.Leader && isReady(&p) {
+			return p.Name, nil
+		}
+	}
+	return "", nil
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// FailpointScenarios are the failpoint scenarios (suite=failpoints).
+func FailpointScenarios(opts *framework.Options) []framework.Scenario {
+	var out []framework.Scenario
+	for _, c := range failpointCases() {
+		out = append(out, failpointScenario(opts, c))
+	}
+	return out
+}
+
+func failpointScenario(opts *framework.Options, c failpointCase) framework.Scenario {
+	image := opts.FailpointImage
+	c.replicas, c.end = cmp.Or(c.replicas, 3), cmp.Or(c.end, c.replicas, 3)
+	return framework.Scenario{Name: "failpoint-" + c.name, Replicas: c.replicas, Class: framework.Fault,
+		Labels: map[string]string{label.Suite: label.SuiteFailpoints, label.Failpoint: c.failpoint, label.Operation: c.operation},
+		Needs:  append([]framework.Prerequisite{framework.FailpointImage}, c.needs...),
+		Spec: func(s *v1alpha1.EtcdClusterSpec) {
+			s.Image = image
+			// The suite reaches failpoint control on port 22381, which the cluster's
+			// NetworkPolicy does not admit.
+			s.NetworkPolicy.Enabled = ptr.To(false)
+			if c.spec != nil {
+				c.spec(s)
+			}
+		},
+		Steps: []framework.Step{
+			{Name: fmt.Sprintf("%s while %s on the %s's etcd", c.operation, c.failpoint+"="+c.action, c.target), Do: func(ctx context.Context, r *framework.Run) error {
+				return runWithFailpoint(ctx, r, c)
+			}},
+			waitSettled(c.end),
+		}}
+}
+
+// runWithFailpoint arms the failpoint on the target's etcd when the case says (before the
+// operation, or once it has begun and reached armWhen's moment), and waits for both: the
+// failpoint must fire (a panic restarts the container; a sleep's count rises, and it is held,
+// then turned off), and the operation must end.
+func runWithFailpoint(ctx context.Context, r *framework.Run, c failpointCase) error {
+	var targets []string
+	var before map[string]framework.MemberPod
+	arm := func() error {
+		var err error
+		if c.pick != nil {
+			var m string
+			if m, err = c.pick(ctx, r); err == nil && m == "" {
+				err = errors.New("no member to arm")
+			}
+			targets = []string{m}
+		} else {
+			targets, err = failpointTargets(ctx, r, c.target)
+		}
+		if err != nil {
+			return err
+		}
+		if before, err = r.MemberPods(ctx); err != nil {
+			return err
+		}
+		for _, m := range targets {
+			if err := r.ArmFailpoint(ctx, m, c.failpoint, c.action); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if c.armFirst {
+		if err := arm(); err != nil {
+			return err
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- fmt.Errorf("panic: %v", v)
+			}
+		}()
+		done <- c.do(ctx, r)
+	}()
+	var errs []error
+	err := error(nil)
+	if !c.armFirst {
+		if c.armWhen != nil {
+			err = c.armWhen(ctx, r)
+		}
+		if err == nil {
+			err = arm()
+		}
+	}
+	if err == nil {
+		err = waitFired(ctx, r, c, targets, before)
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("failpoint %s: %w", c.failpoint, err))
+	}
+	if err := <-done; err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", c.operation, err))
+	}
+	return errors.Join(errs...)
+}
+
+// failpointTargets names the members to arm.
+func failpointTargets(ctx context.Context, r *framework.Run, target string) ([]string, error) {
+	switch target {
+	case targetLeader:
+		l, err := r.Leader(ctx)
+		return []string{l}, err
+	case targetFollower:
+		f, err := r.Follower(ctx)
+		return []string{f}, err
+	}
+	ec, err := r.GetCluster(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var all []string
+	for _, m := range ec.Status.Members {
+		all = append(all, m.Name)
+	}
+	return all, nil
+}
+
+// waitFired waits until the failpoint fired on every target: for a panic, the target's
+// container restarted in the same pod; for anything else, its count rose, after which it is
+// held for c.hold and turned off.
+func waitFired(ctx context.Context, r *framework.Run, c failpointCase, targets []string, before map[string]framework.MemberPod) error {
+	if c.action == "panic" {
+		err := r.WaitFor(ctx, fmt.Sprintf("%s=panic to fire on %s (its container restarting)", c.failpoint, strings.Join(targets, ", ")), failpointTimeout, func() error {
+			now, err := r.MemberPods(ctx)
+			if err != nil {
+				return err
+			}
+			var waiting []string
+			for _, m := range targets {
+				b, a := before[m], now[m]
+				switch {
+				case a.UID != b.UID:
+					return fmt.Errorf("%s's pod was replaced before %s fired: the scenario shows nothing", m, c.failpoint)
+				case a.Restarts <= b.Restarts:
+					waiting = append(waiting, m)
+				}
+			}
+			if len(waiting) > 0 {
+				return fmt.Errorf("not fired yet on %s", strings.Join(waiting, ", "))
+			}
+			return nil
+		})
+		if err == nil {
+			r.T.Logf("%s=panic fired on %s: each container restarted", c.failpoint, strings.Join(targets, ", "))
+		}
+		return err
+	}
+	// However the wait ends, the sleep is turned off again, unless the member's pod was
+	// replaced meanwhile (the failpoint went with its process).
+	defer func() {
+		now, _ := r.MemberPods(ctx)
+		for _, m := range targets {
+			if p, ok := now[m]; ok && p.UID == before[m].UID {
+				if err := r.DisarmFailpoint(ctx, m, c.failpoint); err != nil {
+					r.T.Logf("turning %s off on %s: %v", c.failpoint, m, err)
+				}
+			}
+		}
+	}()
+	err := r.WaitFor(ctx, fmt.Sprintf("%s=%s to fire on %s", c.failpoint, c.action, strings.Join(targets, ", ")), failpointTimeout, func() error {
+		for _, m := range targets {
+			n, err := r.FailpointCount(ctx, m, c.failpoint)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("not fired yet on %s", m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	r.Hold(ctx, c.hold)
+	for _, m := range targets {
+		if n, err := r.FailpointCount(ctx, m, c.failpoint); err == nil {
+			r.T.Logf("%s=%s fired %d times on %s in %s", c.failpoint, c.action, n, m, c.hold)
+		}
+	}
+	return nil
+}
+
+// defragNow asks for a defragmentation round of every member now and waits until it
+// completed and the cluster settled.
+func defragNow(ctx context.Context, r *framework.Run) error {
+	token := fmt.Sprintf("failpoint-%d", time.Now().Unix())
+	r.Phase("defragmenting every member (spec.maintenance.defragNow)")
+	if err := r.Update(ctx, "spec.maintenance.defragNow = "+token, func(ec *v1alpha1.EtcdCluster) { ec.Spec.Maintenance.DefragNow = token }); err != nil {
+		return err
+	}
+	err := r.WaitFor(ctx, "the defragmentation round "+token+" to complete", 10*time.Minute, func() error {
+		ec, err := r.GetCluster(ctx)
+		if err != nil {
+			return err
+		}
+		var d *v1alpha1.DefragRoundStatus
+		if ec.Status.Maintenance != nil {
+			d = ec.Status.Maintenance.Defrag
+		}
+		if d == nil || d.Token != token || d.CompletionTime == nil {
+			return fmt.Errorf("status.maintenance.defrag: %+v", d)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return r.WaitSettled(ctx, 3, 5*time.Minute)
+}
