@@ -131,29 +131,11 @@ func getPeerVersion(peerURL string, certPEM, keyPEM []byte) error {
 // as this one's) are still refused on the peer port; without the pin etcd takes both.
 func TestPeerPortPinsTheClustersPeerCertificate(t *testing.T) {
 	t.Parallel()
-	now := time.Now()
-	ca, err := pki.NewCA("demo-ca", now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	issue := func(cn string, usage pki.Usage) pki.Pair {
-		p, err := ca.Sign(pki.Request{CommonName: cn, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Usage: usage}, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	pk := newPeerCA(t)
 	c := newCluster("ns", "demo", 3)
-	peer, client, otherPeer := issue(names.PeerCN("demo"), pki.ServerAndClient), issue(names.ClientCN, pki.ClientOnly), issue(names.PeerCN("demo-peer"), pki.ServerAndClient)
-	dir := t.TempDir()
-	write := func(name string, data []byte) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	caFile, certFile, keyFile := write("ca.crt", ca.CertPEM), write("tls.crt", peer.CertPEM), write("tls.key", peer.KeyPEM)
+	peer, client, otherPeer := pk.issue(names.PeerCN("demo"), pki.ServerAndClient), pk.issue(names.ClientCN, pki.ClientOnly), pk.issue(names.PeerCN("demo-peer"), pki.ServerAndClient)
+	dir := pk.dir
+	caFile, certFile, keyFile := pk.files(peer)
 	pinned := startPeerTLSEtcd(t, dir, "pinned", caFile, certFile, keyFile, resources.PeerIdentityFlags(c)...)
 	open := startPeerTLSEtcd(t, dir, "open", caFile, certFile, keyFile)
 	eventually(t, timeout, "both members' peer ports to accept the peer certificate", func() error {
@@ -179,24 +161,9 @@ func TestPeerPortPinsTheClustersPeerCertificate(t *testing.T) {
 // that has a leader.
 func TestPinnedMembersFormACluster(t *testing.T) {
 	t.Parallel()
-	now := time.Now()
-	ca, err := pki.NewCA("demo-peer-ca", now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := ca.Sign(pki.Request{CommonName: names.PeerCN("demo"), IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Usage: pki.ServerAndClient}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	write := func(name string, data []byte) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	caFile, certFile, keyFile := write("ca.crt", ca.CertPEM), write("tls.crt", peer.CertPEM), write("tls.key", peer.KeyPEM)
+	pk := newPeerCA(t)
+	dir := pk.dir
+	caFile, certFile, keyFile := pk.files(pk.issue(names.PeerCN("demo"), pki.ServerAndClient))
 	pin := resources.PeerIdentityFlags(newCluster("ns", "demo", 2))
 	var clients, peers, initial []string
 	for i := range 2 {
@@ -222,4 +189,43 @@ func TestPinnedMembersFormACluster(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// peerCA is a CA of a test, which issues loopback certificates and writes them into dir.
+type peerCA struct {
+	t   *testing.T
+	ca  *pki.CA
+	dir string
+}
+
+func newPeerCA(t *testing.T) peerCA {
+	t.Helper()
+	ca, err := pki.NewCA("demo-ca", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return peerCA{t: t, ca: ca, dir: t.TempDir()}
+}
+
+// issue signs a certificate for 127.0.0.1 with the common name and usage.
+func (p peerCA) issue(cn string, usage pki.Usage) pki.Pair {
+	p.t.Helper()
+	pair, err := p.ca.Sign(pki.Request{CommonName: cn, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Usage: usage}, time.Now())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return pair
+}
+
+// files writes the CA's certificate and the pair into dir, and returns their paths.
+func (p peerCA) files(pair pki.Pair) (caFile, certFile, keyFile string) {
+	p.t.Helper()
+	write := func(name string, data []byte) string {
+		path := filepath.Join(p.dir, name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			p.t.Fatal(err)
+		}
+		return path
+	}
+	return write("ca.crt", p.ca.CertPEM), write("tls.crt", pair.CertPEM), write("tls.key", pair.KeyPEM)
 }
