@@ -40,13 +40,8 @@ func BackupRestore() framework.Scenario {
 			}},
 			{Name: "back up to b1", Do: func(ctx context.Context, r *framework.Run) (err error) {
 				r.Phase("backing up")
-				if b, err = r.Backup(ctx, "b1", framework.Storage("backups")); err != nil {
-					return err
-				}
-				if b.Status.Phase != v1alpha1.BackupCompleted {
-					return fmt.Errorf("EtcdBackup b1 %s: %s", b.Status.Phase, backupMessage(b))
-				}
-				return nil
+				b, err = completedBackup(ctx, r, "b1", framework.Storage("backups"))
+				return err
 			}},
 			{Name: "restore b1 into a new cluster and verify its keyspace", Do: func(ctx context.Context, r *framework.Run) error {
 				return restoreAndVerify(ctx, r, b, v1alpha1.RestoreSource{BackupName: b.Name})
@@ -54,6 +49,18 @@ func BackupRestore() framework.Scenario {
 			{Name: "scheduled backups with retention and a restore drill", Do: scheduleAndDrill},
 			{Name: "backups that cannot succeed fail and say why", Do: badBackups},
 		}}
+}
+
+// completedBackup backs the cluster up as name to storage; the backup must complete.
+func completedBackup(ctx context.Context, r *framework.Run, name string, storage v1alpha1.BackupStorage) (*v1alpha1.EtcdBackup, error) {
+	b, err := r.Backup(ctx, name, storage)
+	if err != nil {
+		return nil, err
+	}
+	if b.Status.Phase != v1alpha1.BackupCompleted {
+		return nil, fmt.Errorf("EtcdBackup %s %s: %s", b.Name, b.Status.Phase, backupMessage(b))
+	}
+	return b, nil
 }
 
 func backupMessage(b *v1alpha1.EtcdBackup) string {

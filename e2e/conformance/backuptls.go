@@ -37,13 +37,8 @@ func BackupRestoreTLS() framework.Scenario {
 			}},
 			{Name: "back up over TLS to tls1 with caBundle", Do: func(ctx context.Context, r *framework.Run) (err error) {
 				r.Phase("backing up over TLS")
-				if b, err = r.Backup(ctx, "tls1", framework.TLSStorage("backups")); err != nil {
-					return err
-				}
-				if b.Status.Phase != v1alpha1.BackupCompleted {
-					return fmt.Errorf("EtcdBackup tls1 %s: %s", b.Status.Phase, backupMessage(b))
-				}
-				return nil
+				b, err = completedBackup(ctx, r, "tls1", framework.TLSStorage("backups"))
+				return err
 			}},
 			{Name: "a backup without caBundle fails: the certificate is untrusted", Do: untrustedBackup},
 			{Name: "restore tls1 from its storage and key into a new cluster and verify its keyspace", Do: func(ctx context.Context, r *framework.Run) error {

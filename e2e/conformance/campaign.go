@@ -87,10 +87,7 @@ type campaignOp struct {
 func campaignOps(opts *framework.Options) []campaignOp {
 	ops := []campaignOp{
 		{name: "scale", replicas: 3, do: func(ctx context.Context, r *framework.Run, _ CampaignPlan) error {
-			if err := r.Scale(ctx, 5); err != nil {
-				return err
-			}
-			return r.Scale(ctx, 3)
+			return scaleThrough(ctx, r)
 		}},
 		{name: "roll", replicas: 5, do: campaignRoll},
 	}
@@ -231,15 +228,7 @@ func campaignScenario(p CampaignPlan, op campaignOp, f campaignFault) framework.
 	sc.Steps = []framework.Step{
 		{Name: fmt.Sprintf("%s, with %s injected %s after it began", p.Operation, p.Fault, p.Moment), Do: func(ctx context.Context, r *framework.Run) error {
 			r.Event("note", "campaign", p.String())
-			done := make(chan error, 1)
-			go func() {
-				defer func() {
-					if v := recover(); v != nil {
-						done <- fmt.Errorf("panic: %v", v)
-					}
-				}()
-				done <- op.do(ctx, r, p)
-			}()
+			done := runAlongside(func() error { return op.do(ctx, r, p) })
 			r.Hold(ctx, p.Moment)
 			var errs []error
 			if err := f.inject(ctx, r); err != nil {
@@ -253,6 +242,29 @@ func campaignScenario(p CampaignPlan, op campaignOp, f campaignFault) framework.
 		waitSettled(op.replicas),
 	}
 	return sc
+}
+
+// scaleThrough scales the cluster from 3 to 5 members and back to 3.
+func scaleThrough(ctx context.Context, r *framework.Run) error {
+	if err := r.Scale(ctx, 5); err != nil {
+		return err
+	}
+	return r.Scale(ctx, 3)
+}
+
+// runAlongside runs do in a goroutine while the caller injects a fault; the channel it returns
+// yields do's error, or a panic in it as an error, once.
+func runAlongside(do func() error) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- fmt.Errorf("panic: %v", v)
+			}
+		}()
+		done <- do()
+	}()
+	return done
 }
 
 // campaignRollAnnotation is the pod template annotation whose change rolls every member.
@@ -330,14 +342,7 @@ func campaignBackup(ctx context.Context, r *framework.Run, p CampaignPlan) (*v1a
 		return nil, err
 	}
 	r.Phase("backing up")
-	b, err := r.Backup(ctx, fmt.Sprintf("campaign-%d", p.Index), framework.Storage("backups"))
-	if err != nil {
-		return nil, err
-	}
-	if b.Status.Phase != v1alpha1.BackupCompleted {
-		return nil, fmt.Errorf("EtcdBackup %s %s: %s", b.Name, b.Status.Phase, backupMessage(b))
-	}
-	return b, nil
+	return completedBackup(ctx, r, fmt.Sprintf("campaign-%d", p.Index), framework.Storage("backups"))
 }
 
 // campaignPowerOffLeader powers the leader's node off for the fault window and on again, and
@@ -357,25 +362,18 @@ func campaignPowerOffLeader(ctx context.Context, r *framework.Run) error {
 	if node == "" {
 		return fmt.Errorf("the leader %s's pod has no node", leader)
 	}
-	what := fmt.Sprintf("powering off %s, which holds the leader %s, for %s", node, leader, faultWindow)
+	what := fmt.Sprintf(powerOutage.doing+", for %s", node, leader, faultWindow)
 	r.Phase(what)
-	end := r.Fault("node-lost", what)
+	end := r.Fault(powerOutage.fault, what)
 	defer end()
-	on := false
-	r.OnCleanup(func(ctx context.Context) error {
-		if on {
-			return nil
-		}
-		return r.Suite.Node.PowerOn(ctx, node)
-	})
-	if err := r.Suite.Node.PowerOff(ctx, node); err != nil {
+	bringBack, err := powerOutage.takeAway(ctx, r, node)
+	if err != nil {
 		return err
 	}
 	r.Hold(ctx, faultWindow)
-	r.Phase("powering " + node + " on")
-	if err := r.Suite.Node.PowerOn(ctx, node); err != nil {
+	r.Phase(fmt.Sprintf(powerOutage.undoing, node))
+	if err := bringBack(ctx); err != nil {
 		return err
 	}
-	on = true
 	return r.WaitNodeReady(ctx, node, corev1.ConditionTrue, 3*time.Minute)
 }

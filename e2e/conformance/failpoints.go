@@ -62,12 +62,7 @@ const (
 const failpointTimeout = 4 * time.Minute
 
 func failpointCases() []failpointCase {
-	scale := func(ctx context.Context, r *framework.Run) error {
-		if err := r.Scale(ctx, 5); err != nil {
-			return err
-		}
-		return r.Scale(ctx, 3)
-	}
+	scale := scaleThrough
 	grow := func(ctx context.Context, r *framework.Run) error { return r.Scale(ctx, 5) }
 	token := fmt.Sprintf("failpoint-%d", time.Now().Unix())
 	roll := func(ctx context.Context, r *framework.Run) error { return rollMembers(ctx, r, token) }
@@ -126,20 +121,11 @@ func rolledFollower(ctx context.Context, r *framework.Run, value string) (string
 		return "", err
 	}
 	for _, p := range pods.Items {
-		if p.Annotations[campaignRollAnnotation] == value && p.DeletionTimestamp.IsZero() && p.Name != ec.Status.Leader && isReady(&p) {
+		if p.Annotations[campaignRollAnnotation] == value && p.DeletionTimestamp.IsZero() && p.Name != ec.Status.Leader && framework.PodReady(&p) {
 			return p.Name, nil
 		}
 	}
 	return "", nil
-}
-
-func isReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // FailpointScenarios are the failpoint scenarios (suite=failpoints).
@@ -210,15 +196,7 @@ func runWithFailpoint(ctx context.Context, r *framework.Run, c failpointCase) er
 			return err
 		}
 	}
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				done <- fmt.Errorf("panic: %v", v)
-			}
-		}()
-		done <- c.do(ctx, r)
-	}()
+	done := runAlongside(func() error { return c.do(ctx, r) })
 	var errs []error
 	err := error(nil)
 	if !c.armFirst {

@@ -99,24 +99,17 @@ type nodeOutage struct {
 
 func (o nodeOutage) scenario() framework.Scenario {
 	var leader, node string
-	restored := false
+	var bringBack func(context.Context) error
 	return nodeScenario(o.name, framework.Partition, []framework.Step{
 		{Name: "find the leader's node", Do: func(ctx context.Context, r *framework.Run) (err error) {
 			leader, node, err = r.LeaderNode(ctx)
 			return err
 		}},
-		{Name: "take the leader's node away (" + o.fault + ")", Do: func(ctx context.Context, r *framework.Run) error {
+		{Name: "take the leader's node away (" + o.fault + ")", Do: func(ctx context.Context, r *framework.Run) (err error) {
 			r.Phase(fmt.Sprintf(o.doing, node, leader))
 			r.Defer(r.Fault(o.fault, fmt.Sprintf(o.doing, node, leader)))
-			restored = false
-			node := node
-			r.OnCleanup(func(ctx context.Context) error {
-				if restored {
-					return nil
-				}
-				return o.restore(ctx, r, node)
-			})
-			return o.take(ctx, r, node)
+			bringBack, err = o.takeAway(ctx, r, node)
+			return err
 		}},
 		{Name: "wait for a new leader", Do: func(ctx context.Context, r *framework.Run) error {
 			newLeader, err := r.WaitNewLeader(ctx, leader, 2*time.Minute)
@@ -131,14 +124,43 @@ func (o nodeOutage) scenario() framework.Scenario {
 		}},
 		{Name: "bring the node back", Do: func(ctx context.Context, r *framework.Run) error {
 			r.Phase(fmt.Sprintf(o.undoing, node))
-			restored = true
-			return o.restore(ctx, r, node)
+			return bringBack(ctx)
 		}},
 		{Name: "wait for the node to be Ready", Do: func(ctx context.Context, r *framework.Run) error {
 			return r.WaitNodeReady(ctx, node, corev1.ConditionTrue, 3*time.Minute)
 		}},
 		waitSettled(3),
 	})
+}
+
+// takeAway takes node away and returns what brings it back. Until bringing it back has
+// succeeded, the run's cleanup does it, so a run that fails or stops in between leaves no
+// node off or cut off.
+func (o nodeOutage) takeAway(ctx context.Context, r *framework.Run, node string) (bringBack func(context.Context) error, err error) {
+	back := false
+	r.OnCleanup(func(ctx context.Context) error {
+		if back {
+			return nil
+		}
+		return o.restore(ctx, r, node)
+	})
+	bringBack = func(ctx context.Context) error {
+		if err := o.restore(ctx, r, node); err != nil {
+			return err
+		}
+		back = true
+		return nil
+	}
+	return bringBack, o.take(ctx, r, node)
+}
+
+// powerOutage is a node's loss of power: PowerOff takes it, PowerOn brings it back.
+var powerOutage = nodeOutage{name: "node-loss", fault: "node-lost",
+	doing: "powering off %s, which holds the leader %s", done: "%s is off", undoing: "powering %s on",
+	take: func(ctx context.Context, r *framework.Run, node string) error {
+		return r.Suite.Node.PowerOff(ctx, node)
+	},
+	restore: func(ctx context.Context, r *framework.Run, node string) error { return r.Suite.Node.PowerOn(ctx, node) },
 }
 
 // NodeLoss: the leader's node loses power: its link goes down and its kubelet, containerd
@@ -150,13 +172,7 @@ func (o nodeOutage) scenario() framework.Scenario {
 // that etcd draws between one and two configured ones, where a killed leader pod's closed
 // connections are noticed at once.
 func NodeLoss() framework.Scenario {
-	return nodeOutage{name: "node-loss", fault: "node-lost",
-		doing: "powering off %s, which holds the leader %s", done: "%s is off", undoing: "powering %s on",
-		take: func(ctx context.Context, r *framework.Run, node string) error {
-			return r.Suite.Node.PowerOff(ctx, node)
-		},
-		restore: func(ctx context.Context, r *framework.Run, node string) error { return r.Suite.Node.PowerOn(ctx, node) },
-	}.scenario()
+	return powerOutage.scenario()
 }
 
 // NodePartition: the leader's node is cut off the network, whole: the member and the kubelet

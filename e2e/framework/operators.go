@@ -286,7 +286,7 @@ func (p *Peer) Converged(ctx context.Context, r *Run, n int32, version string) e
 		switch {
 		case pod.DeletionTimestamp != nil:
 			problems = append(problems, pod.Name+" terminating")
-		case !podReady(&pod):
+		case !PodReady(&pod):
 			problems = append(problems, pod.Name+" not ready"+waitingReason(&pod))
 		}
 	}
@@ -338,7 +338,8 @@ func (p *Peer) Leader(ctx context.Context, r *Run) (string, error) {
 	return "", fmt.Errorf("no member pod is the leader")
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady says whether p's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 			return true

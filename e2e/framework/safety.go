@@ -208,7 +208,7 @@ func (r *Run) RestartEtcd(ctx context.Context, member string, n int32) error {
 			return fmt.Errorf("%w: %s's pod was replaced", ErrStop, member)
 		case restarts <= before[member].Restarts:
 			return fmt.Errorf("%d restarts, as before the kill", restarts)
-		case !podReady(p):
+		case !PodReady(p):
 			return fmt.Errorf("restarted, not Ready%s", waitingReason(p))
 		}
 		return nil

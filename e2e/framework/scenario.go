@@ -364,7 +364,7 @@ func (r *Run) waitWorkload(ctx context.Context) error {
 		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: "workload"}, p); err != nil {
 			return err
 		}
-		if podReady(p) {
+		if PodReady(p) {
 			return nil
 		}
 		return fmt.Errorf("workload pod is %s", p.Status.Phase)
