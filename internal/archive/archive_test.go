@@ -1,0 +1,376 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/quorate-dev/quorate/internal/backup"
+	"github.com/quorate-dev/quorate/internal/testsupport"
+)
+
+// archiveRun runs an Archiver in the background until the test ends; wait returns Run's error.
+type archiveRun struct {
+	done chan error
+	stop context.CancelFunc
+}
+
+func startArchiver(t *testing.T, a *Archiver, from int64) *archiveRun {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &archiveRun{done: make(chan error, 1), stop: cancel}
+	go func() { r.done <- a.Run(ctx, from) }()
+	t.Cleanup(func() { cancel(); <-r.done })
+	return r
+}
+
+// waitArchived waits until the archive holds revision rev.
+func waitArchived(t *testing.T, s Store, prefix string, rev int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		last, err := Last(context.Background(), s, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last >= rev {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the archive holds revisions up to %d after 30 s, not %d", last, rev)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// restored restores the snapshot at snap with etcdutl into a new member and starts it.
+func restored(t *testing.T, snap, name string) *clientv3.Client {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	peer := fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t))
+	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "etcdutl"), "snapshot", "restore", snap, //nolint:gosec // the etcdutl make test built
+		"--data-dir="+dir, "--name="+name, "--initial-cluster="+name+"="+peer, "--initial-advertise-peer-urls="+peer)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("etcdutl snapshot restore: %v\n%s", err, out)
+	}
+	return testsupport.StartEtcdWith(t, name, testsupport.EtcdOptions{DataDir: dir, PeerURL: peer}).Client(t)
+}
+
+// keyspace reads every key at rev (0: now).
+func keyspace(t *testing.T, c *clientv3.Client, rev int64) (int64, []*mvccpb.KeyValue) {
+	t.Helper()
+	opts := []clientv3.OpOption{clientv3.WithPrefix()}
+	if rev > 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	resp, err := c.Get(context.Background(), "", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header.Revision, resp.Kvs
+}
+
+// sameKeyspace compares two keyspaces whole: keys, values, create and modification
+// revisions, versions and leases, but the leases of the keys named in unleased, which must
+// have none in got.
+func sameKeyspace(t *testing.T, what string, got, want []*mvccpb.KeyValue, unleased ...string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d keys, want %d", what, len(got), len(want))
+	}
+	skip := map[string]bool{}
+	for _, k := range unleased {
+		skip[k] = true
+	}
+	for i := range want {
+		w, g := *want[i], *got[i]
+		if skip[string(w.Key)] {
+			if g.Lease != 0 {
+				t.Errorf("%s: %s has lease %x, want none", what, g.Key, g.Lease)
+			}
+			w.Lease = 0
+		}
+		if string(g.Key) != string(w.Key) || string(g.Value) != string(w.Value) || g.CreateRevision != w.CreateRevision ||
+			g.ModRevision != w.ModRevision || g.Version != w.Version || g.Lease != w.Lease {
+			t.Errorf("%s: key %d is %+v, want %+v", what, i, g, w)
+		}
+	}
+}
+
+// A cluster written to after its snapshot is restored from the snapshot and the archive to a
+// revision in the middle, to a time, and to the newest revision: each time the keyspace is the
+// original's at that point, revisions, versions and leases included.
+func TestArchiveAndReplayToARevisionAndATime(t *testing.T) {
+	ctx := context.Background()
+	src := testsupport.StartEtcd(t, "src", false)
+	c := src.Client(t)
+	put := func(k, v string, opts ...clientv3.OpOption) int64 {
+		t.Helper()
+		resp, err := c.Put(ctx, k, v, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	for i := range 5 {
+		put(fmt.Sprintf("before/%d", i), "v")
+	}
+	old, err := c.Grant(ctx, 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put("leased/old", "v", clientv3.WithLease(old.ID))
+	snap := filepath.Join(t.TempDir(), "snap.db")
+	if _, err := backup.Save(ctx, c, snap); err != nil {
+		t.Fatal(err)
+	}
+	ks, err := backup.Inspect(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newMemStore()
+	var progress []Progress
+	a := &Archiver{Client: c, Store: s, Prefix: "ns/c/archive", MaxLag: 50 * time.Millisecond, MaxRecords: 7,
+		Archived: func(p Progress) { progress = append(progress, p) }}
+	run := startArchiver(t, a, ks.Revision)
+
+	// Batch 1: puts, overwrites, a delete, a transaction of several keys, a range delete, a
+	// key on the lease from before the snapshot and one on a lease granted after it.
+	for i := range 10 {
+		put(fmt.Sprintf("k/%02d", i), fmt.Sprintf("v%d", i))
+	}
+	put("k/03", "again")
+	if _, err := c.Delete(ctx, "k/04"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Txn(ctx).Then(clientv3.OpPut("t/a", "1"), clientv3.OpPut("t/b", "2"), clientv3.OpDelete("k/05")).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Delete(ctx, "before/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	put("leased/old", "w", clientv3.WithLease(old.ID))
+	fresh, err := c.Grant(ctx, 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1 := put("leased/new", "v", clientv3.WithLease(fresh.ID))
+	waitArchived(t, s, a.Prefix, r1)
+	_, at1 := keyspace(t, c, r1)
+	// T: after every revision of batch 1 was received, before any of batch 2.
+	tm := time.Now()
+	for time.Now().UnixMilli() <= tm.UnixMilli() {
+		time.Sleep(time.Millisecond)
+	}
+	// Batch 2.
+	var r2 int64
+	for i := range 20 {
+		r2 = put(fmt.Sprintf("k/%02d", i%12), fmt.Sprintf("late%d", i))
+	}
+	waitArchived(t, s, a.Prefix, r2)
+	_, at2 := keyspace(t, c, r2)
+	run.stop()
+	if err := <-run.done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run ended with %v, want the context's cancellation", err)
+	}
+	run.done <- nil // for the cleanup
+
+	spans, err := Segments(ctx, s, a.Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Ranges(spans); len(got) != 1 || got[0] != [2]int64{ks.Revision + 1, r2} {
+		t.Errorf("the archive covers %v, want [%d %d]", got, ks.Revision+1, r2)
+	}
+	if len(spans) < 5 {
+		t.Errorf("%d segments: MaxRecords 7 should have cut %d revisions into at least 5", len(spans), r2-ks.Revision)
+	}
+	if n := len(progress); n != len(spans) || progress[n-1].Revision != r2 || progress[n-1].Segment != spans[len(spans)-1].Name {
+		t.Errorf("progress %+v does not end at revision %d in %s", progress[len(progress)-1], r2, spans[len(spans)-1].Name)
+	}
+
+	// To revision r1.
+	b := restored(t, snap, "b")
+	got, err := Replay(ctx, b, s, a.Prefix, ks.Revision, r1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Replayed{From: ks.Revision, To: r1, Records: int(r1 - ks.Revision), Segments: got.Segments, Unleased: 1}); got != want {
+		t.Errorf("replayed %+v, want %+v", got, want)
+	}
+	rev, kvs := keyspace(t, b, 0)
+	if rev != r1 {
+		t.Errorf("restored to revision %d, want %d", rev, r1)
+	}
+	sameKeyspace(t, "at revision r1", kvs, at1, "leased/new")
+
+	// To time T: the same revision.
+	at, err := ResolveTime(ctx, s, a.Prefix, ks.Revision, tm)
+	if err != nil || at != r1 {
+		t.Errorf("time %s resolves to revision %d (%v), want %d", tm.Format(time.RFC3339Nano), at, err, r1)
+	}
+	if at, err := ResolveTime(ctx, s, a.Prefix, ks.Revision, tm.Add(-time.Hour)); err != nil || at != ks.Revision {
+		t.Errorf("a time before the archive resolves to %d (%v), want the snapshot's %d", at, err, ks.Revision)
+	}
+
+	// To the newest revision, replaying on from where the first replay stopped.
+	got, err = Replay(ctx, b, s, a.Prefix, r1, r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.From != r1 || got.To != r2 || got.Records != int(r2-r1) {
+		t.Errorf("replayed %+v, want from %d to %d", got, r1, r2)
+	}
+	_, kvs = keyspace(t, b, 0)
+	sameKeyspace(t, "at revision r2", kvs, at2, "leased/new")
+
+	// Past the archive: refused before anything is applied.
+	c2 := restored(t, snap, "c")
+	_, err = Replay(ctx, c2, s, a.Prefix, ks.Revision, r2+5)
+	var ce *CoverError
+	if !errors.As(err, &ce) || ce.From != ks.Revision+1 || ce.To != r2+5 {
+		t.Errorf("err = %v, want a CoverError from %d to %d", err, ks.Revision+1, r2+5)
+	}
+	if rev, _ := keyspace(t, c2, 0); rev != ks.Revision {
+		t.Errorf("the refused replay moved the cluster to revision %d", rev)
+	}
+}
+
+// The archive replayed onto a cluster that is not at the snapshot's revision is refused
+// before anything is applied; a record that does not land at its revision (an archive that
+// does not continue this snapshot) stops the replay there.
+func TestReplayRefusesAClusterThatIsNotTheSnapshot(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore()
+	rec := func(rev int64, ops ...Op) Record { return Record{Revision: rev, Ops: ops} }
+	data, err := Encode(1, []Record{
+		rec(2, Op{Type: Put, Key: []byte("a"), Value: []byte("1")}),
+		rec(3, Op{Type: Put, Key: []byte("b"), Value: []byte("2")}),
+		// Deletes a key this cluster never had: no revision.
+		rec(4, Op{Type: Delete, Key: []byte("never")}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, SegmentName("p", 2, 4), data); err != nil {
+		t.Fatal(err)
+	}
+	// A fresh cluster is at revision 1, the "snapshot" this archive continues.
+	c := testsupport.StartEtcd(t, "other", false).Client(t)
+	if _, err := c.Put(ctx, "intruder", "x"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Replay(ctx, c, s, "p", 1, 3)
+	if err == nil || err.Error() != "the cluster to replay onto is at revision 2, not 1: it was restored from another snapshot, or a client wrote to it; restore again, and keep clients away until the replay is done" {
+		t.Errorf("err = %v", err)
+	}
+	if resp, _ := c.Get(ctx, "a"); len(resp.Kvs) != 0 {
+		t.Error("the refused replay wrote a")
+	}
+
+	d := testsupport.StartEtcd(t, "other2", false).Client(t)
+	got, err := Replay(ctx, d, s, "p", 1, 4)
+	var re *ReplayError
+	if !errors.As(err, &re) || *re != (ReplayError{Record: 4, Got: 3}) {
+		t.Errorf("err = %v, want ReplayError{4 3}", err)
+	}
+	if got != (Replayed{From: 1, To: 3, Records: 2, Segments: 1}) {
+		t.Errorf("replayed %+v", got)
+	}
+}
+
+// Compaction past the archive ends the run with a GapError naming both revisions; a run from
+// a revision still there goes on.
+func TestArchiverStopsAtACompactedGap(t *testing.T) {
+	ctx := context.Background()
+	c := testsupport.StartEtcd(t, "gap", false).Client(t)
+	var last int64
+	for i := range 10 {
+		resp, err := c.Put(ctx, fmt.Sprintf("k%d", i), "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = resp.Header.Revision
+	}
+	if _, err := c.Compact(ctx, last-2); err != nil {
+		t.Fatal(err)
+	}
+	s := newMemStore()
+	a := &Archiver{Client: c, Store: s, Prefix: "p", MaxLag: 20 * time.Millisecond}
+	err := a.Run(ctx, 3)
+	var gap *GapError
+	if !errors.As(err, &gap) || *gap != (GapError{After: 3, Compacted: last - 2}) {
+		t.Fatalf("err = %v, want GapError{3 %d}", err, last-2)
+	}
+	if n, _ := s.List(ctx, ""); len(n) != 0 {
+		t.Errorf("a run that could not start wrote %v", n)
+	}
+	run := startArchiver(t, a, last-2)
+	waitArchived(t, s, "p", last)
+	run.stop()
+	<-run.done
+	run.done <- nil
+	if got, _ := Last(ctx, s, "p"); got != last {
+		t.Errorf("last archived %d, want %d", got, last)
+	}
+}
+
+// A cluster of another ID answering the archive's watch stops the archiver.
+func TestArchiverRefusesAnotherClusterID(t *testing.T) {
+	c := testsupport.StartEtcd(t, "foreign", false).Client(t)
+	if _, err := c.Put(context.Background(), "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	a := &Archiver{Client: c, Store: newMemStore(), Prefix: "p", ClusterID: 0x1234}
+	err := a.Run(context.Background(), 0)
+	var fe *ForeignClusterError
+	if !errors.As(err, &fe) || fe.Want != 0x1234 || fe.Got == 0 || fe.Got == 0x1234 {
+		t.Errorf("err = %v, want a ForeignClusterError", err)
+	}
+}
+
+// A store that refuses a segment ends the run; the revisions are not lost: a run from Last
+// archives them when the store takes writes again.
+func TestArchiverResumesAfterAFailedWrite(t *testing.T) {
+	ctx := context.Background()
+	c := testsupport.StartEtcd(t, "resume", false).Client(t)
+	s := newMemStore()
+	s.fail = errors.New("the store is down")
+	a := &Archiver{Client: c, Store: s, Prefix: "p", MaxLag: 20 * time.Millisecond}
+	var last int64
+	for i := range 5 {
+		resp, err := c.Put(ctx, fmt.Sprintf("k%d", i), "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = resp.Header.Revision
+	}
+	err := a.Run(ctx, 1)
+	if err == nil || !errors.Is(err, s.fail) {
+		t.Fatalf("err = %v, want the store's", err)
+	}
+	s.mu.Lock()
+	s.fail = nil
+	s.mu.Unlock()
+	from, err := Last(ctx, s, "p")
+	if err != nil || from != 0 {
+		t.Fatalf("last = %d, %v", from, err)
+	}
+	run := startArchiver(t, a, 1)
+	waitArchived(t, s, "p", last)
+	run.stop()
+	<-run.done
+	run.done <- nil
+	spans, _ := Segments(ctx, s, "p")
+	if got := Ranges(spans); len(got) != 1 || got[0] != [2]int64{2, last} {
+		t.Errorf("covered %v, want [2 %d]", got, last)
+	}
+}

@@ -1,0 +1,218 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Archiver writes every revision of a cluster into segments.
+type Archiver struct {
+	Client *clientv3.Client
+	Store  Store
+	// Prefix of the archive's objects in Store (e.g. "<namespace>/<cluster>/archive").
+	Prefix string
+	// ClusterID the archive belongs to: a watch answered by another cluster (a member that
+	// was replaced by one of another cluster under the same address) ends the run. 0: not
+	// checked.
+	ClusterID uint64
+	// MaxLag bounds how long a received revision waits before its segment is written (the
+	// archive's recovery point); 1 s when zero.
+	MaxLag time.Duration
+	// MaxRecords and MaxBytes bound a segment (10000 revisions, 8 MiB of keys and values
+	// when zero).
+	MaxRecords, MaxBytes int
+	// Archived is told each segment written (may be nil): for status and metrics.
+	Archived func(Progress)
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Progress is where the archive stands.
+type Progress struct {
+	// Revision is the newest revision archived, Time when it was received.
+	Revision int64
+	Time     time.Time
+	// Segment just written.
+	Segment string
+}
+
+// GapError: etcd compacted revisions the archive has not got; the archive cannot go on from
+// After. Take a full snapshot (at a revision of at least Compacted) and archive from it.
+type GapError struct {
+	After, Compacted int64
+}
+
+func (e *GapError) Error() string {
+	return fmt.Sprintf("etcd has compacted up to revision %d, and the archive holds revisions up to %d only: take a full snapshot and archive on from its revision", e.Compacted, e.After)
+}
+
+// ForeignClusterError: the watch was answered by a cluster of another ID.
+type ForeignClusterError struct{ Want, Got uint64 }
+
+func (e *ForeignClusterError) Error() string {
+	return fmt.Sprintf("the watch was answered by cluster %x, not %x, whose archive this is: the endpoints reach another cluster; archiving stops", e.Got, e.Want)
+}
+
+func (a *Archiver) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+func (a *Archiver) maxLag() time.Duration {
+	if a.MaxLag > 0 {
+		return a.MaxLag
+	}
+	return time.Second
+}
+
+// Last is the newest revision an archive under prefix holds (0 when it holds none).
+func Last(ctx context.Context, s Store, prefix string) (int64, error) {
+	spans, err := Segments(ctx, s, prefix)
+	if err != nil {
+		return 0, err
+	}
+	var last int64
+	for _, sp := range spans {
+		last = max(last, sp.Last)
+	}
+	return last, nil
+}
+
+// Run archives every revision after from (the newest one archived, or the revision of the
+// snapshot the archive starts from) until ctx ends or something stops it: compaction past the
+// archive (GapError), another cluster (ForeignClusterError), a revision that does not follow
+// the one before, a watch that fails, a segment that cannot be written. What was received is
+// written before it returns. Run again from Last after an error; a GapError needs a snapshot
+// first.
+//
+// It relies on etcd delivering a revision's events in one watch response (no WithFragment),
+// and on every revision holding at least one event.
+func (a *Archiver) Run(ctx context.Context, from int64) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	w := &segmentWriter{a: a, last: from}
+	wch := a.Client.Watch(wctx, "", clientv3.WithPrefix(), clientv3.WithRev(from+1), clientv3.WithProgressNotify())
+	tick := time.NewTicker(max(a.maxLag()/4, 10*time.Millisecond))
+	defer tick.Stop()
+	stop := func(err error) error {
+		// What was received is archived even when the run ends; its own deadline, since ctx
+		// may be what ended it.
+		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer fcancel()
+		return errors.Join(err, w.flush(fctx))
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return stop(ctx.Err())
+		case <-tick.C:
+			if w.due() {
+				if err := w.flush(ctx); err != nil {
+					return stop(err)
+				}
+			}
+		case resp, ok := <-wch:
+			if !ok {
+				return stop(fmt.Errorf("the watch from revision %d ended", w.last+1))
+			}
+			if resp.CompactRevision != 0 {
+				return stop(&GapError{After: w.last, Compacted: resp.CompactRevision})
+			}
+			if err := resp.Err(); err != nil {
+				return stop(fmt.Errorf("watching from revision %d: %w", w.last+1, err))
+			}
+			if a.ClusterID != 0 && resp.Header.ClusterId != a.ClusterID {
+				return stop(&ForeignClusterError{Want: a.ClusterID, Got: resp.Header.ClusterId})
+			}
+			if err := w.add(ctx, resp.Events); err != nil {
+				return stop(err)
+			}
+		}
+	}
+}
+
+// segmentWriter collects records and writes them as segments.
+type segmentWriter struct {
+	a       *Archiver
+	last    int64 // the newest revision received
+	pending []Record
+	bytes   int
+	oldest  time.Time
+}
+
+// add appends the events to the pending records; a full segment is written before a revision
+// that would not fit begins (a revision is never split).
+func (w *segmentWriter) add(ctx context.Context, events []*clientv3.Event) error {
+	now := w.a.now()
+	for _, ev := range events {
+		rev := ev.Kv.ModRevision
+		n := len(w.pending)
+		switch {
+		case n > 0 && rev == w.pending[n-1].Revision:
+		case rev == w.last+1:
+			if w.full() {
+				if err := w.flush(ctx); err != nil {
+					return err
+				}
+				n = 0
+			}
+			if n == 0 {
+				w.oldest = now
+			}
+			w.pending = append(w.pending, Record{Revision: rev, Time: now.UnixMilli()})
+			w.last = rev
+		default:
+			return fmt.Errorf("the watch delivered revision %d after %d: revisions must follow one another; archiving stops", rev, w.last)
+		}
+		op := Op{Type: Put, Key: ev.Kv.Key, Value: ev.Kv.Value, Lease: ev.Kv.Lease}
+		if ev.Type == mvccpb.DELETE {
+			op = Op{Type: Delete, Key: ev.Kv.Key}
+		}
+		r := &w.pending[len(w.pending)-1]
+		r.Ops = append(r.Ops, op)
+		w.bytes += len(op.Key) + len(op.Value)
+	}
+	return nil
+}
+
+func (w *segmentWriter) due() bool {
+	return len(w.pending) > 0 && w.a.now().Sub(w.oldest) >= w.a.maxLag()
+}
+
+func (w *segmentWriter) full() bool {
+	maxRecords, maxBytes := w.a.MaxRecords, w.a.MaxBytes
+	if maxRecords <= 0 {
+		maxRecords = 10000
+	}
+	if maxBytes <= 0 {
+		maxBytes = 8 << 20
+	}
+	return len(w.pending) >= maxRecords || w.bytes >= maxBytes
+}
+
+func (w *segmentWriter) flush(ctx context.Context) error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	data, err := Encode(w.a.ClusterID, w.pending)
+	if err != nil {
+		return err
+	}
+	first, last := w.pending[0], w.pending[len(w.pending)-1]
+	name := SegmentName(w.a.Prefix, first.Revision, last.Revision)
+	if err := w.a.Store.Put(ctx, name, data); err != nil {
+		return fmt.Errorf("writing segment %s (revisions %d–%d): %w", name, first.Revision, last.Revision, err)
+	}
+	w.pending, w.bytes = nil, 0
+	if w.a.Archived != nil {
+		w.a.Archived(Progress{Revision: last.Revision, Time: last.At(), Segment: name})
+	}
+	return nil
+}

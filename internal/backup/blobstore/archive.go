@@ -1,0 +1,68 @@
+package blobstore
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"gocloud.dev/blob"
+
+	"github.com/quorate-dev/quorate/internal/archive"
+	"github.com/quorate-dev/quorate/internal/backup"
+)
+
+// ArchiveStore is an archive's Store in a bucket (the backups' URL: s3://, gs://, azblob://,
+// file://). Close it when done.
+type ArchiveStore struct {
+	url string
+	b   *blob.Bucket
+}
+
+var _ archive.Store = (*ArchiveStore)(nil)
+
+// OpenArchive opens the bucket at url and checks that it exists and takes the credentials.
+func OpenArchive(ctx context.Context, url string) (*ArchiveStore, error) {
+	b, err := openBucket(ctx, backup.Location{Bucket: url})
+	if err != nil {
+		return nil, err
+	}
+	return &ArchiveStore{url: url, b: b}, nil
+}
+
+// Close releases the bucket.
+func (s *ArchiveStore) Close() error { return s.b.Close() }
+
+// Put writes the object whole: an upload cut short commits nothing.
+func (s *ArchiveStore) Put(ctx context.Context, name string, data []byte) error {
+	if err := s.b.WriteAll(ctx, name, data, &blob.WriterOptions{ContentType: "application/gzip"}); err != nil {
+		return describe("writing", backup.Location{Bucket: s.url, Key: name}, err)
+	}
+	return nil
+}
+
+// Get reads the object.
+func (s *ArchiveStore) Get(ctx context.Context, name string) ([]byte, error) {
+	data, err := s.b.ReadAll(ctx, name)
+	if err != nil {
+		return nil, describe("reading", backup.Location{Bucket: s.url, Key: name}, err)
+	}
+	return data, nil
+}
+
+// List names the objects under prefix.
+func (s *ArchiveStore) List(ctx context.Context, prefix string) ([]string, error) {
+	var out []string
+	it := s.b.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		o, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, describe(opList, backup.Location{Bucket: s.url, Key: prefix}, err)
+		}
+		if !o.IsDir {
+			out = append(out, o.Key)
+		}
+	}
+}
