@@ -20,8 +20,8 @@ type Archiver struct {
 	// was replaced by one of another cluster under the same address) ends the run. 0: not
 	// checked.
 	ClusterID uint64
-	// MaxLag bounds how long a received revision waits before its segment is written (the
-	// archive's recovery point); 1 s when zero.
+	// MaxLag bounds how long a received revision waits before its segment is written (with
+	// the store's write time, the archive's recovery point); 500 ms when zero.
 	MaxLag time.Duration
 	// MaxRecords and MaxBytes bound a segment (10000 revisions, 8 MiB of keys and values
 	// when zero).
@@ -69,7 +69,7 @@ func (a *Archiver) maxLag() time.Duration {
 	if a.MaxLag > 0 {
 		return a.MaxLag
 	}
-	return time.Second
+	return 500 * time.Millisecond
 }
 
 // Last is the newest revision an archive under prefix holds (0 when it holds none).
@@ -99,8 +99,17 @@ func (a *Archiver) Run(ctx context.Context, from int64) error {
 	defer cancel()
 	w := &segmentWriter{a: a, last: from}
 	wch := a.Client.Watch(wctx, "", clientv3.WithPrefix(), clientv3.WithRev(from+1), clientv3.WithProgressNotify())
-	tick := time.NewTicker(max(a.maxLag()/4, 10*time.Millisecond))
-	defer tick.Stop()
+	// Fires when the oldest pending revision has waited MaxLag.
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	arm := func() {
+		if len(w.pending) == 0 {
+			timer.Stop()
+			return
+		}
+		timer.Reset(max(w.oldest.Add(a.maxLag()).Sub(a.now()), 0))
+	}
 	stop := func(err error) error {
 		// What was received is archived even when the run ends; its own deadline, since ctx
 		// may be what ended it.
@@ -112,12 +121,13 @@ func (a *Archiver) Run(ctx context.Context, from int64) error {
 		select {
 		case <-ctx.Done():
 			return stop(ctx.Err())
-		case <-tick.C:
+		case <-timer.C:
 			if w.due() {
 				if err := w.flush(ctx); err != nil {
 					return stop(err)
 				}
 			}
+			arm()
 		case resp, ok := <-wch:
 			if !ok {
 				return stop(fmt.Errorf("the watch from revision %d ended", w.last+1))
@@ -134,6 +144,7 @@ func (a *Archiver) Run(ctx context.Context, from int64) error {
 			if err := w.add(ctx, resp.Events); err != nil {
 				return stop(err)
 			}
+			arm()
 		}
 	}
 }

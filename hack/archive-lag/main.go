@@ -1,0 +1,240 @@
+// Command archive-lag measures how far the continuous archive (internal/archive) trails the
+// writes it keeps: it starts a real etcd on loopback, writes to it at a steady rate, archives
+// every revision into a bucket (a directory, or a versitygw S3 server started on loopback), and
+// reports, per acknowledged write, the time from its acknowledgement to the moment the segment
+// holding it was stored: the archive's recovery point, which bounds what a restore to the
+// newest archived point loses. A measurement, not a test: see docs/reports/pitr.md.
+//
+//	go run ./hack/archive-lag --rate 500 --duration 60s --store s3
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/quorate-dev/quorate/internal/archive"
+	"github.com/quorate-dev/quorate/internal/backup/blobstore"
+)
+
+func main() {
+	home, _ := os.UserHomeDir()
+	etcdBin := flag.String("etcd", filepath.Join(home, ".cache/quorate/etcd/v3.6.16/bin/etcd"), "etcd binary (hack/build-etcd.sh)")
+	gw := flag.String("versitygw", filepath.Join(home, ".cache/quorate/tools/versitygw/v1.8.0/versitygw"), "versitygw binary, for --store s3 (hack/build-tool.sh)")
+	store := flag.String("store", "s3", "where the archive goes: s3 (versitygw on loopback) or file (a directory)")
+	rate := flag.Int("rate", 500, "writes a second")
+	duration := flag.Duration("duration", time.Minute, "how long to write")
+	valueSize := flag.Int("value-size", 256, "bytes per value")
+	maxLag := flag.Duration("max-lag", time.Second, "the archiver's MaxLag")
+	flag.Parse()
+	if err := run(*etcdBin, *gw, *store, *rate, *duration, *valueSize, *maxLag); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// start runs a daemon until ctx ends, gracefully.
+func start(ctx context.Context, name string, args []string, env []string) (func(), error) {
+	cmd := exec.CommandContext(ctx, name, args...) //nolint:gosec // the binaries this machine built
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return func() { _ = cmd.Wait() }, nil
+}
+
+// waitTCP waits until something listens at addr.
+func waitTCP(addr string) error {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			return c.Close()
+		}
+	}
+	return fmt.Errorf("nothing listens at %s after a minute", addr)
+}
+
+func run(etcdBin, gw, kind string, rate int, duration time.Duration, valueSize int, maxLag time.Duration) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir, err := os.MkdirTemp("", "archive-lag-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var waits []func()
+	defer func() {
+		cancel()
+		for _, w := range waits {
+			w()
+		}
+	}()
+
+	cp, err := freePort()
+	if err != nil {
+		return err
+	}
+	pp, err := freePort()
+	if err != nil {
+		return err
+	}
+	curl, purl := fmt.Sprintf("http://127.0.0.1:%d", cp), fmt.Sprintf("http://127.0.0.1:%d", pp)
+	w, err := start(ctx, etcdBin, []string{"--name=lag", "--data-dir=" + filepath.Join(dir, "etcd"), "--log-level=error",
+		"--listen-client-urls=" + curl, "--advertise-client-urls=" + curl, "--listen-peer-urls=" + purl,
+		"--initial-advertise-peer-urls=" + purl, "--initial-cluster=lag=" + purl}, nil)
+	if err != nil {
+		return err
+	}
+	waits = append(waits, w)
+
+	var url string
+	switch kind {
+	case "file":
+		if err := os.MkdirAll(filepath.Join(dir, "bucket"), 0o700); err != nil {
+			return err
+		}
+		url = "file://" + filepath.Join(dir, "bucket")
+	case "s3":
+		sp, err := freePort()
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "s3", "backups"), 0o700); err != nil {
+			return err
+		}
+		key := make([]byte, 16)
+		_, _ = rand.Read(key)
+		access, secret := "lag"+hex.EncodeToString(key[:4]), hex.EncodeToString(key)
+		w, err := start(ctx, gw, []string{"--port", fmt.Sprintf("127.0.0.1:%d", sp), "posix", filepath.Join(dir, "s3")},
+			[]string{"ROOT_ACCESS_KEY_ID=" + access, "ROOT_SECRET_ACCESS_KEY=" + secret})
+		if err != nil {
+			return err
+		}
+		waits = append(waits, w)
+		if err := waitTCP(fmt.Sprintf("127.0.0.1:%d", sp)); err != nil {
+			return err
+		}
+		os.Setenv("AWS_ACCESS_KEY_ID", access)
+		os.Setenv("AWS_SECRET_ACCESS_KEY", secret)
+		url = fmt.Sprintf("s3://backups?region=us-east-1&endpoint=http://127.0.0.1:%d&use_path_style=true", sp)
+	default:
+		return fmt.Errorf("--store %q: s3 or file", kind)
+	}
+	if err := waitTCP(fmt.Sprintf("127.0.0.1:%d", cp)); err != nil {
+		return err
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{curl}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	st, err := blobstore.OpenArchive(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	// The moment each segment was stored, by its last revision.
+	var mu sync.Mutex
+	type stored struct {
+		rev int64
+		at  time.Time
+	}
+	var segments []stored
+	resp, err := c.Get(ctx, "x")
+	if err != nil {
+		return err
+	}
+	from := resp.Header.Revision
+	a := &archive.Archiver{Client: c, Store: st, Prefix: "lag/archive", MaxLag: maxLag,
+		Archived: func(p archive.Progress) {
+			mu.Lock()
+			segments = append(segments, stored{p.Revision, time.Now()})
+			mu.Unlock()
+		}}
+	actx, acancel := context.WithCancel(ctx)
+	defer acancel()
+	archived := make(chan error, 1)
+	go func() { archived <- a.Run(actx, from) }()
+
+	// Writes at a steady rate, each from its own tick (a write that is late does not delay
+	// the next one's start), acknowledged times by revision.
+	acks := map[int64]time.Time{}
+	value := make([]byte, valueSize)
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	end := time.Now().Add(duration)
+	failed := 0
+	for i := 0; time.Now().Before(end); i++ {
+		<-tick.C
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r, err := c.Put(ctx, fmt.Sprintf("k/%06d", i%10000), string(value))
+			now := time.Now()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed++
+				return
+			}
+			acks[r.Header.Revision] = now
+		}(i)
+	}
+	tick.Stop()
+	wg.Wait()
+	var last int64
+	for rev := range acks {
+		last = max(last, rev)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		done := len(segments) > 0 && segments[len(segments)-1].rev >= last
+		mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the archive did not reach the last write within a minute")
+		}
+	}
+	acancel()
+	if err := <-archived; !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("the archiver: %w", err)
+	}
+
+	var lags []time.Duration
+	for rev, ack := range acks {
+		i, _ := slices.BinarySearchFunc(segments, rev, func(s stored, r int64) int { return int(s.rev - r) })
+		lags = append(lags, max(segments[i].at.Sub(ack), 0))
+	}
+	slices.Sort(lags)
+	q := func(p float64) time.Duration { return lags[min(len(lags)-1, int(p*float64(len(lags))))] }
+	fmt.Printf("| %s | %d/s for %s | %d B | %s | %d | %d | %d | %s | %s | %s |\n", kind, rate, duration, valueSize, maxLag,
+		len(acks), failed, len(segments), q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
+	return nil
+}
