@@ -374,3 +374,77 @@ func TestArchiverResumesAfterAFailedWrite(t *testing.T) {
 		t.Errorf("covered %v, want [2 %d]", got, last)
 	}
 }
+
+// Rebase turns a snapshot and the archive into the snapshot at a later revision, whose
+// keyspace hash is the original cluster's at that revision; a target past the archive is
+// refused before anything runs, and leaves no snapshot.
+func TestRebase(t *testing.T) {
+	ctx := context.Background()
+	c := testsupport.StartEtcd(t, "rebase", false).Client(t)
+	for i := range 20 {
+		if _, err := c.Put(ctx, fmt.Sprintf("k/%02d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "snap.db")
+	if _, err := backup.Save(ctx, c, snap); err != nil {
+		t.Fatal(err)
+	}
+	from, err := backup.Inspect(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := DirStore(filepath.Join(dir, "store"))
+	run := startArchiver(t, &Archiver{Client: c, Store: s, Prefix: "a", MaxLag: 20 * time.Millisecond}, from.Revision)
+	var mid, last int64
+	for i := range 40 {
+		resp, err := c.Txn(ctx).Then(clientv3.OpPut(fmt.Sprintf("k/%02d", i%25), fmt.Sprintf("w%d", i)), clientv3.OpDelete(fmt.Sprintf("k/%02d", (i+7)%25))).Commit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last = resp.Header.Revision; i == 19 {
+			mid = last
+		}
+	}
+	waitArchived(t, s, "a", last)
+	run.stop()
+	<-run.done
+	run.done <- nil
+
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	o := Rebase{Etcd: filepath.Join(assets, "etcd"), Etcdutl: filepath.Join(assets, "etcdutl"), Dir: filepath.Join(dir, "work")}
+	for _, to := range []int64{mid, last} {
+		out := filepath.Join(dir, fmt.Sprintf("at-%d.db", to))
+		got, err := o.Run(ctx, snap, s, "a", to, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.From != from.Revision || got.To != to || got.Records != int(to-from.Revision) {
+			t.Errorf("rebase to %d: %+v", to, got)
+		}
+		have, err := backup.Inspect(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := backup.KeyspaceAt(ctx, c, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if have != want {
+			t.Errorf("the snapshot at %d holds %+v, the cluster had %+v", to, have, want)
+		}
+	}
+	if _, err := os.Stat(o.Dir); !os.IsNotExist(err) {
+		t.Errorf("the throwaway member's directory is left: %v", err)
+	}
+	out := filepath.Join(dir, "past.db")
+	_, err = o.Run(ctx, snap, s, "a", last+3, out)
+	var ce *CoverError
+	if !errors.As(err, &ce) || ce.To != last+3 {
+		t.Errorf("err = %v, want a CoverError to %d", err, last+3)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a refused rebase wrote %s", out)
+	}
+}
