@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/internal/backup"
+	"github.com/quorate-dev/quorate/internal/backup/blobstore"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/resources"
 )
@@ -46,6 +48,9 @@ func BackupRestore() framework.Scenario {
 			{Name: "restore b1 into a new cluster and verify its keyspace", Do: func(ctx context.Context, r *framework.Run) error {
 				return restoreAndVerify(ctx, r, b, v1alpha1.RestoreSource{BackupName: b.Name})
 			}},
+			{Name: "a restore that asks for another SHA-256 is refused, and starts nothing", Do: func(ctx context.Context, r *framework.Run) error {
+				return wrongHashRefused(ctx, r, b)
+			}},
 			{Name: "scheduled backups with retention and a restore drill", Do: scheduleAndDrill},
 			{Name: "backups that cannot succeed fail and say why", Do: badBackups},
 		}}
@@ -61,6 +66,55 @@ func completedBackup(ctx context.Context, r *framework.Run, name string, storage
 		return nil, fmt.Errorf("EtcdBackup %s %s: %s", b.Name, b.Status.Phase, backupMessage(b))
 	}
 	return b, nil
+}
+
+// wrongHashRefused restores b's object with spec.bootstrap.fromBackup.sha256 naming another
+// snapshot: the fetch must refuse it (blobstore.ErrHashMismatch, with both hashes), the
+// bootstrap must stop saying so, and no member may start. The cluster is deleted after.
+func wrongHashRefused(ctx context.Context, r *framework.Run, b *v1alpha1.EtcdBackup) error {
+	src, err := r.GetCluster(ctx)
+	if err != nil {
+		return err
+	}
+	other := fmt.Sprintf("%x", sha256.Sum256([]byte("another snapshot")))
+	st := framework.Storage("backups")
+	name := "wrong-sha"
+	c := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace},
+		Spec: v1alpha1.EtcdClusterSpec{Replicas: 1, Version: src.Spec.Version, Storage: v1alpha1.StorageSpec{Size: resource.MustParse("256Mi")},
+			VolumeRetention: "Delete", Bootstrap: &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{Storage: &st, Key: b.Status.Key, SHA256: other}}}}
+	r.Suite.Opts.Shape.Apply(&c.Spec)
+	r.Phase("restoring " + b.Name + " asking for SHA-256 " + other[:12] + "…")
+	if err := r.Suite.Client.Create(ctx, c); err != nil {
+		return err
+	}
+	defer func() {
+		_ = r.Suite.Client.Delete(context.WithoutCancel(ctx), c)
+	}()
+	refusal := fmt.Sprintf("%s: its SHA-256 is %s, the restore asks for %s", blobstore.ErrHashMismatch, b.Status.SHA256, other)
+	var last string
+	err = r.WaitFor(ctx, "the restore to refuse the snapshot", 5*time.Minute, func() error {
+		got := &v1alpha1.EtcdCluster{}
+		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: name}, got); err != nil {
+			return err
+		}
+		if got.Status.ClusterID != "" || got.Status.ReadyMembers > 0 {
+			return fmt.Errorf("%w: EtcdCluster %s started (cluster ID %q, %d ready) from a snapshot whose SHA-256 is not the one asked for", framework.ErrStop, name, got.Status.ClusterID, got.Status.ReadyMembers)
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionProgressing)
+		if cond == nil {
+			return fmt.Errorf("no Progressing condition yet")
+		}
+		last = cond.Reason + ": " + cond.Message
+		if cond.Reason != v1alpha1.ReasonBootstrapping || !strings.Contains(cond.Message, "does not start") || !strings.Contains(cond.Message, refusal) {
+			return fmt.Errorf("Progressing is %s", last)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (want Progressing %s saying %q)", err, v1alpha1.ReasonBootstrapping, refusal)
+	}
+	r.T.Logf("refused: %s", last)
+	return nil
 }
 
 func backupMessage(b *v1alpha1.EtcdBackup) string {
