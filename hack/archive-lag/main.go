@@ -40,7 +40,7 @@ func main() {
 	rate := flag.Int("rate", 500, "writes a second")
 	duration := flag.Duration("duration", time.Minute, "how long to write")
 	valueSize := flag.Int("value-size", 256, "bytes per value")
-	maxLag := flag.Duration("max-lag", time.Second, "the archiver's MaxLag")
+	maxLag := flag.Duration("max-lag", 500*time.Millisecond, "the archiver's MaxLag (its default)")
 	flag.Parse()
 	if err := run(*etcdBin, *gw, *store, *rate, *duration, *valueSize, *maxLag); err != nil {
 		log.Fatal(err)
