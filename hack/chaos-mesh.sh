@@ -123,7 +123,9 @@ else
 fi
 
 # own_daemonset NODE: the chart's chaos-daemon DaemonSet for NODE alone, with NODE's socket. The
-# chart's random rollme annotation is dropped, so that applying it again changes nothing.
+# chart's random rollme annotation becomes the values' hash: applying it again changes nothing,
+# and its pods restart exactly when Helm upgraded the release, which signs new mTLS
+# certificates that a daemon reads only when it starts.
 own_daemonset() {
   local n=$1 l=quorate.dev/chaos-daemon-node
   "$helm" template "$release" "$dir/src/helm/chaos-mesh" -n "$ns" -f "$values" \
@@ -134,7 +136,8 @@ own_daemonset() {
       -e "/^  labels:\$/a\\    $l: \"$n\"" \
       -e "/^    matchLabels:\$/a\\      $l: \"$n\"" \
       -e "/^      labels:\$/a\\        $l: \"$n\"" \
-      -e '/rollme:/d' -e 's/app.kubernetes.io\/managed-by: Helm/app.kubernetes.io\/managed-by: quorate-hack/'
+      -e "s/rollme: .*/quorate.dev\/values-hash: \"$hash\"/" \
+      -e 's/app.kubernetes.io\/managed-by: Helm/app.kubernetes.io\/managed-by: quorate-hack/'
 }
 for n in "${own[@]}"; do
   own_daemonset "$n" | "$kubectl" apply --server-side --force-conflicts -f - >/dev/null

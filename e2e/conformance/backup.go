@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,8 +88,22 @@ func wrongHashRefused(ctx context.Context, r *framework.Run, b *v1alpha1.EtcdBac
 	if err := r.Suite.Client.Create(ctx, c); err != nil {
 		return err
 	}
+	// Gone before the next step, so that its pod does not crash-loop beside it.
 	defer func() {
-		_ = r.Suite.Client.Delete(context.WithoutCancel(ctx), c)
+		ctx := context.WithoutCancel(ctx)
+		if err := r.Suite.Client.Delete(ctx, c); err != nil && !apierrors.IsNotFound(err) {
+			r.T.Logf("deleting EtcdCluster %s: %v", name, err)
+			return
+		}
+		if err := r.WaitFor(ctx, "EtcdCluster "+name+" to be gone", 3*time.Minute, func() error {
+			err := r.Suite.Client.Get(ctx, client.ObjectKeyFromObject(c), &v1alpha1.EtcdCluster{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there (%v)", err)
+		}); err != nil {
+			r.T.Logf("%v", err)
+		}
 	}()
 	refusal := fmt.Sprintf("%s: its SHA-256 is %s, the restore asks for %s", blobstore.ErrHashMismatch, b.Status.SHA256, other)
 	var last string

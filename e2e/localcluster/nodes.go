@@ -445,15 +445,28 @@ func (nd *Node) PowerOff(ctx context.Context, name string) error {
 }
 
 // PowerOn joins a node PowerOff stopped to the network again and starts its daemons; its
-// kubelet then restarts its pods.
+// kubelet then restarts its pods. A node whose last power-on was cut short (some daemons run)
+// is powered off first; a node that runs them all is refused.
 func (nd *Node) PowerOn(ctx context.Context, name string) error {
 	n, err := nd.cfg.furtherNode(name)
 	if err != nil {
 		return err
 	}
+	var on []string
 	for _, d := range []string{"kubelet", "kube-proxy", "containerd"} {
 		if _, ok := nd.c.running(n.daemon(d)); ok {
-			return fmt.Errorf("node %s is not off: its %s runs", name, d)
+			on = append(on, d)
+		}
+	}
+	switch len(on) {
+	case 3:
+		return fmt.Errorf("node %s is not off: its kubelet, kube-proxy and containerd run", name)
+	case 0:
+	default:
+		// A power-on cut short (its context ended while containerd started): off again
+		// first, so that this one starts every daemon afresh.
+		if err := nd.PowerOff(ctx, name); err != nil {
+			return err
 		}
 	}
 	if err := run(ctx, "ip", "link", "set", n.veth(), "up"); err != nil {

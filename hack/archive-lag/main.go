@@ -170,7 +170,7 @@ func run(etcdBin, gw, kind string, rate int, duration time.Duration, valueSize i
 		return err
 	}
 	from := resp.Header.Revision
-	a := &archive.Archiver{Client: c, Store: st, Prefix: "lag/archive", MaxLag: maxLag,
+	a := &archive.Archiver{Client: c, Store: st, Prefix: "lag/archive", ClusterID: resp.Header.ClusterId, MaxLag: maxLag,
 		Archived: func(p archive.Progress) {
 			mu.Lock()
 			segments = append(segments, stored{p.Revision, time.Now()})
@@ -227,6 +227,9 @@ func run(etcdBin, gw, kind string, rate int, duration time.Duration, valueSize i
 		return fmt.Errorf("the archiver: %w", err)
 	}
 
+	if len(acks) == 0 {
+		return fmt.Errorf("no write was acknowledged (%d failed)", failed)
+	}
 	var lags []time.Duration
 	for rev, ack := range acks {
 		i, _ := slices.BinarySearchFunc(segments, rev, func(s stored, r int64) int { return int(s.rev - r) })

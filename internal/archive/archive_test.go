@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,12 +33,22 @@ func startArchiver(t *testing.T, a *Archiver, from int64) *archiveRun {
 	return r
 }
 
-// waitArchived waits until the archive holds revision rev.
-func waitArchived(t *testing.T, s Store, prefix string, rev int64) {
+// clusterID is the ID of the cluster c reaches.
+func clusterID(t *testing.T, c *clientv3.Client) uint64 {
+	t.Helper()
+	resp, err := c.Get(context.Background(), "\x00", clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header.ClusterId
+}
+
+// waitArchived waits until cluster id's archive holds revision rev.
+func waitArchived(t *testing.T, s Store, prefix string, id uint64, rev int64) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		last, err := Last(context.Background(), s, prefix)
+		last, err := Last(context.Background(), s, prefix, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,13 +143,15 @@ func TestArchiveAndReplayToARevisionAndATime(t *testing.T) {
 	if _, err := backup.Save(ctx, c, snap); err != nil {
 		t.Fatal(err)
 	}
+	taken := time.Now()
 	ks, err := backup.Inspect(snap)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := newMemStore()
 	var progress []Progress
-	a := &Archiver{Client: c, Store: s, Prefix: "ns/c/archive", MaxLag: 50 * time.Millisecond, MaxRecords: 7,
+	id := clusterID(t, c)
+	a := &Archiver{Client: c, Store: s, Prefix: "ns/c/archive", ClusterID: id, MaxLag: 50 * time.Millisecond, MaxRecords: 7,
 		Archived: func(p Progress) { progress = append(progress, p) }}
 	run := startArchiver(t, a, ks.Revision)
 
@@ -163,7 +176,7 @@ func TestArchiveAndReplayToARevisionAndATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	r1 := put("leased/new", "v", clientv3.WithLease(fresh.ID))
-	waitArchived(t, s, a.Prefix, r1)
+	waitArchived(t, s, a.Prefix, id, r1)
 	_, at1 := keyspace(t, c, r1)
 	// T: after every revision of batch 1 was received, before any of batch 2.
 	tm := time.Now()
@@ -175,7 +188,7 @@ func TestArchiveAndReplayToARevisionAndATime(t *testing.T) {
 	for i := range 20 {
 		r2 = put(fmt.Sprintf("k/%02d", i%12), fmt.Sprintf("late%d", i))
 	}
-	waitArchived(t, s, a.Prefix, r2)
+	waitArchived(t, s, a.Prefix, id, r2)
 	_, at2 := keyspace(t, c, r2)
 	run.stop()
 	if err := <-run.done; !errors.Is(err, context.Canceled) {
@@ -183,7 +196,7 @@ func TestArchiveAndReplayToARevisionAndATime(t *testing.T) {
 	}
 	run.done <- nil // for the cleanup
 
-	spans, err := Segments(ctx, s, a.Prefix)
+	spans, err := Segments(ctx, s, a.Prefix, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +212,7 @@ func TestArchiveAndReplayToARevisionAndATime(t *testing.T) {
 
 	// To revision r1.
 	b := restored(t, snap, "b")
-	got, err := Replay(ctx, b, s, a.Prefix, ks.Revision, r1)
+	got, err := Replay(ctx, b, s, a.Prefix, id, ks.Revision, r1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,17 +225,25 @@ func TestArchiveAndReplayToARevisionAndATime(t *testing.T) {
 	}
 	sameKeyspace(t, "at revision r1", kvs, at1, "leased/new")
 
-	// To time T: the same revision.
-	at, err := ResolveTime(ctx, s, a.Prefix, ks.Revision, tm)
-	if err != nil || at != r1 {
-		t.Errorf("time %s resolves to revision %d (%v), want %d", tm.Format(time.RFC3339Nano), at, err, r1)
+	// To time T: the same revision; the archive's newest is r2.
+	res, err := ResolveTime(ctx, s, a.Prefix, id, ks.Revision, taken, tm)
+	if err != nil || res.Revision != r1 || res.Newest != r2 || res.Time.After(tm) || !res.NewestTime.After(tm) {
+		t.Errorf("time %s resolves to %+v (%v), want revision %d and newest %d", tm.Format(time.RFC3339Nano), res, err, r1, r2)
 	}
-	if at, err := ResolveTime(ctx, s, a.Prefix, ks.Revision, tm.Add(-time.Hour)); err != nil || at != ks.Revision {
-		t.Errorf("a time before the archive resolves to %d (%v), want the snapshot's %d", at, err, ks.Revision)
+	// Before the snapshot: refused.
+	before := taken.Add(-time.Hour)
+	_, err = ResolveTime(ctx, s, a.Prefix, id, ks.Revision, taken, before)
+	want := fmt.Sprintf("%s is before the snapshot, taken at %s at revision %d: restore from an older snapshot", before.UTC().Format(time.RFC3339Nano), taken.UTC().Format(time.RFC3339Nano), ks.Revision)
+	if err == nil || err.Error() != want {
+		t.Errorf("a time before the snapshot: %v\nwant %s", err, want)
+	}
+	// Another cluster's archive under the same prefix is another directory: empty.
+	if res, err := ResolveTime(ctx, s, a.Prefix, id+1, ks.Revision, taken, tm); err != nil || res.Revision != ks.Revision || res.Newest != ks.Revision {
+		t.Errorf("another cluster's archive resolves to %+v (%v)", res, err)
 	}
 
 	// To the newest revision, replaying on from where the first replay stopped.
-	got, err = Replay(ctx, b, s, a.Prefix, r1, r2)
+	got, err = Replay(ctx, b, s, a.Prefix, id, r1, r2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +255,7 @@ func TestArchiveAndReplayToARevisionAndATime(t *testing.T) {
 
 	// Past the archive: refused before anything is applied.
 	c2 := restored(t, snap, "c")
-	_, err = Replay(ctx, c2, s, a.Prefix, ks.Revision, r2+5)
+	_, err = Replay(ctx, c2, s, a.Prefix, id, ks.Revision, r2+5)
 	var ce *CoverError
 	if !errors.As(err, &ce) || ce.From != ks.Revision+1 || ce.To != r2+5 {
 		t.Errorf("err = %v, want a CoverError from %d to %d", err, ks.Revision+1, r2+5)
@@ -251,24 +272,27 @@ func TestReplayRefusesAClusterThatIsNotTheSnapshot(t *testing.T) {
 	ctx := context.Background()
 	s := newMemStore()
 	rec := func(rev int64, ops ...Op) Record { return Record{Revision: rev, Ops: ops} }
-	data, err := Encode(1, []Record{
-		rec(2, Op{Type: Put, Key: []byte("a"), Value: []byte("1")}),
-		rec(3, Op{Type: Put, Key: []byte("b"), Value: []byte("2")}),
-		// Deletes a key this cluster never had: no revision.
-		rec(4, Op{Type: Delete, Key: []byte("never")}),
-	})
-	if err != nil {
-		t.Fatal(err)
+	seg := func(id uint64, records ...Record) {
+		t.Helper()
+		data, err := Encode(id, records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Put(ctx, SegmentName("p", id, records[0].Revision, records[len(records)-1].Revision), data); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := s.Put(ctx, SegmentName("p", 2, 4), data); err != nil {
-		t.Fatal(err)
-	}
+	seg(1,
+		rec(2, Op{Type: Put, Key: []byte("a"), Value: []byte("1"), Version: 1}),
+		rec(3, Op{Type: Put, Key: []byte("b"), Value: []byte("2"), Version: 1}),
+		// Deletes a key this cluster never had.
+		rec(4, Op{Type: Delete, Key: []byte("never")}))
 	// A fresh cluster is at revision 1, the "snapshot" this archive continues.
 	c := testsupport.StartEtcd(t, "other", false).Client(t)
 	if _, err := c.Put(ctx, "intruder", "x"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Replay(ctx, c, s, "p", 1, 3)
+	_, err := Replay(ctx, c, s, "p", 1, 1, 3)
 	if err == nil || err.Error() != "the cluster to replay onto is at revision 2, not 1: it was restored from another snapshot, or a client wrote to it; restore again, and keep clients away until the replay is done" {
 		t.Errorf("err = %v", err)
 	}
@@ -276,14 +300,39 @@ func TestReplayRefusesAClusterThatIsNotTheSnapshot(t *testing.T) {
 		t.Error("the refused replay wrote a")
 	}
 
+	// The delete of a key the cluster does not have changes nothing and stops the replay.
 	d := testsupport.StartEtcd(t, "other2", false).Client(t)
-	got, err := Replay(ctx, d, s, "p", 1, 4)
+	got, err := Replay(ctx, d, s, "p", 1, 1, 4)
 	var re *ReplayError
-	if !errors.As(err, &re) || *re != (ReplayError{Record: 4, Got: 3}) {
-		t.Errorf("err = %v, want ReplayError{4 3}", err)
+	if !errors.As(err, &re) || *re != (ReplayError{Record: 4, Key: "never"}) {
+		t.Errorf("err = %v, want ReplayError{4 0 never}", err)
 	}
 	if got != (Replayed{From: 1, To: 3, Records: 2, Segments: 1}) {
 		t.Errorf("replayed %+v", got)
+	}
+	if rev, _ := keyspace(t, d, 0); rev != 3 {
+		t.Errorf("the refused record moved the cluster to revision %d", rev)
+	}
+
+	// A put that expects another version: a key that already exists in this cluster.
+	seg(2, rec(2, Op{Type: Put, Key: []byte("a"), Value: []byte("1"), Version: 1}))
+	e := testsupport.StartEtcd(t, "other3", false).Client(t)
+	// At revision 1, but holding a (as a snapshot of another cluster would): make one.
+	if _, err := e.Put(ctx, "a", "0"); err != nil {
+		t.Fatal(err)
+	}
+	seg(2, rec(3, Op{Type: Put, Key: []byte("a"), Value: []byte("1"), Version: 1}))
+	_, err = Replay(ctx, e, s, "p", 2, 2, 3)
+	if !errors.As(err, &re) || *re != (ReplayError{Record: 3, Key: "a"}) {
+		t.Errorf("err = %v, want ReplayError{3 0 a}", err)
+	}
+
+	// Cluster 1's archive is not cluster 3's.
+	f := testsupport.StartEtcd(t, "other4", false).Client(t)
+	_, err = Replay(ctx, f, s, "p", 3, 1, 3)
+	var ce *CoverError
+	if !errors.As(err, &ce) {
+		t.Errorf("err = %v, want a CoverError", err)
 	}
 }
 
@@ -304,7 +353,8 @@ func TestArchiverStopsAtACompactedGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newMemStore()
-	a := &Archiver{Client: c, Store: s, Prefix: "p", MaxLag: 20 * time.Millisecond}
+	id := clusterID(t, c)
+	a := &Archiver{Client: c, Store: s, Prefix: "p", ClusterID: id, MaxLag: 20 * time.Millisecond}
 	err := a.Run(ctx, 3)
 	var gap *GapError
 	if !errors.As(err, &gap) || *gap != (GapError{After: 3, Compacted: last - 2}) {
@@ -314,11 +364,11 @@ func TestArchiverStopsAtACompactedGap(t *testing.T) {
 		t.Errorf("a run that could not start wrote %v", n)
 	}
 	run := startArchiver(t, a, last-2)
-	waitArchived(t, s, "p", last)
+	waitArchived(t, s, "p", id, last)
 	run.stop()
 	<-run.done
 	run.done <- nil
-	if got, _ := Last(ctx, s, "p"); got != last {
+	if got, _ := Last(ctx, s, "p", id); got != last {
 		t.Errorf("last archived %d, want %d", got, last)
 	}
 }
@@ -344,7 +394,8 @@ func TestArchiverResumesAfterAFailedWrite(t *testing.T) {
 	c := testsupport.StartEtcd(t, "resume", false).Client(t)
 	s := newMemStore()
 	s.fail = errors.New("the store is down")
-	a := &Archiver{Client: c, Store: s, Prefix: "p", MaxLag: 20 * time.Millisecond}
+	id := clusterID(t, c)
+	a := &Archiver{Client: c, Store: s, Prefix: "p", ClusterID: id, MaxLag: 20 * time.Millisecond}
 	var last int64
 	for i := range 5 {
 		resp, err := c.Put(ctx, fmt.Sprintf("k%d", i), "v")
@@ -360,16 +411,16 @@ func TestArchiverResumesAfterAFailedWrite(t *testing.T) {
 	s.mu.Lock()
 	s.fail = nil
 	s.mu.Unlock()
-	from, err := Last(ctx, s, "p")
+	from, err := Last(ctx, s, "p", id)
 	if err != nil || from != 0 {
 		t.Fatalf("last = %d, %v", from, err)
 	}
 	run := startArchiver(t, a, 1)
-	waitArchived(t, s, "p", last)
+	waitArchived(t, s, "p", id, last)
 	run.stop()
 	<-run.done
 	run.done <- nil
-	spans, _ := Segments(ctx, s, "p")
+	spans, _ := Segments(ctx, s, "p", id)
 	if got := Ranges(spans); len(got) != 1 || got[0] != [2]int64{2, last} {
 		t.Errorf("covered %v, want [2 %d]", got, last)
 	}
@@ -386,6 +437,23 @@ func TestRebase(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A lease of the snapshot with the shortest TTL etcd grants, kept alive here: the
+	// throwaway member must keep it, and its key, alive through a replay that takes longer.
+	l, err := c.Grant(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put(ctx, "leased", "v", clientv3.WithLease(l.ID)); err != nil {
+		t.Fatal(err)
+	}
+	ka, err := c.KeepAlive(ctx, l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range ka {
+		}
+	}()
 	dir := t.TempDir()
 	snap := filepath.Join(dir, "snap.db")
 	if _, err := backup.Save(ctx, c, snap); err != nil {
@@ -396,27 +464,54 @@ func TestRebase(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := DirStore(filepath.Join(dir, "store"))
-	run := startArchiver(t, &Archiver{Client: c, Store: s, Prefix: "a", MaxLag: 20 * time.Millisecond}, from.Revision)
-	var mid, last int64
+	id := clusterID(t, c)
+	run := startArchiver(t, &Archiver{Client: c, Store: s, Prefix: "a", ClusterID: id, MaxLag: 20 * time.Millisecond}, from.Revision)
+	var mid int64
 	for i := range 40 {
 		resp, err := c.Txn(ctx).Then(clientv3.OpPut(fmt.Sprintf("k/%02d", i%25), fmt.Sprintf("w%d", i)), clientv3.OpDelete(fmt.Sprintf("k/%02d", (i+7)%25))).Commit()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if last = resp.Header.Revision; i == 19 {
-			mid = last
-		}
+		mid = resp.Header.Revision
 	}
-	waitArchived(t, s, "a", last)
+	// Many revisions after mid, from several writers.
+	var mu sync.Mutex
+	var last int64
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 400 {
+				resp, err := c.Put(ctx, fmt.Sprintf("bulk/%d/%03d", w, i%50), fmt.Sprint(i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				last = max(last, resp.Header.Revision)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	waitArchived(t, s, "a", id, last)
 	run.stop()
 	<-run.done
 	run.done <- nil
 
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	o := Rebase{Etcd: filepath.Join(assets, "etcd"), Etcdutl: filepath.Join(assets, "etcdutl"), Dir: filepath.Join(dir, "work")}
+	// The throwaway member waits out three times the lease's TTL before it replays: a lease
+	// it did not keep alive would be revoked at a revision of its own, and the replay refused.
+	ttl, err := c.TimeToLive(ctx, l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Rebase{Etcd: filepath.Join(assets, "etcd"), Etcdutl: filepath.Join(assets, "etcdutl"), Dir: filepath.Join(dir, "work"),
+		beforeReplay: func() { time.Sleep(3 * time.Duration(ttl.GrantedTTL) * time.Second) }}
 	for _, to := range []int64{mid, last} {
 		out := filepath.Join(dir, fmt.Sprintf("at-%d.db", to))
-		got, err := o.Run(ctx, snap, s, "a", to, out)
+		got, err := o.Run(ctx, snap, s, "a", id, to, out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -439,7 +534,7 @@ func TestRebase(t *testing.T) {
 		t.Errorf("the throwaway member's directory is left: %v", err)
 	}
 	out := filepath.Join(dir, "past.db")
-	_, err = o.Run(ctx, snap, s, "a", last+3, out)
+	_, err = o.Run(ctx, snap, s, "a", id, last+3, out)
 	var ce *CoverError
 	if !errors.As(err, &ce) || ce.To != last+3 {
 		t.Errorf("err = %v, want a CoverError to %d", err, last+3)

@@ -16,9 +16,9 @@ type Archiver struct {
 	Store  Store
 	// Prefix of the archive's objects in Store (e.g. "<namespace>/<cluster>/archive").
 	Prefix string
-	// ClusterID the archive belongs to: a watch answered by another cluster (a member that
-	// was replaced by one of another cluster under the same address) ends the run. 0: not
-	// checked.
+	// ClusterID the archive belongs to (required): its segments go under Dir(Prefix,
+	// ClusterID), and a watch answered by another cluster (a member replaced by one of
+	// another cluster under the same address) ends the run.
 	ClusterID uint64
 	// MaxLag bounds how long a received revision waits before its segment is written (with
 	// the store's write time, the archive's recovery point); 500 ms when zero.
@@ -72,9 +72,9 @@ func (a *Archiver) maxLag() time.Duration {
 	return 500 * time.Millisecond
 }
 
-// Last is the newest revision an archive under prefix holds (0 when it holds none).
-func Last(ctx context.Context, s Store, prefix string) (int64, error) {
-	spans, err := Segments(ctx, s, prefix)
+// Last is the newest revision cluster id's archive under prefix holds (0 when it holds none).
+func Last(ctx context.Context, s Store, prefix string, clusterID uint64) (int64, error) {
+	spans, err := Segments(ctx, s, prefix, clusterID)
 	if err != nil {
 		return 0, err
 	}
@@ -95,10 +95,15 @@ func Last(ctx context.Context, s Store, prefix string) (int64, error) {
 // It relies on etcd delivering a revision's events in one watch response (no WithFragment),
 // and on every revision holding at least one event.
 func (a *Archiver) Run(ctx context.Context, from int64) error {
+	if a.ClusterID == 0 {
+		return errors.New("the archiver needs the cluster's ID")
+	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	w := &segmentWriter{a: a, last: from}
-	wch := a.Client.Watch(wctx, "", clientv3.WithPrefix(), clientv3.WithRev(from+1), clientv3.WithProgressNotify())
+	// No progress notifications: a client that reconnects resumes from a notification's
+	// revision, which some etcd releases sent ahead of events not yet delivered.
+	wch := a.Client.Watch(wctx, "", clientv3.WithPrefix(), clientv3.WithRev(from+1))
 	// Fires when the oldest pending revision has waited MaxLag.
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -130,16 +135,20 @@ func (a *Archiver) Run(ctx context.Context, from int64) error {
 			arm()
 		case resp, ok := <-wch:
 			if !ok {
+				if err := ctx.Err(); err != nil {
+					return stop(err)
+				}
 				return stop(fmt.Errorf("the watch from revision %d ended", w.last+1))
+			}
+			// The cluster first: another cluster's compaction is not this archive's gap.
+			if resp.Header.ClusterId != 0 && resp.Header.ClusterId != a.ClusterID {
+				return stop(&ForeignClusterError{Want: a.ClusterID, Got: resp.Header.ClusterId})
 			}
 			if resp.CompactRevision != 0 {
 				return stop(&GapError{After: w.last, Compacted: resp.CompactRevision})
 			}
 			if err := resp.Err(); err != nil {
 				return stop(fmt.Errorf("watching from revision %d: %w", w.last+1, err))
-			}
-			if a.ClusterID != 0 && resp.Header.ClusterId != a.ClusterID {
-				return stop(&ForeignClusterError{Want: a.ClusterID, Got: resp.Header.ClusterId})
 			}
 			if err := w.add(ctx, resp.Events); err != nil {
 				return stop(err)
@@ -182,7 +191,7 @@ func (w *segmentWriter) add(ctx context.Context, events []*clientv3.Event) error
 		default:
 			return fmt.Errorf("the watch delivered revision %d after %d: revisions must follow one another; archiving stops", rev, w.last)
 		}
-		op := Op{Type: Put, Key: ev.Kv.Key, Value: ev.Kv.Value, Lease: ev.Kv.Lease}
+		op := Op{Type: Put, Key: ev.Kv.Key, Value: ev.Kv.Value, Version: ev.Kv.Version, Lease: ev.Kv.Lease}
 		if ev.Type == mvccpb.DELETE {
 			op = Op{Type: Delete, Key: ev.Kv.Key}
 		}
@@ -217,7 +226,7 @@ func (w *segmentWriter) flush(ctx context.Context) error {
 		return err
 	}
 	first, last := w.pending[0], w.pending[len(w.pending)-1]
-	name := SegmentName(w.a.Prefix, first.Revision, last.Revision)
+	name := SegmentName(w.a.Prefix, w.a.ClusterID, first.Revision, last.Revision)
 	if err := w.a.Store.Put(ctx, name, data); err != nil {
 		return fmt.Errorf("writing segment %s (revisions %d–%d): %w", name, first.Revision, last.Revision, err)
 	}

@@ -25,103 +25,181 @@ type Rebase struct {
 	Etcd, Etcdutl string
 	// Dir holds the throwaway member; it is emptied first and removed after.
 	Dir string
+	// beforeReplay, in tests, runs once the member answers (to outlast its leases' TTLs).
+	beforeReplay func()
 }
 
 // Run restores snapshot (at revision from) into a throwaway single member that listens on
-// loopback only, replays the archive's records up to revision to onto it, saves its snapshot
-// as out and stops it. Nothing is written to out unless the replay reached to.
-func (o Rebase) Run(ctx context.Context, snapshot string, s Store, prefix string, to int64, out string) (Replayed, error) {
+// loopback only, replays cluster id's archive up to revision to onto it, saves its snapshot as
+// out and stops it. Nothing is written to out unless the saved snapshot is at revision to.
+//
+// The member keeps every lease of the snapshot alive while it replays: a member that becomes
+// leader starts their TTLs again, and a lease that ran out would revoke its keys at a revision
+// of its own, which the archive does not have.
+func (o Rebase) Run(ctx context.Context, snapshot string, s Store, prefix string, clusterID uint64, to int64, out string) (Replayed, error) {
+	if o.Dir == "" {
+		return Replayed{}, errors.New("rebase needs a directory of its own")
+	}
 	ks, err := backup.Inspect(snapshot)
 	if err != nil {
 		return Replayed{}, fmt.Errorf("the snapshot to rebase: %w", err)
 	}
 	// Refused before anything runs: a target the archive does not reach.
-	spans, err := Segments(ctx, s, prefix)
-	if err != nil {
-		return Replayed{}, err
-	}
 	if to < ks.Revision {
 		return Replayed{From: ks.Revision, To: ks.Revision}, fmt.Errorf("the target revision %d is before the snapshot's %d: restore from an older snapshot", to, ks.Revision)
 	}
-	if _, err := Cover(spans, ks.Revision, to); err != nil {
+	if _, err := cover(ctx, s, prefix, clusterID, ks.Revision, to); err != nil {
 		return Replayed{From: ks.Revision, To: ks.Revision}, err
 	}
 	if err := os.RemoveAll(o.Dir); err != nil {
 		return Replayed{}, err
 	}
 	defer os.RemoveAll(o.Dir)
-	peer, err := loopbackURL()
+	urls, err := loopbackURLs(2)
 	if err != nil {
 		return Replayed{}, err
 	}
-	client, err := loopbackURL()
-	if err != nil {
-		return Replayed{}, err
-	}
+	peer, client := urls[0], urls[1]
 	data := filepath.Join(o.Dir, "data")
 	restore := exec.CommandContext(ctx, o.Etcdutl, "snapshot", "restore", snapshot, "--data-dir="+data, //nolint:gosec // the etcd image's etcdutl
 		"--name=rebase", "--initial-cluster=rebase="+peer, "--initial-advertise-peer-urls="+peer)
+	restore.Env = withoutEtcdEnv()
 	if b, err := restore.CombinedOutput(); err != nil {
 		return Replayed{}, fmt.Errorf("etcdutl snapshot restore: %w: %s", err, strings.TrimSpace(string(b)))
 	}
 	var logs strings.Builder
 	// Without fsync: the member is thrown away, and only the snapshot saved from it counts.
+	// Without the limits on a transaction's operations and size: a record is one transaction,
+	// as large as the one etcd committed (a lease's revocation deletes every key on it).
 	cmd := exec.Command(o.Etcd, "--name=rebase", "--data-dir="+data, "--log-level=error", "--unsafe-no-fsync", //nolint:gosec // the etcd image's etcd
+		"--max-txn-ops=1000000", "--max-request-bytes=1073741824",
 		"--listen-client-urls="+client, "--advertise-client-urls="+client,
 		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer, "--initial-cluster=rebase="+peer)
+	cmd.Env = withoutEtcdEnv()
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		return Replayed{}, fmt.Errorf("starting etcd: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	stop := func() error {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case err := <-exited:
-			// etcd stops on SIGTERM by raising it again once it has closed its backend.
-			var exit *exec.ExitError
-			if errors.As(err, &exit) {
-				if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
-					return nil
-				}
-			}
-			return err
+		case <-exited:
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			return fmt.Errorf("etcd did not stop within 30 s of SIGTERM: %w", <-exited)
+			<-exited
+			return fmt.Errorf("etcd did not stop within 30 s of SIGTERM: %w", waitErr)
 		}
+		// etcd stops on SIGTERM by raising it again once it has closed its backend.
+		var exit *exec.ExitError
+		if errors.As(waitErr, &exit) {
+			if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+				return nil
+			}
+		}
+		return waitErr
 	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		MaxCallSendMsgSize: 1 << 30, MaxCallRecvMsgSize: 1 << 30})
 	if err != nil {
 		return Replayed{}, errors.Join(err, stop())
 	}
 	defer c.Close()
-	if err := waitServing(ctx, c, exited, &logs); err != nil {
+	if err := waitServing(ctx, c, exited, &waitErr, &logs); err != nil {
 		return Replayed{}, errors.Join(err, stop())
 	}
-	got, err := Replay(ctx, c, s, prefix, ks.Revision, to)
+	kctx, kcancel := context.WithCancel(ctx)
+	defer kcancel()
+	if err := keepLeasesAlive(kctx, c); err != nil {
+		return Replayed{}, errors.Join(err, stop())
+	}
+	if o.beforeReplay != nil {
+		o.beforeReplay()
+	}
+	got, err := Replay(ctx, c, s, prefix, clusterID, ks.Revision, to)
 	if err == nil && got.To != to {
 		err = fmt.Errorf("the replay stopped at revision %d, not %d", got.To, to)
 	}
 	if err == nil {
-		tmp := out + ".part"
-		_ = os.Remove(tmp)
-		if _, err = backup.Save(ctx, c, tmp); err == nil {
-			err = os.Rename(tmp, out)
-		}
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
+		err = saveAt(ctx, c, to, out)
 	}
+	kcancel()
 	if serr := stop(); err == nil && serr != nil {
 		err = fmt.Errorf("stopping the throwaway etcd: %w", serr)
 	}
 	return got, err
 }
 
+// saveAt saves the member's snapshot as out, through a file beside it that is checked (etcd's
+// integrity hash, revision to) and synced before it is renamed into place.
+func saveAt(ctx context.Context, c *clientv3.Client, to int64, out string) error {
+	tmp := out + ".part"
+	_ = os.Remove(tmp)
+	err := func() error {
+		if _, err := backup.Save(ctx, c, tmp); err != nil {
+			return err
+		}
+		ks, err := backup.Inspect(tmp)
+		if err != nil {
+			return err
+		}
+		if ks.Revision != to {
+			return fmt.Errorf("the saved snapshot is at revision %d, not %d: something wrote to the throwaway member", ks.Revision, to)
+		}
+		f, err := os.Open(tmp) //nolint:gosec // a path of the caller's
+		if err != nil {
+			return err
+		}
+		serr := f.Sync()
+		if cerr := f.Close(); serr == nil {
+			serr = cerr
+		}
+		if serr != nil {
+			return serr
+		}
+		return os.Rename(tmp, out)
+	}()
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+// keepLeasesAlive keeps every lease the member has alive until ctx ends.
+func keepLeasesAlive(ctx context.Context, c *clientv3.Client) error {
+	leases, err := c.Leases(ctx)
+	if err != nil {
+		return fmt.Errorf("listing the snapshot's leases: %w", err)
+	}
+	for _, l := range leases.Leases {
+		ch, err := c.KeepAlive(ctx, l.ID)
+		if err != nil {
+			return fmt.Errorf("keeping lease %x alive: %w", l.ID, err)
+		}
+		go func() {
+			for range ch {
+			}
+		}()
+	}
+	return nil
+}
+
+// withoutEtcdEnv is this process's environment without ETCD_ variables, which etcd and
+// etcdutl would take as flags besides the ones given.
+func withoutEtcdEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ETCD_") && !strings.HasPrefix(kv, "ETCDCTL_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // waitServing waits, a minute at most, until the member answers.
-func waitServing(ctx context.Context, c *clientv3.Client, exited <-chan error, logs *strings.Builder) error {
+func waitServing(ctx context.Context, c *clientv3.Client, exited <-chan struct{}, waitErr *error, logs *strings.Builder) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -131,8 +209,8 @@ func waitServing(ctx context.Context, c *clientv3.Client, exited <-chan error, l
 			return nil
 		}
 		select {
-		case werr := <-exited:
-			return fmt.Errorf("the throwaway etcd exited (%v): %s", werr, strings.TrimSpace(logs.String()))
+		case <-exited:
+			return fmt.Errorf("the throwaway etcd exited (%v): %s", *waitErr, strings.TrimSpace(logs.String()))
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
@@ -143,14 +221,19 @@ func waitServing(ctx context.Context, c *clientv3.Client, exited <-chan error, l
 	}
 }
 
-// loopbackURL is an http URL on a loopback port that was free a moment ago.
-func loopbackURL() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// loopbackURLs are n http URLs on distinct loopback ports that were free a moment ago (all
+// held open until every one is chosen).
+func loopbackURLs(n int) ([]string, error) {
+	var out []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		out = append(out, "http://"+l.Addr().String())
 	}
-	defer l.Close()
-	return "http://" + l.Addr().String(), nil
+	return out, nil
 }
 
 // DirStore is a Store in a local directory: the segments a restore fetched.
@@ -158,6 +241,9 @@ type DirStore string
 
 // Put writes name under the directory, through a temporary file.
 func (d DirStore) Put(_ context.Context, name string, data []byte) error {
+	if !filepath.IsLocal(filepath.FromSlash(name)) {
+		return fmt.Errorf("%q is not a name under the directory", name)
+	}
 	p := filepath.Join(string(d), filepath.FromSlash(name))
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err

@@ -19,23 +19,36 @@ type Replayed struct {
 	Unleased int
 }
 
-// ReplayError: a record did not land at its revision, so the restored cluster is not the
-// archived one (another snapshot than the archive's, or writes by someone else during the
-// replay). The restore must stop.
+// ReplayError: the cluster being restored is not in the state the archive continues (another
+// snapshot than the archive's, or a client that writes to it during the replay). The record's
+// transaction changed nothing when a key was not at the version the archive expects; a record
+// that landed at another revision was applied. The restore must stop and start again.
 type ReplayError struct {
-	Record, Got int64
+	Record int64
+	// Got is the revision the record landed at; 0 when it changed nothing.
+	Got int64
+	// Key whose version was not the expected one, when Got is 0.
+	Key string
 }
 
 func (e *ReplayError) Error() string {
-	return fmt.Sprintf("archived revision %d landed at revision %d: the cluster being restored does not match the archive (the snapshot is not the archive's, or a client writes to it during the restore); nothing after revision %d was applied", e.Record, e.Got, e.Record-1)
+	if e.Got == 0 {
+		return fmt.Sprintf("archived revision %d was not applied: key %q is not at the version the archive continues from, so the cluster being restored does not match the archive (the snapshot is not the archive's, or a client writes to it during the restore); restore again from the archive's snapshot, and keep clients away until the replay is done", e.Record, e.Key)
+	}
+	return fmt.Sprintf("archived revision %d landed at revision %d: the cluster being restored does not match the archive (the snapshot is not the archive's, or a client writes to it during the restore); restore again from the archive's snapshot, and keep clients away until the replay is done", e.Record, e.Got)
 }
 
-// Replay applies the archive's records after revision from up to and including revision to,
-// one transaction per record, to a cluster that is at revision from (restored from a snapshot
-// at from, or replayed to from before) and that no client reaches yet, and checks each record
-// landed at its revision. The archive must cover them (Cover's error otherwise), and the
-// cluster must be at from: both are checked before anything is applied.
-func Replay(ctx context.Context, c *clientv3.Client, s Store, prefix string, from, to int64) (Replayed, error) {
+// Replay applies cluster id's archived records after revision from up to and including
+// revision to, one transaction per record, to a cluster that is at revision from (restored
+// from a snapshot at from, or replayed to from before) and that no client reaches yet. Each
+// transaction applies only if every key it writes is at the version the archive expects, and
+// must land at its record's revision. The archive must cover the records (Cover's error
+// otherwise), and the cluster must be at from: both are checked before anything is applied.
+//
+// A record is one transaction: etcd refuses one of more operations than its --max-txn-ops
+// (128 by default) or bigger than --max-request-bytes, which a lease revocation or a range
+// delete of many keys can be. Rebase runs a member without those limits.
+func Replay(ctx context.Context, c *clientv3.Client, s Store, prefix string, clusterID uint64, from, to int64) (Replayed, error) {
 	resp, err := c.Get(ctx, "\x00", clientv3.WithCountOnly())
 	if err != nil {
 		return Replayed{}, fmt.Errorf("reading the restored cluster's revision: %w", err)
@@ -47,23 +60,15 @@ func Replay(ctx context.Context, c *clientv3.Client, s Store, prefix string, fro
 	if to < from {
 		return out, fmt.Errorf("the target revision %d is before the snapshot's %d: restore from an older snapshot", to, from)
 	}
-	spans, err := Segments(ctx, s, prefix)
-	if err != nil {
-		return out, err
-	}
-	need, err := Cover(spans, out.From, to)
+	need, err := cover(ctx, s, prefix, clusterID, from, to)
 	if err != nil {
 		return out, err
 	}
 	leases := map[int64]bool{}
 	for _, sp := range need {
-		data, err := s.Get(ctx, sp.Name)
+		records, err := readSegment(ctx, s, sp, clusterID)
 		if err != nil {
-			return out, fmt.Errorf("reading segment %s: %w", sp.Name, err)
-		}
-		_, records, err := Decode(data)
-		if err != nil {
-			return out, fmt.Errorf("segment %s: %w", sp.Name, err)
+			return out, err
 		}
 		out.Segments++
 		for _, r := range records {
@@ -72,6 +77,9 @@ func Replay(ctx context.Context, c *clientv3.Client, s Store, prefix string, fro
 			}
 			if r.Revision > to {
 				return out, nil
+			}
+			if r.Revision != out.To+1 {
+				return out, fmt.Errorf("segment %s: revision %d follows %d: the archive has a gap", sp.Name, r.Revision, out.To)
 			}
 			unleased, err := apply(ctx, c, r, leases)
 			if err != nil {
@@ -85,10 +93,39 @@ func Replay(ctx context.Context, c *clientv3.Client, s Store, prefix string, fro
 	return out, nil
 }
 
-// apply writes one record as one transaction.
+// cover lists cluster id's segments and picks those from from+1 to to.
+func cover(ctx context.Context, s Store, prefix string, clusterID uint64, from, to int64) ([]Span, error) {
+	spans, err := Segments(ctx, s, prefix, clusterID)
+	if err != nil {
+		return nil, err
+	}
+	return Cover(spans, from, to)
+}
+
+// readSegment reads and decodes a segment, and checks that it is the one its name says: of
+// cluster id, with the revisions of its name.
+func readSegment(ctx context.Context, s Store, sp Span, clusterID uint64) ([]Record, error) {
+	data, err := s.Get(ctx, sp.Name)
+	if err != nil {
+		return nil, fmt.Errorf("reading segment %s: %w", sp.Name, err)
+	}
+	h, records, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("segment %s: %w", sp.Name, err)
+	}
+	if h.ClusterID != clusterID || h.First != sp.First || h.Last != sp.Last {
+		return nil, fmt.Errorf("segment %s holds revisions %d–%d of cluster %016x: not what its name says", sp.Name, h.First, h.Last, h.ClusterID)
+	}
+	return records, nil
+}
+
+// apply writes one record as one transaction, if every key it writes is at the version the
+// archive expects.
 func apply(ctx context.Context, c *clientv3.Client, r Record, leases map[int64]bool) (unleased int, err error) {
 	ops := make([]clientv3.Op, 0, len(r.Ops))
+	cmps := make([]clientv3.Cmp, 0, len(r.Ops))
 	for _, op := range r.Ops {
+		key := string(op.Key)
 		switch op.Type {
 		case Put:
 			var opts []clientv3.OpOption
@@ -103,21 +140,46 @@ func apply(ctx context.Context, c *clientv3.Client, r Record, leases map[int64]b
 					unleased++
 				}
 			}
-			ops = append(ops, clientv3.OpPut(string(op.Key), string(op.Value), opts...))
+			ops = append(ops, clientv3.OpPut(key, string(op.Value), opts...))
+			if op.Version > 0 {
+				cmps = append(cmps, clientv3.Compare(clientv3.Version(key), "=", op.Version-1))
+			}
 		case Delete:
-			ops = append(ops, clientv3.OpDelete(string(op.Key)))
+			ops = append(ops, clientv3.OpDelete(key))
+			cmps = append(cmps, clientv3.Compare(clientv3.Version(key), ">", 0))
 		default:
 			return 0, fmt.Errorf("revision %d: unknown operation %q", r.Revision, op.Type)
 		}
 	}
-	resp, err := c.Txn(ctx).Then(ops...).Commit()
+	resp, err := c.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
 		return 0, fmt.Errorf("applying revision %d: %w", r.Revision, err)
+	}
+	if !resp.Succeeded {
+		return 0, &ReplayError{Record: r.Revision, Key: firstDiffering(ctx, c, r)}
 	}
 	if resp.Header.Revision != r.Revision {
 		return 0, &ReplayError{Record: r.Revision, Got: resp.Header.Revision}
 	}
 	return unleased, nil
+}
+
+// firstDiffering names the first key of r that is not at the version r expects.
+func firstDiffering(ctx context.Context, c *clientv3.Client, r Record) string {
+	for _, op := range r.Ops {
+		resp, err := c.Get(ctx, string(op.Key))
+		if err != nil {
+			return string(op.Key)
+		}
+		var v int64
+		if len(resp.Kvs) > 0 {
+			v = resp.Kvs[0].Version
+		}
+		if op.Type == Put && op.Version > 0 && v != op.Version-1 || op.Type == Delete && v == 0 {
+			return string(op.Key)
+		}
+	}
+	return ""
 }
 
 func hasLease(ctx context.Context, c *clientv3.Client, id int64, known map[int64]bool) (bool, error) {
@@ -132,12 +194,29 @@ func hasLease(ctx context.Context, c *clientv3.Client, id int64, known map[int64
 	return known[id], nil
 }
 
-// ResolveTime finds the newest archived revision received at or before t, among the records
-// after revision from (a snapshot's); from itself when none is.
-func ResolveTime(ctx context.Context, s Store, prefix string, from int64, t time.Time) (int64, error) {
-	spans, err := Segments(ctx, s, prefix)
+// Resolved is the revision a time resolves to.
+type Resolved struct {
+	Revision int64
+	// Time the archiver received Revision (the snapshot's time when it is the snapshot's).
+	Time time.Time
+	// Newest is the newest revision the archive holds after the snapshot without a gap, and
+	// NewestTime when it was received: a time well after it may fall in an outage of the
+	// archiver rather than in a quiet spell of the cluster.
+	Newest     int64
+	NewestTime time.Time
+}
+
+// ResolveTime finds the newest revision of cluster id's archive received at or before t,
+// among the records that continue a snapshot taken at revision from, at time taken. A time
+// before the snapshot is refused: only an older snapshot reaches it. Times are the archiver's:
+// when it received a revision, within its lag of the commit.
+func ResolveTime(ctx context.Context, s Store, prefix string, clusterID uint64, from int64, taken, t time.Time) (Resolved, error) {
+	if t.Before(taken) {
+		return Resolved{}, fmt.Errorf("%s is before the snapshot, taken at %s at revision %d: restore from an older snapshot", t.UTC().Format(time.RFC3339Nano), taken.UTC().Format(time.RFC3339Nano), from)
+	}
+	spans, err := Segments(ctx, s, prefix, clusterID)
 	if err != nil {
-		return 0, err
+		return Resolved{}, err
 	}
 	// The archive's revisions that continue the snapshot without a gap.
 	end := from
@@ -148,27 +227,27 @@ func ResolveTime(ctx context.Context, s Store, prefix string, from int64, t time
 	}
 	need, err := Cover(spans, from, end)
 	if err != nil {
-		return 0, err
+		return Resolved{}, err
 	}
-	at := from
+	out := Resolved{Revision: from, Time: taken, Newest: from, NewestTime: taken}
+	found := false
 	for _, sp := range need {
-		data, err := s.Get(ctx, sp.Name)
+		records, err := readSegment(ctx, s, sp, clusterID)
 		if err != nil {
-			return 0, fmt.Errorf("reading segment %s: %w", sp.Name, err)
-		}
-		_, records, err := Decode(data)
-		if err != nil {
-			return 0, fmt.Errorf("segment %s: %w", sp.Name, err)
+			return Resolved{}, err
 		}
 		for _, r := range records {
 			if r.Revision <= from {
 				continue
 			}
-			if r.At().After(t) {
-				return at, nil
+			out.Newest, out.NewestTime = r.Revision, r.At()
+			if !found && r.At().After(t) {
+				found = true
 			}
-			at = r.Revision
+			if !found {
+				out.Revision, out.Time = r.Revision, r.At()
+			}
 		}
 	}
-	return at, nil
+	return out, nil
 }

@@ -48,6 +48,10 @@ type Op struct {
 	Type  OpType `json:"type"`
 	Key   []byte `json:"key"`
 	Value []byte `json:"value,omitempty"`
+	// Version of the key after a put (1: the put created it): the replay checks that the key
+	// is at Version-1 before it applies the put, so a cluster in another state is noticed at
+	// the first key that differs.
+	Version int64 `json:"version,omitempty"`
 	// Lease the key was attached to (0: none), as etcd reported it.
 	Lease int64 `json:"lease,omitempty"`
 }
@@ -76,10 +80,17 @@ type Header struct {
 // segmentDir is where segments go under the archive's prefix.
 const segmentDir = "segments"
 
-// SegmentName is the object name, under prefix, of the segment holding revisions first to
-// last: zero-padded, so that names sort as revisions do.
-func SegmentName(prefix string, first, last int64) string {
-	return path.Join(prefix, segmentDir, fmt.Sprintf("%019d-%019d.jsonl.gz", first, last))
+// Dir is where the archive of cluster id goes under prefix: each cluster ID has its own, so
+// that a cluster restored from another's snapshot (a new ID, the same revisions) or created
+// again under the same name never mixes its revisions with the other's.
+func Dir(prefix string, clusterID uint64) string {
+	return path.Join(prefix, fmt.Sprintf("%016x", clusterID))
+}
+
+// SegmentName is the object name of cluster id's segment holding revisions first to last:
+// zero-padded, so that names sort as revisions do.
+func SegmentName(prefix string, clusterID uint64, first, last int64) string {
+	return path.Join(Dir(prefix, clusterID), segmentDir, fmt.Sprintf("%019d-%019d.jsonl.gz", first, last))
 }
 
 // Span is a segment's revisions, from its name.

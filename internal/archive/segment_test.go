@@ -58,7 +58,7 @@ func (m *memStore) List(_ context.Context, prefix string) ([]string, error) {
 
 func TestSegmentRoundTrip(t *testing.T) {
 	recs := []Record{
-		{Revision: 7, Time: 1000, Ops: []Op{{Type: Put, Key: []byte("a"), Value: []byte("1"), Lease: 5}}},
+		{Revision: 7, Time: 1000, Ops: []Op{{Type: Put, Key: []byte("a"), Value: []byte("1"), Version: 3, Lease: 5}}},
 		{Revision: 8, Time: 1001, Ops: []Op{{Type: Delete, Key: []byte("a")}, {Type: Put, Key: []byte("b\x00\xff"), Value: []byte{}}}},
 	}
 	data, err := Encode(0xabc, recs)
@@ -120,8 +120,8 @@ func TestDecodeRefusesACutShortSegment(t *testing.T) {
 }
 
 func TestSegmentNames(t *testing.T) {
-	n := SegmentName("ns/c/archive", 12, 340)
-	if n != "ns/c/archive/segments/0000000000000000012-0000000000000000340.jsonl.gz" {
+	n := SegmentName("ns/c/archive", 0xabc, 12, 340)
+	if n != "ns/c/archive/0000000000000abc/segments/0000000000000000012-0000000000000000340.jsonl.gz" {
 		t.Fatalf("name = %s", n)
 	}
 	sp, ok := ParseSegmentName(n)
@@ -129,10 +129,10 @@ func TestSegmentNames(t *testing.T) {
 		t.Errorf("parsed %+v %v", sp, ok)
 	}
 	for _, bad := range []string{
-		"ns/c/archive/segments/12-340.jsonl.gz",
-		"ns/c/archive/other/0000000000000000012-0000000000000000340.jsonl.gz",
-		"ns/c/archive/segments/0000000000000000340-0000000000000000012.jsonl.gz",
-		"ns/c/archive/segments/0000000000000000012-0000000000000000340.json",
+		"ns/c/archive/0000000000000abc/segments/12-340.jsonl.gz",
+		"ns/c/archive/0000000000000abc/other/0000000000000000012-0000000000000000340.jsonl.gz",
+		"ns/c/archive/0000000000000abc/segments/0000000000000000340-0000000000000000012.jsonl.gz",
+		"ns/c/archive/0000000000000abc/segments/0000000000000000012-0000000000000000340.json",
 	} {
 		if _, ok := ParseSegmentName(bad); ok {
 			t.Errorf("%s parsed as a segment", bad)

@@ -30,12 +30,17 @@ func TestArchiveInABucket(t *testing.T) {
 		}
 		last = resp.Header.Revision
 	}
-	a := &archive.Archiver{Client: c, Store: s, Prefix: "ns/demo/archive", MaxRecords: 10, MaxLag: 20 * time.Millisecond}
+	resp, err := c.Get(ctx, "k0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Header.ClusterId
+	a := &archive.Archiver{Client: c, Store: s, Prefix: "ns/demo/archive", ClusterID: id, MaxRecords: 10, MaxLag: 20 * time.Millisecond}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(rctx, 1) }()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		got, err := archive.Last(ctx, s, a.Prefix)
+		got, err := archive.Last(ctx, s, a.Prefix, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +55,7 @@ func TestArchiveInABucket(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("Run: %v", err)
 	}
-	spans, err := archive.Segments(ctx, s, a.Prefix)
+	spans, err := archive.Segments(ctx, s, a.Prefix, id)
 	if err != nil {
 		t.Fatal(err)
 	}
