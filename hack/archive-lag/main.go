@@ -47,6 +47,26 @@ func main() {
 	}
 }
 
+// stored is when the segment ending at rev was stored.
+type stored struct {
+	rev int64
+	at  time.Time
+}
+
+// report prints the Markdown row: each acknowledged write's lag, from its acknowledgement to
+// the storing of the segment that holds it.
+func report(kind string, rate int, duration time.Duration, valueSize int, maxLag time.Duration, acks map[int64]time.Time, failed int, segments []stored) {
+	var lags []time.Duration
+	for rev, ack := range acks {
+		i, _ := slices.BinarySearchFunc(segments, rev, func(s stored, r int64) int { return int(s.rev - r) })
+		lags = append(lags, max(segments[i].at.Sub(ack), 0))
+	}
+	slices.Sort(lags)
+	q := func(p float64) time.Duration { return lags[min(len(lags)-1, int(p*float64(len(lags))))] }
+	fmt.Printf("| %s | %d/s for %s | %d B | %s | %d | %d | %d | %s | %s | %s |\n", kind, rate, duration, valueSize, maxLag,
+		len(acks), failed, len(segments), q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
+}
+
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -58,7 +78,7 @@ func freePort() (int, error) {
 
 // start runs a daemon until ctx ends, gracefully.
 func start(ctx context.Context, name string, args []string, env []string) (func(), error) {
-	cmd := exec.CommandContext(ctx, name, args...) //nolint:gosec // the binaries this machine built
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
@@ -78,53 +98,22 @@ func waitTCP(addr string) error {
 	return fmt.Errorf("nothing listens at %s after a minute", addr)
 }
 
-func run(etcdBin, gw, kind string, rate int, duration time.Duration, valueSize int, maxLag time.Duration) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	dir, err := os.MkdirTemp("", "archive-lag-*")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	var waits []func()
-	defer func() {
-		cancel()
-		for _, w := range waits {
-			w()
-		}
-	}()
-
-	cp, err := freePort()
-	if err != nil {
-		return err
-	}
-	pp, err := freePort()
-	if err != nil {
-		return err
-	}
-	curl, purl := fmt.Sprintf("http://127.0.0.1:%d", cp), fmt.Sprintf("http://127.0.0.1:%d", pp)
-	w, err := start(ctx, etcdBin, []string{"--name=lag", "--data-dir=" + filepath.Join(dir, "etcd"), "--log-level=error",
-		"--listen-client-urls=" + curl, "--advertise-client-urls=" + curl, "--listen-peer-urls=" + purl,
-		"--initial-advertise-peer-urls=" + purl, "--initial-cluster=lag=" + purl}, nil)
-	if err != nil {
-		return err
-	}
-	waits = append(waits, w)
-
-	var url string
+// bucket is the archive's bucket URL: a directory, or a versitygw S3 server it starts on
+// loopback (whose end it returns to wait for), with its credentials in the environment.
+func bucket(ctx context.Context, kind, dir, gw string) (string, func(), error) {
 	switch kind {
 	case "file":
 		if err := os.MkdirAll(filepath.Join(dir, "bucket"), 0o700); err != nil {
-			return err
+			return "", nil, err
 		}
-		url = "file://" + filepath.Join(dir, "bucket")
+		return "file://" + filepath.Join(dir, "bucket"), nil, nil
 	case "s3":
 		sp, err := freePort()
 		if err != nil {
-			return err
+			return "", nil, err
 		}
 		if err := os.MkdirAll(filepath.Join(dir, "s3", "backups"), 0o700); err != nil {
-			return err
+			return "", nil, err
 		}
 		key := make([]byte, 16)
 		_, _ = rand.Read(key)
@@ -132,61 +121,49 @@ func run(etcdBin, gw, kind string, rate int, duration time.Duration, valueSize i
 		w, err := start(ctx, gw, []string{"--port", fmt.Sprintf("127.0.0.1:%d", sp), "posix", filepath.Join(dir, "s3")},
 			[]string{"ROOT_ACCESS_KEY_ID=" + access, "ROOT_SECRET_ACCESS_KEY=" + secret})
 		if err != nil {
-			return err
+			return "", nil, err
 		}
-		waits = append(waits, w)
 		if err := waitTCP(fmt.Sprintf("127.0.0.1:%d", sp)); err != nil {
-			return err
+			return "", w, err
 		}
-		os.Setenv("AWS_ACCESS_KEY_ID", access)
-		os.Setenv("AWS_SECRET_ACCESS_KEY", secret)
-		url = fmt.Sprintf("s3://backups?region=us-east-1&endpoint=http://127.0.0.1:%d&use_path_style=true", sp)
-	default:
-		return fmt.Errorf("--store %q: s3 or file", kind)
+		if err := errors.Join(os.Setenv("AWS_ACCESS_KEY_ID", access), os.Setenv("AWS_SECRET_ACCESS_KEY", secret)); err != nil {
+			return "", w, err
+		}
+		return fmt.Sprintf("s3://backups?region=us-east-1&endpoint=http://127.0.0.1:%d&use_path_style=true", sp), w, nil
 	}
-	if err := waitTCP(fmt.Sprintf("127.0.0.1:%d", cp)); err != nil {
-		return err
-	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{curl}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	st, err := blobstore.OpenArchive(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	return "", nil, fmt.Errorf("--store %q: s3 or file", kind)
+}
 
-	// The moment each segment was stored, by its last revision.
-	var mu sync.Mutex
-	type stored struct {
-		rev int64
-		at  time.Time
-	}
-	var segments []stored
-	resp, err := c.Get(ctx, "x")
+// startEtcd starts a single etcd member in dir on loopback and returns its client URL, once
+// it listens, and what waits for its end.
+func startEtcd(ctx context.Context, etcdBin, dir string) (string, func(), error) {
+	cp, err := freePort()
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	from := resp.Header.Revision
-	a := &archive.Archiver{Client: c, Store: st, Prefix: "lag/archive", ClusterID: resp.Header.ClusterId, MaxLag: maxLag,
-		Archived: func(p archive.Progress) {
-			mu.Lock()
-			segments = append(segments, stored{p.Revision, time.Now()})
-			mu.Unlock()
-		}}
-	actx, acancel := context.WithCancel(ctx)
-	defer acancel()
-	archived := make(chan error, 1)
-	go func() { archived <- a.Run(actx, from) }()
+	pp, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	curl, purl := fmt.Sprintf("http://127.0.0.1:%d", cp), fmt.Sprintf("http://127.0.0.1:%d", pp)
+	w, err := start(ctx, etcdBin, []string{"--name=lag", "--data-dir=" + filepath.Join(dir, "etcd"), "--log-level=error",
+		"--listen-client-urls=" + curl, "--advertise-client-urls=" + curl, "--listen-peer-urls=" + purl,
+		"--initial-advertise-peer-urls=" + purl, "--initial-cluster=lag=" + purl}, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	return curl, w, waitTCP(fmt.Sprintf("127.0.0.1:%d", cp))
+}
 
-	// Writes at a steady rate, each from its own tick (a write that is late does not delay
-	// the next one's start), acknowledged times by revision.
+// write puts at a steady rate for duration, each write from its own tick (a write that is late
+// does not delay the next one's start), and returns when each revision was acknowledged and
+// how many writes failed. mu guards the results against the archiver's callback.
+func write(ctx context.Context, c *clientv3.Client, mu *sync.Mutex, rate int, duration time.Duration, valueSize int) (map[int64]time.Time, int) {
 	acks := map[int64]time.Time{}
 	value := make([]byte, valueSize)
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
 	end := time.Now().Add(duration)
 	failed := 0
 	for i := 0; time.Now().Before(end); i++ {
@@ -205,22 +182,89 @@ func run(etcdBin, gw, kind string, rate int, duration time.Duration, valueSize i
 			acks[r.Header.Revision] = now
 		}(i)
 	}
-	tick.Stop()
 	wg.Wait()
+	return acks, failed
+}
+
+// waitStored waits, a minute at most, until a stored segment ends at revision last or later.
+func waitStored(mu *sync.Mutex, segments *[]stored, last int64) error {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		done := len(*segments) > 0 && (*segments)[len(*segments)-1].rev >= last
+		mu.Unlock()
+		if done {
+			return nil
+		}
+	}
+	return errors.New("the archive did not reach the last write within a minute")
+}
+
+func run(etcdBin, gw, kind string, rate int, duration time.Duration, valueSize int, maxLag time.Duration) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir, err := os.MkdirTemp("", "archive-lag-*")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	var waits []func()
+	defer func() {
+		cancel()
+		for _, w := range waits {
+			w()
+		}
+	}()
+
+	curl, w, err := startEtcd(ctx, etcdBin, dir)
+	if err != nil {
+		return err
+	}
+	waits = append(waits, w)
+
+	url, w, err := bucket(ctx, kind, dir, gw)
+	if err != nil {
+		return err
+	}
+	if w != nil {
+		waits = append(waits, w)
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{curl}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	st, err := blobstore.OpenArchive(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = st.Close() }()
+
+	// The moment each segment was stored, by its last revision.
+	var mu sync.Mutex
+	var segments []stored
+	resp, err := c.Get(ctx, "x")
+	if err != nil {
+		return err
+	}
+	from := resp.Header.Revision
+	a := &archive.Archiver{Client: c, Store: st, Prefix: "lag/archive", ClusterID: resp.Header.ClusterId, MaxLag: maxLag,
+		Archived: func(p archive.Progress) {
+			mu.Lock()
+			segments = append(segments, stored{p.Revision, time.Now()})
+			mu.Unlock()
+		}}
+	actx, acancel := context.WithCancel(ctx)
+	defer acancel()
+	archived := make(chan error, 1)
+	go func() { archived <- a.Run(actx, from) }()
+
+	acks, failed := write(ctx, c, &mu, rate, duration, valueSize)
 	var last int64
 	for rev := range acks {
 		last = max(last, rev)
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		mu.Lock()
-		done := len(segments) > 0 && segments[len(segments)-1].rev >= last
-		mu.Unlock()
-		if done {
-			break
-		}
-		if time.Now().After(deadline) {
-			return errors.New("the archive did not reach the last write within a minute")
-		}
+	if err := waitStored(&mu, &segments, last); err != nil {
+		return err
 	}
 	acancel()
 	if err := <-archived; !errors.Is(err, context.Canceled) {
@@ -230,14 +274,6 @@ func run(etcdBin, gw, kind string, rate int, duration time.Duration, valueSize i
 	if len(acks) == 0 {
 		return fmt.Errorf("no write was acknowledged (%d failed)", failed)
 	}
-	var lags []time.Duration
-	for rev, ack := range acks {
-		i, _ := slices.BinarySearchFunc(segments, rev, func(s stored, r int64) int { return int(s.rev - r) })
-		lags = append(lags, max(segments[i].at.Sub(ack), 0))
-	}
-	slices.Sort(lags)
-	q := func(p float64) time.Duration { return lags[min(len(lags)-1, int(p*float64(len(lags))))] }
-	fmt.Printf("| %s | %d/s for %s | %d B | %s | %d | %d | %d | %s | %s | %s |\n", kind, rate, duration, valueSize, maxLag,
-		len(acks), failed, len(segments), q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
+	report(kind, rate, duration, valueSize, maxLag, acks, failed, segments)
 	return nil
 }

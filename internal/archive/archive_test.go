@@ -18,10 +18,12 @@ import (
 	"github.com/quorate-dev/quorate/internal/testsupport"
 )
 
-// archiveRun runs an Archiver in the background until the test ends; wait returns Run's error.
+// archiveRun runs an Archiver in the background until end, or until the test ends.
 type archiveRun struct {
-	done chan error
-	stop context.CancelFunc
+	done  chan error
+	stop  context.CancelFunc
+	err   error
+	ended bool
 }
 
 func startArchiver(t *testing.T, a *Archiver, from int64) *archiveRun {
@@ -29,8 +31,17 @@ func startArchiver(t *testing.T, a *Archiver, from int64) *archiveRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &archiveRun{done: make(chan error, 1), stop: cancel}
 	go func() { r.done <- a.Run(ctx, from) }()
-	t.Cleanup(func() { cancel(); <-r.done })
+	t.Cleanup(func() { _ = r.end() })
 	return r
+}
+
+// end stops the archiver and returns what Run returned.
+func (r *archiveRun) end() error {
+	if !r.ended {
+		r.stop()
+		r.err, r.ended = <-r.done, true
+	}
+	return r.err
 }
 
 // clusterID is the ID of the cluster c reaches.
@@ -67,7 +78,7 @@ func restored(t *testing.T, snap, name string) *clientv3.Client {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "data")
 	peer := fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t))
-	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "etcdutl"), "snapshot", "restore", snap, //nolint:gosec // the etcdutl make test built
+	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "etcdutl"), "snapshot", "restore", snap,
 		"--data-dir="+dir, "--name="+name, "--initial-cluster="+name+"="+peer, "--initial-advertise-peer-urls="+peer)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("etcdutl snapshot restore: %v\n%s", err, out)
@@ -190,11 +201,9 @@ func TestArchiveAndReplayToARevisionAndATime(t *testing.T) {
 	}
 	waitArchived(t, s, a.Prefix, id, r2)
 	_, at2 := keyspace(t, c, r2)
-	run.stop()
-	if err := <-run.done; !errors.Is(err, context.Canceled) {
+	if err := run.end(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Run ended with %v, want the context's cancellation", err)
 	}
-	run.done <- nil // for the cleanup
 
 	spans, err := Segments(ctx, s, a.Prefix, id)
 	if err != nil {
@@ -365,9 +374,9 @@ func TestArchiverStopsAtACompactedGap(t *testing.T) {
 	}
 	run := startArchiver(t, a, last-2)
 	waitArchived(t, s, "p", id, last)
-	run.stop()
-	<-run.done
-	run.done <- nil
+	if err := run.end(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run ended with %v, want the context's cancellation", err)
+	}
 	if got, _ := Last(ctx, s, "p", id); got != last {
 		t.Errorf("last archived %d, want %d", got, last)
 	}
@@ -417,9 +426,9 @@ func TestArchiverResumesAfterAFailedWrite(t *testing.T) {
 	}
 	run := startArchiver(t, a, 1)
 	waitArchived(t, s, "p", id, last)
-	run.stop()
-	<-run.done
-	run.done <- nil
+	if err := run.end(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run ended with %v, want the context's cancellation", err)
+	}
 	spans, _ := Segments(ctx, s, "p", id)
 	if got := Ranges(spans); len(got) != 1 || got[0] != [2]int64{2, last} {
 		t.Errorf("covered %v, want [2 %d]", got, last)
@@ -496,9 +505,9 @@ func TestRebase(t *testing.T) {
 	}
 	wg.Wait()
 	waitArchived(t, s, "a", id, last)
-	run.stop()
-	<-run.done
-	run.done <- nil
+	if err := run.end(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run ended with %v, want the context's cancellation", err)
+	}
 
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	// The throwaway member waits out three times the lease's TTL before it replays: a lease

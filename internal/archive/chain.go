@@ -81,17 +81,18 @@ func Cover(spans []Span, from, to int64) ([]Span, error) {
 	var out []Span
 	next := from + 1
 	for next <= to {
-		best := -1
-		for i, sp := range spans {
-			if sp.First <= next && sp.Last >= next && (best < 0 || sp.Last > spans[best].Last) {
-				best = i
+		var best Span
+		found := false
+		for _, sp := range spans {
+			if sp.First <= next && sp.Last >= next && (!found || sp.Last > best.Last) {
+				best, found = sp, true
 			}
 		}
-		if best < 0 {
+		if !found {
 			return nil, &CoverError{From: from + 1, To: to, Covered: Ranges(spans)}
 		}
-		out = append(out, spans[best])
-		next = spans[best].Last + 1
+		out = append(out, best)
+		next = best.Last + 1
 	}
 	return out, nil
 }

@@ -54,10 +54,40 @@ func (o Rebase) Run(ctx context.Context, snapshot string, s Store, prefix string
 	if err := os.RemoveAll(o.Dir); err != nil {
 		return Replayed{}, err
 	}
-	defer os.RemoveAll(o.Dir)
-	urls, err := loopbackURLs(2)
+	defer func() { _ = os.RemoveAll(o.Dir) }()
+	c, stop, err := o.start(ctx, snapshot)
 	if err != nil {
 		return Replayed{}, err
+	}
+	defer c.Close()
+	kctx, kcancel := context.WithCancel(ctx)
+	defer kcancel()
+	if err := keepLeasesAlive(kctx, c); err != nil {
+		return Replayed{}, errors.Join(err, stop())
+	}
+	if o.beforeReplay != nil {
+		o.beforeReplay()
+	}
+	got, err := Replay(ctx, c, s, prefix, clusterID, ks.Revision, to)
+	if err == nil && got.To != to {
+		err = fmt.Errorf("the replay stopped at revision %d, not %d", got.To, to)
+	}
+	if err == nil {
+		err = saveAt(ctx, c, to, out)
+	}
+	kcancel()
+	if serr := stop(); err == nil && serr != nil {
+		err = fmt.Errorf("stopping the throwaway etcd: %w", serr)
+	}
+	return got, err
+}
+
+// start restores snapshot into the throwaway member's directory and starts it, listening on
+// loopback only; it returns a client of it, once it answers, and what stops it.
+func (o Rebase) start(ctx context.Context, snapshot string) (*clientv3.Client, func() error, error) {
+	urls, err := loopbackURLs(2)
+	if err != nil {
+		return nil, nil, err
 	}
 	peer, client := urls[0], urls[1]
 	data := filepath.Join(o.Dir, "data")
@@ -65,7 +95,7 @@ func (o Rebase) Run(ctx context.Context, snapshot string, s Store, prefix string
 		"--name=rebase", "--initial-cluster=rebase="+peer, "--initial-advertise-peer-urls="+peer)
 	restore.Env = withoutEtcdEnv()
 	if b, err := restore.CombinedOutput(); err != nil {
-		return Replayed{}, fmt.Errorf("etcdutl snapshot restore: %w: %s", err, strings.TrimSpace(string(b)))
+		return nil, nil, fmt.Errorf("etcdutl snapshot restore: %w: %s", err, strings.TrimSpace(string(b)))
 	}
 	var logs strings.Builder
 	// Without fsync: the member is thrown away, and only the snapshot saved from it counts.
@@ -78,7 +108,7 @@ func (o Rebase) Run(ctx context.Context, snapshot string, s Store, prefix string
 	cmd.Env = withoutEtcdEnv()
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
-		return Replayed{}, fmt.Errorf("starting etcd: %w", err)
+		return nil, nil, fmt.Errorf("starting etcd: %w", err)
 	}
 	exited := make(chan struct{})
 	var waitErr error
@@ -104,32 +134,13 @@ func (o Rebase) Run(ctx context.Context, snapshot string, s Store, prefix string
 	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
 		MaxCallSendMsgSize: 1 << 30, MaxCallRecvMsgSize: 1 << 30})
 	if err != nil {
-		return Replayed{}, errors.Join(err, stop())
+		return nil, nil, errors.Join(err, stop())
 	}
-	defer c.Close()
 	if err := waitServing(ctx, c, exited, &waitErr, &logs); err != nil {
-		return Replayed{}, errors.Join(err, stop())
+		_ = c.Close()
+		return nil, nil, errors.Join(err, stop())
 	}
-	kctx, kcancel := context.WithCancel(ctx)
-	defer kcancel()
-	if err := keepLeasesAlive(kctx, c); err != nil {
-		return Replayed{}, errors.Join(err, stop())
-	}
-	if o.beforeReplay != nil {
-		o.beforeReplay()
-	}
-	got, err := Replay(ctx, c, s, prefix, clusterID, ks.Revision, to)
-	if err == nil && got.To != to {
-		err = fmt.Errorf("the replay stopped at revision %d, not %d", got.To, to)
-	}
-	if err == nil {
-		err = saveAt(ctx, c, to, out)
-	}
-	kcancel()
-	if serr := stop(); err == nil && serr != nil {
-		err = fmt.Errorf("stopping the throwaway etcd: %w", serr)
-	}
-	return got, err
+	return c, stop, nil
 }
 
 // saveAt saves the member's snapshot as out, through a file beside it that is checked (etcd's

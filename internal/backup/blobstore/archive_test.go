@@ -20,7 +20,7 @@ func TestArchiveInABucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	c := testsupport.StartEtcd(t, "archive", false).Client(t)
 	var last int64
 	for i := range 30 {
