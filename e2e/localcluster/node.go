@@ -53,6 +53,43 @@ func (n *Node) KillContainers(ctx context.Context, namespace string, pods []stri
 	return total, nil
 }
 
+// StopSandbox stops the sandbox of pod namespace/name on whichever node runs it, as a node's
+// runtime that loses it would (a crash of its pause process, a containerd restart that cleans
+// it up): the kubelet makes a new sandbox and runs the pod's init containers again before its
+// containers. It returns how many sandboxes it stopped.
+func (n *Node) StopSandbox(ctx context.Context, namespace, name string) (int, error) {
+	total := 0
+	for _, node := range n.cfg.startedNodes() {
+		k, err := stopSandbox(ctx, node.socket(), namespace, name)
+		total += k
+		if err != nil {
+			return total, fmt.Errorf("node %s: %w", node.name, err)
+		}
+	}
+	return total, nil
+}
+
+func stopSandbox(ctx context.Context, socket, namespace, name string) (int, error) {
+	rt, closeFn, err := criClient(socket)
+	if err != nil {
+		return 0, err
+	}
+	defer closeFn()
+	resp, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+		LabelSelector: map[string]string{"io.kubernetes.pod.namespace": namespace, "io.kubernetes.pod.name": name},
+	}})
+	if err != nil {
+		return 0, fmt.Errorf("listing pod sandboxes: %w", err)
+	}
+	for _, sb := range resp.Items {
+		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+			return 0, fmt.Errorf("stopping the sandbox of %s/%s: %w", namespace, name, err)
+		}
+	}
+	return len(resp.Items), nil
+}
+
 func killContainers(ctx context.Context, socket, namespace string, pods []string, container string) (int, error) {
 	rt, closeFn, err := criClient(socket)
 	if err != nil {
