@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 // their catalogs are given (--olm-catalogs or --install-olm).
 func TestConformance(t *testing.T) {
 	scenarios := append(append(append(All(opts), SafetyScenarios()...), ChaosScenarios(opts.OperatorNS)...), BackupScenarios()...)
-	scenarios = append(scenarios, MigrateIn(), MigrateInFirewalled())
+	scenarios = append(scenarios, MigrateIn(), MigrateInFirewalled(), JoinAborted())
 	// They power nodes off and cut them off, which only the local cluster's nodes can: on
 	// another cluster, or one with too few nodes, they are reported skipped, saying so.
 	scenarios = append(scenarios, NodeScenarios()...)

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/label"
@@ -144,6 +147,54 @@ func MigrateIn() framework.Scenario {
 			r.T.Logf("migrate-in: 3 members added in %s, 3 external members removed in %s, %s in all; cluster ID %x kept",
 				joined.Sub(start).Round(time.Second), done.Sub(joined).Round(time.Second), done.Sub(start).Round(time.Second), x.ClusterID)
 			return nil
+		}},
+	}
+	return sc
+}
+
+// JoinAborted (issue 39, item 5): the EtcdCluster joining an external cluster is deleted
+// between the promotion of its members and the go-ahead, while the external cluster has its 3
+// voters and the EtcdCluster's 3. The join finalizer holds the deletion while the operator's
+// members leave one at a time (leadership moved out of them first); the garbage collector
+// killing 3 of the 6 voters at once would take the external cluster's quorum away. The
+// external cluster keeps its ID, its data and its 3 members, and every checker passes.
+func JoinAborted() framework.Scenario {
+	var x *framework.External
+	sc := joinScenario("join-aborted", false, &x)
+	sc.Steps = []framework.Step{
+		{Name: "create the EtcdCluster joining the external cluster", Do: func(ctx context.Context, r *framework.Run) error {
+			r.Phase("joining the external cluster")
+			r.Event("action", "create", "created EtcdCluster "+r.Cluster+" with spec.bootstrap.join")
+			return r.CreateEtcdCluster(ctx)
+		}},
+		{Name: "wait for the join to wait for the go-ahead (3 + 3 voters)", Do: func(ctx context.Context, r *framework.Run) error {
+			return r.WaitJoin(ctx, v1alpha1.JoinWaitingForGoAhead, 10*time.Minute)
+		}},
+		{Name: "delete the EtcdCluster and wait until it is gone", Do: func(ctx context.Context, r *framework.Run) error {
+			ec, err := r.GetCluster(ctx)
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			r.Phase("deleting the EtcdCluster in the middle of its join")
+			r.Event("action", "delete", "deleted EtcdCluster "+r.Cluster+" before the join's go-ahead")
+			if err := r.Suite.Client.Delete(ctx, ec); err != nil {
+				return err
+			}
+			err = r.WaitFor(ctx, "EtcdCluster "+r.Cluster+" to be gone", 10*time.Minute, func() error {
+				err := r.Suite.Client.Get(ctx, client.ObjectKeyFromObject(ec), &v1alpha1.EtcdCluster{})
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				return fmt.Errorf("still there (%v)", err)
+			})
+			if err == nil {
+				r.T.Logf("join-aborted: the EtcdCluster's members left and it was gone %s after its deletion", time.Since(start).Round(time.Second))
+			}
+			return err
+		}},
+		{Name: "check: the external cluster kept its ID and its 3 members alone", Do: func(ctx context.Context, r *framework.Run) error {
+			return x.CheckStayed(ctx, r)
 		}},
 	}
 	return sc

@@ -266,8 +266,23 @@ func (x *External) CheckMovedIn(ctx context.Context, r *Run, n int) error {
 	if len(want) != n {
 		return fmt.Errorf("status.members has %d members, want %d", len(want), n)
 	}
+	return x.waitPoller(ctx, r, want, "only the EtcdCluster's members")
+}
+
+// CheckStayed checks, after a join was aborted (the EtcdCluster deleted before the go-ahead),
+// what the external members answer the workload's split-brain poller: each reports the
+// external cluster's ID, and a member list of the external members alone.
+func (x *External) CheckStayed(ctx context.Context, r *Run) error {
+	want := slices.Sorted(slices.Values(x.MemberIDs))
+	return x.waitPoller(ctx, r, want, "only the external members")
+}
+
+// waitPoller waits, a minute at most, until len(want) endpoints have answered the workload's
+// poller since now, each with the external cluster's ID and exactly the members want.
+func (x *External) waitPoller(ctx context.Context, r *Run, want []uint64, what string) error {
+	n := len(want)
 	since := time.Now().UnixNano()
-	return r.WaitFor(ctx, fmt.Sprintf("%d members to answer with cluster ID %s and only the EtcdCluster's members", n, names.FormatID(x.ClusterID)), time.Minute, func() error {
+	return r.WaitFor(ctx, fmt.Sprintf("%d members to answer with cluster ID %s and %s", n, names.FormatID(x.ClusterID), what), time.Minute, func() error {
 		h, err := r.Workload().History(ctx)
 		if err != nil {
 			return err
@@ -279,7 +294,7 @@ func (x *External) CheckMovedIn(ctx context.Context, r *Run, n int) error {
 			}
 		}
 		if len(last) < n {
-			return fmt.Errorf("%d members answered the poller since the move", len(last))
+			return fmt.Errorf("%d members answered the poller since then", len(last))
 		}
 		for ep, sm := range last {
 			got := slices.Sorted(slices.Values(sm.Members))
@@ -287,7 +302,7 @@ func (x *External) CheckMovedIn(ctx context.Context, r *Run, n int) error {
 				return fmt.Errorf("%s reports cluster ID %s, the external cluster's was %s", ep, names.FormatID(sm.ClusterID), names.FormatID(x.ClusterID))
 			}
 			if !slices.Equal(got, want) {
-				return fmt.Errorf("%s lists members %v, want the EtcdCluster's %v", ep, got, want)
+				return fmt.Errorf("%s lists members %v, want %v (%s)", ep, got, want, what)
 			}
 		}
 		return nil
