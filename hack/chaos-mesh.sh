@@ -40,19 +40,15 @@ kubectl=${KUBECTL:-kubectl}
 # machine (--hostname-override=NODE); else the local cluster's layout for a node of it that is
 # not running (powered off); else CONTAINERD_SOCKET.
 runtime_socket() {
-  local p args name cfg ep=""
-  for p in /proc/[0-9]*; do
-    [ "$(basename "$(readlink "$p/exe" 2>/dev/null)")" = kubelet ] || continue
-    args=$(tr '\0' '\n' <"$p/cmdline" 2>/dev/null) || continue
-    name=$(sed -n 's/^--hostname-override=//p' <<<"$args")
-    [ "$name" = "$1" ] || continue
+  local args cfg ep=""
+  if args=$(kubelet_args "$1"); then
     ep=$(sed -n 's/^--container-runtime-endpoint=//p' <<<"$args")
     cfg=$(sed -n 's/^--config=//p' <<<"$args")
     if [ -z "$ep" ] && [ -n "$cfg" ] && [ -r "$cfg" ]; then
       ep=$(sed -n 's/^containerRuntimeEndpoint: *//p' "$cfg" | tr -d '"')
     fi
     [ -z "$ep" ] || { echo "${ep#unix://}"; return; }
-  done
+  fi
   if [[ $1 =~ ^(.+)-node-([0-9]+)$ ]] && [ "${BASH_REMATCH[2]}" != 1 ]; then
     local s=/var/lib/quorate/${BASH_REMATCH[1]}/nodes/${BASH_REMATCH[2]}/containerd/containerd.sock
     [ ! -S "$s" ] || { echo "$s"; return; }

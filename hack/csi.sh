@@ -52,16 +52,12 @@ read -r hostpath_image provisioner_image resizer_image snapshotter_image control
 # whose --hostname-override names NODE, else from the local cluster's layout.
 kubelet_dir() {
   if [ -n "${CSI_KUBELET_DIR:-}" ]; then echo "$CSI_KUBELET_DIR"; return; fi
-  local p args name="" root=""
-  for p in /proc/[0-9]*; do
-    [ "$(basename "$(readlink "$p/exe" 2>/dev/null)")" = kubelet ] || continue
-    args=$(tr '\0' '\n' <"$p/cmdline" 2>/dev/null) || continue
-    name=$(sed -n 's/^--hostname-override=//p' <<<"$args")
-    [ "$name" = "$1" ] || continue
+  local args root=""
+  if args=$(kubelet_args "$1"); then
     root=$(sed -n 's/^--root-dir=//p' <<<"$args")
     echo "${root:-/var/lib/kubelet}"
     return
-  done
+  fi
   # Not running (a powered-off node): the local cluster's layout, when the name is of it.
   if [[ $1 =~ ^(.+)-node-([0-9]+)$ ]]; then
     local state=/var/lib/quorate/${BASH_REMATCH[1]} i=${BASH_REMATCH[2]}

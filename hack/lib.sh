@@ -53,3 +53,17 @@ scratch_module() {
   # fails the build that follows, which names it.
   GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true
 }
+
+# kubelet_args NODE: the arguments, one a line, of the kubelet on this machine whose
+# --hostname-override is NODE (the local cluster's kubelets); fails when none runs here.
+kubelet_args() {
+  local p args
+  for p in /proc/[0-9]*; do
+    [ "$(basename "$(readlink "$p/exe" 2>/dev/null)")" = kubelet ] || continue
+    args=$(tr '\0' '\n' <"$p/cmdline" 2>/dev/null) || continue
+    [ "$(sed -n 's/^--hostname-override=//p' <<<"$args")" = "$1" ] || continue
+    echo "$args"
+    return 0
+  done
+  return 1
+}

@@ -37,24 +37,31 @@ func BackupRestore() framework.Scenario {
 	var b *v1alpha1.EtcdBackup
 	return framework.Scenario{Name: "backup-restore", Labels: map[string]string{label.Suite: label.SuiteBackup}, Replicas: 3, Class: framework.Planned,
 		Needs: []framework.Prerequisite{framework.ObjectStore},
-		Steps: []framework.Step{
-			{Name: "use the S3 store", Do: func(ctx context.Context, r *framework.Run) error {
-				return r.UseS3(ctx)
-			}},
-			{Name: "back up to b1", Do: func(ctx context.Context, r *framework.Run) (err error) {
-				r.Phase("backing up")
-				b, err = completedBackup(ctx, r, "b1", framework.Storage("backups"))
-				return err
-			}},
-			{Name: "restore b1 into a new cluster and verify its keyspace", Do: func(ctx context.Context, r *framework.Run) error {
-				return restoreAndVerify(ctx, r, b, v1alpha1.RestoreSource{BackupName: b.Name})
-			}},
+		Steps: append(backupAndRestore(&b), []framework.Step{
 			{Name: "a restore that asks for another SHA-256 is refused, and starts nothing", Do: func(ctx context.Context, r *framework.Run) error {
 				return wrongHashRefused(ctx, r, b)
 			}},
 			{Name: "scheduled backups with retention and a restore drill", Do: scheduleAndDrill},
 			{Name: "backups that cannot succeed fail and say why", Do: badBackups},
-		}}
+		}...)}
+}
+
+// backupAndRestore are the steps that back the cluster up to the S3 store as b1 (*b) and
+// restore it into the new EtcdCluster restored, whose keyspace must be the one recorded.
+func backupAndRestore(b **v1alpha1.EtcdBackup) []framework.Step {
+	return []framework.Step{
+		{Name: "use the S3 store", Do: func(ctx context.Context, r *framework.Run) error {
+			return r.UseS3(ctx)
+		}},
+		{Name: "back up to b1", Do: func(ctx context.Context, r *framework.Run) (err error) {
+			r.Phase("backing up")
+			*b, err = completedBackup(ctx, r, "b1", framework.Storage("backups"))
+			return err
+		}},
+		{Name: "restore b1 into a new cluster and verify its keyspace", Do: func(ctx context.Context, r *framework.Run) error {
+			return restoreAndVerify(ctx, r, *b, v1alpha1.RestoreSource{BackupName: (*b).Name})
+		}},
+	}
 }
 
 // completedBackup backs the cluster up as name to storage; the backup must complete.

@@ -120,16 +120,7 @@ func MigrateIn() framework.Scenario {
 	var x *framework.External
 	sc := joinScenario("migrate-in", false, &x)
 	var start, joined, done time.Time
-	sc.Steps = []framework.Step{
-		{Name: "create the EtcdCluster joining the external cluster", Do: func(ctx context.Context, r *framework.Run) error {
-			start = time.Now()
-			r.Phase("joining the external cluster")
-			r.Event("action", "create", "created EtcdCluster "+r.Cluster+" with spec.bootstrap.join")
-			return r.CreateEtcdCluster(ctx)
-		}},
-		{Name: "wait for the join to wait for the go-ahead", Do: func(ctx context.Context, r *framework.Run) error {
-			return r.WaitJoin(ctx, v1alpha1.JoinWaitingForGoAhead, 10*time.Minute)
-		}},
+	sc.Steps = append(joinUntilGoAhead(&start), []framework.Step{
 		{Name: "give the go-ahead", Do: func(ctx context.Context, r *framework.Run) error {
 			joined = time.Now()
 			r.Phase("removing the external members")
@@ -148,8 +139,24 @@ func MigrateIn() framework.Scenario {
 				joined.Sub(start).Round(time.Second), done.Sub(joined).Round(time.Second), done.Sub(start).Round(time.Second), x.ClusterID)
 			return nil
 		}},
-	}
+	}...)
 	return sc
+}
+
+// joinUntilGoAhead are the steps that create the EtcdCluster joining the external cluster (at
+// *start) and wait until its members are in and it waits for the go-ahead.
+func joinUntilGoAhead(start *time.Time) []framework.Step {
+	return []framework.Step{
+		{Name: "create the EtcdCluster joining the external cluster", Do: func(ctx context.Context, r *framework.Run) error {
+			*start = time.Now()
+			r.Phase("joining the external cluster")
+			r.Event("action", "create", "created EtcdCluster "+r.Cluster+" with spec.bootstrap.join")
+			return r.CreateEtcdCluster(ctx)
+		}},
+		{Name: "wait for the join to wait for the go-ahead", Do: func(ctx context.Context, r *framework.Run) error {
+			return r.WaitJoin(ctx, v1alpha1.JoinWaitingForGoAhead, 10*time.Minute)
+		}},
+	}
 }
 
 // JoinAborted (issue 39, item 5): the EtcdCluster joining an external cluster is deleted
@@ -161,15 +168,8 @@ func MigrateIn() framework.Scenario {
 func JoinAborted() framework.Scenario {
 	var x *framework.External
 	sc := joinScenario("join-aborted", false, &x)
-	sc.Steps = []framework.Step{
-		{Name: "create the EtcdCluster joining the external cluster", Do: func(ctx context.Context, r *framework.Run) error {
-			r.Phase("joining the external cluster")
-			r.Event("action", "create", "created EtcdCluster "+r.Cluster+" with spec.bootstrap.join")
-			return r.CreateEtcdCluster(ctx)
-		}},
-		{Name: "wait for the join to wait for the go-ahead (3 + 3 voters)", Do: func(ctx context.Context, r *framework.Run) error {
-			return r.WaitJoin(ctx, v1alpha1.JoinWaitingForGoAhead, 10*time.Minute)
-		}},
+	var created time.Time
+	sc.Steps = append(joinUntilGoAhead(&created), []framework.Step{
 		{Name: "delete the EtcdCluster and wait until it is gone", Do: func(ctx context.Context, r *framework.Run) error {
 			ec, err := r.GetCluster(ctx)
 			if err != nil {
@@ -196,7 +196,7 @@ func JoinAborted() framework.Scenario {
 		{Name: "check: the external cluster kept its ID and its 3 members alone", Do: func(ctx context.Context, r *framework.Run) error {
 			return x.CheckStayed(ctx, r)
 		}},
-	}
+	}...)
 	return sc
 }
 

@@ -24,18 +24,7 @@ func RestoredMemberWiped() framework.Scenario {
 	var member, oldID, clusterID string
 	return framework.Scenario{Name: "restored-member-wiped", Labels: map[string]string{label.Suite: label.SuiteBackup}, Replicas: 3, Class: framework.Planned,
 		NeedsNode: true, Needs: []framework.Prerequisite{framework.ObjectStore},
-		Steps: []framework.Step{
-			{Name: "use the S3 store", Do: func(ctx context.Context, r *framework.Run) error {
-				return r.UseS3(ctx)
-			}},
-			{Name: "back up to b1", Do: func(ctx context.Context, r *framework.Run) (err error) {
-				r.Phase("backing up")
-				b, err = completedBackup(ctx, r, "b1", framework.Storage("backups"))
-				return err
-			}},
-			{Name: "restore b1 into EtcdCluster restored and verify its keyspace", Do: func(ctx context.Context, r *framework.Run) error {
-				return restoreAndVerify(ctx, r, b, v1alpha1.RestoreSource{BackupName: b.Name})
-			}},
+		Steps: append(backupAndRestore(&b), []framework.Step{
 			{Name: "empty a restored follower's volume and lose its pod's sandbox (its init containers run again)", Do: func(ctx context.Context, r *framework.Run) error {
 				ec := &v1alpha1.EtcdCluster{}
 				if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: restored}, ec); err != nil {
@@ -82,5 +71,5 @@ func RestoredMemberWiped() framework.Scenario {
 			{Name: "wait for EtcdCluster restored to settle with 3 members", Do: func(ctx context.Context, r *framework.Run) error {
 				return r.WaitClusterSettled(ctx, restored, 3, 5*time.Minute)
 			}},
-		}}
+		}...)}
 }
