@@ -37,7 +37,7 @@ func BackupRestore() framework.Scenario {
 	var b *v1alpha1.EtcdBackup
 	return framework.Scenario{Name: "backup-restore", Labels: map[string]string{label.Suite: label.SuiteBackup}, Replicas: 3, Class: framework.Planned,
 		Needs: []framework.Prerequisite{framework.ObjectStore},
-		Steps: append(backupAndRestore(&b), []framework.Step{
+		Steps: append(backupAndRestore(&b, false), []framework.Step{
 			{Name: "a restore that asks for another SHA-256 is refused, and starts nothing", Do: func(ctx context.Context, r *framework.Run) error {
 				return wrongHashRefused(ctx, r, b)
 			}},
@@ -47,8 +47,9 @@ func BackupRestore() framework.Scenario {
 }
 
 // backupAndRestore are the steps that back the cluster up to the S3 store as b1 (*b) and
-// restore it into the new EtcdCluster restored, whose keyspace must be the one recorded.
-func backupAndRestore(b **v1alpha1.EtcdBackup) []framework.Step {
+// restore it into the new EtcdCluster restored, whose keyspace must be the one recorded; the
+// restored cluster is deleted after, unless keep.
+func backupAndRestore(b **v1alpha1.EtcdBackup, keep bool) []framework.Step {
 	return []framework.Step{
 		{Name: "use the S3 store", Do: func(ctx context.Context, r *framework.Run) error {
 			return r.UseS3(ctx)
@@ -59,7 +60,7 @@ func backupAndRestore(b **v1alpha1.EtcdBackup) []framework.Step {
 			return err
 		}},
 		{Name: "restore b1 into a new cluster and verify its keyspace", Do: func(ctx context.Context, r *framework.Run) error {
-			return restoreAndVerify(ctx, r, *b, v1alpha1.RestoreSource{BackupName: (*b).Name})
+			return restoreAndVerify(ctx, r, *b, v1alpha1.RestoreSource{BackupName: (*b).Name}, keep)
 		}},
 	}
 }
@@ -149,7 +150,7 @@ func backupMessage(b *v1alpha1.EtcdBackup) string {
 // restoreAndVerify creates a 3-member cluster from the backup b, named by from (the
 // EtcdBackup's name, or its storage and key), and compares its keyspace at the backup's
 // revision with the backup's record.
-func restoreAndVerify(ctx context.Context, r *framework.Run, b *v1alpha1.EtcdBackup, from v1alpha1.RestoreSource) error {
+func restoreAndVerify(ctx context.Context, r *framework.Run, b *v1alpha1.EtcdBackup, from v1alpha1.RestoreSource, keep bool) error {
 	src, err := r.GetCluster(ctx)
 	if err != nil {
 		return err
@@ -193,6 +194,9 @@ func restoreAndVerify(ctx context.Context, r *framework.Run, b *v1alpha1.EtcdBac
 		return fmt.Errorf("the restored cluster does not hold the backup's keyspace: %s %s", res.Message, res.Error)
 	}
 	r.Event("note", "restore-verified", fmt.Sprintf("restored in %s, cluster ID %s (source %s): %s", time.Since(start).Round(time.Second), got.Status.ClusterID, src.Status.ClusterID, res.Message))
+	if keep {
+		return nil
+	}
 	// The restored cluster goes (its volumes with it); the source keeps serving.
 	return r.Suite.Client.Delete(ctx, got)
 }

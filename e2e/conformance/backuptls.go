@@ -43,7 +43,7 @@ func BackupRestoreTLS() framework.Scenario {
 			{Name: "a backup without caBundle fails: the certificate is untrusted", Do: untrustedBackup},
 			{Name: "restore tls1 from its storage and key into a new cluster and verify its keyspace", Do: func(ctx context.Context, r *framework.Run) error {
 				st := framework.TLSStorage("backups")
-				return restoreAndVerify(ctx, r, b, v1alpha1.RestoreSource{Storage: &st, Key: b.Status.Key, SHA256: b.Status.SHA256})
+				return restoreAndVerify(ctx, r, b, v1alpha1.RestoreSource{Storage: &st, Key: b.Status.Key, SHA256: b.Status.SHA256}, false)
 			}},
 		}}
 }

@@ -113,7 +113,7 @@ func campaignOps(opts *framework.Options) []campaignOp {
 				if err != nil {
 					return err
 				}
-				return restoreAndVerify(ctx, r, b, v1alpha1.RestoreSource{BackupName: b.Name})
+				return restoreAndVerify(ctx, r, b, v1alpha1.RestoreSource{BackupName: b.Name}, false)
 			}})
 	return ops
 }

@@ -24,7 +24,7 @@ func RestoredMemberWiped() framework.Scenario {
 	var member, oldID, clusterID string
 	return framework.Scenario{Name: "restored-member-wiped", Labels: map[string]string{label.Suite: label.SuiteBackup}, Replicas: 3, Class: framework.Planned,
 		NeedsNode: true, Needs: []framework.Prerequisite{framework.ObjectStore},
-		Steps: append(backupAndRestore(&b), []framework.Step{
+		Steps: append(backupAndRestore(&b, true), []framework.Step{
 			{Name: "empty a restored follower's volume and lose its pod's sandbox (its init containers run again)", Do: func(ctx context.Context, r *framework.Run) error {
 				ec := &v1alpha1.EtcdCluster{}
 				if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: restored}, ec); err != nil {
