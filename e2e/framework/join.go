@@ -37,6 +37,10 @@ type External struct {
 	Names     []string
 	// firewalled: Firewall put rules in place that teardown must remove.
 	firewalled bool
+	// cert and clientHost make a client of the members (their client certificate, the name
+	// their server certificate carries).
+	cert       tls.Certificate
+	clientHost string
 }
 
 // The Secrets of the external cluster's certificates, named in the EtcdCluster's spec.tls.
@@ -58,11 +62,11 @@ func (r *Run) StartExternal(ctx context.Context, n int) (*External, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &External{}
 	cert, err := tls.X509KeyPair(certs.client.CertPEM, certs.client.KeyPEM)
 	if err != nil {
 		return nil, err
 	}
+	x := &External{cert: cert, clientHost: clientHost}
 	nameserver, err := r.clusterDNS(ctx)
 	if err != nil {
 		return nil, err
@@ -270,11 +274,45 @@ func (x *External) CheckMovedIn(ctx context.Context, r *Run, n int) error {
 }
 
 // CheckStayed checks, after a join was aborted (the EtcdCluster deleted before the go-ahead),
-// what the external members answer the workload's split-brain poller: each reports the
-// external cluster's ID, and a member list of the external members alone.
+// what the external members answer themselves: each reports the external cluster's ID and a
+// leader, and the member list holds the external members alone.
 func (x *External) CheckStayed(ctx context.Context, r *Run) error {
+	c, err := x.etcd.Client(x.cert, x.clientHost)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
 	want := slices.Sorted(slices.Values(x.MemberIDs))
-	return x.waitPoller(ctx, r, want, "only the external members")
+	return r.WaitFor(ctx, fmt.Sprintf("the external members to report cluster ID %s, a leader, and themselves alone as members", names.FormatID(x.ClusterID)), time.Minute, func() error {
+		for _, ep := range x.Endpoints {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			st, err := c.Status(sctx, ep)
+			cancel()
+			switch {
+			case err != nil:
+				return fmt.Errorf("%s: %w", ep, err)
+			case st.Header.ClusterId != x.ClusterID:
+				return fmt.Errorf("%w: %s reports cluster ID %s, the external cluster's was %s", ErrStop, ep, names.FormatID(st.Header.ClusterId), names.FormatID(x.ClusterID))
+			case st.Leader == 0:
+				return fmt.Errorf("%s has no leader", ep)
+			}
+		}
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		ml, err := c.MemberList(sctx)
+		if err != nil {
+			return err
+		}
+		var got []uint64
+		for _, m := range ml.Members {
+			got = append(got, m.ID)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("the member list is %v, want the external members %v", got, want)
+		}
+		return nil
+	})
 }
 
 // waitPoller waits, a minute at most, until len(want) endpoints have answered the workload's
