@@ -129,7 +129,7 @@ func wrongHashRefused(ctx context.Context, r *framework.Run, b *v1alpha1.EtcdBac
 		}
 		last = cond.Reason + ": " + cond.Message
 		if cond.Reason != v1alpha1.ReasonBootstrapping || !strings.Contains(cond.Message, "does not start") || !strings.Contains(cond.Message, refusal) {
-			return fmt.Errorf("Progressing is %s", last)
+			return fmt.Errorf("condition Progressing is %s", last)
 		}
 		return nil
 	})
