@@ -15,10 +15,11 @@
 #                       own, and the table keeps the newest report of each run
 #   CAMPAIGN_TABLE=FILE the tables, over every report under CAMPAIGN_DIR (default
 #                       docs/reports/campaign.md)
-#   CHAOS_SKIP_LABELS   runs whose fault needs what the nodes lack are skipped, as in make
+#   CHAOS_SKIP_LABELS   runs whose fault needs what the nodes lack are left out, as in make
 #                       e2e-chaos (default needs=netem: delay and loss need the netem queueing
 #                       discipline, which this machine's kernel lacks; docs/chaos.md). Empty on
-#                       nodes that have it. A skipped run is counted apart, never as passed.
+#                       nodes that have it. A run left out writes no report: the tables have no
+#                       row for it, and never count it as passed.
 # A run that fails does not stop the campaign; the table lists it with the command that
 # replays it.
 set -euo pipefail

@@ -134,8 +134,14 @@ func Table(runs []Run) string {
 			}
 			failed++
 			l := r.Scenario.Labels
-			fmt.Fprintf(&b, "| %s | %s | %s | %s at %s | %s | `make campaign K8S_VERSION=%s SEED=%s FROM=%s RUNS=1 CAMPAIGN_OPERATIONS=%s CAMPAIGN_FAULTS=%s` |\n", v, r.Scenario.Name, l[label.Operation], l[label.Fault], l[label.Moment],
-				cell(strings.Join(o.why, "; ")), v, l[label.Seed], l[label.Run], l[label.DrawOperations], l[label.DrawFaults])
+			// A run whose fault needs something of the nodes (netem) is left out by make
+			// campaign's default CHAOS_SKIP_LABELS: its replay asks for it.
+			skip := ""
+			if l[label.Needs] != "" {
+				skip = " CHAOS_SKIP_LABELS="
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s at %s | %s | `make campaign K8S_VERSION=%s SEED=%s FROM=%s RUNS=1 CAMPAIGN_OPERATIONS=%s CAMPAIGN_FAULTS=%s%s` |\n", v, r.Scenario.Name, l[label.Operation], l[label.Fault], l[label.Moment],
+				cell(strings.Join(o.why, "; ")), v, l[label.Seed], l[label.Run], l[label.DrawOperations], l[label.DrawFaults], skip)
 		}
 	}
 	if failed == 0 {
