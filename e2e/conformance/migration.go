@@ -181,6 +181,18 @@ func JoinAborted() framework.Scenario {
 			if err := r.Suite.Client.Delete(ctx, ec); err != nil {
 				return err
 			}
+			// A run that fails before the EtcdCluster is gone must not leave the namespace
+			// stuck behind the join finalizer once the external members are stopped (cleanups
+			// run newest first: this one before theirs).
+			r.OnCleanup(func(ctx context.Context) error {
+				left := &v1alpha1.EtcdCluster{}
+				if err := r.Suite.Client.Get(ctx, client.ObjectKeyFromObject(ec), left); err != nil {
+					return client.IgnoreNotFound(err)
+				}
+				patch := client.MergeFrom(left.DeepCopy())
+				left.Finalizers = nil
+				return client.IgnoreNotFound(r.Suite.Client.Patch(ctx, left, patch))
+			})
 			err = r.WaitFor(ctx, "EtcdCluster "+r.Cluster+" to be gone", 10*time.Minute, func() error {
 				err := r.Suite.Client.Get(ctx, client.ObjectKeyFromObject(ec), &v1alpha1.EtcdCluster{})
 				if apierrors.IsNotFound(err) {
@@ -188,8 +200,13 @@ func JoinAborted() framework.Scenario {
 				}
 				return fmt.Errorf("still there (%v)", err)
 			})
-			if err == nil {
-				r.T.Logf("join-aborted: the EtcdCluster's members left and it was gone %s after its deletion", time.Since(start).Round(time.Second))
+			if err != nil {
+				return err
+			}
+			r.T.Logf("join-aborted: the EtcdCluster's members left and it was gone %s after its deletion", time.Since(start).Round(time.Second))
+			aborted, err := r.EventsFor(ctx, v1alpha1.EventJoinAborted)
+			if err == nil && len(aborted) == 0 {
+				err = fmt.Errorf("no %s Event: the join was not aborted by the operator", v1alpha1.EventJoinAborted)
 			}
 			return err
 		}},

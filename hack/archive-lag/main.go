@@ -216,17 +216,19 @@ func run(etcdBin, gw, kind string, rate int, duration time.Duration, valueSize i
 	}()
 
 	curl, w, err := startEtcd(ctx, etcdBin, dir)
-	if err != nil {
-		return err
-	}
-	waits = append(waits, w)
-
-	url, w, err := bucket(ctx, kind, dir, gw)
-	if err != nil {
-		return err
-	}
 	if w != nil {
 		waits = append(waits, w)
+	}
+	if err != nil {
+		return err
+	}
+
+	url, w, err := bucket(ctx, kind, dir, gw)
+	if w != nil {
+		waits = append(waits, w)
+	}
+	if err != nil {
+		return err
 	}
 	c, err := clientv3.New(clientv3.Config{Endpoints: []string{curl}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
