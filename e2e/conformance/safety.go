@@ -18,6 +18,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/e2e/label"
+	"github.com/quorate-dev/quorate/e2e/localcluster"
 )
 
 // Safety scenarios (suite=safety): what users do to a cluster, by accident or by design, that
@@ -414,6 +415,73 @@ func QuorumRecovered() framework.Scenario {
 		}}
 }
 
+// RecoveryFencesPaused: the leader and a follower hang (every process of their etcd
+// containers stopped on the node, as a hung VM or a paused node), so the cluster has no
+// quorum; a forced recovery is asked for. The paused members are not gone: resumed, they
+// are a majority of the old membership and would go on as a second cluster with the same ID
+// beside the forced survivor. So by the time the survivor leads alone, nothing of theirs may
+// be left to resume: the operator must have fenced their volumes and deleted their pods
+// first. What is left is resumed on purpose, under load, for the split-brain checker.
+func RecoveryFencesPaused() framework.Scenario {
+	const token = "conformance-paused"
+	var paused []string
+	var processes []localcluster.Paused
+	return framework.Scenario{Name: "recovery-fences-paused", Labels: safety, Replicas: 3, Class: framework.Planned, Expect: outage, NeedsNode: true,
+		Steps: []framework.Step{
+			{Name: "find the leader and a follower", Do: func(ctx context.Context, r *framework.Run) error {
+				leader, err := r.Leader(ctx)
+				if err != nil {
+					return err
+				}
+				follower, err := r.Follower(ctx)
+				paused = []string{leader, follower}
+				return err
+			}},
+			{Name: "pause the etcd of the leader and the follower", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				r.Defer(r.Fault("majority-paused", "every process of the etcd containers of "+strings.Join(paused, " and ")+" stopped (SIGSTOP)"))
+				processes, err = r.PauseEtcd(ctx, paused)
+				return err
+			}},
+			{Name: "wait for Degraded=True/EtcdUnreachable", Do: func(ctx context.Context, r *framework.Run) error {
+				cond, err := r.WaitCondition(ctx, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonEtcdUnreachable, 2*time.Minute)
+				if err == nil {
+					r.T.Logf("Degraded: %s", cond.Message)
+				}
+				return err
+			}},
+			{Name: "recover: once the survivor leads alone, nothing of the paused members runs", Do: func(ctx context.Context, r *framework.Run) error {
+				if err := r.RequestRecovery(ctx, token); err != nil {
+					return err
+				}
+				rec, err := r.WaitRecoveryPhase(ctx, token, 5*time.Minute, v1alpha1.RecoveryRejoining, v1alpha1.RecoveryCompleted)
+				if err != nil {
+					return err
+				}
+				resumed, err := localcluster.ResumeContainers(processes)
+				if err != nil {
+					return err
+				}
+				if len(resumed) == 0 {
+					r.Event("note", "fenced", fmt.Sprintf("when %s led alone (recovery %s), none of the %d paused processes of %s was left", rec.Member, rec.Phase, len(processes), strings.Join(paused, " and ")))
+					return nil
+				}
+				r.Event("fault", "paused-resumed", fmt.Sprintf("%d processes of the paused members were left when %s led alone; resumed", len(resumed), rec.Member))
+				// Under load, so that the split-brain and linearizability checkers see what
+				// the resumed majority does.
+				r.Hold(ctx, 10*time.Second)
+				return fmt.Errorf("%d paused processes of %s were still there when %s was forced to lead alone: the recovery did not fence them, and resumed they are a majority of the old membership", len(resumed), strings.Join(paused, " and "), rec.Member)
+			}},
+			{Name: "the cluster grows back to 3", Do: func(ctx context.Context, r *framework.Run) error {
+				rec, err := r.WaitRecovered(ctx, token, 3)
+				if err == nil {
+					r.T.Logf("recovered from %s at revision %d", rec.Member, rec.Revision)
+					r.Hold(ctx, 10*time.Second)
+				}
+				return err
+			}},
+		}}
+}
+
 // StorageMigration moves a 3-member cluster under load from one StorageClass to another
 // (local-path to local-path-b on the local cluster; --storage-classes names them elsewhere):
 // members move one at a time, add-first, the leader last.
@@ -431,7 +499,7 @@ func SafetyScenarios() []framework.Scenario {
 	return []framework.Scenario{
 		VolumesDeleted("volumes-deleted-all", 0, 1, 2),
 		VolumesDeleted("volumes-deleted-majority", 0, 1),
-		DataWiped(), DataWipedSingle(), DataCorrupted(), PowerLoss(), BadImageReverted(), NoSpace(), RetainedAndAdopted(), QuorumRecovered(), Defrag(), Users(), CertRotation(),
+		DataWiped(), DataWipedSingle(), DataCorrupted(), PowerLoss(), BadImageReverted(), NoSpace(), RetainedAndAdopted(), QuorumRecovered(), RecoveryFencesPaused(), Defrag(), Users(), CertRotation(),
 		Hibernate(), Fence(), ScaleDownLeader(),
 	}
 }

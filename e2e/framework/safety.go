@@ -17,6 +17,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/history"
+	"github.com/quorate-dev/quorate/e2e/localcluster"
 	"github.com/quorate-dev/quorate/e2e/workload"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/resources"
@@ -219,6 +220,29 @@ func (r *Run) RestartEtcd(ctx context.Context, member string, n int32) error {
 	return r.WaitSettled(ctx, n, 3*time.Minute)
 }
 
+// PauseEtcd stops every process of the members' etcd containers on the node (SIGSTOP), as
+// a hung VM does: nothing answers, and the pods still run. Whatever is left of them when the
+// run ends is continued.
+func (r *Run) PauseEtcd(ctx context.Context, members []string) ([]localcluster.Paused, error) {
+	if err := r.requireNode(); err != nil {
+		return nil, err
+	}
+	r.Phase("pausing the etcd of " + strings.Join(members, ", "))
+	paused, err := r.Suite.Node.PauseContainers(ctx, r.Namespace, members, resources.EtcdContainer)
+	r.Defer(func() { _, _ = localcluster.ResumeContainers(paused) })
+	if err != nil {
+		return paused, err
+	}
+	pods := map[string]bool{}
+	for _, p := range paused {
+		pods[p.Pod] = true
+	}
+	if len(pods) != len(members) {
+		return paused, fmt.Errorf("paused the etcd containers of %d of %d members (%v)", len(pods), len(members), members)
+	}
+	return paused, nil
+}
+
 // PowerLoss kills the etcd containers of every member at once; the kubelet restarts them.
 func (r *Run) PowerLoss(ctx context.Context) (int, error) {
 	if err := r.requireNode(); err != nil {
@@ -304,24 +328,45 @@ func (r *Run) DeleteMembers(ctx context.Context, members []string) error {
 // healthy members again. The revision it restarted from goes on the timeline as a recovery
 // event, which the lost-writes checker reads.
 func (r *Run) Recover(ctx context.Context, token string, n int32) (*v1alpha1.RecoveryStatus, error) {
-	r.Phase("forced recovery " + token)
-	if err := r.Update(ctx, "spec.recovery.forceNewCluster = "+token, func(ec *v1alpha1.EtcdCluster) {
-		ec.Spec.Recovery = &v1alpha1.RecoverySpec{ForceNewCluster: token}
-	}); err != nil {
+	if err := r.RequestRecovery(ctx, token); err != nil {
 		return nil, err
 	}
+	return r.WaitRecovered(ctx, token, n)
+}
+
+// RequestRecovery asks for a forced recovery with token.
+func (r *Run) RequestRecovery(ctx context.Context, token string) error {
+	r.Phase("forced recovery " + token)
+	return r.Update(ctx, "spec.recovery.forceNewCluster = "+token, func(ec *v1alpha1.EtcdCluster) {
+		ec.Spec.Recovery = &v1alpha1.RecoverySpec{ForceNewCluster: token}
+	})
+}
+
+// WaitRecoveryPhase waits until the recovery token has reached one of phases.
+func (r *Run) WaitRecoveryPhase(ctx context.Context, token string, timeout time.Duration, phases ...string) (*v1alpha1.RecoveryStatus, error) {
 	var rec *v1alpha1.RecoveryStatus
-	err := r.WaitFor(ctx, "the recovery to complete", 10*time.Minute, func() error {
+	err := r.WaitFor(ctx, fmt.Sprintf("the recovery to reach %v", phases), timeout, func() error {
 		ec, err := r.GetCluster(ctx)
 		if err != nil {
 			return err
 		}
 		rec = ec.Status.Recovery
-		if rec == nil || rec.Token != token || rec.Phase != v1alpha1.RecoveryCompleted {
+		if rec != nil && rec.Token == token && rec.Phase == v1alpha1.RecoveryNotNeeded && !slices.Contains(phases, rec.Phase) {
+			return fmt.Errorf("%w: the operator found quorum and recorded the recovery as not needed", ErrStop)
+		}
+		if rec == nil || rec.Token != token || !slices.Contains(phases, rec.Phase) {
 			return fmt.Errorf("recovery status %+v", rec)
 		}
 		return nil
 	})
+	return rec, err
+}
+
+// WaitRecovered waits until the recovery token has completed and the cluster has n healthy
+// members again. The revision it restarted from goes on the timeline as a recovery event,
+// which the lost-writes checker reads.
+func (r *Run) WaitRecovered(ctx context.Context, token string, n int32) (*v1alpha1.RecoveryStatus, error) {
+	rec, err := r.WaitRecoveryPhase(ctx, token, 10*time.Minute, v1alpha1.RecoveryCompleted)
 	if err != nil {
 		return rec, err
 	}
