@@ -57,7 +57,7 @@ func TestConformance(t *testing.T) {
 	// another cluster, or one with too few nodes, they are reported skipped, saying so.
 	scenarios = append(scenarios, NodeScenarios()...)
 	if opts.Install {
-		scenarios = append(scenarios, ScopeMigration(opts.OperatorNS))
+		scenarios = append(scenarios, ScopeMigration(opts.OperatorNS), ClaimPruned(opts.OperatorNS))
 	}
 	if opts.BenchRuns > 0 {
 		scenarios = append(scenarios, BenchScenarios(opts, opts.BenchRuns)...)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
@@ -78,6 +80,73 @@ func ScopeMigration(operatorNS string) framework.Scenario {
 				return nil
 			}},
 		}}
+}
+
+// ClaimPruned: two installs see one cluster (cluster-wide and namespaced), and its claim Lease
+// is deleted every 9 s while the cluster scales from 3 to 5 members and back, as a GitOps
+// prune or a namespace clean-up would delete an object it does not know. A vanished claim is
+// a lost claim: the scale may stall, but no two installs may act in overlapping windows, and
+// none may make a change the other made too (both deleting one member's volume).
+func ClaimPruned(operatorNS string) framework.Scenario {
+	const every = 9 * time.Second
+	return framework.Scenario{Name: "claim-pruned", Labels: map[string]string{label.Suite: label.SuiteMigration}, Replicas: 3, Class: framework.Planned,
+		Steps: []framework.Step{
+			{Name: "wait for the cluster-wide install to own the cluster", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.WaitOwner(ctx, framework.Identity(operatorNS))
+			}},
+			{Name: "install the operator namespaced beside it", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.InstallNamespaced(ctx, r.Namespace)
+			}},
+			{Name: "scale 3 -> 5 -> 3 while the claim is deleted every 9 s", Do: func(ctx context.Context, r *framework.Run) error {
+				pruneCtx, stop := context.WithCancel(ctx)
+				pruned := runAlongside(func() error { return pruneClaim(pruneCtx, r, every) })
+				err := scaleThrough(ctx, r)
+				stop()
+				if perr := <-pruned; perr != nil && err == nil {
+					err = perr
+				}
+				return err
+			}},
+			{Name: "remove the namespaced install", Do: func(ctx context.Context, r *framework.Run) error {
+				return r.RemoveNamespacedInstall(ctx, r.Namespace)
+			}},
+			{Name: "check: every change made once, by the claim's holder", Do: func(ctx context.Context, r *framework.Run) error {
+				counts, claims, err := r.CheckOwnership(ctx)
+				if err != nil {
+					return err
+				}
+				r.T.Logf("changes by install: %v; %d claims taken: %v", counts, len(claims), claims)
+				return nil
+			}},
+		}}
+}
+
+// pruneClaim deletes the cluster's claim Lease every period until ctx ends, and at least
+// three times: fewer would not have tested the claim's loss while the cluster scaled.
+func pruneClaim(ctx context.Context, r *framework.Run, period time.Duration) error {
+	deleted := 0
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if deleted < 3 {
+				return fmt.Errorf("the claim was deleted %d times while the cluster scaled, want at least 3", deleted)
+			}
+			return nil
+		case <-tick.C:
+		}
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: names.OwnerLease(r.Cluster)}}
+		err := r.Suite.Client.Delete(ctx, lease)
+		switch {
+		case err == nil:
+			deleted++
+			r.Event("fault", "claim-deleted", fmt.Sprintf("Lease %s deleted (%d)", lease.Name, deleted))
+		case apierrors.IsNotFound(err) || ctx.Err() != nil:
+		default:
+			return fmt.Errorf("deleting Lease %s: %w", lease.Name, err)
+		}
+	}
 }
 
 // scaleStep scales the cluster to n members and waits for them to settle.

@@ -89,7 +89,8 @@ func ClaimsInOrder(claims, want []Claim) error {
 
 // CheckOwnership reads the operators' Events about the cluster and checks that every change
 // an install made (membership, pods, volumes) falls in a time it held the cluster's claim, as
-// its own ownership Events bound it: no two installs acted in overlapping windows. It returns
+// its own ownership Events bound it: no two installs acted in overlapping windows, and no
+// change was made by both. It returns
 // how many changes each install made, and the claims in time order.
 func (r *Run) CheckOwnership(ctx context.Context) (map[string]int, []Claim, error) {
 	var list corev1.EventList
@@ -146,6 +147,15 @@ func (r *Run) CheckOwnership(ctx context.Context) (map[string]int, []Claim, erro
 		// to the install that made it is in its window.
 		if holder != a.source && !slices.ContainsFunc(claims, func(c change) bool { return c.source == a.source && c.at.Sub(a.at).Abs() <= time.Second }) {
 			problems = append(problems, fmt.Sprintf("%s at %s by %s (%s) while %s held the claim (since %s)", a.reason, a.at.Format(time.RFC3339), a.source, a.message, holder, since.Format(time.RFC3339)))
+		}
+	}
+	// One change made by two installs (both deleting one member's volume) is two actors
+	// at once even when each thought it held the claim.
+	for i, a := range acts {
+		for _, b := range acts[i+1:] {
+			if a.source != b.source && a.reason == b.reason && a.message == b.message && a.at.Sub(b.at).Abs() <= 5*time.Second {
+				problems = append(problems, fmt.Sprintf("%s made by both %s (%s) and %s (%s): %s", a.reason, a.source, a.at.Format(time.RFC3339), b.source, b.at.Format(time.RFC3339), a.message))
+			}
 		}
 	}
 	var out []Claim

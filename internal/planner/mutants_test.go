@@ -16,6 +16,7 @@ import (
 // nothing here would be dead code.
 func TestPlannerMutantsAreLive(t *testing.T) {
 	outdated := func(m *Member) { m.PodCurrent = false }
+	unreachableMember := func(m *Member) { m.Reachable, m.HasLeader = false, false }
 	learner := func(m *Member) { *m = healthy(m.Index); m.Learner = true; m.PVCHasData = false }
 	for _, tc := range []struct {
 		mutant       string
@@ -74,6 +75,16 @@ func TestPlannerMutantsAreLive(t *testing.T) {
 		want: Action{Kind: Wait, Member: "c-2", Reason: v1alpha1.ReasonMemberUnhealthy,
 			Message: "member c-2 does not answer; membership changes wait until every member is healthy"},
 		mutate: Action{Kind: DeletePod, Member: "c-1", Reason: v1alpha1.ReasonRollingUpdate, Message: "replacing the pod of c-1 to apply the new spec"},
+	}, {
+		mutant: "force-without-fence", // c-0 and c-2 run where the operator cannot reach them
+		state: running(3, member(0, unreachableMember), member(2, unreachableMember), func(s *State) {
+			s.EtcdReachable, s.LeaderID = false, 0
+			s.Recovery = Recovery{Requested: "incident-1", Token: "incident-1", Phase: v1alpha1.RecoveryRestarting, Member: "c-1"}
+		}),
+		want: Action{Kind: Fence, Member: "c-0", Token: "incident-1", Reason: v1alpha1.ReasonRecovery,
+			Message: "fencing c-0 before c-1 is forced to lead alone: its volume is marked so that it never runs again"},
+		mutate: Action{Kind: MarkRecovered, Member: "c-1", Token: "incident-1", Reason: v1alpha1.ReasonRecovery,
+			Message: "recording the recovery \"incident-1\" on the volume of c-1 before it is forced"},
 	}} {
 		t.Run(tc.mutant, func(t *testing.T) {
 			if got := plan(tc.state, name); !reflect.DeepEqual(got, tc.want) {

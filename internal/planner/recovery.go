@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/mutant"
 	"github.com/quorate-dev/quorate/internal/quorum"
 )
 
@@ -115,7 +116,7 @@ func wakeBeforeRecovery(s State) (Action, bool) {
 // starts etcd with --force-new-cluster and waits until it leads a cluster of itself alone.
 func restartSurvivor(s State) (Action, bool) {
 	name := s.Recovery.Member
-	if a, ok := fenceOthers(s, name); ok {
+	if a, ok := fenceOthers(s, name); ok && !mutant.On("force-without-fence") {
 		return a, true
 	}
 	m, _ := s.byName(name)
