@@ -89,7 +89,7 @@ var Registry = []Mutant{
 	{Name: "ignore-ownership", Class: "two operators act on one cluster",
 		Where:       "controllers/ownership Ownership.Claim, Confirm",
 		Description: "the cluster's claim (its Lease) is not consulted: every install acts on every cluster it sees, two installs at once during a scope migration",
-		Scenarios:   []string{"scope-migration"}},
+		Scenarios:   []string{"scope-migration", "claim-pruned"}},
 	{Name: "restore-skip-hash", Class: "restore of an unverified snapshot",
 		Where:       "internal/backup/blobstore Fetch",
 		Description: "a fetched snapshot whose SHA-256 differs from the one its backup recorded (or the restore asks for) is restored anyway",
