@@ -793,6 +793,14 @@ func TestFencedVolumesNeverRun(t *testing.T) {
 				s.Recovery = Recovery{Requested: "incident-1", Token: "incident-1", Phase: v1alpha1.RecoveryRestarting, Member: "c-1"}
 			}),
 			want: Action{Kind: Wait, Member: "c-0", Reason: v1alpha1.ReasonRecovery, Attention: true}, msg: "kubectl delete pod --force --grace-period=0"},
+		// A hung member's pod takes its whole grace period to stop: the others are fenced
+		// (and so their pods deleted) meanwhile, not after it.
+		{name: "every other member is fenced before the recovery waits for a pod to stop", state: running(3, unreachable,
+			member(0, fenced, func(m *Member) { m.PodTerminating, m.TerminatingFor, m.Reachable = true, time.Second, false }),
+			member(2, func(m *Member) { m.Reachable, m.HasLeader = false, false }), func(s *State) {
+				s.Recovery = Recovery{Requested: "incident-1", Token: "incident-1", Phase: v1alpha1.RecoveryRestarting, Member: "c-1"}
+			}),
+			want: Action{Kind: Fence, Member: "c-2", Token: "incident-1", Reason: v1alpha1.ReasonRecovery}, msg: "fencing c-2 before c-1 is forced"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := Plan(tc.state, name)

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
@@ -148,23 +149,28 @@ func restartSurvivor(s State) (Action, bool) {
 // fenceOthers stops every member but the survivor for good before the survivor is forced to
 // lead alone. A member the operator cannot reach is not necessarily down: partitioned from
 // the operator, or paused, a majority of the old membership would go on as a cluster with the
-// same ID beside the forced one. So each volume is marked first (the mark outlives the
-// recovery's record in status: no later pass gives it a pod), then each pod is deleted, and
+// same ID beside the forced one. So every volume is marked first (the mark outlives the
+// recovery's record in status: no later pass gives it a pod), then every pod is deleted, and
 // the survivor is forced only once every other pod is gone, not merely terminating: a pod
-// whose node does not answer may still run.
+// whose node does not answer may still run. The pods stop together: a hung member's pod
+// takes its whole grace period, which one at a time would add up.
 func fenceOthers(s State, survivor string) (Action, bool) {
 	token := s.Recovery.Token
-	for _, m := range s.sorted() {
-		if m.Name == survivor {
-			continue
-		}
-		switch {
-		case m.HasPVC && !m.PVCTerminating && m.Fenced != token:
+	others := slices.DeleteFunc(s.sorted(), func(m Member) bool { return m.Name == survivor })
+	for _, m := range others {
+		if m.HasPVC && !m.PVCTerminating && m.Fenced != token {
 			return Action{Kind: Fence, Member: m.Name, Token: token, Reason: v1alpha1.ReasonRecovery,
 				Message: fmt.Sprintf("fencing %s before %s is forced to lead alone: its volume is marked so that it never runs again", m.Name, survivor)}, true
-		case m.HasPod && !m.PodTerminating:
+		}
+	}
+	for _, m := range others {
+		if m.HasPod && !m.PodTerminating {
 			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonRecovery,
 				Message: fmt.Sprintf("stopping %s (fenced) before %s is forced to lead alone: a member the operator cannot reach may still run with a majority of the old membership", m.Name, survivor)}, true
+		}
+	}
+	for _, m := range others {
+		switch {
 		case m.PodTerminating && m.TerminatingFor > s.Deadlines.Terminating:
 			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonRecovery, Attention: true,
 				Message: fmt.Sprintf("the recovery waits for the pod of %s to stop before %s is forced to lead alone, and its node does not finish it (terminating for %s): if the node is gone for good, delete the pod with kubectl delete pod --force --grace-period=0; forcing while it may still run could make two clusters", m.Name, survivor, m.TerminatingFor.Round(time.Second))}, true
