@@ -14,6 +14,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/metrics"
+	"github.com/quorate-dev/quorate/internal/mutant"
 	"github.com/quorate-dev/quorate/internal/planner"
 )
 
@@ -45,6 +46,11 @@ func (r *Reconciler) keepFinalizer(ctx context.Context, c *v1alpha1.EtcdCluster,
 	r.Expectations.ExpectOwnerNewerThan(client.ObjectKeyFromObject(c), c.ResourceVersion)
 	logf.FromContext(ctx).Info(what+" the join finalizer", "finalizer", v1alpha1.FinalizerJoin)
 	return requeue{after: r.StepDelay, reason: what + " the join finalizer"}, true, nil
+}
+
+// holdsJoin: the cluster must be held by FinalizerJoin, its join recorded and not completed.
+func holdsJoin(c *v1alpha1.EtcdCluster) bool {
+	return c.JoinUnfinished() && !mutant.On("no-join-finalizer")
 }
 
 // abort is the pass of a cluster deleted while FinalizerJoin holds it: one step of

@@ -71,3 +71,16 @@ func TestRenewWrongCAMutant(t *testing.T) {
 	assertEvent(t, ns, v1alpha1.EventCertificateRenewed, "renewed "+names.ServerSecret("rot")+" from "+names.PeerCASecret("rot")+", valid until ")
 	assertEvent(t, ns, v1alpha1.EventCertificateRenewed, "renewed "+names.PeerSecret("rot")+" from "+names.CASecret("rot")+", valid until ")
 }
+
+// no-join-finalizer: a cluster mid-join is not held by the join finalizer.
+func TestNoJoinFinalizerMutant(t *testing.T) {
+	c := &v1alpha1.EtcdCluster{Spec: v1alpha1.EtcdClusterSpec{Bootstrap: &v1alpha1.BootstrapSpec{Join: &v1alpha1.JoinSpec{}}},
+		Status: v1alpha1.EtcdClusterStatus{Join: &v1alpha1.JoinStatus{Phase: v1alpha1.JoinWaitingForGoAhead}}}
+	if !holdsJoin(c) {
+		t.Fatal("without the mutant: a cluster mid-join is not held")
+	}
+	defer mutant.Set("no-join-finalizer")()
+	if holdsJoin(c) {
+		t.Fatal("with no-join-finalizer: a cluster mid-join is held")
+	}
+}

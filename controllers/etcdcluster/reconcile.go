@@ -160,7 +160,7 @@ func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	if !c.DeletionTimestamp.IsZero() {
 		return r.abort(ctx, original, c)
 	}
-	if q, changed, err := r.keepFinalizer(ctx, c, c.JoinUnfinished()); changed {
+	if q, changed, err := r.keepFinalizer(ctx, c, holdsJoin(c)); changed {
 		return q.result(ctx), err
 	}
 	// Prepare: certificates and Services exist before any member needs them.

@@ -312,6 +312,7 @@ func BackupJob(b *v1alpha1.EtcdBackup, t JobTarget, retain *Retain, im Images) *
 	pod.Spec.Volumes = append(pod.Spec.Volumes, storeVolumes(st.CredentialsSecret, st.CABundle, everyRun)...)
 	pod.Labels[names.LabelBackup] = b.Name
 	WithIdentity(&pod.ObjectMeta, &pod.Spec, st.Identity)
+	passMutant(&pod.Spec)
 	labels := names.ClusterLabels(t.Cluster.Name)
 	labels[names.LabelBackup] = b.Name
 	return job(BackupJobName(b.Name), b.Namespace, *metav1.NewControllerRef(b, v1alpha1.GroupVersion.WithKind("EtcdBackup")), labels, pod)

@@ -509,7 +509,8 @@ func readiness(p *corev1.Probe) *corev1.Probe {
 }
 
 // passMutant hands the operator's active mutant (a build with the mutants tag alone) to every
-// container of a member pod: the launcher's and the restore's mutants act there. In a shipped
+// container of a member pod or a backup Job: the launcher's, the restore's and the backup
+// tool's mutants act there. In a shipped
 // build Active is the constant "" and the pod is unchanged.
 func passMutant(spec *corev1.PodSpec) {
 	name := mutant.Active()

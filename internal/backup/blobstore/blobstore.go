@@ -352,7 +352,7 @@ func Retain(ctx context.Context, bucket, prefix, schedule string, r backup.Reten
 	objects := map[string]time.Time{}
 	var unread []error
 	for k, t := range listed {
-		if !backup.OfSchedule(prefix, k) {
+		if !backup.OfSchedule(prefix, k) && !mutant.On("retain-by-prefix") {
 			continue
 		}
 		attrs, err := b.Attributes(ctx, k)
@@ -365,7 +365,7 @@ func Retain(ctx context.Context, bucket, prefix, schedule string, r backup.Reten
 			unread = append(unread, describe("reading the attributes of", backup.Location{Bucket: bucket, Key: k}, err))
 			continue
 		}
-		if owner := attrs.Metadata[backup.MetaSchedule]; owner != "" && owner != schedule {
+		if owner := attrs.Metadata[backup.MetaSchedule]; owner != "" && owner != schedule && !mutant.On("retain-by-prefix") {
 			continue
 		}
 		objects[k] = t
