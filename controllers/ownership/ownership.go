@@ -248,9 +248,17 @@ func (o *Ownership) write(ctx context.Context, w client.Writer, cluster types.Na
 // nothing until this instance has seen it unchanged for a term, except on a cluster no
 // install has acted on yet (its status, read live, names no operator), where it allows at once
 // everything but membership changes and deletions.
+//
+// A Lease deleted under another install's claim is left to that install until its term, as this
+// install last saw it, could have ended: a deletion does not end the holder's term, and an
+// install that raced to create the Lease first would only make both wait a term, over and over
+// while a prune deletes the Lease more often than that; the holder creates it again and goes on.
 func (o *Ownership) create(ctx context.Context, w client.Writer, live client.Reader, rec record.EventRecorder, c *v1alpha1.EtcdCluster, prev claim, known bool, now time.Time) (Hold, error) {
 	cluster := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 	key := types.NamespacedName{Namespace: c.Namespace, Name: names.OwnerLease(c.Name)}
+	if term := max(prev.term, o.Term); known && !prev.ours && prev.holder != "" && prev.holder != o.Identity && now.Sub(prev.seen) < term {
+		return Hold{Holder: prev.holder, Why: fmt.Sprintf("the cluster's claim (Lease %s) was deleted while operator %s held it; this install leaves it to that holder until its term could have ended (%s left on this install's clock)", key.Name, prev.holder, (term - now.Sub(prev.seen)).Round(time.Second))}, nil
+	}
 	held := known && prev.ours && now.Before(prev.seen.Add(o.Term-o.Margin()))
 	if known && prev.ours && !prev.gone {
 		o.reportLost(ctx, rec, c, fmt.Sprintf("its Lease %s was deleted", key.Name))

@@ -322,3 +322,60 @@ func TestPassStopsWhenTheTermRunsLow(t *testing.T) {
 		t.Fatalf("confirming 45 s into a term of a minute: %v, want ErrTermRunningLow", err)
 	}
 }
+
+// A Lease deleted under another install's claim is left to its holder until the term this
+// install last saw could have ended: the holder creates it again and goes on acting, however
+// often a prune deletes it; only when the holder does not come back does this install create
+// it (and then waits a term before acting).
+func TestDeletedLeaseIsLeftToItsHolder(t *testing.T) {
+	w := newWorld(t, "")
+	clkA, clkB := &clock{t: time.Unix(1_000_000, 0)}, &clock{t: time.Unix(5_000_000, 0)}
+	a := &Ownership{Identity: "ns-a/quorate-operator", Term: time.Minute, Clock: clkA.Now}
+	b := &Ownership{Identity: "ns-b/quorate-operator", Term: time.Minute, Clock: clkB.Now}
+	rec := record.NewFakeRecorder(20)
+	if h := w.claim(t, a, rec); !h.Act {
+		t.Fatalf("a does not act on a new cluster: %s", h.Why)
+	}
+	w.c.Status.Operator = a.Identity
+	if err := w.raw.Status().Update(context.Background(), w.c); err != nil {
+		t.Fatal(err)
+	}
+	if h := w.claim(t, b, rec); h.Act || h.Holder != a.Identity {
+		t.Fatalf("b's first look: %+v, want a's claim", h)
+	}
+	for i := range 5 { // a prune every 9 s
+		w.deleteLease(t)
+		clkA.advance(9 * time.Second)
+		clkB.advance(9 * time.Second)
+		want := Hold{Holder: a.Identity, Why: "the cluster's claim (Lease demo-operator) was deleted while operator ns-a/quorate-operator held it; this install leaves it to that holder until its term could have ended (51s left on this install's clock)"}
+		if h := w.claim(t, b, rec); h != want {
+			t.Fatalf("deletion %d, b:\n got %+v\nwant %+v", i, h, want)
+		}
+		if err := a.Confirm(context.Background(), w.store, rec, w.c, Hold{Act: true, Holder: a.Identity, Until: clkA.Now().Add(time.Minute)}); !errors.Is(err, ErrClaimLost) {
+			t.Fatalf("deletion %d: a's check before an action: %v, want ErrClaimLost", i, err)
+		}
+		if h := w.claim(t, a, rec); h.Act {
+			t.Fatalf("deletion %d: a's pass that found the Lease gone acts", i)
+		}
+		if h := w.claim(t, a, rec); !h.Act {
+			t.Fatalf("deletion %d: a does not act under the Lease it created again: %s", i, h.Why)
+		}
+		if h := w.claim(t, b, rec); h.Act || h.Holder != a.Identity {
+			t.Fatalf("deletion %d: b after a created the Lease again: %+v", i, h)
+		}
+	}
+	// a is gone: once the term b last saw has passed, b creates the Lease, and acts a term later.
+	w.deleteLease(t)
+	clkB.advance(59 * time.Second)
+	if h := w.claim(t, b, rec); h.Holder != a.Identity || h.Act {
+		t.Fatalf("b within a's term: %+v", h)
+	}
+	clkB.advance(time.Second)
+	if h := w.claim(t, b, rec); h.Act || h.Holder != b.Identity {
+		t.Fatalf("b after a's term: %+v, want b's new claim, not acting yet", h)
+	}
+	clkB.advance(time.Minute)
+	if h := w.claim(t, b, rec); !h.Act {
+		t.Fatalf("b a term after it created the Lease: %s", h.Why)
+	}
+}
