@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/mutant"
@@ -82,5 +84,24 @@ func TestNoJoinFinalizerMutant(t *testing.T) {
 	defer mutant.Set("no-join-finalizer")()
 	if holdsJoin(c) {
 		t.Fatal("with no-join-finalizer: a cluster mid-join is held")
+	}
+}
+
+// quota-ignores-volume: a cluster on 256 MiB volumes without a quota of its own gets etcd's
+// 2 GiB default, not one its volumes hold.
+func TestQuotaIgnoresVolumeMutant(t *testing.T) {
+	newCluster := func() *v1alpha1.EtcdCluster {
+		return &v1alpha1.EtcdCluster{Spec: v1alpha1.EtcdClusterSpec{Storage: v1alpha1.StorageSpec{Size: resource.MustParse("256Mi")}}}
+	}
+	c := newCluster()
+	withDefaults(c)
+	if got, want := c.Spec.Etcd.QuotaBackendBytes, int64(64<<20); got != want {
+		t.Fatalf("without the mutant: quota %d, want %d", got, want)
+	}
+	defer mutant.Set("quota-ignores-volume")()
+	c = newCluster()
+	withDefaults(c)
+	if got, want := c.Spec.Etcd.QuotaBackendBytes, int64(v1alpha1.DefaultQuotaBackendBytes); got != want {
+		t.Fatalf("with quota-ignores-volume: quota %d, want %d", got, want)
 	}
 }

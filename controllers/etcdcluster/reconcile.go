@@ -32,6 +32,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/expectations"
 	"github.com/quorate-dev/quorate/internal/metrics"
+	"github.com/quorate-dev/quorate/internal/mutant"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
@@ -141,13 +142,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return settle.Result(ctx, res, err)
 }
 
+// withDefaults fills in what the spec leaves out (v1alpha1's Default: the quota from the
+// volume's size, say) for this pass alone; the stored spec is not changed.
+func withDefaults(c *v1alpha1.EtcdCluster) {
+	quotaSet := c.Spec.Etcd.QuotaBackendBytes != 0
+	c.Default()
+	if !quotaSet && mutant.On("quota-ignores-volume") {
+		c.Spec.Etcd.QuotaBackendBytes = v1alpha1.DefaultQuotaBackendBytes
+	}
+}
+
 func (r *Reconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c, q, err := r.current(ctx, req)
 	if c == nil {
 		return q.result(ctx), err
 	}
 	original := c.DeepCopy()
-	c.Default()
+	withDefaults(c)
 	// Ownership: only the operator instance that holds the cluster's claim acts on it.
 	hold, q, err := r.holdClaim(ctx, c)
 	if !hold.Act {

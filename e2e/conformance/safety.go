@@ -3,9 +3,14 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +24,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/e2e/localcluster"
+	"github.com/quorate-dev/quorate/internal/resources"
 )
 
 // Safety scenarios (suite=safety): what users do to a cluster, by accident or by design, that
@@ -264,25 +270,7 @@ func NoSpace() framework.Scenario {
 				}
 				return nil
 			}},
-			// The operator reports the alarm; when defragmentation alone frees enough room it
-			// disarms it within seconds, and the condition may be True for less than a poll.
-			{Name: "wait for Alarm=True/NoSpace or an AlarmDisarmed Event", Do: func(ctx context.Context, r *framework.Run) error {
-				r.Phase("NOSPACE: waiting for the operator to report the alarm")
-				return r.WaitFor(ctx, "Alarm=True/NoSpace, or an AlarmDisarmed Event", 2*time.Minute, func() error {
-					c, raised, err := r.ConditionIs(ctx, v1alpha1.ConditionAlarm, metav1.ConditionTrue, v1alpha1.ReasonNoSpace)
-					if err != nil || raised {
-						return err
-					}
-					disarmed, err := r.EventsFor(ctx, v1alpha1.EventAlarmDisarmed)
-					if err != nil {
-						return err
-					}
-					if len(disarmed) == 0 {
-						return fmt.Errorf("the Alarm condition is %v and no AlarmDisarmed Event was emitted", c)
-					}
-					return nil
-				})
-			}},
+			noSpaceReported,
 			{Name: "hold 5 s", Do: func(ctx context.Context, r *framework.Run) error {
 				r.Hold(ctx, 5*time.Second)
 				return nil
@@ -294,6 +282,113 @@ func NoSpace() framework.Scenario {
 			{Name: "wait for Alarm=False/NoAlarm", Do: func(ctx context.Context, r *framework.Run) error {
 				_, err := r.WaitCondition(ctx, v1alpha1.ConditionAlarm, metav1.ConditionFalse, v1alpha1.ReasonNoAlarm, 10*time.Minute)
 				end()
+				return err
+			}},
+			waitSettled(3),
+		}}
+}
+
+// noSpaceReported waits until the operator reports the NOSPACE alarm; when defragmentation
+// alone frees enough room it disarms it within seconds, and the condition may be True for less
+// than a poll.
+var noSpaceReported = framework.Step{Name: "wait for Alarm=True/NoSpace or an AlarmDisarmed Event", Do: func(ctx context.Context, r *framework.Run) error {
+	r.Phase("NOSPACE: waiting for the operator to report the alarm")
+	return r.WaitFor(ctx, "Alarm=True/NoSpace, or an AlarmDisarmed Event", 2*time.Minute, func() error {
+		c, raised, err := r.ConditionIs(ctx, v1alpha1.ConditionAlarm, metav1.ConditionTrue, v1alpha1.ReasonNoSpace)
+		if err != nil || raised {
+			return err
+		}
+		disarmed, err := r.EventsFor(ctx, v1alpha1.EventAlarmDisarmed)
+		if err != nil {
+			return err
+		}
+		if len(disarmed) == 0 {
+			return fmt.Errorf("the Alarm condition is %v and no AlarmDisarmed Event was emitted", c)
+		}
+		return nil
+	})
+}}
+
+// DiskFull: members on volumes of 256 MiB that hold no more (on the local cluster, a file
+// system of that size per volume; local-path volumes are directories of one large disk), the
+// quota left to its default. Under load the database is filled with 400 MiB, more than the
+// volumes hold: the quota, defaulted from the volume's size, must stop the writes with NOSPACE
+// while every member still has room for its write-ahead log, so no member crashes on a full
+// disk; then what the fill wrote is deleted and compacted, and the operator defragments,
+// disarms the alarm, and writes resume. (Issue 39: with etcd's 2 GiB default quota on 200 MiB
+// volumes, every member's disk filled at once, every member crash-looped on "no space left on
+// device", and status advised a forced recovery.)
+func DiskFull() framework.Scenario {
+	size := resource.MustParse("256Mi")
+	var class string
+	var before map[string]framework.MemberPod
+	return framework.Scenario{Name: "disk-full", Labels: safety, Replicas: 3, Budget: noSpaceBudget, NeedsNode: true,
+		Prepare: func(ctx context.Context, r *framework.Run) (err error) {
+			// Three members, and room for two replacements.
+			class, err = r.SizedStorage(ctx, 5, size)
+			return err
+		},
+		Spec: func(s *v1alpha1.EtcdClusterSpec) {
+			s.Storage.Size, s.Storage.StorageClassName, s.Etcd.QuotaBackendBytes = size, &class, 0
+		},
+		Steps: []framework.Step{
+			{Name: "the quota defaults from the volume's size", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				want := fmt.Sprintf("--quota-backend-bytes=%d", v1alpha1.QuotaFor(size))
+				if before, err = r.MemberPods(ctx); err != nil {
+					return err
+				}
+				for m := range before {
+					p := &corev1.Pod{}
+					if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: m}, p); err != nil {
+						return err
+					}
+					i := slices.IndexFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == resources.EtcdContainer })
+					if i < 0 || !slices.Contains(p.Spec.Containers[i].Command, want) {
+						return fmt.Errorf("the etcd container of %s does not run with %s", m, want)
+					}
+				}
+				return nil
+			}},
+			{Name: "fill the database with more than the volumes hold: NOSPACE, not a full disk", Do: func(ctx context.Context, r *framework.Run) error {
+				r.Defer(r.Fault("fill", "400 MiB written to volumes of 256 MiB"))
+				res, err := r.Fill(ctx, 400)
+				if err != nil {
+					return err
+				}
+				if !strings.Contains(res.Error, "database space exceeded") {
+					return fmt.Errorf("filling stopped after %d bytes without NOSPACE: %q", res.Bytes, res.Error)
+				}
+				return nil
+			}},
+			noSpaceReported,
+			{Name: "no member crashed: the same pods, no container restarted, every member healthy", Do: func(ctx context.Context, r *framework.Run) error {
+				r.Hold(ctx, 10*time.Second)
+				after, err := r.MemberPods(ctx)
+				if err != nil {
+					return err
+				}
+				if !maps.Equal(after, before) {
+					return fmt.Errorf("member pods (UID, container restarts) %v after the fill, %v before: a member crashed or was replaced", after, before)
+				}
+				ec, err := r.GetCluster(ctx)
+				if err != nil {
+					return err
+				}
+				for _, m := range ec.Status.Members {
+					if !m.Healthy {
+						return fmt.Errorf("member %s is not healthy after the fill", m.Name)
+					}
+				}
+				return nil
+			}},
+			{Name: "delete what the fill wrote and compact: the operator defragments and disarms", Do: func(ctx context.Context, r *framework.Run) error {
+				r.Phase("NOSPACE: deleting the fill and compacting")
+				res, err := r.Workload().Unfill(ctx)
+				if err != nil {
+					return err
+				}
+				r.Event("action", "unfill", fmt.Sprintf("%+v", res))
+				_, err = r.WaitCondition(ctx, v1alpha1.ConditionAlarm, metav1.ConditionFalse, v1alpha1.ReasonNoAlarm, 5*time.Minute)
 				return err
 			}},
 			waitSettled(3),
@@ -499,7 +594,7 @@ func SafetyScenarios() []framework.Scenario {
 	return []framework.Scenario{
 		VolumesDeleted("volumes-deleted-all", 0, 1, 2),
 		VolumesDeleted("volumes-deleted-majority", 0, 1),
-		DataWiped(), DataWipedSingle(), DataCorrupted(), PowerLoss(), BadImageReverted(), NoSpace(), RetainedAndAdopted(), QuorumRecovered(), RecoveryFencesPaused(), Defrag(), Users(), CertRotation(),
+		DataWiped(), DataWipedSingle(), DataCorrupted(), PowerLoss(), BadImageReverted(), NoSpace(), DiskFull(), RetainedAndAdopted(), QuorumRecovered(), RecoveryFencesPaused(), Defrag(), Users(), CertRotation(),
 		Hibernate(), Fence(), ScaleDownLeader(),
 	}
 }

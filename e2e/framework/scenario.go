@@ -60,6 +60,9 @@ type Scenario struct {
 	ClientSecret func(cluster string) string
 	// Version overrides the etcd version the cluster starts at (--etcd-version otherwise).
 	Version string
+	// Prepare readies what the EtcdCluster needs before it is created (volumes of an
+	// enforced size, say); it runs after the namespace exists and Install ran.
+	Prepare func(ctx context.Context, r *Run) error
 	// Spec, when set, adjusts the EtcdCluster's spec before it is created.
 	Spec func(*v1alpha1.EtcdClusterSpec)
 	// NeedsNode: the scenario acts on the node (kills containers, wipes volumes), which only
@@ -334,6 +337,11 @@ func (r *Run) setup(ctx context.Context) error {
 	}
 	if err := r.checkNodes(ctx); err != nil {
 		return err
+	}
+	if r.Scenario.Prepare != nil {
+		if err := r.Scenario.Prepare(ctx, r); err != nil {
+			return fmt.Errorf("preparing the cluster: %w", err)
+		}
 	}
 	if r.Scenario.Operator != nil {
 		return r.createWithOperator(ctx)
