@@ -68,6 +68,10 @@ type claim struct {
 	changesFrom time.Time
 	// gone: the Lease was found deleted while ours; the next Claim reads it again.
 	gone bool
+	// absent is when this instance first found the Lease gone, and has not seen it since, on
+	// a cluster another install acted on last (create leaves the claim to that install for a
+	// term from then).
+	absent time.Time
 }
 
 // Hold is what one pass may do under the cluster's claim, as judged when the pass started.
@@ -249,16 +253,15 @@ func (o *Ownership) write(ctx context.Context, w client.Writer, cluster types.Na
 // install has acted on yet (its status, read live, names no operator), where it allows at once
 // everything but membership changes and deletions.
 //
-// A Lease deleted under another install's claim is left to that install until its term, as this
-// install last saw it, could have ended: a deletion does not end the holder's term, and an
-// install that raced to create the Lease first would only make both wait a term, over and over
-// while a prune deletes the Lease more often than that; the holder creates it again and goes on.
+// A Lease found gone on a cluster another install acted on last (its status names that
+// install) is left to that install until this one has found it gone for a whole term: a
+// deletion does not end the holder's term, and the holder creates the Lease again and goes on.
+// An install that raced it to create the Lease would win (it reads the Lease every pass, the
+// holder only when due or before an action) and make both wait a term, over and over while a
+// prune deletes the Lease more often than that.
 func (o *Ownership) create(ctx context.Context, w client.Writer, live client.Reader, rec record.EventRecorder, c *v1alpha1.EtcdCluster, prev claim, known bool, now time.Time) (Hold, error) {
 	cluster := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 	key := types.NamespacedName{Namespace: c.Namespace, Name: names.OwnerLease(c.Name)}
-	if term := max(prev.term, o.Term); known && !prev.ours && prev.holder != "" && prev.holder != o.Identity && now.Sub(prev.seen) < term {
-		return Hold{Holder: prev.holder, Why: fmt.Sprintf("the cluster's claim (Lease %s) was deleted while operator %s held it; this install leaves it to that holder until its term could have ended (%s left on this install's clock)", key.Name, prev.holder, (term - now.Sub(prev.seen)).Round(time.Second))}, nil
-	}
 	held := known && prev.ours && now.Before(prev.seen.Add(o.Term-o.Margin()))
 	if known && prev.ours && !prev.gone {
 		o.reportLost(ctx, rec, c, fmt.Sprintf("its Lease %s was deleted", key.Name))
@@ -271,6 +274,15 @@ func (o *Ownership) create(ctx context.Context, w client.Writer, live client.Rea
 		current := &v1alpha1.EtcdCluster{}
 		if err := live.Get(ctx, cluster, current); err != nil {
 			return Hold{}, fmt.Errorf("reading the cluster before claiming it: %w", err)
+		}
+		if last := current.Status.Operator; current.UID == c.UID && last != "" && last != o.Identity {
+			if !known || prev.absent.IsZero() {
+				prev.absent = now
+				o.put(cluster, prev)
+			}
+			if gone := now.Sub(prev.absent); gone < o.Term {
+				return Hold{Holder: last, Why: fmt.Sprintf("the cluster's claim (Lease %s) is gone, and operator %s acted on the cluster last: this install leaves the claim to it until the Lease has been gone for a term (%s left on this install's clock)", key.Name, last, (o.Term - gone).Round(time.Second))}, nil
+			}
 		}
 		if current.UID == c.UID && current.Status.Operator == "" && current.Status.ClusterID == "" {
 			cl.ours, cl.changesFrom = true, now.Add(o.Term)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -254,9 +255,11 @@ func TestDeletedLeaseIsALostClaim(t *testing.T) {
 	}
 }
 
-// Another install that finds the Lease gone creates it, but acts only once it has seen it
-// unchanged for a whole term on its own clock: the holder it replaces may act until its own
-// term ends, and the holder's check before an action sees the claim lost.
+// Another install that finds the Lease gone on a cluster the holder acted on leaves it to the
+// holder until it has found it gone for a whole term on its own clock; the holder, gone, does
+// not come back, so the other install creates the Lease then, and acts only once it has seen it
+// unchanged for a term: the holder it replaces may act until its own term ends, and the holder's
+// check before an action sees the claim lost.
 func TestTakeoverOfADeletedLeaseWaitsATerm(t *testing.T) {
 	w := newWorld(t, "") // a new cluster: a acts at once
 	clkA, clkB := &clock{t: time.Unix(1_000_000, 0)}, &clock{t: time.Unix(5_000_000, 0)}
@@ -273,21 +276,30 @@ func TestTakeoverOfADeletedLeaseWaitsATerm(t *testing.T) {
 		t.Fatalf("a does not act on the cluster whose claim it holds: %s", ha.Why)
 	}
 	w.deleteLease(t)
-	hb := w.claim(t, b, rec)
-	if hb.Act {
-		t.Fatal("b acts at once under the Lease it created in place of a's")
-	}
 	if err := a.Confirm(context.Background(), w.store, rec, w.c, ha); !errors.Is(err, ErrClaimLost) {
-		t.Fatalf("a's check after b created the Lease: %v, want ErrClaimLost", err)
+		t.Fatalf("a's check after the Lease was deleted: %v, want ErrClaimLost", err)
 	}
-	if h := w.claim(t, a, rec); h.Act {
-		t.Fatal("a acts under b's Lease")
+	leaseGone := func(when string) {
+		t.Helper()
+		if err := w.raw.Get(context.Background(), w.lease, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("%s: the Lease is there (%v), want it left to a", when, err)
+		}
+	}
+	for _, step := range []time.Duration{0, 30 * time.Second, 29 * time.Second} {
+		clkB.advance(step)
+		if hb := w.claim(t, b, rec); hb.Act || hb.Holder != a.Identity {
+			t.Fatalf("b %s after it found the Lease gone: %+v, want it left to a", clkB.Now().Sub(time.Unix(5_000_000, 0)), hb)
+		}
+		leaseGone(fmt.Sprintf("b %s after it found the Lease gone", clkB.Now().Sub(time.Unix(5_000_000, 0))))
+	}
+	clkB.advance(time.Second)
+	if hb := w.claim(t, b, rec); hb.Act || hb.Holder != b.Identity {
+		t.Fatalf("b a term after it found the Lease gone: %+v, want it to create the Lease and wait", hb)
 	}
 	for _, step := range []time.Duration{20 * time.Second, 20 * time.Second, 19 * time.Second} {
-		clkA.advance(step)
 		clkB.advance(step)
 		if hb := w.claim(t, b, rec); hb.Act {
-			t.Fatalf("b acts %s after it created the Lease, within a term", clkB.Now().Sub(time.Unix(5_000_000, 0)))
+			t.Fatalf("b acts %s after it created the Lease, within a term", clkB.Now().Sub(time.Unix(5_000_060, 0)))
 		}
 	}
 	clkB.advance(time.Second)
@@ -323,10 +335,10 @@ func TestPassStopsWhenTheTermRunsLow(t *testing.T) {
 	}
 }
 
-// A Lease deleted under another install's claim is left to its holder until the term this
-// install last saw could have ended: the holder creates it again and goes on acting, however
-// often a prune deletes it; only when the holder does not come back does this install create
-// it (and then waits a term before acting).
+// A Lease deleted under the claim of the install that acted on the cluster last is left to
+// it: the holder creates it again and goes on acting, however often a prune deletes it; only
+// when the Lease stays gone for a term does another install create it (and then waits a term
+// before acting).
 func TestDeletedLeaseIsLeftToItsHolder(t *testing.T) {
 	w := newWorld(t, "")
 	clkA, clkB := &clock{t: time.Unix(1_000_000, 0)}, &clock{t: time.Unix(5_000_000, 0)}
@@ -347,7 +359,7 @@ func TestDeletedLeaseIsLeftToItsHolder(t *testing.T) {
 		w.deleteLease(t)
 		clkA.advance(9 * time.Second)
 		clkB.advance(9 * time.Second)
-		want := Hold{Holder: a.Identity, Why: "the cluster's claim (Lease demo-operator) was deleted while operator ns-a/quorate-operator held it; this install leaves it to that holder until its term could have ended (51s left on this install's clock)"}
+		want := Hold{Holder: a.Identity, Why: "the cluster's claim (Lease demo-operator) is gone, and operator ns-a/quorate-operator acted on the cluster last: this install leaves the claim to it until the Lease has been gone for a term (1m0s left on this install's clock)"}
 		if h := w.claim(t, b, rec); h != want {
 			t.Fatalf("deletion %d, b:\n got %+v\nwant %+v", i, h, want)
 		}
@@ -364,11 +376,14 @@ func TestDeletedLeaseIsLeftToItsHolder(t *testing.T) {
 			t.Fatalf("deletion %d: b after a created the Lease again: %+v", i, h)
 		}
 	}
-	// a is gone: once the term b last saw has passed, b creates the Lease, and acts a term later.
+	// a is gone: once b has found the Lease gone for a term, b creates it, and acts a term later.
 	w.deleteLease(t)
+	if h := w.claim(t, b, rec); h.Holder != a.Identity || h.Act {
+		t.Fatalf("b finding the Lease gone: %+v", h)
+	}
 	clkB.advance(59 * time.Second)
 	if h := w.claim(t, b, rec); h.Holder != a.Identity || h.Act {
-		t.Fatalf("b within a's term: %+v", h)
+		t.Fatalf("b within a term of finding the Lease gone: %+v", h)
 	}
 	clkB.advance(time.Second)
 	if h := w.claim(t, b, rec); h.Act || h.Holder != b.Identity {
