@@ -291,7 +291,7 @@ e2e-failpoints: ## Run the failpoint scenarios (etcd built with gofail panics or
 	  CONFORMANCE_FLAGS="--etcd-version=$(FAILPOINT_ETCD:v%=%) --failpoint-etcd-image=localhost:5000/quorate/etcd:$(FAILPOINT_ETCD)-failpoints $(CONFORMANCE_FLAGS)"
 
 .PHONY: e2e-safety
-e2e-safety: ## Run the safety scenarios (volumes deleted, data wiped, power loss, bad image, NOSPACE, retention, forced recovery) on a local cluster.
+e2e-safety: ## Run the safety scenarios (volumes deleted, data wiped, power loss, bad image, NOSPACE, full disks, retention, forced recovery and its fencing) on a local cluster.
 	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=safety REPORT_DIR=$(REPORT_DIR)/safety
 
 .PHONY: e2e-hibernate

@@ -72,6 +72,8 @@ type claim struct {
 	// a cluster another install acted on last (create leaves the claim to that install for a
 	// term from then).
 	absent time.Time
+	// absentVersion is the cluster's resourceVersion when absent was set.
+	absentVersion string
 }
 
 // Hold is what one pass may do under the cluster's claim, as judged when the pass started.
@@ -132,14 +134,17 @@ func (o *Ownership) hold(cl claim) Hold {
 	return Hold{Act: true, Holder: o.Identity, Until: cl.seen.Add(o.Term - o.Margin()), ChangesFrom: cl.changesFrom}
 }
 
-// trusted returns the Hold of a claim this instance holds with more than half its term left,
-// by what it last wrote: nobody takes a claim over before it has seen it unchanged for a term,
-// so the Lease need not be read again until it is due for renewal (at thousands of clusters a
-// read per pass exceeded the client's rate limit). Every membership change and deletion reads
-// it again first (Confirm).
+// trusted returns the Hold of a claim this instance holds with more than three fifths of its
+// term left, by what it last wrote: nobody takes a claim over before it has seen it unchanged
+// for a term, so the Lease need not be read again until it is due for renewal (at thousands of
+// clusters a read per pass exceeded the client's rate limit). Every membership change and
+// deletion reads it again first (Confirm). Passes come at most a third of the term apart
+// (RenewWithin), so the first read after the trust ends comes before the last quarter of the
+// term (0.4 + 0.33 < 0.75): a Lease deleted meanwhile is still the holder's to create again
+// and continue under (create's held), not a claim it must wait a term for.
 func (o *Ownership) trusted(key types.NamespacedName, now time.Time) (Hold, bool) {
 	cl, ok := o.get(key)
-	if !ok || !cl.ours || cl.gone || cl.seen.Add(o.Term).Sub(now) <= o.Term/2 {
+	if !ok || !cl.ours || cl.gone || cl.seen.Add(o.Term).Sub(now) <= o.Term*3/5 {
 		return Hold{}, false
 	}
 	return o.hold(cl), true
@@ -276,8 +281,11 @@ func (o *Ownership) create(ctx context.Context, w client.Writer, live client.Rea
 			return Hold{}, fmt.Errorf("reading the cluster before claiming it: %w", err)
 		}
 		if last := current.Status.Operator; current.UID == c.UID && last != "" && last != o.Identity {
-			if !known || prev.absent.IsZero() {
-				prev.absent = now
+			// The cluster written since (its holder records what it does in its status) is a
+			// sign of life this install may see although it never catches the holder's Lease
+			// between two deletions: the term starts again.
+			if !known || prev.absent.IsZero() || prev.absentVersion != current.ResourceVersion {
+				prev.absent, prev.absentVersion = now, current.ResourceVersion
 				o.put(cluster, prev)
 			}
 			if gone := now.Sub(prev.absent); gone < o.Term {

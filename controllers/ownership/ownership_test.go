@@ -121,7 +121,7 @@ func events(rec *record.FakeRecorder) []string {
 	}
 }
 
-// A claim held with more than half its term left is not read again; one due for renewal is
+// A claim held with more than three fifths of its term left is not read again; one due for renewal is
 // read and renewed; one another install holds is never assumed.
 func TestClaimReadsTheLeaseOnlyWhenDue(t *testing.T) {
 	w := newWorld(t, "")
@@ -137,10 +137,10 @@ func TestClaimReadsTheLeaseOnlyWhenDue(t *testing.T) {
 	}
 	claim("created", true, 1)
 	claim("held", true, 1)
-	clk.advance(29 * time.Second)
+	clk.advance(23 * time.Second)
 	claim("still held", true, 1)
 
-	// Due for renewal: read and renewed.
+	// Due for renewal (less than three fifths of the term left): read and renewed.
 	clk.advance(2 * time.Second)
 	claim("due", true, 2)
 	if got, want := w.get(t).Spec.RenewTime.Time, clk.Now(); !got.Equal(want) {
@@ -155,7 +155,7 @@ func TestClaimReadsTheLeaseOnlyWhenDue(t *testing.T) {
 	if err := w.store.Update(context.Background(), lease); err != nil {
 		t.Fatal(err)
 	}
-	clk.advance(31 * time.Second)
+	clk.advance(25 * time.Second)
 	claim("held elsewhere", false, 3)
 	claim("held elsewhere, read again", false, 4)
 
@@ -392,5 +392,73 @@ func TestDeletedLeaseIsLeftToItsHolder(t *testing.T) {
 	clkB.advance(time.Minute)
 	if h := w.claim(t, b, rec); !h.Act {
 		t.Fatalf("b a term after it created the Lease: %s", h.Why)
+	}
+}
+
+// A holder whose passes come a third of the term apart (RenewWithin) finds its Lease deleted
+// while it may still create it again as its own, however the deletion falls between its
+// passes: whatever pass trusted the claim without reading it, the next one reads it in time.
+func TestHolderFindsItsDeletedLeaseInTime(t *testing.T) {
+	for p := time.Second; p < time.Minute; p += time.Second {
+		w := newWorld(t, "")
+		clk := &clock{t: time.Unix(1_000_000, 0)}
+		o := &Ownership{Identity: "ns-a/quorate-operator", Term: time.Minute, Clock: clk.Now}
+		rec := record.NewFakeRecorder(10)
+		if h := w.claim(t, o, rec); !h.Act {
+			t.Fatalf("not acting on a new cluster: %s", h.Why)
+		}
+		w.c.Status.Operator = o.Identity // it acted on it
+		if err := w.raw.Status().Update(context.Background(), w.c); err != nil {
+			t.Fatal(err)
+		}
+		clk.advance(p)
+		if h := w.claim(t, o, rec); !h.Act || w.reads != 1 {
+			continue // read (and renewed): not a pass that trusted the claim
+		}
+		w.deleteLease(t)
+		// Passes a third of the term apart: the trusted ones act (their membership changes
+		// read the Lease first, Confirm); the first that reads finds it gone and stops.
+		for h := (Hold{Act: true}); h.Act; h = w.claim(t, o, rec) {
+			clk.advance(o.RenewWithin(time.Hour))
+		}
+		if h := w.claim(t, o, rec); !h.Act {
+			t.Fatalf("trusted at %s, the Lease deleted then: the holder does not continue under the Lease it created again: %s", p, h.Why)
+		}
+	}
+}
+
+// An install that never catches the holder's Lease between deletions (its passes fall in the
+// gaps) still leaves the claim to the holder while the holder writes the cluster's status.
+func TestGoneLeaseLeftToAHolderThatWritesStatus(t *testing.T) {
+	w := newWorld(t, "")
+	clkA, clkB := &clock{t: time.Unix(1_000_000, 0)}, &clock{t: time.Unix(5_000_000, 0)}
+	a := &Ownership{Identity: "ns-a/quorate-operator", Term: time.Minute, Clock: clkA.Now}
+	b := &Ownership{Identity: "ns-b/quorate-operator", Term: time.Minute, Clock: clkB.Now}
+	rec := record.NewFakeRecorder(100)
+	if h := w.claim(t, a, rec); !h.Act {
+		t.Fatalf("a does not act on a new cluster: %s", h.Why)
+	}
+	for i := range 12 { // 108 s of a prune every 9 s
+		w.c.Status.Operator = a.Identity
+		w.c.Status.ObservedGeneration = int64(i)
+		if err := w.raw.Status().Update(context.Background(), w.c); err != nil {
+			t.Fatal(err)
+		}
+		w.deleteLease(t)
+		clkA.advance(9 * time.Second)
+		clkB.advance(9 * time.Second)
+		if h := w.claim(t, b, rec); h.Act || h.Holder != a.Identity {
+			t.Fatalf("round %d: b %+v, want the claim left to a", i, h)
+		}
+		if err := w.raw.Get(context.Background(), w.lease, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("round %d: b created the Lease (%v)", i, err)
+		}
+		if err := a.Confirm(context.Background(), w.store, rec, w.c, Hold{Act: true, Holder: a.Identity, Until: clkA.Now().Add(time.Minute)}); !errors.Is(err, ErrClaimLost) {
+			t.Fatalf("round %d: a's check: %v, want ErrClaimLost", i, err)
+		}
+		w.claim(t, a, rec) // a creates the Lease again; b does not read it before the next prune
+		if h := w.claim(t, a, rec); !h.Act {
+			t.Fatalf("round %d: a does not act under the Lease it created again: %s", i, h.Why)
+		}
 	}
 }
