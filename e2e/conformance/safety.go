@@ -339,6 +339,13 @@ func DiskFull() framework.Scenario {
 					return err
 				}
 				for m := range before {
+					pvc := &corev1.PersistentVolumeClaim{}
+					if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: m}, pvc); err != nil {
+						return err
+					}
+					if !strings.HasPrefix(pvc.Spec.VolumeName, class+"-") {
+						return fmt.Errorf("the volume of %s is %q, not one of StorageClass %s's sized volumes", m, pvc.Spec.VolumeName, class)
+					}
 					p := &corev1.Pod{}
 					if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: m}, p); err != nil {
 						return err
@@ -527,6 +534,7 @@ func RecoveryFencesPaused() framework.Scenario {
 	const token = "conformance-paused"
 	var paused []string
 	var processes []localcluster.Paused
+	var pods map[string]framework.MemberPod
 	return framework.Scenario{Name: "recovery-fences-paused", Labels: safety, Replicas: 3, Class: framework.Planned, Expect: outage, NeedsNode: true,
 		Steps: []framework.Step{
 			{Name: "find the leader and a follower", Do: func(ctx context.Context, r *framework.Run) error {
@@ -539,6 +547,9 @@ func RecoveryFencesPaused() framework.Scenario {
 				return err
 			}},
 			{Name: "pause the etcd of the leader and the follower", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				if pods, err = r.PodsOf(ctx, paused); err != nil {
+					return err
+				}
 				r.Defer(r.Fault("majority-paused", "every process of the etcd containers of "+strings.Join(paused, " and ")+" stopped (SIGSTOP)"))
 				processes, err = r.PauseEtcd(ctx, paused)
 				return err
@@ -551,6 +562,17 @@ func RecoveryFencesPaused() framework.Scenario {
 				return err
 			}},
 			{Name: "recover: once the survivor leads alone, nothing of the paused members runs", Do: func(ctx context.Context, r *framework.Run) error {
+				// The kubelet restarts a hung container once its liveness probe has failed for
+				// 80 s: the scenario is about members still hung when the recovery is asked for.
+				now, err := r.PodsOf(ctx, paused)
+				if err != nil {
+					return err
+				}
+				for _, m := range paused {
+					if now[m] != pods[m] {
+						return fmt.Errorf("%s's pod changed before the recovery was asked for (%+v, was %+v): the paused member came back on its own", m, now[m], pods[m])
+					}
+				}
 				if err := r.RequestRecovery(ctx, token); err != nil {
 					return err
 				}
@@ -558,9 +580,24 @@ func RecoveryFencesPaused() framework.Scenario {
 				if err != nil {
 					return err
 				}
+				// A paused member's pod, still there (its container restarted by the kubelet or
+				// not), may run beside the forced survivor.
+				uids, err := r.PodUIDs(ctx)
+				if err != nil {
+					return err
+				}
+				var left []string
+				for _, m := range paused {
+					if uids[m] == pods[m].UID {
+						left = append(left, m)
+					}
+				}
 				resumed, err := localcluster.ResumeContainers(processes)
 				if err != nil {
 					return err
+				}
+				if len(left) > 0 && len(resumed) == 0 {
+					return fmt.Errorf("the pods of %s were still there when %s was forced to lead alone: the recovery did not fence them", strings.Join(left, " and "), rec.Member)
 				}
 				if len(resumed) == 0 {
 					r.Event("note", "fenced", fmt.Sprintf("when %s led alone (recovery %s), none of the %d paused processes of %s was left", rec.Member, rec.Phase, len(processes), strings.Join(paused, " and ")))

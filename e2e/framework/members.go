@@ -24,17 +24,26 @@ func (r *Run) MemberPods(ctx context.Context) (map[string]MemberPod, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]MemberPod{}
+	var names []string
 	for _, m := range ec.Status.Members {
+		names = append(names, m.Name)
+	}
+	return r.PodsOf(ctx, names)
+}
+
+// PodsOf reads the pods of the named members: their UIDs and container restarts.
+func (r *Run) PodsOf(ctx context.Context, members []string) (map[string]MemberPod, error) {
+	out := map[string]MemberPod{}
+	for _, m := range members {
 		p := &corev1.Pod{}
-		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: m.Name}, p); err != nil {
-			return nil, fmt.Errorf("pod of member %s: %w", m.Name, err)
+		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: m}, p); err != nil {
+			return nil, fmt.Errorf("pod of member %s: %w", m, err)
 		}
 		mp := MemberPod{UID: p.UID}
 		for _, cs := range p.Status.ContainerStatuses {
 			mp.Restarts += cs.RestartCount
 		}
-		out[m.Name] = mp
+		out[m] = mp
 	}
 	return out, nil
 }
