@@ -255,7 +255,11 @@ func (r *Reconciler) holdClaim(ctx context.Context, c *v1alpha1.EtcdCluster) (ow
 	}
 	if !hold.Act {
 		logf.FromContext(ctx).V(1).Info("not acting on the cluster", "holder", hold.Holder, "why", hold.Why)
-		return hold, requeue{after: r.Ownership.Term / 4, reason: hold.Why}, nil
+		after := r.Ownership.Term / 4
+		if hold.Soon {
+			after = claimRetry
+		}
+		return hold, requeue{after: after, reason: hold.Why}, nil
 	}
 	if err := r.certs.Warm(ctx, client.ObjectKeyFromObject(c)); err != nil {
 		return ownership.Hold{}, requeue{}, fmt.Errorf("listing the cluster's Secrets: %w", err)

@@ -89,6 +89,10 @@ type Hold struct {
 	Until time.Time
 	// ChangesFrom is when membership changes and deletions may start.
 	ChangesFrom time.Time
+	// Soon: the pass may not act, and the next may: this instance created its deleted Lease
+	// again while its claim ran. The next pass should come at once, before a prune that
+	// deletes the Lease every few seconds has deleted it again.
+	Soon bool
 }
 
 // ErrClaimLost: the claim is no longer this instance's (the Lease changed hands or was
@@ -310,9 +314,11 @@ func (o *Ownership) create(ctx context.Context, w client.Writer, live client.Rea
 	cl.uid, cl.version = lease.UID, lease.ResourceVersion
 	o.put(cluster, cl)
 	switch {
-	case known && prev.ours:
+	case known && prev.ours && cl.ours:
 		// A claim found lost ends the pass that found it, whatever the new Lease allows.
-		return Hold{Holder: o.Identity, Why: fmt.Sprintf("the cluster's claim (Lease %s) was deleted; this install created it again and acts from its next pass", key.Name)}, nil
+		return Hold{Holder: o.Identity, Soon: true, Why: fmt.Sprintf("the cluster's claim (Lease %s) was deleted; this install created it again and acts from its next pass", key.Name)}, nil
+	case known && prev.ours:
+		return Hold{Holder: o.Identity, Why: fmt.Sprintf("the cluster's claim (Lease %s) was deleted after this install's term had run low; this install created it again and waits until it has seen it unchanged for a term (%s) before acting: another install may have acted meanwhile", key.Name, o.Term)}, nil
 	case cl.ours:
 		o.reportOwner(rec, c, o.Identity, "", v1alpha1.EventOwnershipAcquired)
 		return o.hold(cl), nil

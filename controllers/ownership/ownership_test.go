@@ -418,8 +418,13 @@ func TestHolderFindsItsDeletedLeaseInTime(t *testing.T) {
 		w.deleteLease(t)
 		// Passes a third of the term apart: the trusted ones act (their membership changes
 		// read the Lease first, Confirm); the first that reads finds it gone and stops.
-		for h := (Hold{Act: true}); h.Act; h = w.claim(t, o, rec) {
+		h := Hold{Act: true}
+		for h.Act {
 			clk.advance(o.RenewWithin(time.Hour))
+			h = w.claim(t, o, rec)
+		}
+		if !h.Soon {
+			t.Fatalf("trusted at %s: the pass that created the deleted Lease again does not ask for the next pass at once: %+v", p, h)
 		}
 		if h := w.claim(t, o, rec); !h.Act {
 			t.Fatalf("trusted at %s, the Lease deleted then: the holder does not continue under the Lease it created again: %s", p, h.Why)
