@@ -266,6 +266,10 @@ func Fetch(ctx context.Context, loc backup.Location, path, want string) (backup.
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
+		if intact := recorded.SHA256 != "" && strings.EqualFold(recorded.SHA256, sum); intact && errors.Is(err, ErrHashMismatch) {
+			// Not damaged: the very snapshot its backup recorded, and another than the one asked for.
+			return backup.Info{}, fmt.Errorf("refusing the snapshot %s: %w; the object is intact (its SHA-256 is the one its backup recorded), so it is another backup than the restore asks for: correct fromBackup.sha256, or point fromBackup at the backup it names", loc, err)
+		}
 		return backup.Info{}, fmt.Errorf("refusing the snapshot %s: %w (%w); it cannot be restored: restore another backup", loc, ErrDamaged, err)
 	}
 	recorded.SHA256 = sum

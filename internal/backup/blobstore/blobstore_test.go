@@ -58,10 +58,14 @@ func TestStoreAndFetch(t *testing.T) {
 		t.Fatalf("fetched %d bytes, stored %d", len(b), saved.Size)
 	}
 
-	// Asked for another SHA-256: refused.
+	// Asked for another SHA-256: refused, as another backup, not a damaged one (the object is
+	// the one its backup recorded).
 	other := filepath.Join(t.TempDir(), "other.db")
-	if _, err := Fetch(ctx, loc, other, strings.Repeat("0", 64)); !errors.Is(err, ErrHashMismatch) {
-		t.Fatalf("Fetch with another hash = %v, want ErrHashMismatch", err)
+	_, err = Fetch(ctx, loc, other, strings.Repeat("0", 64))
+	want := "refusing the snapshot file://" + bucketDir + "/ns/demo/b1.db: the snapshot is not the one backed up: its SHA-256 is " + saved.SHA256 + ", the restore asks for " + strings.Repeat("0", 64) +
+		"; the object is intact (its SHA-256 is the one its backup recorded), so it is another backup than the restore asks for: correct fromBackup.sha256, or point fromBackup at the backup it names"
+	if !errors.Is(err, ErrHashMismatch) || errors.Is(err, ErrDamaged) || err.Error() != want {
+		t.Fatalf("Fetch with another hash = %v (damaged: %v)\nwant %s", err, errors.Is(err, ErrDamaged), want)
 	}
 	// The stored bytes damaged: refused, and nothing left at the path.
 	stored := filepath.Join(bucketDir, "ns", "demo", "b1.db")
@@ -81,7 +85,7 @@ func TestStoreAndFetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Fetch(ctx, loc, other, "")
-	want := fmt.Sprintf("refusing the snapshot file://%s/ns/demo/b1.db: the stored object is damaged "+
+	want = fmt.Sprintf("refusing the snapshot file://%s/ns/demo/b1.db: the stored object is damaged "+
 		"(it holds %d bytes, its backup recorded %d); it cannot be restored: restore another backup", bucketDir, len(b)/2, len(b))
 	if err == nil || err.Error() != want {
 		t.Fatalf("Fetch of a truncated object:\n got %v\nwant %s", err, want)
