@@ -340,14 +340,7 @@ func TestPassStopsWhenTheTermRunsLow(t *testing.T) {
 // when the Lease stays gone for a term does another install create it (and then waits a term
 // before acting).
 func TestDeletedLeaseIsLeftToItsHolder(t *testing.T) {
-	w := newWorld(t, "")
-	clkA, clkB := &clock{t: time.Unix(1_000_000, 0)}, &clock{t: time.Unix(5_000_000, 0)}
-	a := &Ownership{Identity: "ns-a/quorate-operator", Term: time.Minute, Clock: clkA.Now}
-	b := &Ownership{Identity: "ns-b/quorate-operator", Term: time.Minute, Clock: clkB.Now}
-	rec := record.NewFakeRecorder(20)
-	if h := w.claim(t, a, rec); !h.Act {
-		t.Fatalf("a does not act on a new cluster: %s", h.Why)
-	}
+	w, clkA, clkB, a, b, rec := twoInstalls(t)
 	w.c.Status.Operator = a.Identity
 	if err := w.raw.Status().Update(context.Background(), w.c); err != nil {
 		t.Fatal(err)
@@ -435,14 +428,7 @@ func TestHolderFindsItsDeletedLeaseInTime(t *testing.T) {
 // An install that never catches the holder's Lease between deletions (its passes fall in the
 // gaps) still leaves the claim to the holder while the holder writes the cluster's status.
 func TestGoneLeaseLeftToAHolderThatWritesStatus(t *testing.T) {
-	w := newWorld(t, "")
-	clkA, clkB := &clock{t: time.Unix(1_000_000, 0)}, &clock{t: time.Unix(5_000_000, 0)}
-	a := &Ownership{Identity: "ns-a/quorate-operator", Term: time.Minute, Clock: clkA.Now}
-	b := &Ownership{Identity: "ns-b/quorate-operator", Term: time.Minute, Clock: clkB.Now}
-	rec := record.NewFakeRecorder(100)
-	if h := w.claim(t, a, rec); !h.Act {
-		t.Fatalf("a does not act on a new cluster: %s", h.Why)
-	}
+	w, clkA, clkB, a, b, rec := twoInstalls(t)
 	for i := range 12 { // 108 s of a prune every 9 s
 		w.c.Status.Operator = a.Identity
 		w.c.Status.ObservedGeneration = int64(i)
@@ -466,4 +452,19 @@ func TestGoneLeaseLeftToAHolderThatWritesStatus(t *testing.T) {
 			t.Fatalf("round %d: a does not act under the Lease it created again: %s", i, h.Why)
 		}
 	}
+}
+
+// twoInstalls is a world with two installs a and b, each on its own clock, and a holding the
+// claim of the new cluster it acted on first.
+func twoInstalls(t *testing.T) (*world, *clock, *clock, *Ownership, *Ownership, *record.FakeRecorder) {
+	t.Helper()
+	w := newWorld(t, "")
+	clkA, clkB := &clock{t: time.Unix(1_000_000, 0)}, &clock{t: time.Unix(5_000_000, 0)}
+	a := &Ownership{Identity: "ns-a/quorate-operator", Term: time.Minute, Clock: clkA.Now}
+	b := &Ownership{Identity: "ns-b/quorate-operator", Term: time.Minute, Clock: clkB.Now}
+	rec := record.NewFakeRecorder(100)
+	if h := w.claim(t, a, rec); !h.Act {
+		t.Fatalf("a does not act on a new cluster: %s", h.Why)
+	}
+	return w, clkA, clkB, a, b, rec
 }

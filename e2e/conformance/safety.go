@@ -262,14 +262,7 @@ func NoSpace() framework.Scenario {
 		Steps: []framework.Step{
 			{Name: "fill the database to its 16 MiB quota: NOSPACE", Do: func(ctx context.Context, r *framework.Run) error {
 				end = r.Fault("nospace", "database filled to its 16 MiB quota")
-				res, err := r.Fill(ctx, 64)
-				if err != nil {
-					return err
-				}
-				if !strings.Contains(res.Error, "database space exceeded") {
-					return fmt.Errorf("filling stopped after %d bytes without NOSPACE: %q", res.Bytes, res.Error)
-				}
-				return nil
+				return fillToNoSpace(ctx, r, 64)
 			}},
 			noSpaceReported,
 			{Name: "hold 5 s", Do: func(ctx context.Context, r *framework.Run) error {
@@ -287,6 +280,19 @@ func NoSpace() framework.Scenario {
 			}},
 			waitSettled(3),
 		}}
+}
+
+// fillToNoSpace fills the database (at most mib MiB) and requires that etcd's NOSPACE stopped
+// the fill, not another error.
+func fillToNoSpace(ctx context.Context, r *framework.Run, mib int) error {
+	res, err := r.Fill(ctx, mib)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(res.Error, "database space exceeded") {
+		return fmt.Errorf("filling stopped after %d bytes without NOSPACE: %q", res.Bytes, res.Error)
+	}
+	return nil
 }
 
 // noSpaceReported waits until the operator reports the NOSPACE alarm; when defragmentation
@@ -359,14 +365,7 @@ func DiskFull() framework.Scenario {
 			}},
 			{Name: "fill the database with more than the volumes hold: NOSPACE, not a full disk", Do: func(ctx context.Context, r *framework.Run) error {
 				r.Defer(r.Fault("fill", "400 MiB written to volumes of 256 MiB"))
-				res, err := r.Fill(ctx, 400)
-				if err != nil {
-					return err
-				}
-				if !strings.Contains(res.Error, "database space exceeded") {
-					return fmt.Errorf("filling stopped after %d bytes without NOSPACE: %q", res.Bytes, res.Error)
-				}
-				return nil
+				return fillToNoSpace(ctx, r, 400)
 			}},
 			noSpaceReported,
 			{Name: "no member crashed: the same pods, no container restarted, every member healthy", Do: func(ctx context.Context, r *framework.Run) error {
