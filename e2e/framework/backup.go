@@ -156,8 +156,10 @@ func (r *Run) RunTool(ctx context.Context, name string, args []string, credentia
 	if credentials != "" {
 		ctr.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: credentials}}}}
 	}
+	// A name of its own each time: a check that polls runs the same tool again, and a second
+	// Job of one name would be refused (AlreadyExists) or read the first one's pod.
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Namespace: r.Namespace},
 		Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](0), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{ctr}, Volumes: volumes,
 			// Restricted as Pod Security Admission's "restricted" asks; no user: the image's
@@ -168,9 +170,9 @@ func (r *Run) RunTool(ctx context.Context, name string, args []string, credentia
 		return nil, err
 	}
 	var res *backup.Result
-	err = r.WaitFor(ctx, "Job "+name, 5*time.Minute, func() error {
+	err = r.WaitFor(ctx, "Job "+job.Name, 5*time.Minute, func() error {
 		var pods corev1.PodList
-		if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels{batchv1.JobNameLabel: name}); err != nil {
+		if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
 			return err
 		}
 		for _, p := range pods.Items {
