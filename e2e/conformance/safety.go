@@ -295,6 +295,34 @@ func fillToNoSpace(ctx context.Context, r *framework.Run, mib int) error {
 	return nil
 }
 
+// quotaFromVolume checks that every member runs on one of class's volumes with the quota
+// QuotaFor(size), and returns the member pods as they are.
+func quotaFromVolume(ctx context.Context, r *framework.Run, class string, size resource.Quantity) (map[string]framework.MemberPod, error) {
+	want := fmt.Sprintf("--quota-backend-bytes=%d", v1alpha1.QuotaFor(size))
+	pods, err := r.MemberPods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for m := range pods {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: m}, pvc); err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(pvc.Spec.VolumeName, class+"-") {
+			return nil, fmt.Errorf("the volume of %s is %q, not one of StorageClass %s's sized volumes", m, pvc.Spec.VolumeName, class)
+		}
+		p := &corev1.Pod{}
+		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: m}, p); err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == resources.EtcdContainer })
+		if i < 0 || !slices.Contains(p.Spec.Containers[i].Command, want) {
+			return nil, fmt.Errorf("the etcd container of %s does not run with %s", m, want)
+		}
+	}
+	return pods, nil
+}
+
 // noSpaceReported waits until the operator reports the NOSPACE alarm; when defragmentation
 // alone frees enough room it disarms it within seconds, and the condition may be True for less
 // than a poll.
@@ -340,28 +368,8 @@ func DiskFull() framework.Scenario {
 		},
 		Steps: []framework.Step{
 			{Name: "the quota defaults from the volume's size", Do: func(ctx context.Context, r *framework.Run) (err error) {
-				want := fmt.Sprintf("--quota-backend-bytes=%d", v1alpha1.QuotaFor(size))
-				if before, err = r.MemberPods(ctx); err != nil {
-					return err
-				}
-				for m := range before {
-					pvc := &corev1.PersistentVolumeClaim{}
-					if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: m}, pvc); err != nil {
-						return err
-					}
-					if !strings.HasPrefix(pvc.Spec.VolumeName, class+"-") {
-						return fmt.Errorf("the volume of %s is %q, not one of StorageClass %s's sized volumes", m, pvc.Spec.VolumeName, class)
-					}
-					p := &corev1.Pod{}
-					if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: m}, p); err != nil {
-						return err
-					}
-					i := slices.IndexFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == resources.EtcdContainer })
-					if i < 0 || !slices.Contains(p.Spec.Containers[i].Command, want) {
-						return fmt.Errorf("the etcd container of %s does not run with %s", m, want)
-					}
-				}
-				return nil
+				before, err = quotaFromVolume(ctx, r, class, size)
+				return err
 			}},
 			{Name: "fill the database with more than the volumes hold: NOSPACE, not a full disk", Do: func(ctx context.Context, r *framework.Run) error {
 				r.Defer(r.Fault("fill", "400 MiB written to volumes of 256 MiB"))
@@ -530,7 +538,7 @@ func QuorumRecovered() framework.Scenario {
 // be left to resume: the operator must have fenced their volumes and deleted their pods
 // first. What is left is resumed on purpose, under load, for the split-brain checker.
 func RecoveryFencesPaused() framework.Scenario {
-	const token = "conformance-paused"
+	const request = "conformance-paused"
 	var paused []string
 	var processes []localcluster.Paused
 	var pods map[string]framework.MemberPod
@@ -560,7 +568,7 @@ func RecoveryFencesPaused() framework.Scenario {
 				}
 				return err
 			}},
-			{Name: "recover: once the survivor leads alone, nothing of the paused members runs", Do: func(ctx context.Context, r *framework.Run) error {
+			{Name: "ask for a forced recovery while the paused members still hang", Do: func(ctx context.Context, r *framework.Run) error {
 				// The kubelet restarts a hung container once its liveness probe has failed for
 				// 80 s: the scenario is about members still hung when the recovery is asked for.
 				now, err := r.PodsOf(ctx, paused)
@@ -572,44 +580,13 @@ func RecoveryFencesPaused() framework.Scenario {
 						return fmt.Errorf("%s's pod changed before the recovery was asked for (%+v, was %+v): the paused member came back on its own", m, now[m], pods[m])
 					}
 				}
-				if err := r.RequestRecovery(ctx, token); err != nil {
-					return err
-				}
-				rec, err := r.WaitRecoveryPhase(ctx, token, 5*time.Minute, v1alpha1.RecoveryRejoining, v1alpha1.RecoveryCompleted)
-				if err != nil {
-					return err
-				}
-				// A paused member's pod, still there (its container restarted by the kubelet or
-				// not), may run beside the forced survivor.
-				uids, err := r.PodUIDs(ctx)
-				if err != nil {
-					return err
-				}
-				var left []string
-				for _, m := range paused {
-					if uids[m] == pods[m].UID {
-						left = append(left, m)
-					}
-				}
-				resumed, err := localcluster.ResumeContainers(processes)
-				if err != nil {
-					return err
-				}
-				if len(left) > 0 && len(resumed) == 0 {
-					return fmt.Errorf("the pods of %s were still there when %s was forced to lead alone: the recovery did not fence them", strings.Join(left, " and "), rec.Member)
-				}
-				if len(resumed) == 0 {
-					r.Event("note", "fenced", fmt.Sprintf("when %s led alone (recovery %s), none of the %d paused processes of %s was left", rec.Member, rec.Phase, len(processes), strings.Join(paused, " and ")))
-					return nil
-				}
-				r.Event("fault", "paused-resumed", fmt.Sprintf("%d processes of the paused members were left when %s led alone; resumed", len(resumed), rec.Member))
-				// Under load, so that the split-brain and linearizability checkers see what
-				// the resumed majority does.
-				r.Hold(ctx, 10*time.Second)
-				return fmt.Errorf("%d paused processes of %s were still there when %s was forced to lead alone: the recovery did not fence them, and resumed they are a majority of the old membership", len(resumed), strings.Join(paused, " and "), rec.Member)
+				return r.RequestRecovery(ctx, request)
+			}},
+			{Name: "once the survivor leads alone, nothing of the paused members runs", Do: func(ctx context.Context, r *framework.Run) error {
+				return nothingLeftOfPaused(ctx, r, request, paused, pods, processes)
 			}},
 			{Name: "the cluster grows back to 3", Do: func(ctx context.Context, r *framework.Run) error {
-				rec, err := r.WaitRecovered(ctx, token, 3)
+				rec, err := r.WaitRecovered(ctx, request, 3)
 				if err == nil {
 					r.T.Logf("recovered from %s at revision %d", rec.Member, rec.Revision)
 					r.Hold(ctx, 10*time.Second)
@@ -617,6 +594,43 @@ func RecoveryFencesPaused() framework.Scenario {
 				return err
 			}},
 		}}
+}
+
+// nothingLeftOfPaused waits until the survivor of the recovery asked for leads alone, then
+// requires that nothing of the paused members is left: neither their pods (same UID) nor any
+// of their paused processes. What is left is resumed, under load, for the split-brain and
+// linearizability checkers, and fails the scenario.
+func nothingLeftOfPaused(ctx context.Context, r *framework.Run, request string, paused []string, pods map[string]framework.MemberPod, processes []localcluster.Paused) error {
+	rec, err := r.WaitRecoveryPhase(ctx, request, 5*time.Minute, v1alpha1.RecoveryRejoining, v1alpha1.RecoveryCompleted)
+	if err != nil {
+		return err
+	}
+	// A paused member's pod, still there (its container restarted by the kubelet or not), may
+	// run beside the forced survivor.
+	uids, err := r.PodUIDs(ctx)
+	if err != nil {
+		return err
+	}
+	var left []string
+	for _, m := range paused {
+		if uids[m] == pods[m].UID {
+			left = append(left, m)
+		}
+	}
+	resumed, err := localcluster.ResumeContainers(processes)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(resumed) > 0:
+		r.Event("fault", "paused-resumed", fmt.Sprintf("%d processes of the paused members were left when %s led alone; resumed", len(resumed), rec.Member))
+		r.Hold(ctx, 10*time.Second)
+		return fmt.Errorf("%d paused processes of %s were still there when %s was forced to lead alone: the recovery did not fence them, and resumed they are a majority of the old membership", len(resumed), strings.Join(paused, " and "), rec.Member)
+	case len(left) > 0:
+		return fmt.Errorf("the pods of %s were still there when %s was forced to lead alone: the recovery did not fence them", strings.Join(left, " and "), rec.Member)
+	}
+	r.Event("note", "fenced", fmt.Sprintf("when %s led alone (recovery %s), none of the %d paused processes of %s was left", rec.Member, rec.Phase, len(processes), strings.Join(paused, " and ")))
+	return nil
 }
 
 // StorageMigration moves a 3-member cluster under load from one StorageClass to another
