@@ -152,8 +152,7 @@ func restartSurvivor(s State) (Action, bool) {
 // same ID beside the forced one. So every volume is marked first (the mark outlives the
 // recovery's record in status: no later pass gives it a pod), then every pod is deleted, and
 // the survivor is forced only once every other pod is gone, not merely terminating: a pod
-// whose node does not answer may still run. The pods stop together: a hung member's pod
-// takes its whole grace period, which one at a time would add up.
+// whose node does not answer may still run.
 func fenceOthers(s State, survivor string) (Action, bool) {
 	token := s.Recovery.Token
 	others := slices.DeleteFunc(s.sorted(), func(m Member) bool { return m.Name == survivor })
