@@ -306,8 +306,12 @@ e2e-migration: ## Run the migration scenarios (storage class change, install-sco
 	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=migration REPORT_DIR=$(REPORT_DIR)/migration
 
 .PHONY: e2e-backup
-e2e-backup: ## Run the backup scenarios (backup to a real S3 store, over HTTP and over TLS with a private CA, restore, schedules with retention and drills, bad input) on a local cluster.
-	$(MAKE) --no-print-directory e2e E2E_LABELS=$(BACKUP_LABELS) REPORT_DIR=$(REPORT_DIR)/backup CONFORMANCE_FLAGS="--install-s3 $(CONFORMANCE_FLAGS)"
+e2e-backup: ## Run the backup scenarios (backup to a real S3 store, over HTTP and over TLS with a private CA, to emulated Google Cloud Storage and Azure Blob, restore, schedules with retention and drills, bad input) on a local cluster.
+	$(MAKE) --no-print-directory e2e E2E_LABELS=$(BACKUP_LABELS) REPORT_DIR=$(REPORT_DIR)/backup CONFORMANCE_FLAGS="--install-s3 --install-stores $(CONFORMANCE_FLAGS)"
+
+.PHONY: stores
+stores: ## Install emulated cloud object stores (fake-gcs-server from the module proxy, Azurite from npm) on the local cluster (idempotent).
+	KUBECTL=$(KUBECTL) hack/stores.sh
 
 .PHONY: s3
 s3: ## Install the S3 object store (versitygw, built from source) on the local cluster (idempotent).

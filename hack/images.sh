@@ -17,6 +17,8 @@
 #   hack/images.sh conformance VER   quorate-conformance for the scorecard's custom test
 #   hack/images.sh scorecard         operator-sdk's scorecard-test and the bundle untar image
 #   hack/images.sh versitygw VER     versitygw, the S3 gateway the backup scenarios store into
+#   hack/images.sh fake-gcs VER      fake-gcs-server, the Google Cloud Storage emulator
+#   hack/images.sh azurite VER       Azurite, the Azure Blob emulator (Node.js from Debian)
 #   hack/images.sh digest IMAGE [REPO] REPO@sha256:… of IMAGE as the local registry holds it
 # Upstream images are skipped when the registry already holds their tag.
 set -euo pipefail
@@ -231,6 +233,44 @@ versitygw() {
     build "$c" "$here/images/versitygw/Dockerfile" "$REGISTRY/quorate/versitygw:$v"; rm -rf "$c"
   fi
   echo "$REGISTRY/quorate/versitygw:$v"
+}
+
+fake-gcs() {
+  local v=${1:?fake-gcs-server version}
+  if ! has quorate/fake-gcs-server "$v"; then
+    local bin; bin=$("$here/build-tool.sh" github.com/fsouza/fake-gcs-server "$v")
+    local c; c=$(ctx); cp "$bin" "$c/fake-gcs-server"; mkdir -p "$c/tmp"
+    build "$c" "$here/images/fake-gcs/Dockerfile" "$REGISTRY/quorate/fake-gcs-server:$v"; rm -rf "$c"
+  fi
+  echo "$REGISTRY/quorate/fake-gcs-server:$v"
+}
+
+# azurite: Debian's node with the shared libraries it links (as ldd lists them) and Azurite's
+# production modules from the npm registry (cached per version), on an empty image.
+azurite() {
+  local v=${1:?Azurite version}
+  local node; node=$(command -v node) || die "no node: hack/install-deps.sh stores installs Node.js"
+  local tag; tag=$v-$(content_tag node "$node")
+  if ! has quorate/azurite "$tag"; then
+    local mods=$QUORATE_CACHE/azurite/$v
+    fetch_azurite() {
+      [ -d "$mods/node_modules/azurite" ] && return 0
+      log "installing azurite@$v from the npm registry"
+      npm install --silent --no-audit --no-fund --omit=dev --ignore-scripts --prefix "$mods.tmp" "azurite@$v" >&2
+      rm -rf "$mods"; mv "$mods.tmp" "$mods"
+    }
+    mkdir -p "$(dirname "$mods")"; with_lock "$(dirname "$mods")" fetch_azurite
+    local c; c=$(ctx); mkdir -p "$c/rootfs/usr/bin" "$c/rootfs/tmp" "$c/rootfs/opt"
+    chmod 1777 "$c/rootfs/tmp"
+    cp -L "$node" "$c/rootfs/usr/bin/node"
+    local lib
+    for lib in $(ldd "$node" | grep -o '/[^ ]*'); do
+      mkdir -p "$c/rootfs$(dirname "$lib")"; cp -L "$lib" "$c/rootfs$lib"
+    done
+    cp -r "$mods/node_modules" "$c/rootfs/opt/node_modules"
+    build "$c" "$here/images/azurite/Dockerfile" "$REGISTRY/quorate/azurite:$tag"; rm -rf "$c"
+  fi
+  echo "$REGISTRY/quorate/azurite:$tag"
 }
 
 digest() { # digest IMAGE [REPOSITORY]: the image by digest, under REPOSITORY (default its own)

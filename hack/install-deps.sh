@@ -4,13 +4,17 @@
 #   hack/install-deps.sh           the local cluster's and the image builds'
 #   hack/install-deps.sh release   those, and what hack/release.sh adds: qemu's user emulation
 #                                  (the arm64 binaries are run under it), jq and file
+#   hack/install-deps.sh stores    those, and Node.js and npm (Azurite, hack/stores.sh)
 set -euo pipefail
 pkgs=(containerd runc containernetworking-plugins iptables conntrack ipset socat ebtables ethtool
       buildah skopeo docker-registry uidmap fuse-overlayfs busybox-static curl ca-certificates util-linux iproute2 kmod procps psmisc)
 case ${1:-} in
 "") ;;
 release) pkgs+=(qemu-user-static jq file) ;;
-*) echo "usage: install-deps.sh [release]" >&2; exit 2 ;;
+stores) # Node.js from anywhere will do (a NodeSource build carries its own npm, and Debian's npm
+        # package would conflict with it).
+        if ! command -v node >/dev/null || ! command -v npm >/dev/null; then pkgs+=(nodejs npm); fi ;;
+*) echo "usage: install-deps.sh [release|stores]" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${pkgs[@]}"; do

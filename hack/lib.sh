@@ -7,10 +7,14 @@ QUORATE_CACHE=${QUORATE_CACHE:-$HOME/.cache/quorate}
 export QUORATE_CACHE
 
 # Versions of the local cluster's add-ons (e2e/localcluster/config.go names their images) and of
-# the S3 gateway, read by hack/images.sh, hack/s3.sh and hack/prebuild.sh.
+# the object stores, read by hack/images.sh, hack/s3.sh and hack/prebuild.sh.
 COREDNS_VERSION=${COREDNS_VERSION:-v1.15.0}
 LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-v0.0.30}
 VERSITYGW_VERSION=${VERSITYGW_VERSION:-v1.8.0}
+# The cloud stores' emulators (hack/stores.sh): fake-gcs-server from the module proxy, Azurite
+# from the npm registry (3.35.0: the last that declares Node.js 20, Debian's, supported).
+FAKE_GCS_VERSION=${FAKE_GCS_VERSION:-v1.56.1}
+AZURITE_VERSION=${AZURITE_VERSION:-3.35.0}
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

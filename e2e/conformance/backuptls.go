@@ -64,33 +64,38 @@ func untrustedBackup(ctx context.Context, r *framework.Run) error {
 		return fmt.Errorf("EtcdBackup tls-untrusted without caBundle: phase %q, condition %+v; want Failed, %s", b.Status.Phase, got, v1alpha1.ReasonStoreCertificateUntrusted)
 	}
 	if err := checkUntrusted(*got, b.Generation, backup.Location{Bucket: st.BucketURL, Key: resources.BackupKey(b)}); err != nil {
-		return err
+		return fmt.Errorf("EtcdBackup tls-untrusted without caBundle: %w", err)
 	}
 	r.Event("note", "untrusted", fmt.Sprintf("EtcdBackup tls-untrusted without caBundle: %s=%s, reason %s, blobstore's message for it", got.Type, got.Status, got.Reason))
 	return nil
 }
 
 // checkUntrusted compares a backup's Complete condition with the one a store's untrusted
-// certificate gives: type, status, reason and generation exactly, and the message as
-// blobstore.Error writes it for the first request to loc's bucket, whose cause, the SDK's
-// error (with its retries and request details), must end in the unknown authority.
+// certificate gives (checkStoreFailure), whose cause must end in the unknown authority.
 func checkUntrusted(got metav1.Condition, generation int64, loc backup.Location) error {
+	return checkStoreFailure(got, generation, loc, v1alpha1.ReasonStoreCertificateUntrusted, x509.UnknownAuthorityError{}.Error())
+}
+
+// checkStoreFailure compares a backup's Complete condition with the one a failure of reason
+// at the first request to loc's bucket gives: type, status, reason and generation exactly, and
+// the message as blobstore.Error writes it, whose cause, the SDK's error (with its retries and
+// request details), must end in causeSuffix.
+func checkStoreFailure(got metav1.Condition, generation int64, loc backup.Location, reason, causeSuffix string) error {
 	const cause = "\x00cause\x00"
-	wantMsg := (&blobstore.Error{Op: blobstore.OpReach, Loc: loc, Reason: v1alpha1.ReasonStoreCertificateUntrusted, Err: errors.New(cause)}).Error()
+	wantMsg := (&blobstore.Error{Op: blobstore.OpReach, Loc: loc, Reason: reason, Err: errors.New(cause)}).Error()
 	prefix, suffix, _ := strings.Cut(wantMsg, cause)
-	want := metav1.Condition{Type: v1alpha1.ConditionBackupComplete, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonStoreCertificateUntrusted,
+	want := metav1.Condition{Type: v1alpha1.ConditionBackupComplete, Status: metav1.ConditionFalse, Reason: reason,
 		ObservedGeneration: generation, Message: got.Message}
 	sdk, ok := strings.CutPrefix(got.Message, prefix)
 	if ok {
 		sdk, ok = strings.CutSuffix(sdk, suffix)
 	}
-	unknown := x509.UnknownAuthorityError{}.Error()
-	if !ok || !strings.HasSuffix(sdk, unknown) {
-		want.Message = prefix + "…" + unknown + suffix
+	if !ok || !strings.HasSuffix(sdk, causeSuffix) {
+		want.Message = prefix + "…" + causeSuffix + suffix
 	}
 	got.LastTransitionTime = metav1.Time{}
 	if got != want {
-		return fmt.Errorf("EtcdBackup tls-untrusted without caBundle: condition %+v; want %+v", got, want)
+		return fmt.Errorf("EtcdBackup condition %+v; want %+v", got, want)
 	}
 	return nil
 }

@@ -168,6 +168,11 @@ func (s *Suite) connect(ctx context.Context, cfg *envconf.Config) (context.Conte
 			return ctx, fmt.Errorf("installing the S3 object store: %w", err)
 		}
 	}
+	if opts.InstallStores {
+		if err := s.runHack(ctx, cfg.KubeconfigFile(), "stores.sh"); err != nil {
+			return ctx, fmt.Errorf("installing the emulated cloud stores: %w", err)
+		}
+	}
 	if opts.InstallOLM {
 		if err := s.installOLM(ctx, cfg.KubeconfigFile()); err != nil {
 			return ctx, err

@@ -48,6 +48,7 @@ type Options struct {
 	WorkloadImage    string
 	InstallChaos     bool
 	InstallS3        bool
+	InstallStores    bool
 	ChaosSocket      string
 	OperatorNS       string
 	InstallOLM       bool
@@ -202,6 +203,7 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.WorkloadImage, "workload-image", envflag.Or("QUORATE_WORKLOAD_IMAGE", "localhost:5000/quorate/workload:"+buildinfo.Version), "image of the conformance workload")
 	flag.BoolVar(&o.InstallChaos, "install-chaos-mesh", false, "build and install Chaos Mesh (hack/chaos-mesh.sh) before the scenarios; the chaos scenarios need it")
 	flag.BoolVar(&o.InstallS3, "install-s3", false, "build and install an S3 object store (versitygw, hack/s3.sh) before the scenarios; the backup scenarios need it")
+	flag.BoolVar(&o.InstallStores, "install-stores", false, "build and install emulated cloud object stores (fake-gcs-server and Azurite, hack/stores.sh) before the scenarios; backup-restore-gcs and backup-restore-azure need them")
 	flag.StringVar(&o.ChaosSocket, "containerd-socket", "", "containerd socket of the nodes, for --install-chaos-mesh (known for --provider=local)")
 	flag.BoolVar(&o.InstallOLM, "install-olm", false, "install OLM (hack/olm.sh) and build the catalogs of the previous and the current release (hack/olm-catalog.sh) for the OLM scenarios")
 	flag.StringVar(&o.OLMCatalogs, "olm-catalogs", "", "PREVIOUS,CURRENT: catalog images for the OLM scenarios (suite=olm), the first serving the previous release only, the second both; set by --install-olm")
