@@ -22,6 +22,9 @@ func (r *Reconciler) restoreSource(ctx context.Context, c *v1alpha1.EtcdCluster)
 		if err := r.StoragePolicy.Check(*src.Storage); err != nil {
 			return nil, fmt.Errorf("spec.bootstrap.fromBackup.storage: %w; the cluster starts once the storage is allowed", err)
 		}
+		if err := r.StoragePolicy.CheckRestoreKey(*src.Storage, c.Namespace, src.Key); err != nil {
+			return nil, fmt.Errorf("spec.bootstrap.fromBackup.key: %w; the cluster starts once it names one", err)
+		}
 		return &resources.Restore{Bucket: src.Storage.BucketURL, Key: src.Key, SHA256: src.SHA256, CredentialsSecret: src.Storage.CredentialsSecret, CABundle: src.Storage.CABundle, Identity: src.Storage.Identity}, nil
 	}
 	b := &v1alpha1.EtcdBackup{}

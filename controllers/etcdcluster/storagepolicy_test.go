@@ -105,4 +105,16 @@ func TestStoragePolicy(t *testing.T) {
 	}
 	wantCondition(t, ns, "restored", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonStorageNotAllowed,
 		Message: "spec.bootstrap.fromBackup.storage: " + notAllowed + "; the cluster starts once the storage is allowed"})
+
+	// An allowed location, but another namespace's snapshot: it waits too.
+	theirs := newCluster(ns, "theirs", 3)
+	allowed := backupfixture.S3
+	key := allowed.Prefix + "victim/demo/nightly.db"
+	theirs.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{Storage: &allowed, Key: key}}
+	if err := k8s.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, ns, "theirs", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonStorageNotAllowed,
+		Message: "spec.bootstrap.fromBackup.key: " + fmt.Sprintf("key %q is not a snapshot of this namespace (%s<cluster>/<backup>.db), and under the operator's storage policy a cluster restores only its namespace's own snapshots: restore a backup made in this namespace, or ask the operator's administrator to copy the snapshot under it", key, allowed.Prefix+ns+"/") +
+			"; the cluster starts once it names one"})
 }

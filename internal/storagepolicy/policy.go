@@ -70,6 +70,23 @@ func (p Policy) Check(st v1alpha1.BackupStorage) error {
 	return nil
 }
 
+// CheckRestoreKey says whether a cluster in namespace may restore the object key of st (a
+// restore that names its storage and key, not an EtcdBackup), whose storage Check allows:
+// under a policy the key must be one of the namespace's own snapshots, PREFIX<namespace>/<cluster>/<name>.db
+// as backups store them, for an allowed bucket is shared by every namespace whose users may
+// create clusters, and a key is all it takes to read another namespace's keyspace.
+func (p Policy) CheckRestoreKey(st v1alpha1.BackupStorage, namespace, key string) error {
+	if len(p.Allowed) == 0 {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(key, st.Prefix+namespace+"/")
+	cluster, file, two := strings.Cut(rest, "/")
+	if !ok || !two || cluster == "" || strings.Contains(file, "/") || !strings.HasSuffix(file, ".db") || file == ".db" {
+		return &Refused{fmt.Sprintf("key %q is not a snapshot of this namespace (%s<cluster>/<backup>.db), and under the operator's storage policy a cluster restores only its namespace's own snapshots: restore a backup made in this namespace, or ask the operator's administrator to copy the snapshot under it", key, st.Prefix+namespace+"/")}
+	}
+	return nil
+}
+
 // normalize is a bucket URL's scheme, host, path and sorted query parameters.
 func normalize(raw string) (string, error) {
 	u, err := url.Parse(raw)

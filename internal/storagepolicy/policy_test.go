@@ -61,3 +61,42 @@ func errString(err error) string {
 }
 
 func fmtQ(format, s string) string { return fmt.Sprintf(format, s) }
+
+// Under a policy a restore reads only its namespace's snapshots, PREFIX<ns>/<cluster>/<b>.db:
+// a prefix chosen to line another namespace's key up with this one's is refused too.
+func TestCheckRestoreKey(t *testing.T) {
+	p := Policy{Allowed: []string{"s3://backups"}}
+	st := v1alpha1.BackupStorage{BucketURL: "s3://backups", CredentialsSecret: "keys", Prefix: "etcd/"}
+	refused := func(key, under string) string {
+		return fmt.Sprintf("key %q is not a snapshot of this namespace (%s<cluster>/<backup>.db), and under the operator's storage policy a cluster restores only its namespace's own snapshots: restore a backup made in this namespace, or ask the operator's administrator to copy the snapshot under it", key, under)
+	}
+	shifted := st
+	shifted.Prefix = "etcd/victim/"
+	for _, tc := range []struct {
+		policy Policy
+		st     v1alpha1.BackupStorage
+		key    string
+		want   string
+	}{
+		{p, st, "etcd/apps/demo/b1.db", ""},
+		{p, st, "etcd/apps/demo/nightly-20261129-0300.db", ""},
+		{p, st, "etcd/victim/demo/b1.db", refused("etcd/victim/demo/b1.db", "etcd/apps/")},
+		{p, st, "apps/demo/b1.db", refused("apps/demo/b1.db", "etcd/apps/")},
+		{p, st, "etcd/apps/b1.db", refused("etcd/apps/b1.db", "etcd/apps/")},
+		{p, st, "etcd/apps/demo/x/b1.db", refused("etcd/apps/demo/x/b1.db", "etcd/apps/")},
+		{p, st, "etcd/apps//b1.db", refused("etcd/apps//b1.db", "etcd/apps/")},
+		{p, st, "etcd/apps/demo/b1", refused("etcd/apps/demo/b1", "etcd/apps/")},
+		// victim's cluster named apps: etcd/victim/apps/b1.db, under the prefix etcd/victim/.
+		{p, shifted, "etcd/victim/apps/b1.db", refused("etcd/victim/apps/b1.db", "etcd/victim/apps/")},
+		// No policy: any key, as before policies.
+		{Policy{}, st, "etcd/victim/demo/b1.db", ""},
+	} {
+		got := ""
+		if err := tc.policy.CheckRestoreKey(tc.st, "apps", tc.key); err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%+v, key %s: %q, want %q", tc.st, tc.key, got, tc.want)
+		}
+	}
+}
