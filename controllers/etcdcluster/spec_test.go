@@ -239,3 +239,22 @@ func TestUserCertificatesAreChecked(t *testing.T) {
 		return nil
 	})
 }
+
+// A cluster stored before CEL refused the operator's own identities as user names (an
+// upgrade) stops with InvalidSpec naming the user, before any user's certificate is issued
+// or etcd's users change; other users are not refused.
+func TestStoredReservedUserIsRefused(t *testing.T) {
+	for _, name := range []string{"root", "quorate-operator", "quorate-client", "demo-server", "demo-peer"} {
+		c := newCluster("ns", "demo", 3)
+		c.Spec.Users = []v1alpha1.UserSpec{{Name: "app"}, {Name: name, ReadWrite: []string{"/app/"}}}
+		want := "spec.users names " + name + ", one of the operator's own identities (root, quorate-operator, quorate-client, demo-server, demo-peer), whose certificate is an etcd administrator: remove or rename the user; no user and no member is changed until then"
+		if err := validateSpec(c, false); err == nil || err.Error() != want {
+			t.Errorf("user %s: validateSpec = %v, want %q", name, err, want)
+		}
+	}
+	c := newCluster("ns", "demo", 3)
+	c.Spec.Users = []v1alpha1.UserSpec{{Name: "app"}, {Name: "other-server"}, {Name: "demo-server-2"}}
+	if err := validateSpec(c, false); err != nil {
+		t.Errorf("users of other names: validateSpec = %v, want none", err)
+	}
+}

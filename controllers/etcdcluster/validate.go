@@ -12,6 +12,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/cronspec"
+	"github.com/quorate-dev/quorate/internal/names"
 )
 
 // validateSpec checks what the CRD schema cannot within its cost budget: the keys of the pod
@@ -27,6 +28,13 @@ func validateSpec(c *v1alpha1.EtcdCluster, allowPlaintext bool) error {
 		// refusing it now would stop every pass of a cluster that has one.
 		if _, err := cronspec.Parse(d.Schedule, 0); err != nil && !errors.Is(err, cronspec.ErrNeverRuns) {
 			return fmt.Errorf("spec.maintenance.defrag.schedule %q %v: use five cron fields such as \"0 3 * * 0\", or @daily, @every 12h", d.Schedule, err)
+		}
+	}
+	// CEL refuses these names when a spec is written; a cluster stored before this rule could
+	// still declare one, and its user's certificate would carry an administrator's name.
+	for _, u := range c.Spec.Users {
+		if slices.Contains(reservedUsers(c.Name), u.Name) {
+			return fmt.Errorf("spec.users names %s, one of the operator's own identities (%s), whose certificate is an etcd administrator: remove or rename the user; no user and no member is changed until then", u.Name, strings.Join(reservedUsers(c.Name), ", "))
 		}
 	}
 	t := c.Spec.PodTemplate
@@ -54,6 +62,12 @@ func validateSpec(c *v1alpha1.EtcdCluster, allowPlaintext bool) error {
 		return fmt.Errorf("%s; correct the spec: no member is created or changed until then", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// reservedUsers are the common names of the certificates the operator issues for cluster name:
+// no application user may have one.
+func reservedUsers(name string) []string {
+	return []string{"root", names.OperatorCN, names.ClientCN, names.ServerCN(name), names.PeerCN(name)}
 }
 
 // profilePrefixes are the AppArmor and seccomp annotations: a profile other than the
