@@ -80,7 +80,7 @@ test: manifests generate fmt vet lint ## Unit and integration tests (envtest wit
 
 .PHONY: unit
 unit: ## Unit tests only (no API server).
-	go test $$(go list ./... | grep -v -e /controllers -e /hack/alerts -e /internal/plugin/apitest) -count=1
+	go test $$(go list ./... | grep -v -e /controllers -e /config -e /hack/alerts -e /internal/plugin/apitest) -count=1
 
 ##@ Build
 
