@@ -6,20 +6,25 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 )
 
-// can is one question to the authorizer: may the operator's service account do verb on
-// resource (of group) in namespace ("" cluster-wide)?
+// can is one question to the authorizer: may a service account do verb on resource (of group)
+// in namespace ("" cluster-wide)? resource may name a subresource (pods/exec) and one object
+// (clusterroles@cluster-admin).
 type can struct {
 	verb, group, resource, namespace string
 	want                             bool
@@ -31,19 +36,7 @@ type can struct {
 // user guide says so), config/namespaced with a RoleBinding in its own namespace (nothing
 // elsewhere, nothing cluster-scoped). Both bind config/rbac/role.yaml as the API server reads it.
 func TestInstallRights(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run these tests with `make test`, which builds the API server from source")
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := apiServer(t)
 	ctx := context.Background()
 	role := &rbacv1.ClusterRole{}
 	read(t, filepath.Join("rbac", "role.yaml"), role)
@@ -83,19 +76,47 @@ func TestInstallRights(t *testing.T) {
 			{"create", "", "pods/exec", "apps", false}, {"create", "rbac.authorization.k8s.io", "rolebindings", "apps", false},
 		}},
 	} {
-		user := "system:serviceaccount:" + tc.namespace + ":quorate-controller-manager"
-		for _, q := range tc.questions {
-			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
-				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + tc.namespace, "system:authenticated"},
-				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: q.verb, Group: q.group, Resource: q.resource, Namespace: q.namespace}}}
-			if err := c.Create(ctx, sar); err != nil {
-				t.Fatal(err)
-			}
-			if sar.Status.Allowed != q.want {
-				t.Errorf("%s: can the operator %s %s in %q? %v, want %v (%s)", install, q.verb, q.resource, q.namespace, sar.Status.Allowed, q.want, sar.Status.Reason)
-			}
+		ask(ctx, t, c, install, tc.namespace, "quorate-controller-manager", tc.questions)
+	}
+}
+
+// ask puts each question to the authorizer for service account namespace/name.
+func ask(ctx context.Context, t *testing.T, c client.Client, what, namespace, name string, questions []can) {
+	t.Helper()
+	for _, q := range questions {
+		res, object, _ := strings.Cut(q.resource, "@")
+		res, sub, _ := strings.Cut(res, "/")
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: "system:serviceaccount:" + namespace + ":" + name,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: q.verb, Group: q.group, Resource: res, Subresource: sub,
+				Namespace: q.namespace, Name: object}}}
+		if err := c.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != q.want {
+			t.Errorf("%s: may %s %s %s in %q? %v, want %v (%s)", what, name, q.verb, q.resource, q.namespace, sar.Status.Allowed, q.want, sar.Status.Reason)
 		}
 	}
+}
+
+// apiServer starts a kube-apiserver and etcd (envtest: RBAC and admission policies on) for
+// the test, and returns an administrator's client and its configuration.
+func apiServer(t *testing.T) (client.Client, *rest.Config) {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run these tests with `make test`, which builds the API server from source")
+	}
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cfg
 }
 
 func read(t *testing.T, path string, into any) {
@@ -114,4 +135,113 @@ func create(ctx context.Context, t *testing.T, c client.Client, obj client.Objec
 	if err := c.Create(ctx, obj); err != nil {
 		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
 	}
+}
+
+// The conformance Job's rights (config/conformance: rbac.yaml, policy.yaml and
+// operator-namespace.yaml, as kustomize places them with Quorate in quorate-system), asked of a
+// real API server as kubectl auth can-i would, and its admission policy tried by the Job's own
+// identity (server-side dry runs): namespaces and RoleBindings only for its qc-* scenarios, the
+// scenario role bound only to itself, no Secret anywhere, only reads where Quorate runs.
+func TestConformanceJobRights(t *testing.T) {
+	c, cfg := apiServer(t)
+	ctx := context.Background()
+	for _, name := range []string{"quorate-conformance", "quorate-system", "kube-system-like"} {
+		create(ctx, t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	for _, f := range []string{"rbac.yaml", "policy.yaml", "operator-namespace.yaml"} {
+		for _, obj := range objects(t, filepath.Join("conformance", f)) {
+			switch obj.GetNamespace() {
+			case "OPERATOR_NAMESPACE":
+				obj.SetNamespace("quorate-system")
+			case "":
+				if obj.GetKind() == "ServiceAccount" || obj.GetKind() == "Role" || obj.GetKind() == "RoleBinding" {
+					obj.SetNamespace("quorate-conformance")
+				}
+			}
+			create(ctx, t, c, obj)
+		}
+	}
+	ask(ctx, t, c, "config/conformance", "quorate-conformance", "quorate-conformance", []can{
+		{"get", "", "secrets", "quorate-conformance", false}, {"list", "", "secrets", "", false}, {"get", "", "secrets", "quorate-system", false},
+		{"create", "", "pods", "quorate-conformance", false}, {"create", "", "pods", "kube-system-like", false},
+		{"create", "", "pods/proxy", "kube-system-like", false}, {"delete", "", "persistentvolumeclaims", "kube-system-like", false},
+		{"list", "", "pods", "quorate-system", true}, {"get", "", "pods/log", "quorate-system", true}, {"list", "apps", "deployments", "quorate-system", true},
+		{"delete", "", "pods", "quorate-system", false},
+		{"list", "", "nodes", "", true}, {"update", "", "nodes", "", false}, {"list", "storage.k8s.io", "storageclasses", "", true},
+		{"create", "", "namespaces", "", true},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles@quorate-conformance-scenario", "", true},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles@cluster-admin", "", false},
+	})
+
+	// What RBAC allows everywhere, the policy holds to qc-*.
+	job := rest.CopyConfig(cfg)
+	job.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:quorate-conformance:quorate-conformance",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:quorate-conformance", "system:authenticated"}}
+	as, err := client.New(job, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry := client.DryRunAll
+	ns := func(name string) *corev1.Namespace { return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	self := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "quorate-conformance", Namespace: "quorate-conformance"}}
+	binding := func(namespace, role string, subjects []rbacv1.Subject) *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "scenario", Namespace: namespace},
+			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role}, Subjects: subjects}
+	}
+	create(ctx, t, c, ns("qc-proof-0001"))
+	// The policy takes effect a moment after it is created: wait until it refuses.
+	deadline := time.Now().Add(time.Minute)
+	for err := as.Create(ctx, ns("kube-foo"), dry); err == nil; err = as.Create(ctx, ns("kube-foo"), dry) {
+		if time.Now().After(deadline) {
+			t.Fatal("the Job may create namespace kube-foo a minute after its admission policy was created")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for what, tc := range map[string]struct {
+		do   func() error
+		want string // "" allowed; else the whole message of the refusal
+	}{
+		"create namespace kube-foo": {func() error { return as.Create(ctx, ns("kube-foo"), dry) },
+			`namespaces "kube-foo" is forbidden: ValidatingAdmissionPolicy 'quorate-conformance' with binding 'quorate-conformance' denied request: quorate-conformance acts only on the namespaces of its scenarios (qc-*), not on kube-foo`},
+		"create namespace qc-proof-0002": {func() error { return as.Create(ctx, ns("qc-proof-0002"), dry) }, ""},
+		"delete namespace quorate-system": {func() error { return as.Delete(ctx, ns("quorate-system"), client.DryRunAll) },
+			`namespaces "quorate-system" is forbidden: ValidatingAdmissionPolicy 'quorate-conformance' with binding 'quorate-conformance' denied request: quorate-conformance acts only on the namespaces of its scenarios (qc-*), not on quorate-system`},
+		"bind the scenario role to itself in qc-proof-0001": {func() error {
+			return as.Create(ctx, binding("qc-proof-0001", "quorate-conformance-scenario", self), dry)
+		}, ""},
+		"bind the scenario role to itself in kube-system-like": {func() error {
+			return as.Create(ctx, binding("kube-system-like", "quorate-conformance-scenario", self), dry)
+		}, `rolebindings.rbac.authorization.k8s.io "scenario" is forbidden: ValidatingAdmissionPolicy 'quorate-conformance' with binding 'quorate-conformance' denied request: quorate-conformance acts only on the namespaces of its scenarios (qc-*), not on kube-system-like`},
+		"bind the scenario role to another in qc-proof-0001": {func() error {
+			return as.Create(ctx, binding("qc-proof-0001", "quorate-conformance-scenario", []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: "qc-proof-0001"}}), dry)
+		}, `rolebindings.rbac.authorization.k8s.io "scenario" is forbidden: ValidatingAdmissionPolicy 'quorate-conformance' with binding 'quorate-conformance' denied request: quorate-conformance may bind only ClusterRole quorate-conformance-scenario, and only to itself`},
+	} {
+		got := ""
+		if err := tc.do(); err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("the Job may %s: got %q, want %q", what, got, tc.want)
+		}
+	}
+}
+
+// objects are the documents of a multi-document YAML file.
+func objects(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	raw, err := os.ReadFile(path) //nolint:gosec // the repository's own manifests
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	for _, doc := range strings.Split(string(raw), "\n---") {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(obj.Object) > 0 {
+			out = append(out, obj)
+		}
+	}
+	return out
 }
