@@ -24,9 +24,9 @@ const (
 var Profiles = []string{ProfileDefault, ProfileOpenShiftLike}
 
 // profileExempt are the namespaces the openshift-like profile leaves alone: the cluster's own
-// (the privileged SCC's on OpenShift), and the S3 store of the backup scenarios, test
-// infrastructure that runs as 65532.
-var profileExempt = []string{"kube-system", "kube-public", "kube-node-lease", "default", "local-path-storage", "chaos-mesh", "quorate-s3"}
+// (the privileged SCC's on OpenShift), and the S3 store and the emulated cloud stores of the
+// backup scenarios, test infrastructure that runs as 65532.
+var profileExempt = []string{"kube-system", "kube-public", "kube-node-lease", "default", "local-path-storage", "chaos-mesh", "quorate-s3", "quorate-stores"}
 
 // psaExempt are the namespaces Pod Security Admission does not enforce "restricted" in: the
 // volume provisioner's helper pods mount host paths, Chaos Mesh's daemon is privileged.

@@ -47,8 +47,8 @@ func TestProfileManifests(t *testing.T) {
 		if !slices.Equal(got, kinds) {
 			t.Errorf("%s: kinds %q, want %q", v, got, kinds)
 		}
-		if !strings.Contains(m, "!(object.metadata.name in ['kube-system', 'kube-public', 'kube-node-lease', 'default', 'local-path-storage', 'chaos-mesh', 'quorate-s3'])") {
-			t.Errorf("%s: the namespace policy does not exempt the cluster's own namespaces and the S3 store", v)
+		if !strings.Contains(m, "!(object.metadata.name in ['kube-system', 'kube-public', 'kube-node-lease', 'default', 'local-path-storage', 'chaos-mesh', 'quorate-s3', 'quorate-stores'])") {
+			t.Errorf("%s: the namespace policy does not exempt the cluster's own namespaces and the object stores", v)
 		}
 	}
 }
