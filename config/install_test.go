@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/quorate-dev/quorate/e2e/framework"
 )
 
 // can is one question to the authorizer: may a service account do verb on resource (of group)
@@ -140,7 +142,7 @@ func create(ctx context.Context, t *testing.T, c client.Client, obj client.Objec
 // The conformance Job's rights (config/conformance: rbac.yaml, policy.yaml and
 // operator-namespace.yaml, as kustomize places them with Quorate in quorate-system), asked of a
 // real API server as kubectl auth can-i would, and its admission policy tried by the Job's own
-// identity (server-side dry runs): namespaces and RoleBindings only for its qc-* scenarios, the
+// identity (server-side dry runs; the suite refuses to run as the Job until it is in force): namespaces and RoleBindings only for its qc-* scenarios, the
 // scenario role bound only to itself, no Secret anywhere, only reads where Quorate runs.
 func TestConformanceJobRights(t *testing.T) {
 	c, cfg := apiServer(t)
@@ -148,7 +150,7 @@ func TestConformanceJobRights(t *testing.T) {
 	for _, name := range []string{"quorate-conformance", "quorate-system", "kube-system-like"} {
 		create(ctx, t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
-	for _, f := range []string{"rbac.yaml", "policy.yaml", "operator-namespace.yaml"} {
+	for _, f := range []string{"rbac.yaml", "operator-namespace.yaml"} {
 		for _, obj := range objects(t, filepath.Join("conformance", f)) {
 			switch obj.GetNamespace() {
 			case "OPERATOR_NAMESPACE":
@@ -189,6 +191,16 @@ func TestConformanceJobRights(t *testing.T) {
 			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role}, Subjects: subjects}
 	}
 	create(ctx, t, c, ns("qc-proof-0001"))
+	// Before the policy is in force the suite, as the Job, refuses to run.
+	const noPolicy = "the suite runs with --scenario-role (as the conformance Job) but may create namespace quorate-conformance-policy-probe, outside its scenarios' qc-*: " +
+		"the ValidatingAdmissionPolicy quorate-conformance (config/conformance/policy.yaml) is not in force, so the Job could create and delete any namespace; " +
+		"apply it (Kubernetes 1.30 or later), and if the Job runs as another ServiceAccount than quorate-conformance/quorate-conformance, change the user name in its matchConditions"
+	if err := framework.CheckHeldToScenarios(ctx, as); err == nil || err.Error() != noPolicy {
+		t.Errorf("the suite's check before the policy: %v, want %q", err, noPolicy)
+	}
+	for _, obj := range objects(t, filepath.Join("conformance", "policy.yaml")) {
+		create(ctx, t, c, obj)
+	}
 	// The policy takes effect a moment after it is created: wait until it refuses.
 	deadline := time.Now().Add(time.Minute)
 	for err := as.Create(ctx, ns("kube-foo"), dry); err == nil; err = as.Create(ctx, ns("kube-foo"), dry) {
@@ -196,6 +208,9 @@ func TestConformanceJobRights(t *testing.T) {
 			t.Fatal("the Job may create namespace kube-foo a minute after its admission policy was created")
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if err := framework.CheckHeldToScenarios(ctx, as); err != nil {
+		t.Errorf("the suite's check with the policy in force: %v", err)
 	}
 	for what, tc := range map[string]struct {
 		do   func() error

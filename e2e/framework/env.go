@@ -148,6 +148,11 @@ func (s *Suite) connect(ctx context.Context, cfg *envconf.Config) (context.Conte
 	if v, err := s.Clientset.Discovery().ServerVersion(); err == nil {
 		s.Report.K8sVersion = v.GitVersion
 	}
+	if opts.ScenarioRole != "" {
+		if err := CheckHeldToScenarios(ctx, s.Client); err != nil {
+			return ctx, err
+		}
+	}
 	if opts.Install {
 		if err := s.install(ctx, cfg.KubeconfigFile()); err != nil {
 			return ctx, err

@@ -93,3 +93,27 @@ func (r *Run) DeleteAndWait(ctx context.Context, o client.Object) error {
 		return fmt.Errorf("still there (%v)", err)
 	})
 }
+
+// policyProbe is a namespace outside the scenarios' qc-* the suite asks, with a server-side dry
+// run, to create: as the conformance Job, it must be refused.
+const policyProbe = "quorate-conformance-policy-probe"
+
+// CheckHeldToScenarios, with the suite's client c, refuses to run as the conformance Job (--scenario-role) where the Job
+// could create a namespace other than its scenarios': its ClusterRole lets it create and delete
+// any namespace and bind its scenario role anywhere, and only the admission policy
+// (config/conformance/policy.yaml) holds it to qc-*. A policy that is missing, not yet in force,
+// or that names another identity than the suite's leaves those rights open; a refusal by RBAC
+// is as good.
+func CheckHeldToScenarios(ctx context.Context, c client.Client) error {
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: policyProbe}}, client.DryRunAll)
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+		return nil
+	case err == nil || apierrors.IsAlreadyExists(err): // admission comes before the store
+		return fmt.Errorf("the suite runs with --scenario-role (as the conformance Job) but may create namespace %s, outside its scenarios' qc-*: "+
+			"the ValidatingAdmissionPolicy quorate-conformance (config/conformance/policy.yaml) is not in force, so the Job could create and delete any namespace; "+
+			"apply it (Kubernetes 1.30 or later), and if the Job runs as another ServiceAccount than quorate-conformance/quorate-conformance, change the user name in its matchConditions", policyProbe)
+	default:
+		return fmt.Errorf("checking that the admission policy holds the suite to its scenarios' namespaces (a dry-run create of namespace %s): %w", policyProbe, err)
+	}
+}
