@@ -149,7 +149,7 @@ func (s *Suite) connect(ctx context.Context, cfg *envconf.Config) (context.Conte
 		s.Report.K8sVersion = v.GitVersion
 	}
 	if opts.ScenarioRole != "" {
-		if err := CheckHeldToScenarios(ctx, s.Client); err != nil {
+		if err := CheckHeldToScenarios(ctx, s.Client, 30*time.Second); err != nil {
 			return ctx, err
 		}
 	}

@@ -104,8 +104,22 @@ const policyProbe = "quorate-conformance-policy-probe"
 // (config/conformance/policy.yaml) holds it to qc-*. A policy that is missing, not yet in force,
 // or that names another identity than the suite's leaves those rights open; a refusal by RBAC
 // is as good.
-func CheckHeldToScenarios(ctx context.Context, c client.Client) error {
-	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: policyProbe}}, client.DryRunAll)
+func CheckHeldToScenarios(ctx context.Context, c client.Client, within time.Duration) error {
+	// A policy applied with the Job takes effect moments after it was created: ask again,
+	// once a second, until within has passed.
+	deadline := time.Now().Add(within)
+	var err error
+	for {
+		err = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: policyProbe}}, client.DryRunAll)
+		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || !time.Now().Before(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 	switch {
 	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
 		return nil
