@@ -184,7 +184,9 @@ func TestConformanceJobRights(t *testing.T) {
 		t.Fatal(err)
 	}
 	dry := client.DryRunAll
-	ns := func(name string) *corev1.Namespace { return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	ns := func(name string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
 	self := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "quorate-conformance", Namespace: "quorate-conformance"}}
 	binding := func(namespace, role string, subjects []rbacv1.Subject) *rbacv1.RoleBinding {
 		return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "scenario", Namespace: namespace},
