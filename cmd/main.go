@@ -191,15 +191,12 @@ func parseFlags() *config {
 	flag.BoolVar(&cfg.allowPlaintext, "allow-plaintext", false, "manage EtcdClusters with tls.enabled false (anyone who reaches their members can read and write them); off: such clusters are refused with the condition InvalidSpec")
 	flag.StringVar(&cfg.images.EtcdRepository, "etcd-image-repository", envflag.Or("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
 	flag.StringVar(&cfg.images.Launcher, "launcher-image", envflag.Or("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
-	flag.Func("allowed-image-registries", "comma-separated registry hosts or repository paths (registry.example.com,ghcr.io/quorate-dev/) the etcd images, spec.image included, and the launcher must come from; a cluster whose image is from elsewhere stops with Degraded=ImageNotAllowed (default: any)", func(v string) error {
-		for _, r := range strings.Split(v, ",") {
-			if r = strings.TrimSpace(r); r != "" {
-				cfg.images.Policy.AllowedRegistries = append(cfg.images.Policy.AllowedRegistries, r)
-			}
-		}
+	flag.Func("allowed-image-registries", "comma-separated registry hosts or repository paths (registry.example.com,ghcr.io/quorate-dev/) the etcd images, spec.image included, and the launcher must come from; a cluster whose image is from elsewhere stops with Degraded=ImageNotAllowed (default: any) (env ALLOWED_IMAGE_REGISTRIES)", func(v string) error {
+		cfg.images.Policy.AllowedRegistries = registries(v)
 		return nil
 	})
-	flag.BoolVar(&cfg.images.Policy.RequireDigests, "require-image-digests", false, "run only images named by digest (@sha256:...), as disconnected installs need: a cluster whose etcd image (spec.image, or the version's) is named by tag stops with Degraded=ImageNotAllowed")
+	cfg.images.Policy.AllowedRegistries = registries(os.Getenv("ALLOWED_IMAGE_REGISTRIES")) // the flag, when given, replaces them
+	flag.BoolVar(&cfg.images.Policy.RequireDigests, "require-image-digests", os.Getenv("REQUIRE_IMAGE_DIGESTS") == "true", "run only images named by digest (@sha256:...), as disconnected installs need: a cluster whose etcd image (spec.image, or the version's) is named by tag stops with Degraded=ImageNotAllowed (env REQUIRE_IMAGE_DIGESTS=true)")
 	flag.StringVar(&cfg.uidMode, "pod-security-context", envflag.Or("POD_SECURITY_CONTEXT", string(uidpolicy.Auto)), "who chooses the user and groups of member, backup and drill pods: fixed (they ask for 65532, which keeps a root-owned volume writable), platform (they ask for none: OpenShift's restricted-v2 SCC assigns them from the namespace's range and rejects others), auto (platform in namespaces with the openshift.io/sa.scc.uid-range annotation, fixed elsewhere and where the namespace cannot be read) (env POD_SECURITY_CONTEXT)")
 	flag.StringVar(&cfg.pullPolicy, "image-pull-policy", envflag.Or("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
 	flag.DurationVar(&cfg.certLifetime, "certificate-lifetime", pki.LeafValidity, "lifetime of the certificates the operator generates; each is renewed in its Secret with a third of it left")
@@ -368,4 +365,15 @@ func (l labelsFlag) Set(v string) error {
 		l[k] = val
 	}
 	return nil
+}
+
+// registries reads a comma-separated list of registry hosts or repository paths.
+func registries(list string) []string {
+	var out []string
+	for _, r := range strings.Split(list, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
 }
