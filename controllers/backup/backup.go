@@ -384,7 +384,8 @@ func finishedJobResult(ctx context.Context, cache, live client.Reader, j *batchv
 // jobResult reads the result quorate-backup left in the termination message of the Job's
 // newest pod. Only a pod the Job controls counts: anyone who may create pods in the namespace
 // can give one the Job's label, and its termination message would otherwise forge a
-// completed backup or a passed drill.
+// completed backup or a passed drill. (A controller reference can be written too, but who may
+// create pods there may mount the cluster's root Secret already: docs/design.md, "Backups".)
 func jobResult(ctx context.Context, c client.Reader, j *batchv1.Job) (*backup.Result, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{batchv1.JobNameLabel: j.Name}); err != nil {
