@@ -22,8 +22,8 @@ func (r *Reconciler) restoreSource(ctx context.Context, c *v1alpha1.EtcdCluster)
 		if err := r.StoragePolicy.Check(*src.Storage); err != nil {
 			return nil, fmt.Errorf("spec.bootstrap.fromBackup.storage: %w; the cluster starts once the storage is allowed", err)
 		}
-		if err := r.StoragePolicy.CheckRestoreKey(*src.Storage, c.Namespace, src.Key); err != nil {
-			return nil, fmt.Errorf("spec.bootstrap.fromBackup.key: %w; the cluster starts once it names one", err)
+		if err := r.StoragePolicy.CheckRestoreKey(c.Namespace, src.Key); err != nil {
+			return nil, fmt.Errorf("spec.bootstrap.fromBackup.key: %w: nothing is started; spec.bootstrap cannot change, so delete this EtcdCluster and create it from a snapshot of this namespace", err)
 		}
 		return &resources.Restore{Bucket: src.Storage.BucketURL, Key: src.Key, SHA256: src.SHA256, CredentialsSecret: src.Storage.CredentialsSecret, CABundle: src.Storage.CABundle, Identity: src.Storage.Identity}, nil
 	}
@@ -39,6 +39,10 @@ func (r *Reconciler) restoreSource(ctx context.Context, c *v1alpha1.EtcdCluster)
 	}
 	if err := r.StoragePolicy.Check(b.Spec.Storage); err != nil {
 		return nil, fmt.Errorf("EtcdBackup %s's storage: %w; the cluster starts once the storage is allowed", b.Name, err)
+	}
+	// The key comes from the backup pod's result: read only this namespace's snapshots.
+	if err := r.StoragePolicy.CheckRestoreKey(c.Namespace, b.Status.Key); err != nil {
+		return nil, fmt.Errorf("EtcdBackup %s's status.key: %w: nothing is started; spec.bootstrap cannot change, so delete this EtcdCluster and create it from another backup", b.Name, err)
 	}
 	return &resources.Restore{Bucket: b.Spec.Storage.BucketURL, Key: b.Status.Key, SHA256: b.Status.SHA256, CredentialsSecret: b.Spec.Storage.CredentialsSecret, CABundle: b.Spec.Storage.CABundle, Identity: b.Spec.Storage.Identity}, nil
 }

@@ -115,6 +115,6 @@ func TestStoragePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCondition(t, ns, "theirs", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonStorageNotAllowed,
-		Message: "spec.bootstrap.fromBackup.key: " + fmt.Sprintf("key %q is not a snapshot of this namespace (%s<cluster>/<backup>.db), and under the operator's storage policy a cluster restores only its namespace's own snapshots: restore a backup made in this namespace, or ask the operator's administrator to copy the snapshot under it", key, allowed.Prefix+ns+"/") +
-			"; the cluster starts once it names one"})
+		Message: "spec.bootstrap.fromBackup.key: " + fmt.Sprintf("key %q is not a snapshot of this namespace ([PREFIX/]%s/<cluster>/<backup>.db), and under the operator's storage policy a cluster restores only its namespace's own snapshots", key, ns) +
+			": nothing is started; spec.bootstrap cannot change, so delete this EtcdCluster and create it from a snapshot of this namespace"})
 }

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 )
 
@@ -62,6 +64,12 @@ func (p Policy) Check(st v1alpha1.BackupStorage) error {
 	if !slices.ContainsFunc(p.Allowed, func(a string) bool { n, _ := normalize(a); return n == got }) {
 		return &Refused{fmt.Sprintf("storage.bucketURL %q is not a location the operator's storage policy allows (--allowed-storage): use one of %s, or ask the operator's administrator to allow it", st.BucketURL, strings.Join(p.Allowed, ", "))}
 	}
+	// Keys are PREFIX<namespace>/<cluster>/<backup>.db: with a prefix that does not end a path
+	// segment, namespace apps with prefix "etcd/prod-" would write and delete the keys of
+	// namespace prod-apps (prefix "etcd/") in a shared bucket.
+	if st.Prefix != "" && !strings.HasSuffix(st.Prefix, "/") {
+		return &Refused{fmt.Sprintf("storage.prefix %q does not end in /, and under the operator's storage policy a prefix must (keys are PREFIX<namespace>/<cluster>/<backup>.db, and a prefix that ends mid-segment reaches another namespace's keys in the shared bucket): add the /", st.Prefix)}
+	}
 	// The namespace's default service account is what the pods run as without one: ambient.
 	ambient := st.CredentialsSecret == "" && (st.Identity == nil || st.Identity.ServiceAccountName == "" || st.Identity.ServiceAccountName == "default")
 	if ambient && !p.AllowAmbient {
@@ -70,19 +78,26 @@ func (p Policy) Check(st v1alpha1.BackupStorage) error {
 	return nil
 }
 
-// CheckRestoreKey says whether a cluster in namespace may restore the object key of st (a
-// restore that names its storage and key, not an EtcdBackup), whose storage Check allows:
-// under a policy the key must be one of the namespace's own snapshots, PREFIX<namespace>/<cluster>/<name>.db
-// as backups store them, for an allowed bucket is shared by every namespace whose users may
-// create clusters, and a key is all it takes to read another namespace's keyspace.
-func (p Policy) CheckRestoreKey(st v1alpha1.BackupStorage, namespace, key string) error {
+// CheckRestoreKey says whether a cluster in namespace may restore the object key of a
+// storage Check allows: under a policy the key must be one of the namespace's own snapshots,
+// [DIRS/]<namespace>/<cluster>/<backup>.db as backups store them (their prefix ends in /), for
+// an allowed bucket is shared by every namespace whose users may create clusters, and a key is
+// all it takes to read another namespace's keyspace. The restore's own storage.prefix plays no
+// part: it is the restoring user's to choose.
+func (p Policy) CheckRestoreKey(namespace, key string) error {
 	if len(p.Allowed) == 0 {
 		return nil
 	}
-	rest, ok := strings.CutPrefix(key, st.Prefix+namespace+"/")
-	cluster, file, two := strings.Cut(rest, "/")
-	if !ok || !two || cluster == "" || strings.Contains(file, "/") || !strings.HasSuffix(file, ".db") || file == ".db" {
-		return &Refused{fmt.Sprintf("key %q is not a snapshot of this namespace (%s<cluster>/<backup>.db), and under the operator's storage policy a cluster restores only its namespace's own snapshots: restore a backup made in this namespace, or ask the operator's administrator to copy the snapshot under it", key, st.Prefix+namespace+"/")}
+	segments := strings.Split(key, "/")
+	n := len(segments)
+	ok := n >= 3 && segments[n-3] == namespace
+	if ok {
+		cluster, file := segments[n-2], segments[n-1]
+		name, db := strings.CutSuffix(file, ".db")
+		ok = db && len(validation.IsDNS1123Label(cluster)) == 0 && len(validation.IsDNS1123Subdomain(name)) == 0
+	}
+	if !ok {
+		return &Refused{fmt.Sprintf("key %q is not a snapshot of this namespace ([PREFIX/]%s/<cluster>/<backup>.db), and under the operator's storage policy a cluster restores only its namespace's own snapshots", key, namespace)}
 	}
 	return nil
 }

@@ -62,41 +62,63 @@ func errString(err error) string {
 
 func fmtQ(format, s string) string { return fmt.Sprintf(format, s) }
 
-// Under a policy a restore reads only its namespace's snapshots, PREFIX<ns>/<cluster>/<b>.db:
-// a prefix chosen to line another namespace's key up with this one's is refused too.
+// Under a policy a restore reads only its namespace's snapshots, [DIRS/]<ns>/<cluster>/<b>.db,
+// whatever prefix the restore names: another namespace's key, or one whose namespace segment
+// merely ends in this namespace's name (prod-apps), is refused.
 func TestCheckRestoreKey(t *testing.T) {
 	p := Policy{Allowed: []string{"s3://backups"}}
-	st := v1alpha1.BackupStorage{BucketURL: "s3://backups", CredentialsSecret: "keys", Prefix: "etcd/"}
-	refused := func(key, under string) string {
-		return fmt.Sprintf("key %q is not a snapshot of this namespace (%s<cluster>/<backup>.db), and under the operator's storage policy a cluster restores only its namespace's own snapshots: restore a backup made in this namespace, or ask the operator's administrator to copy the snapshot under it", key, under)
+	refused := func(key string) string {
+		return fmt.Sprintf("key %q is not a snapshot of this namespace ([PREFIX/]apps/<cluster>/<backup>.db), and under the operator's storage policy a cluster restores only its namespace's own snapshots", key)
 	}
-	shifted := st
-	shifted.Prefix = "etcd/victim/"
 	for _, tc := range []struct {
 		policy Policy
-		st     v1alpha1.BackupStorage
 		key    string
 		want   string
 	}{
-		{p, st, "etcd/apps/demo/b1.db", ""},
-		{p, st, "etcd/apps/demo/nightly-20261129-0300.db", ""},
-		{p, st, "etcd/victim/demo/b1.db", refused("etcd/victim/demo/b1.db", "etcd/apps/")},
-		{p, st, "apps/demo/b1.db", refused("apps/demo/b1.db", "etcd/apps/")},
-		{p, st, "etcd/apps/b1.db", refused("etcd/apps/b1.db", "etcd/apps/")},
-		{p, st, "etcd/apps/demo/x/b1.db", refused("etcd/apps/demo/x/b1.db", "etcd/apps/")},
-		{p, st, "etcd/apps//b1.db", refused("etcd/apps//b1.db", "etcd/apps/")},
-		{p, st, "etcd/apps/demo/b1", refused("etcd/apps/demo/b1", "etcd/apps/")},
-		// victim's cluster named apps: etcd/victim/apps/b1.db, under the prefix etcd/victim/.
-		{p, shifted, "etcd/victim/apps/b1.db", refused("etcd/victim/apps/b1.db", "etcd/victim/apps/")},
+		{p, "etcd/apps/demo/b1.db", ""},
+		{p, "apps/demo/b1.db", ""},
+		{p, "a/b/apps/demo/nightly-20261129-030000.db", ""},
+		{p, "etcd/victim/demo/b1.db", refused("etcd/victim/demo/b1.db")},
+		{p, "etcd/prod-apps/db/nightly-20261129-030000.db", refused("etcd/prod-apps/db/nightly-20261129-030000.db")},
+		{p, "etcd/apps/b1.db", refused("etcd/apps/b1.db")},
+		{p, "etcd/apps/demo/x/b1.db", refused("etcd/apps/demo/x/b1.db")},
+		{p, "etcd/apps//b1.db", refused("etcd/apps//b1.db")},
+		{p, "etcd/apps/demo/b1", refused("etcd/apps/demo/b1")},
+		{p, "etcd/apps/demo/.db", refused("etcd/apps/demo/.db")},
+		{p, "etcd/apps/Demo/b1.db", refused("etcd/apps/Demo/b1.db")},
+		{p, "etcd/apps/demo/../b1.db", refused("etcd/apps/demo/../b1.db")},
 		// No policy: any key, as before policies.
-		{Policy{}, st, "etcd/victim/demo/b1.db", ""},
+		{Policy{}, "etcd/victim/demo/b1.db", ""},
 	} {
 		got := ""
-		if err := tc.policy.CheckRestoreKey(tc.st, "apps", tc.key); err != nil {
+		if err := tc.policy.CheckRestoreKey("apps", tc.key); err != nil {
 			got = err.Error()
 		}
 		if got != tc.want {
-			t.Errorf("%+v, key %s: %q, want %q", tc.st, tc.key, got, tc.want)
+			t.Errorf("key %s: %q, want %q", tc.key, got, tc.want)
+		}
+	}
+}
+
+// Under a policy a prefix ends a path segment: "etcd/prod-" would put namespace apps's keys
+// among prod-apps's.
+func TestPrefixEndsASegment(t *testing.T) {
+	p := Policy{Allowed: []string{"s3://backups"}}
+	for prefix, want := range map[string]string{
+		"":           "",
+		"etcd/":      "",
+		"a/b/":       "",
+		"etcd/prod-": `storage.prefix "etcd/prod-" does not end in /, and under the operator's storage policy a prefix must (keys are PREFIX<namespace>/<cluster>/<backup>.db, and a prefix that ends mid-segment reaches another namespace's keys in the shared bucket): add the /`,
+	} {
+		got := ""
+		if err := p.Check(v1alpha1.BackupStorage{BucketURL: "s3://backups", CredentialsSecret: "keys", Prefix: prefix}); err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("prefix %q: %q, want %q", prefix, got, want)
+		}
+		if err := (Policy{}).Check(v1alpha1.BackupStorage{BucketURL: "s3://backups", Prefix: prefix}); err != nil {
+			t.Errorf("prefix %q without a policy: %v", prefix, err)
 		}
 	}
 }
