@@ -278,6 +278,9 @@ func (r *Reconciler) prepare(ctx context.Context, c *v1alpha1.EtcdCluster) (stri
 	// certificate would break the cluster that pausing means to leave alone.
 	// spec.tls.renewCertificates waits; a paused cluster that has not formed gets nothing.
 	if c.Spec.Paused && c.Status.ClusterID == "" {
+		if err := checkUsers(c); err != nil {
+			return v1alpha1.ReasonInvalidSpec, err
+		}
 		return "", nil
 	}
 	tlsShare, err := r.certs.EnsureTLS(ctx, c)
@@ -285,6 +288,11 @@ func (r *Reconciler) prepare(ctx context.Context, c *v1alpha1.EtcdCluster) (stri
 		return v1alpha1.ReasonTLSNotReady, err
 	}
 	fold(c, statusShare{certs: []certificates.Share{tlsShare}})
+	// A user named as the operator's own identity holds the users back (their Secrets are
+	// issued in the same pass, paused or not), not the certificates above.
+	if err := checkUsers(c); err != nil {
+		return v1alpha1.ReasonInvalidSpec, err
+	}
 	if c.Spec.Paused {
 		return "", nil
 	}

@@ -241,20 +241,21 @@ func TestUserCertificatesAreChecked(t *testing.T) {
 }
 
 // A cluster stored before CEL refused the operator's own identities as user names (an
-// upgrade) stops with InvalidSpec naming the user, before any user's certificate is issued
-// or etcd's users change; other users are not refused.
+// upgrade) stops with InvalidSpec naming the user (prepare, after the certificates are
+// renewed), before any user's certificate is issued or etcd's users change; other users are
+// not refused.
 func TestStoredReservedUserIsRefused(t *testing.T) {
 	for _, name := range []string{"root", "quorate-operator", "quorate-client", "demo-server", "demo-peer"} {
 		c := newCluster("ns", "demo", 3)
 		c.Spec.Users = []v1alpha1.UserSpec{{Name: "app"}, {Name: name, ReadWrite: []string{"/app/"}}}
-		want := "spec.users names " + name + ", one of the operator's own identities (root, quorate-operator, quorate-client, demo-server, demo-peer), whose certificate is an etcd administrator: remove or rename the user; no user and no member is changed until then"
-		if err := validateSpec(c, false); err == nil || err.Error() != want {
-			t.Errorf("user %s: validateSpec = %v, want %q", name, err, want)
+		want := "spec.users names " + name + ", one of the operator's own identities (root, quorate-operator, quorate-client, demo-server, demo-peer), whose certificate is an etcd administrator: remove or rename the user (a Secret issued for it by an earlier operator holds an administrator's certificate until it expires: rotate the CA with spec.tls.rotateCA); no user and no member is changed until then (the certificates are still renewed)"
+		if err := checkUsers(c); err == nil || err.Error() != want {
+			t.Errorf("user %s: checkUsers = %v, want %q", name, err, want)
 		}
 	}
 	c := newCluster("ns", "demo", 3)
 	c.Spec.Users = []v1alpha1.UserSpec{{Name: "app"}, {Name: "other-server"}, {Name: "demo-server-2"}}
-	if err := validateSpec(c, false); err != nil {
-		t.Errorf("users of other names: validateSpec = %v, want none", err)
+	if err := checkUsers(c); err != nil {
+		t.Errorf("users of other names: checkUsers = %v, want none", err)
 	}
 }

@@ -30,13 +30,6 @@ func validateSpec(c *v1alpha1.EtcdCluster, allowPlaintext bool) error {
 			return fmt.Errorf("spec.maintenance.defrag.schedule %q %v: use five cron fields such as \"0 3 * * 0\", or @daily, @every 12h", d.Schedule, err)
 		}
 	}
-	// CEL refuses these names when a spec is written; a cluster stored before this rule could
-	// still declare one, and its user's certificate would carry an administrator's name.
-	for _, u := range c.Spec.Users {
-		if slices.Contains(reservedUsers(c.Name), u.Name) {
-			return fmt.Errorf("spec.users names %s, one of the operator's own identities (%s), whose certificate is an etcd administrator: remove or rename the user; no user and no member is changed until then", u.Name, strings.Join(reservedUsers(c.Name), ", "))
-		}
-	}
 	t := c.Spec.PodTemplate
 	if t == nil {
 		return nil
@@ -60,6 +53,19 @@ func validateSpec(c *v1alpha1.EtcdCluster, allowPlaintext bool) error {
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%s; correct the spec: no member is created or changed until then", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// checkUsers refuses a user named as one of the operator's own identities. CEL refuses these
+// names when a spec is written; a cluster stored before that rule could still declare one, and
+// its user's certificate would carry an administrator's name. It runs after the certificates
+// are renewed (prepare), so that such a cluster keeps running while its user is removed.
+func checkUsers(c *v1alpha1.EtcdCluster) error {
+	for _, u := range c.Spec.Users {
+		if slices.Contains(reservedUsers(c.Name), u.Name) {
+			return fmt.Errorf("spec.users names %s, one of the operator's own identities (%s), whose certificate is an etcd administrator: remove or rename the user (a Secret issued for it by an earlier operator holds an administrator's certificate until it expires: rotate the CA with spec.tls.rotateCA); no user and no member is changed until then (the certificates are still renewed)", u.Name, strings.Join(reservedUsers(c.Name), ", "))
+		}
 	}
 	return nil
 }
