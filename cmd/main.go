@@ -191,12 +191,22 @@ func parseFlags() *config {
 	flag.BoolVar(&cfg.allowPlaintext, "allow-plaintext", false, "manage EtcdClusters with tls.enabled false (anyone who reaches their members can read and write them); off: such clusters are refused with the condition InvalidSpec")
 	flag.StringVar(&cfg.images.EtcdRepository, "etcd-image-repository", envflag.Or("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
 	flag.StringVar(&cfg.images.Launcher, "launcher-image", envflag.Or("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
+	// The environment's registries stand until the flag is given; each flag then adds its own.
+	cfg.images.Policy.AllowedRegistries = registries(os.Getenv("ALLOWED_IMAGE_REGISTRIES"))
+	fromFlags := false
 	flag.Func("allowed-image-registries", "comma-separated registry hosts or repository paths (registry.example.com,ghcr.io/quorate-dev/) the etcd images, spec.image included, and the launcher must come from; a cluster whose image is from elsewhere stops with Degraded=ImageNotAllowed (default: any) (env ALLOWED_IMAGE_REGISTRIES)", func(v string) error {
-		cfg.images.Policy.AllowedRegistries = registries(v)
+		if !fromFlags {
+			cfg.images.Policy.AllowedRegistries, fromFlags = nil, true
+		}
+		cfg.images.Policy.AllowedRegistries = append(cfg.images.Policy.AllowedRegistries, registries(v)...)
 		return nil
 	})
-	cfg.images.Policy.AllowedRegistries = registries(os.Getenv("ALLOWED_IMAGE_REGISTRIES")) // the flag, when given, replaces them
-	flag.BoolVar(&cfg.images.Policy.RequireDigests, "require-image-digests", os.Getenv("REQUIRE_IMAGE_DIGESTS") == "true", "run only images named by digest (@sha256:...), as disconnected installs need: a cluster whose etcd image (spec.image, or the version's) is named by tag stops with Degraded=ImageNotAllowed (env REQUIRE_IMAGE_DIGESTS=true)")
+	requireDigests, err := envflag.Bool("REQUIRE_IMAGE_DIGESTS")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	flag.BoolVar(&cfg.images.Policy.RequireDigests, "require-image-digests", requireDigests, "run only images named by digest (@sha256:...), as disconnected installs need: a cluster whose etcd image (spec.image, or the version's) is named by tag stops with Degraded=ImageNotAllowed (env REQUIRE_IMAGE_DIGESTS=true)")
 	flag.StringVar(&cfg.uidMode, "pod-security-context", envflag.Or("POD_SECURITY_CONTEXT", string(uidpolicy.Auto)), "who chooses the user and groups of member, backup and drill pods: fixed (they ask for 65532, which keeps a root-owned volume writable), platform (they ask for none: OpenShift's restricted-v2 SCC assigns them from the namespace's range and rejects others), auto (platform in namespaces with the openshift.io/sa.scc.uid-range annotation, fixed elsewhere and where the namespace cannot be read) (env POD_SECURITY_CONTEXT)")
 	flag.StringVar(&cfg.pullPolicy, "image-pull-policy", envflag.Or("IMAGE_PULL_POLICY", string(corev1.PullIfNotPresent)), "pull policy of member images")
 	flag.DurationVar(&cfg.certLifetime, "certificate-lifetime", pki.LeafValidity, "lifetime of the certificates the operator generates; each is renewed in its Secret with a third of it left")

@@ -2,7 +2,11 @@
 // the Makefile pass settings.
 package envflag
 
-import "os"
+import (
+	"fmt"
+	"os"
+	"strconv"
+)
 
 // Or returns the environment variable name, or fallback when it is unset or empty.
 func Or(name, fallback string) string {
@@ -10,4 +14,19 @@ func Or(name, fallback string) string {
 		return v
 	}
 	return fallback
+}
+
+// Bool reads the environment variable name as a boolean (false when unset or empty). A value
+// that is not one is an error, never read as false: a setting that turns a safeguard on must
+// not be left off by a typo.
+func Bool(name string) (bool, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q is not true or false", name, v)
+	}
+	return b, nil
 }
