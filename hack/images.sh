@@ -245,30 +245,42 @@ fake-gcs() {
   echo "$REGISTRY/quorate/fake-gcs-server:$v"
 }
 
-# azurite: Debian's node with the shared libraries it links (as ldd lists them) and Azurite's
-# production modules from the npm registry (cached per version), on an empty image.
+# azurite: the machine's Node.js (hack/install-deps.sh stores) with the shared libraries it
+# links, as ldd lists them, and Azurite's production modules as hack/images/azurite's
+# package-lock.json pins them (npm ci, cached per lock), on an empty image. The tag covers the
+# lock, the Dockerfile, node and its libraries.
 azurite() {
   local v=${1:?Azurite version}
+  local src=$here/images/azurite
   local node; node=$(command -v node) || die "no node: hack/install-deps.sh stores installs Node.js"
-  local tag; tag=$v-$(content_tag node "$node")
+  node=$(readlink -f "$node")
+  [ "$(head -c 4 "$node" | tail -c 3)" = ELF ] || die "$node is not a Node.js binary (a version manager's shim?): install Node.js (hack/install-deps.sh stores)"
+  local ldd_out; ldd_out=$(ldd "$node") || die "ldd $node failed"
+  if grep -q 'not found' <<<"$ldd_out"; then die "node links libraries that are missing: $(grep 'not found' <<<"$ldd_out")"; fi
+  local libs; libs=$(grep -o '/[^ ]*' <<<"$ldd_out" | sort -u)
+  grep -q "\"version\": \"$v\"" "$src/package-lock.json" || die "hack/images/azurite/package-lock.json does not pin azurite $v (AZURITE_VERSION)"
+  # shellcheck disable=SC2086 # libs are paths without spaces
+  local tag; tag=$(content_tag "$v" "$src/package-lock.json" "$src/Dockerfile" "$node" $libs)
   if ! has quorate/azurite "$tag"; then
-    local mods=$QUORATE_CACHE/azurite/$v
+    local lock; lock=$(sha256sum "$src/package-lock.json" | cut -c1-16)
+    local mods=$QUORATE_CACHE/azurite/$v-$lock
     fetch_azurite() {
       [ -d "$mods/node_modules/azurite" ] && return 0
-      log "installing azurite@$v from the npm registry"
-      npm install --silent --no-audit --no-fund --omit=dev --ignore-scripts --prefix "$mods.tmp" "azurite@$v" >&2
+      log "installing azurite@$v (package-lock.json) from the npm registry"
+      rm -rf "$mods.tmp"; mkdir -p "$mods.tmp"; cp "$src/package.json" "$src/package-lock.json" "$mods.tmp/"
+      (cd "$mods.tmp" && npm ci --silent --no-audit --no-fund --omit=dev --ignore-scripts >&2)
       rm -rf "$mods"; mv "$mods.tmp" "$mods"
     }
     mkdir -p "$(dirname "$mods")"; with_lock "$(dirname "$mods")" fetch_azurite
     local c; c=$(ctx); mkdir -p "$c/rootfs/usr/bin" "$c/rootfs/tmp" "$c/rootfs/opt"
     chmod 1777 "$c/rootfs/tmp"
-    cp -L "$node" "$c/rootfs/usr/bin/node"
+    cp "$node" "$c/rootfs/usr/bin/node"
     local lib
-    for lib in $(ldd "$node" | grep -o '/[^ ]*'); do
+    for lib in $libs; do
       mkdir -p "$c/rootfs$(dirname "$lib")"; cp -L "$lib" "$c/rootfs$lib"
     done
     cp -r "$mods/node_modules" "$c/rootfs/opt/node_modules"
-    build "$c" "$here/images/azurite/Dockerfile" "$REGISTRY/quorate/azurite:$tag"; rm -rf "$c"
+    build "$c" "$src/Dockerfile" "$REGISTRY/quorate/azurite:$tag"; rm -rf "$c"
   fi
   echo "$REGISTRY/quorate/azurite:$tag"
 }

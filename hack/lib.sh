@@ -12,7 +12,8 @@ COREDNS_VERSION=${COREDNS_VERSION:-v1.15.0}
 LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-v0.0.30}
 VERSITYGW_VERSION=${VERSITYGW_VERSION:-v1.8.0}
 # The cloud stores' emulators (hack/stores.sh): fake-gcs-server from the module proxy, Azurite
-# from the npm registry (3.35.0: the last that declares Node.js 20, Debian's, supported).
+# from the npm registry as hack/images/azurite/package-lock.json pins it (3.35.0: later
+# releases ask for Node.js 22; the machine's is 20).
 FAKE_GCS_VERSION=${FAKE_GCS_VERSION:-v1.56.1}
 AZURITE_VERSION=${AZURITE_VERSION:-3.35.0}
 

@@ -2,8 +2,9 @@
 # Installs emulated cloud object stores on the cluster KUBECONFIG points at, for the backup
 # scenarios backup-restore-gcs and backup-restore-azure (hack/stores/stores.yaml says what is
 # where): fake-gcs-server $FAKE_GCS_VERSION, built from the module proxy, and Azurite
-# $AZURITE_VERSION, from the npm registry and run by Debian's Node.js (hack/install-deps.sh
-# stores), each in an image in the local registry. Azurite's account key is generated once per
+# $AZURITE_VERSION, from the npm registry as hack/images/azurite/package-lock.json pins it, run
+# by the machine's Node.js (hack/install-deps.sh stores), each in an image in the local
+# registry. Azurite's account key is generated once per
 # machine (cached in $QUORATE_CACHE); its container "backups" is created through a port-forward
 # (Azurite creates none itself). Idempotent.
 # Usage: hack/stores.sh
@@ -18,21 +19,27 @@ kubectl=${KUBECTL:-kubectl}
 gcs=$("$here/images.sh" fake-gcs "$FAKE_GCS_VERSION")
 azurite=$("$here/images.sh" azurite "$AZURITE_VERSION")
 "$here/images.sh" base >/dev/null
+# The account key: the cluster's own if it has one (a cache emptied since), else this machine's.
 keyfile=$QUORATE_CACHE/stores/azure-key
-if [ ! -s "$keyfile" ]; then
-  mkdir -p "$(dirname "$keyfile")"
+mkdir -p "$(dirname "$keyfile")"
+if current=$("$kubectl" -n quorate-stores get secret azure-credentials -o jsonpath='{.data.AZURE_STORAGE_KEY}' 2>/dev/null) && [ -n "$current" ]; then
+  base64 -d <<<"$current" >"$keyfile"
+elif [ ! -s "$keyfile" ]; then
   head -c 32 /dev/urandom | base64 | tr -d '\n' >"$keyfile"
-  chmod 600 "$keyfile"
 fi
+chmod 600 "$keyfile"
 key=$(cat "$keyfile")
+key_hash=$(sha256sum "$keyfile" | cut -c1-16)
 sed -e "s|image: GCS_IMAGE|image: $gcs|" -e "s|image: AZURITE_IMAGE|image: $azurite|" \
     -e "s|image: BUSYBOX|image: $REGISTRY/quorate/busybox:local|" -e "s|AZURE_KEY|$key|" \
+    -e "s|quorate.dev/key-hash: KEY_HASH|quorate.dev/key-hash: \"$key_hash\"|" \
     "$here/stores/stores.yaml" | "$kubectl" apply --server-side --force-conflicts -f - >/dev/null
 "$kubectl" -n quorate-stores rollout status deployment/fake-gcs --timeout=5m >/dev/null
 "$kubectl" -n quorate-stores rollout status deployment/azurite --timeout=5m >/dev/null
 
 # The container "backups", through a port-forward to Azurite on a port the forward chooses.
-out=$(mktemp); trap 'kill "$pf" 2>/dev/null || true; rm -f "$out"' EXIT
+pf=""
+out=$(mktemp); trap 'if [ -n "$pf" ]; then kill "$pf" 2>/dev/null || true; fi; rm -f "$out"' EXIT
 "$kubectl" -n quorate-stores port-forward deployment/azurite :10000 >"$out" 2>&1 &
 pf=$!
 port=""
