@@ -123,7 +123,7 @@ func apiServer(t *testing.T) (client.Client, *rest.Config) {
 
 func read(t *testing.T, path string, into any) {
 	t.Helper()
-	raw, err := os.ReadFile(path) //nolint:gosec // the repository's own manifests
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestConformanceJobRights(t *testing.T) {
 // objects are the documents of a multi-document YAML file.
 func objects(t *testing.T, path string) []*unstructured.Unstructured {
 	t.Helper()
-	raw, err := os.ReadFile(path) //nolint:gosec // the repository's own manifests
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,8 @@ func run(service string, containers []string) error {
 	for _, name := range containers {
 		_, err := c.CreateContainer(ctx, name, nil)
 		var re *azcore.ResponseError
-		if err != nil && !(errors.As(err, &re) && bloberror.HasCode(err, bloberror.ContainerAlreadyExists)) {
+		exists := errors.As(err, &re) && bloberror.HasCode(err, bloberror.ContainerAlreadyExists)
+		if err != nil && !exists {
 			return fmt.Errorf("creating container %s: %w", name, err)
 		}
 	}
