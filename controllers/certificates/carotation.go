@@ -6,7 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +20,7 @@ import (
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
 	"github.com/quorate-dev/quorate/internal/planner"
+	"github.com/quorate-dev/quorate/internal/resources"
 )
 
 // A CA rotation (spec.tls.rotateCA) replaces the cluster CA and the peer CA without a moment
@@ -41,11 +42,32 @@ type caKind struct {
 	leaves []string // the leaf Secrets it signs (users' Secrets are added by the caller)
 }
 
-func caKinds(c *v1alpha1.EtcdCluster) []caKind {
+// caKinds are the cluster's two CAs, under the names cas (Manager.caSecrets).
+func caKinds(c *v1alpha1.EtcdCluster, cas names.CASecrets) []caKind {
 	return []caKind{
-		{base: names.CASecret(c.Name), leaves: []string{names.ServerSecret(c.Name), names.ClientSecret(c.Name), names.OperatorSecret(c.Name)}},
-		{base: names.PeerCASecret(c.Name), leaves: []string{names.PeerSecret(c.Name)}},
+		{base: cas.Cluster, leaves: []string{names.ServerSecret(c.Name), names.ClientSecret(c.Name), names.OperatorSecret(c.Name)}},
+		{base: cas.Peer, leaves: []string{names.PeerSecret(c.Name)}},
 	}
+}
+
+// caSecrets names the cluster's CA Secrets. A cluster that has a cluster CA Secret under the
+// legacy name (names.LegacyCASecretsOf) keeps the legacy names: one the operator made for it,
+// or, once the cluster has formed, any (a cluster that formed on another's Secret keeps
+// running on it, ofThisCluster says so in an Event). Every other cluster, new ones and the
+// one whose legacy name another cluster's Secret has taken, uses names.CASecretsOf, which
+// cannot collide. The choice is stable: only an operator from before CASecretsOf makes a
+// legacy CA Secret, and no pass deletes one.
+func (m *Manager) caSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) (names.CASecrets, error) {
+	legacy := names.LegacyCASecretsOf(c.Name)
+	s, err := m.secret(ctx, c.Namespace, legacy.Cluster)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return names.CASecrets{}, fmt.Errorf("reading secret %s: %w", legacy.Cluster, err)
+	case resources.Retained(c, s) || s.Labels[names.LabelCluster] == c.Name || c.Status.ClusterID != "":
+		return legacy, nil
+	}
+	return names.CASecretsOf(c.Name), nil
 }
 
 func nextCA(base string) string { return base + "-next" }
@@ -241,7 +263,7 @@ type caExpiries struct{ m sync.Map } // cluster -> *sync.Map of CA Secret -> *x5
 
 // seen records a current CA (not the next one of a rotation) of the cluster.
 func (e *caExpiries) seen(c *v1alpha1.EtcdCluster, secret string, cert *x509.Certificate) {
-	if !slices.ContainsFunc(caKinds(c), func(k caKind) bool { return k.base == secret }) {
+	if strings.HasSuffix(secret, nextCA("")) {
 		return
 	}
 	v, _ := e.m.LoadOrStore(types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, &sync.Map{})

@@ -150,7 +150,7 @@ func (m *Manager) EnsureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (Share
 	}
 	// The first expiry is found again, from the Secrets as they are.
 	reads, found := &secretReads{}, &expiries{}
-	err := m.ensureTLSSecrets(withExpiries(withSecretReads(ctx, reads), found), c)
+	cas, err := m.ensureTLSSecrets(withExpiries(withSecretReads(ctx, reads), found), c)
 	if err == nil && !reads.wrote {
 		m.tlsDone.recordFirst(c, inputs, reads, found.first, m.certLifetime(), now)
 	}
@@ -165,8 +165,8 @@ func (m *Manager) EnsureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (Share
 	if rv, read := reads.rvs[names.OperatorSecret(c.Name)]; !read || rv == "" {
 		keep = append(keep, names.ClientSecret(c.Name))
 	}
-	if len(c.Spec.Users) > 0 {
-		keep = append(keep, names.CASecret(c.Name), nextCA(names.CASecret(c.Name)))
+	if len(c.Spec.Users) > 0 && cas.Cluster != "" {
+		keep = append(keep, cas.Cluster, nextCA(cas.Cluster))
 	}
 	m.secrets.shed(c.Namespace, reads.rvs, keep...)
 	if err != nil {
@@ -175,32 +175,44 @@ func (m *Manager) EnsureTLS(ctx context.Context, c *v1alpha1.EtcdCluster) (Share
 	return m.tlsShare(c, found.first, now), nil
 }
 
-// ensureTLSSecrets is ensureTLS's work on the Secrets.
-func (m *Manager) ensureTLSSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) error {
+// ensureTLSSecrets is ensureTLS's work on the Secrets. It returns the names of the CA Secrets
+// when the operator generates the certificates.
+func (m *Manager) ensureTLSSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) (names.CASecrets, error) {
 	if !c.Spec.TLS.IsEnabled() {
-		return nil
+		return names.CASecrets{}, nil
 	}
 	if c.Spec.TLS.UserProvided() {
-		return m.checkUserTLS(ctx, c)
+		return names.CASecrets{}, m.checkUserTLS(ctx, c)
 	}
 
 	if c.Status.ClusterID == "" {
 		if err := m.removeLeftoverSecrets(ctx, c); err != nil {
-			return err
+			return names.CASecrets{}, err
 		}
 	}
+	// After the leftovers went: a new cluster does not take the legacy names from a Secret
+	// the garbage collector is about to remove.
+	cas, err := m.caSecrets(ctx, c)
+	if err != nil {
+		return names.CASecrets{}, err
+	}
+	return cas, m.ensureCASecrets(ctx, c, cas)
+}
+
+// ensureCASecrets makes, keeps and renews the CAs named cas and the leaf Secrets they sign.
+func (m *Manager) ensureCASecrets(ctx context.Context, c *v1alpha1.EtcdCluster, cas names.CASecrets) error {
 
 	// Two CAs: the cluster CA signs the server certificate and the client certificates (the
 	// applications' and the operator's own); the peer CA signs the peer certificate alone, and
 	// members trust only it on the peer port: a client certificate is no peer. Clusters made
 	// before the peer CA existed keep a peer certificate from the cluster CA (renewals keep the
 	// signer). A CA rotation (carotation.go) changes what signs and what is trusted by phase.
-	if err := m.checkOwnSecrets(ctx, c); err != nil {
+	if err := m.checkOwnSecrets(ctx, c, cas); err != nil {
 		return err
 	}
 	now := time.Now()
 	renewAll := renewAllRequested(c) && !c.Spec.Paused
-	for _, k := range caKinds(c) {
+	for _, k := range caKinds(c, cas) {
 		a, err := m.authorityOf(ctx, c, k)
 		if err != nil {
 			return err
@@ -212,7 +224,7 @@ func (m *Manager) ensureTLSSecrets(ctx context.Context, c *v1alpha1.EtcdCluster)
 			recordExpiry(ctx, s, pki.KeyCACert)
 		}
 		for _, n := range k.leaves {
-			if err := m.ensureLeaf(ctx, c, n, a, leafRequest(c, n), renewAll, now); err != nil {
+			if err := m.ensureLeaf(ctx, c, cas, n, a, leafRequest(c, n), renewAll, now); err != nil {
 				return err
 			}
 		}
@@ -272,7 +284,7 @@ func leafRequest(c *v1alpha1.EtcdCluster, secret string) pki.Request {
 // ensureLeaf issues a generated leaf Secret that is missing, brings it in line with a CA
 // rotation, and renews it when a third of its lifetime is left or every certificate is to be
 // renewed (spec.tls.renewCertificates).
-func (m *Manager) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, name string, a authority, req pki.Request, renewAll bool, now time.Time) error {
+func (m *Manager) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, cas names.CASecrets, name string, a authority, req pki.Request, renewAll bool, now time.Time) error {
 	req.Validity = m.certLifetime()
 	s, err := m.secret(ctx, c.Namespace, name)
 	if apierrors.IsNotFound(err) {
@@ -307,12 +319,12 @@ func (m *Manager) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, name 
 	if caPEM == nil {
 		// Renewed from the CA that signed it, whatever the current layout: members that
 		// have not seen the new certificate yet must still trust it.
-		caName := m.signerOf(ctx, c, s)
+		caName := m.signerOf(ctx, c, cas, s)
 		if caName == "" {
 			return nil
 		}
 		if mutant.On("renew-wrong-ca") {
-			caName = map[string]string{names.CASecret(c.Name): names.PeerCASecret(c.Name), names.PeerCASecret(c.Name): names.CASecret(c.Name)}[caName]
+			caName = map[string]string{cas.Cluster: cas.Peer, cas.Peer: cas.Cluster}[caName]
 		}
 		if signer, err = m.ensureCA(ctx, c, caName); err != nil {
 			return err
@@ -334,8 +346,8 @@ func (m *Manager) ensureLeaf(ctx context.Context, c *v1alpha1.EtcdCluster, name 
 
 // signerOf names the CA Secret whose certificate is the one s trusts (its ca.crt), or "" when
 // none is (a Secret edited by hand is not renewed).
-func (m *Manager) signerOf(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret) string {
-	for _, n := range []string{names.CASecret(c.Name), names.PeerCASecret(c.Name)} {
+func (m *Manager) signerOf(ctx context.Context, c *v1alpha1.EtcdCluster, cas names.CASecrets, s *corev1.Secret) string {
+	for _, n := range []string{cas.Cluster, cas.Peer} {
 		if ca, err := m.secret(ctx, c.Namespace, n); err == nil && bytes.Equal(ca.Data[pki.KeyCACert], s.Data[pki.KeyCACert]) {
 			return n
 		}
@@ -416,8 +428,9 @@ func (m *Manager) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster, name st
 }
 
 // ofThisCluster refuses a certificate Secret that another cluster made, or that the operator
-// did not make: names of two clusters can collide (cluster foo's peer CA and cluster
-// foo-peer's CA are both foo-peer-ca), and a CA or certificate loaded without this check
+// did not make: names of two clusters could collide (under the legacy CA names, cluster foo's
+// peer CA and cluster foo-peer's CA are both foo-peer-ca; a user's Secret can take any name),
+// and a CA or certificate loaded without this check
 // would make one cluster trust, or serve, another's. A Secret is this cluster's if the cluster
 // controls it or its retention annotation names the cluster's UID, or if it carries the
 // cluster's name label (an earlier EtcdCluster of this name retained it). Only a cluster that
@@ -442,8 +455,8 @@ func (m *Manager) ofThisCluster(c *v1alpha1.EtcdCluster, s *corev1.Secret) error
 // checkOwnSecrets refuses, before any Secret is written, a cluster whose CA or certificate
 // Secrets another cluster made (ofThisCluster): a pass that stopped halfway would have renewed
 // some of them first.
-func (m *Manager) checkOwnSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) error {
-	for _, k := range caKinds(c) {
+func (m *Manager) checkOwnSecrets(ctx context.Context, c *v1alpha1.EtcdCluster, cas names.CASecrets) error {
+	for _, k := range caKinds(c, cas) {
 		for _, n := range append([]string{k.base}, k.leaves...) {
 			s, err := m.secret(ctx, c.Namespace, n)
 			if apierrors.IsNotFound(err) {

@@ -122,7 +122,11 @@ func (m *Manager) ensureUserSecrets(ctx context.Context, c *v1alpha1.EtcdCluster
 			continue
 		}
 		if a == nil {
-			got, err := m.authorityOf(ctx, c, caKinds(c)[0])
+			cas, err := m.caSecrets(ctx, c)
+			if err != nil {
+				return err
+			}
+			got, err := m.authorityOf(ctx, c, caKinds(c, cas)[0])
 			if err != nil {
 				return err
 			}

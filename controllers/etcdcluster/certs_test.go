@@ -89,8 +89,8 @@ func TestCertificatesAreRenewed(t *testing.T) {
 			return nil
 		})
 	}
-	assertEvent(t, ns, v1alpha1.EventCertificateRenewed, "renewed "+server+" from "+names.CASecret("rot")+", valid until ")
-	assertEvent(t, ns, v1alpha1.EventCertificateRenewed, "renewed "+peer+" from "+names.PeerCASecret("rot")+", valid until ")
+	assertEvent(t, ns, v1alpha1.EventCertificateRenewed, "renewed "+server+" from "+names.CASecretsOf("rot").Cluster+", valid until ")
+	assertEvent(t, ns, v1alpha1.EventCertificateRenewed, "renewed "+peer+" from "+names.CASecretsOf("rot").Peer+", valid until ")
 }
 
 // A CA rotation goes through its phases, each only once the cluster settled in the last and
@@ -114,7 +114,7 @@ func TestCARotation(t *testing.T) {
 		return s
 	}
 	leaves := []string{names.ServerSecret("demo"), names.PeerSecret("demo"), names.ClientSecret("demo"), names.OperatorSecret("demo")}
-	oldCA, oldPeerCA := get(names.CASecret("demo")), get(names.PeerCASecret("demo"))
+	oldCA, oldPeerCA := get(names.CASecretsOf("demo").Cluster), get(names.CASecretsOf("demo").Peer)
 	count := func(pem []byte) int { return strings.Count(string(pem), "BEGIN CERTIFICATE") }
 
 	// Renewal: new certificates, same CA, once.
@@ -160,7 +160,7 @@ func TestCARotation(t *testing.T) {
 		t.Errorf("phases %v, want %v", phases, want)
 	}
 	waitFor(t, ns, "demo", "the cluster settled", settled(3))
-	newCA, newPeerCA := get(names.CASecret("demo")), get(names.PeerCASecret("demo"))
+	newCA, newPeerCA := get(names.CASecretsOf("demo").Cluster), get(names.CASecretsOf("demo").Peer)
 	if string(newCA.Data[pki.KeyCACert]) == string(oldCA.Data[pki.KeyCACert]) || string(newPeerCA.Data[pki.KeyCACert]) == string(oldPeerCA.Data[pki.KeyCACert]) {
 		t.Fatal("the CAs were not replaced")
 	}
@@ -177,7 +177,7 @@ func TestCARotation(t *testing.T) {
 			t.Errorf("%s is not signed by the new CA: %v", l, err)
 		}
 	}
-	for _, n := range []string{names.CASecret("demo") + "-next", names.PeerCASecret("demo") + "-next"} {
+	for _, n := range []string{names.CASecretsOf("demo").Cluster + "-next", names.CASecretsOf("demo").Peer + "-next"} {
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%s is still there: %v", n, err)
 		}
@@ -204,7 +204,7 @@ func TestCARotatedAheadOfItsExpiry(t *testing.T) {
 	startWith(t, ns, fake, "test/"+ns, planner.DefaultDeadlines, func(r *Reconciler) { r.CertPropagation = 2 * time.Second })
 	// CAs made nine years ago (of ten), as an earlier EtcdCluster of this name left them.
 	old := map[string][]byte{}
-	for _, n := range []string{names.CASecret("old"), names.PeerCASecret("old")} {
+	for _, n := range []string{names.CASecretsOf("old").Cluster, names.CASecretsOf("old").Peer} {
 		ca, err := pki.NewCA(n, time.Now().Add(-9*365*24*time.Hour))
 		if err != nil {
 			t.Fatal(err)
@@ -363,36 +363,110 @@ func TestCertificatesRenewedWhilePaused(t *testing.T) {
 	})
 }
 
-// Secret names of two clusters can collide: cluster foo's peer CA and cluster foo-peer's CA are
-// both foo-peer-ca. The second cluster stops with TLSNotReady naming the Secret and its owner,
-// starts no member on the other cluster's CA, and leaves the Secret (and the first cluster)
-// alone.
-func TestCollidingSecretNamesAreRefused(t *testing.T) {
+// Under the legacy CA names, cluster foo's peer CA and cluster foo-peer's CA were both
+// foo-peer-ca. A cluster that has its legacy CA keeps the legacy names; a new cluster whose
+// legacy name another cluster's Secret has taken, and every other new cluster, takes
+// names.CASecretsOf, which cannot collide: foo (legacy) and foo-peer, and bar and bar-peer
+// (both new), each run on CAs of their own, and one cluster's client certificate does not
+// chain to the other's peer CA. A Secret under a new cluster's CA name that the operator did
+// not make for it is refused (TLSNotReady), and left alone.
+func TestClustersWhoseNamesCollideHaveTheirOwnCAs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	fake := etcd.NewFake("3.6.16")
 	startOperator(t, ns, fake)
-	if err := k8s.Create(ctx, newCluster(ns, "foo", 1)); err != nil {
+	get := func(name string) (*corev1.Secret, error) {
+		s := &corev1.Secret{}
+		return s, k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)
+	}
+	mustGet := func(name string) *corev1.Secret {
+		t.Helper()
+		var s *corev1.Secret
+		eventually(t, timeout, "secret "+name, func() (err error) { s, err = get(name); return err })
+		return s
+	}
+	// foo as an operator from before names.CASecretsOf left it: its CA under the legacy name.
+	legacy := names.LegacyCASecretsOf("foo")
+	fooCA, err := pki.NewCA(legacy.Cluster, time.Now())
+	if err != nil {
 		t.Fatal(err)
 	}
-	ca := &corev1.Secret{}
-	eventually(t, timeout, "foo's peer CA", func() error {
-		return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.PeerCASecret("foo")}, ca)
-	})
+	if err := k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: legacy.Cluster, Labels: names.ClusterLabels("foo")},
+		Data: map[string][]byte{pki.KeyCACert: fooCA.CertPEM, pki.KeyCAKey: fooCA.KeyPEM}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"foo", "bar", "bar-peer"} {
+		if err := k8s.Create(ctx, newCluster(ns, n, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fooPeerCA := mustGet(legacy.Peer) // foo-peer-ca: foo's peer CA, foo-peer's legacy CA name
 	if err := k8s.Create(ctx, newCluster(ns, "foo-peer", 1)); err != nil {
 		t.Fatal(err)
 	}
-	want := "secret foo-peer-ca, which EtcdCluster foo-peer needs for its certificates, belongs to EtcdCluster foo: the two clusters' Secret names collide; the Secret is left alone. Create this cluster under another name"
-	wantCondition(t, ns, "foo-peer", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonTLSNotReady, want))
-	if pods := objectNames(t, ns, &corev1.PodList{}); slices.Contains(pods, "foo-peer-0") {
-		t.Fatalf("foo-peer started a member on foo's CA: pods %v", pods)
+	want := map[string]names.CASecrets{"foo": legacy, "foo-peer": names.CASecretsOf("foo-peer"), "bar": names.CASecretsOf("bar"), "bar-peer": names.CASecretsOf("bar-peer")}
+	peerRoots := map[string]*x509.CertPool{}
+	for cluster, cas := range want {
+		ca, peerCA := mustGet(cas.Cluster), mustGet(cas.Peer)
+		for _, s := range []*corev1.Secret{ca, peerCA} {
+			if s.Labels[names.LabelCluster] != cluster {
+				t.Errorf("CA secret %s has cluster label %q, want %s", s.Name, s.Labels[names.LabelCluster], cluster)
+			}
+		}
+		for leaf, signer := range map[string]*corev1.Secret{names.ServerSecret(cluster): ca, names.ClientSecret(cluster): ca, names.PeerSecret(cluster): peerCA} {
+			if got := mustGet(leaf); string(got.Data[pki.KeyCACert]) != string(signer.Data[pki.KeyCACert]) {
+				t.Errorf("%s trusts a CA other than %s's own %s", leaf, cluster, signer.Name)
+			}
+		}
+		peerRoots[cluster] = x509.NewCertPool()
+		peerRoots[cluster].AddCert(parseCert(t, peerCA.Data[pki.KeyCACert]))
 	}
-	after := &corev1.Secret{}
-	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.PeerCASecret("foo")}, after); err != nil {
+	for _, n := range []string{names.CASecretsOf("foo").Cluster, names.CASecretsOf("foo").Peer} {
+		if _, err := get(n); !apierrors.IsNotFound(err) {
+			t.Errorf("foo, a cluster with its legacy CA, has a CA secret %s too (%v)", n, err)
+		}
+	}
+	if after := mustGet(legacy.Peer); after.ResourceVersion != fooPeerCA.ResourceVersion {
+		t.Errorf("foo's peer CA %s was changed by foo-peer's passes", legacy.Peer)
+	}
+	// A client certificate of one cluster is no peer of the other: it does not chain to the
+	// other's peer CA (members trust it alone on the peer port), while the peer's own does.
+	verify := func(leaf string, roots *x509.CertPool) error {
+		_, err := parseCert(t, mustGet(leaf).Data[pki.KeyCert]).Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		return err
+	}
+	for _, pair := range [][2]string{{"foo", "foo-peer"}, {"foo-peer", "foo"}, {"bar", "bar-peer"}, {"bar-peer", "bar"}} {
+		if err := verify(names.ClientSecret(pair[0]), peerRoots[pair[1]]); err == nil {
+			t.Errorf("%s's client certificate chains to %s's peer CA", pair[0], pair[1])
+		}
+		if err := verify(names.PeerSecret(pair[1]), peerRoots[pair[1]]); err != nil {
+			t.Errorf("%s's own peer certificate does not chain to its peer CA: %v", pair[1], err)
+		}
+	}
+	for _, n := range []string{"foo", "foo-peer", "bar", "bar-peer"} {
+		eventually(t, timeout, n+"'s member", func() error {
+			if pods := objectNames(t, ns, &corev1.PodList{}); !slices.Contains(pods, names.Member(n, 0)) {
+				return fmt.Errorf("no pod %s among %v", names.Member(n, 0), pods)
+			}
+			return nil
+		})
+	}
+
+	// A Secret of the new CA name that the operator did not make for the cluster.
+	taken := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.CASecretsOf("baz").Cluster}, Data: map[string][]byte{"x": []byte("y")}}
+	if err := k8s.Create(ctx, taken); err != nil {
 		t.Fatal(err)
 	}
-	if after.ResourceVersion != ca.ResourceVersion {
-		t.Fatalf("foo's peer CA was changed by foo-peer's passes")
+	if err := k8s.Create(ctx, newCluster(ns, "baz", 1)); err != nil {
+		t.Fatal(err)
+	}
+	msg := "secret baz.ca, which EtcdCluster baz needs for its certificates, was not made by the operator for an EtcdCluster; the Secret is left alone. Create this cluster under another name"
+	wantCondition(t, ns, "baz", cnd(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonTLSNotReady, msg))
+	if pods := objectNames(t, ns, &corev1.PodList{}); slices.Contains(pods, "baz-0") {
+		t.Fatalf("baz started a member on a CA it did not make: pods %v", pods)
+	}
+	if after, err := get(taken.Name); err != nil || after.ResourceVersion != taken.ResourceVersion {
+		t.Fatalf("the Secret baz.ca was changed by baz's passes (%v)", err)
 	}
 }

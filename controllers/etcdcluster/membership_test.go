@@ -75,13 +75,13 @@ func TestBootstrapScaleAndReplace(t *testing.T) {
 	if pdb.Spec.MinAvailable.IntValue() != 2 {
 		t.Errorf("PDB minAvailable = %v, want quorum 2", pdb.Spec.MinAvailable)
 	}
-	for _, n := range []string{"demo-ca", "demo-server-tls", "demo-peer-tls", "demo-client-tls"} {
+	for _, n := range []string{names.CASecretsOf("demo").Cluster, "demo-server-tls", "demo-peer-tls", "demo-client-tls"} {
 		s := &corev1.Secret{}
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, s); err != nil {
 			t.Fatal(err)
 		}
 		assertOwned(t, s, c)
-		if n != "demo-ca" && len(s.Data[pki.KeyCert]) == 0 {
+		if n != names.CASecretsOf("demo").Cluster && len(s.Data[pki.KeyCert]) == 0 {
 			t.Errorf("secret %s holds no certificate", n)
 		}
 	}

@@ -70,8 +70,8 @@ func TestRenewWrongCAMutant(t *testing.T) {
 	// The Event of the renewal names the CA it was signed by (without the mutant, its own:
 	// TestCertificatesAreRenewed). What the Secret holds afterwards is not asserted: the next
 	// pass renews it again from the other CA.
-	assertEvent(t, ns, v1alpha1.EventCertificateRenewed, "renewed "+names.ServerSecret("rot")+" from "+names.PeerCASecret("rot")+", valid until ")
-	assertEvent(t, ns, v1alpha1.EventCertificateRenewed, "renewed "+names.PeerSecret("rot")+" from "+names.CASecret("rot")+", valid until ")
+	assertEvent(t, ns, v1alpha1.EventCertificateRenewed, "renewed "+names.ServerSecret("rot")+" from "+names.CASecretsOf("rot").Peer+", valid until ")
+	assertEvent(t, ns, v1alpha1.EventCertificateRenewed, "renewed "+names.PeerSecret("rot")+" from "+names.CASecretsOf("rot").Cluster+", valid until ")
 }
 
 // no-join-finalizer: a cluster mid-join is not held by the join finalizer.

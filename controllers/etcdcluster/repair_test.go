@@ -124,7 +124,7 @@ func TestLeftoversOfAnEarlierClusterAreReplaced(t *testing.T) {
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "again-0"}},
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "again-0"}},
 	}
-	for _, n := range []string{names.CASecret("again"), names.PeerCASecret("again"), names.ServerSecret("again"),
+	for _, n := range []string{names.CASecretsOf("again").Cluster, names.CASecretsOf("again").Peer, names.ServerSecret("again"),
 		names.PeerSecret("again"), names.ClientSecret("again"), names.OperatorSecret("again")} {
 		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}})
 	}
@@ -161,7 +161,7 @@ func TestLeftoversOfAnEarlierClusterAreReplaced(t *testing.T) {
 		}
 		return nil
 	})
-	assertEvent(t, ns, v1alpha1.EventLeftoverRemoved, "deleted *v1.Secret again-ca, left by an earlier EtcdCluster again (UID "+string(first.UID)+")")
+	assertEvent(t, ns, v1alpha1.EventLeftoverRemoved, "deleted *v1.Secret again.ca, left by an earlier EtcdCluster again (UID "+string(first.UID)+")")
 }
 
 // A member is judged by what answers as that member: an address that answers as another
@@ -370,7 +370,7 @@ func TestVolumeRetentionPolicy(t *testing.T) {
 			for _, m := range []string{"pol-0", "pol-1", "pol-2"} {
 				objs = append(objs, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: m}})
 			}
-			for _, s := range []string{"pol-ca", "pol-server-tls", "pol-peer-tls", "pol-client-tls"} {
+			for _, s := range []string{names.CASecretsOf("pol").Cluster, "pol-server-tls", "pol-peer-tls", "pol-client-tls"} {
 				objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s}})
 			}
 			for _, o := range objs {

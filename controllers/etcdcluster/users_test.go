@@ -14,6 +14,7 @@ import (
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/etcd"
+	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
 )
 
@@ -60,7 +61,7 @@ func TestUsers(t *testing.T) {
 		t.Errorf("secret app-user-orders: type %s, data %v; want servicebinding.io/etcd, %v", s.Type, plain, wantPlain)
 	}
 	ca := &corev1.Secret{}
-	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "app-ca"}, ca); err != nil {
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.CASecretsOf("app").Cluster}, ca); err != nil {
 		t.Fatal(err)
 	}
 	if err := pki.CheckLeaf(s.Data[pki.KeyCert], s.Data[pki.KeyKey], ca.Data[pki.KeyCACert], pki.Check{Usage: pki.ClientOnly, Now: time.Now()}); err != nil {

@@ -121,9 +121,25 @@ func OwnerLease(cluster string) string { return cluster + "-operator" }
 // PDB is the PodDisruptionBudget of the members.
 func PDB(cluster string) string { return cluster }
 
-// Secret names of the operator-generated certificates.
-func CASecret(cluster string) string     { return cluster + "-ca" }
-func PeerCASecret(cluster string) string { return cluster + "-peer-ca" }
+// CASecrets are the names of a cluster's two CA Secrets: the cluster CA's and the peer CA's.
+type CASecrets struct{ Cluster, Peer string }
+
+// CASecretsOf are the CA Secrets of a cluster made by this operator: "<cluster>.ca" and
+// "<cluster>.peer-ca". A cluster name has no '.' (CEL), and no other Secret the operator names
+// has one, so the part before the dot names the cluster and no two clusters' CA Secrets can
+// share a name.
+func CASecretsOf(cluster string) CASecrets {
+	return CASecrets{Cluster: cluster + ".ca", Peer: cluster + ".peer-ca"}
+}
+
+// LegacyCASecretsOf are the CA Secrets of clusters made before CASecretsOf: "<cluster>-ca" and
+// "<cluster>-peer-ca", where cluster foo's peer CA and cluster foo-peer's CA share a name.
+// Clusters that have them keep them (certificates.Manager decides which a cluster uses).
+func LegacyCASecretsOf(cluster string) CASecrets {
+	return CASecrets{Cluster: cluster + "-ca", Peer: cluster + "-peer-ca"}
+}
+
+// Secret names of the operator-generated leaf certificates.
 func OperatorSecret(cluster string) string {
 	return cluster + "-operator-tls"
 }

@@ -358,8 +358,10 @@ func (e *Env) reportCluster(ctx context.Context, c *v1alpha1.EtcdCluster, o Repo
 // and owners.
 func (e *Env) reportSecrets(ctx context.Context, c *v1alpha1.EtcdCluster, credSecrets map[string]bool, b *bundle) {
 	wanted := map[string]bool{}
-	for _, n := range certSecrets(c) {
-		wanted[n] = true
+	for _, cas := range []names.CASecrets{names.CASecretsOf(c.Name), names.LegacyCASecretsOf(c.Name)} {
+		for _, n := range certSecrets(c, cas) {
+			wanted[n] = true
+		}
 	}
 	for n := range credSecrets {
 		if n != "" {

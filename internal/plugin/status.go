@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -108,20 +109,33 @@ const (
 	RoleLearner  = "learner"
 )
 
-// certSecrets are the cluster's Secrets holding certificates, with the keys that do.
-func certSecrets(c *v1alpha1.EtcdCluster) []string {
+// certSecrets are the cluster's Secrets holding certificates, with the keys that do; cas are
+// the names of its CA Secrets when the operator generates them (caSecretsIn).
+func certSecrets(c *v1alpha1.EtcdCluster, cas names.CASecrets) []string {
 	if !c.Spec.TLS.IsEnabled() {
 		return nil
 	}
 	if c.Spec.TLS.UserProvided() {
 		return []string{c.Spec.TLS.ServerSecretName, c.Spec.TLS.PeerSecretName, c.Spec.TLS.ClientSecretName}
 	}
-	out := []string{names.CASecret(c.Name), names.PeerCASecret(c.Name), names.ServerSecret(c.Name), names.PeerSecret(c.Name),
-		names.ClientSecret(c.Name), names.OperatorSecret(c.Name)}
+	out := []string{cas.Cluster, cas.Peer, names.ServerSecret(c.Name), names.PeerSecret(c.Name), names.ClientSecret(c.Name), names.OperatorSecret(c.Name)}
 	for _, u := range c.Status.Users {
 		out = append(out, names.UserSecret(c.Name, u))
 	}
 	return out
+}
+
+// caSecretsIn names the CA Secrets of a cluster the operator generates certificates for: the
+// legacy names (names.LegacyCASecretsOf) when its cluster CA has the current name nowhere and
+// the legacy one in the namespace, as the operator decides (certificates.Manager.caSecrets).
+func (e *Env) caSecretsIn(ctx context.Context, c *v1alpha1.EtcdCluster) names.CASecrets {
+	cur, legacy := names.CASecretsOf(c.Name), names.LegacyCASecretsOf(c.Name)
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: cur.Cluster}, &corev1.Secret{}); apierrors.IsNotFound(err) {
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: legacy.Cluster}, &corev1.Secret{}); err == nil {
+			return legacy
+		}
+	}
+	return cur
 }
 
 // certRows reads the certificates (never the keys) of a Secret.
@@ -200,7 +214,7 @@ func (e *Env) GatherStatus(ctx context.Context, name string, withEtcd bool) (*St
 		}
 		st.Members = append(st.Members, row)
 	}
-	for _, sn := range certSecrets(c) {
+	for _, sn := range certSecrets(c, e.caSecretsIn(ctx, c)) {
 		s := &corev1.Secret{}
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: sn}, s); err != nil {
 			if len(st.Problems) == 0 || !strings.HasPrefix(st.Problems[len(st.Problems)-1], "certificates") {

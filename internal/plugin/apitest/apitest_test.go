@@ -215,7 +215,7 @@ func TestReportRedactsSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	secrets := []*corev1.Secret{
-		{ObjectMeta: metav1.ObjectMeta{Name: names.CASecret("a"), Labels: names.ClusterLabels("a")}, Data: map[string][]byte{pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM}},
+		{ObjectMeta: metav1.ObjectMeta{Name: names.CASecretsOf("a").Cluster, Labels: names.ClusterLabels("a")}, Data: map[string][]byte{pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM}},
 		{ObjectMeta: metav1.ObjectMeta{Name: names.ServerSecret("a"), Labels: names.ClusterLabels("a")}, Type: corev1.SecretTypeTLS,
 			Data: map[string][]byte{pki.KeyCert: server.CertPEM, pki.KeyKey: server.KeyPEM, pki.KeyCACert: ca.CertPEM}},
 		{ObjectMeta: metav1.ObjectMeta{Name: names.OperatorSecret("a"), Labels: names.ClusterLabels("a")}, Type: corev1.SecretTypeTLS,
@@ -312,9 +312,9 @@ func TestReportRedactsSecrets(t *testing.T) {
 	}
 	labels := names.ClusterLabels("a")
 	want := []plugin.SecretSummary{
-		{Name: "a-ca", Type: "Opaque", Keys: []string{"ca.crt", "ca.key"}, Labels: labels},
 		{Name: "a-operator-tls", Type: "kubernetes.io/tls", Keys: []string{"ca.crt", "tls.crt", "tls.key"}, Labels: labels},
 		{Name: "a-server-tls", Type: "kubernetes.io/tls", Keys: []string{"ca.crt", "tls.crt", "tls.key"}, Labels: labels},
+		{Name: "a.ca", Type: "Opaque", Keys: []string{"ca.crt", "ca.key"}, Labels: labels},
 		{Name: "bucket-creds", Type: "Opaque", Keys: []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
