@@ -87,7 +87,7 @@ type config struct {
 	consistencyInterval                            time.Duration
 	deadlines                                      planner.Deadlines
 	ownershipTerm, certLifetime, certPropagation   time.Duration
-	minBackupInterval                              time.Duration
+	minBackupInterval, minDefragInterval           time.Duration
 	allowPlaintext                                 bool
 	allowedStorage                                 string
 	allowAmbientStorage                            bool
@@ -214,6 +214,7 @@ func parseFlags() *config {
 	if err != nil {
 		defaultPropagation = 2 * time.Minute
 	}
+	flag.DurationVar(&cfg.minDefragInterval, "min-defrag-interval", time.Hour, "the shortest time between two scheduled defragmentation rounds of a cluster (each blocks every member in turn); a spec.maintenance.defrag.schedule that runs more often runs at this pace, with a DefragScheduleLimited Warning Event")
 	flag.DurationVar(&cfg.minBackupInterval, "min-backup-interval", backup.DefaultMinInterval, "the shortest time allowed between two runs of an EtcdBackupSchedule (each takes a whole snapshot); a schedule that runs more often is refused with InvalidSchedule")
 	flag.DurationVar(&cfg.certPropagation, "certificate-propagation", defaultPropagation, "how long each phase of a CA rotation (spec.tls.rotateCA) lasts at least: the time the kubelet takes to project an updated Secret into the pods, applications' included (env CERTIFICATE_PROPAGATION)")
 	flag.StringVar(&cfg.operator.Namespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, which the clusters' NetworkPolicies admit to the client port (env POD_NAMESPACE; empty: pods with the operator's labels in any namespace)")
@@ -284,7 +285,7 @@ func addControllers(mgr ctrl.Manager, cfg *config, id string, log logr.Logger) {
 		EtcdFactory:         etcdFactory(),
 		Expectations:        expectations.New(2 * time.Minute),
 		ResyncPeriod:        cfg.resync,
-		Settings:            etcdcluster.Settings{RollSettle: cfg.rollSettle, Deadlines: cfg.deadlines},
+		Settings:            etcdcluster.Settings{RollSettle: cfg.rollSettle, Deadlines: cfg.deadlines, MinDefragInterval: cfg.minDefragInterval},
 		Ownership:           &ownership.Ownership{Identity: id, Term: cfg.ownershipTerm},
 		AllowPlaintext:      cfg.allowPlaintext,
 		StoragePolicy:       cfg.storagePolicy,

@@ -175,9 +175,12 @@ type MoveLeaderSpec struct {
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || has(self.thresholdPercent)",message="maintenance.defrag needs a schedule, a thresholdPercent, or both"
 type DefragSpec struct {
 	// Schedule in cron format (five fields, or @daily, @every 12h) at which every member with
-	// free pages is defragmented.
+	// free pages is defragmented; in UTC, unless it starts with CRON_TZ=<zone>. Rounds start
+	// at least the operator's --min-defrag-interval (1h by default) apart, however often the
+	// schedule runs.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:XValidation:rule="!(self.trim().startsWith('TZ=') || self.trim().startsWith('CRON_TZ=')) || self.trim().contains(' ')",message="schedule names a time zone and no times: write the five cron fields after it, such as CRON_TZ=Europe/Berlin 0 3 * * *"
 	// +optional
 	Schedule string `json:"schedule,omitempty"`
 	// ThresholdPercent defragments a member as soon as this share of its database file is free

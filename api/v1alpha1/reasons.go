@@ -243,6 +243,9 @@ const (
 	// stopped, or pods of an earlier release could not be labelled and the client Service keeps
 	// its selector.
 	EventServiceDrainRefused = "ServiceDrainRefused"
+	// EventDefragScheduleLimited (Warning): spec.maintenance.defrag.schedule runs more often
+	// than the operator's --min-defrag-interval; scheduled rounds run no more often than that.
+	EventDefragScheduleLimited = "DefragScheduleLimited"
 )
 
 // MembershipEvents are the Event reasons that mark a change of the cluster's membership or of

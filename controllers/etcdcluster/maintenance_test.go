@@ -88,8 +88,50 @@ func TestDefragScheduleThatNeverRuns(t *testing.T) {
 	if err := validateSpec(c, false); err != nil {
 		t.Fatalf("validateSpec = %v, want none", err)
 	}
-	if p := defragPolicy(c, time.Now()); p.Due {
+	if p := defragPolicy(c, time.Now(), time.Hour); p.Due {
 		t.Fatalf("a schedule that matches no date is due: %+v", p)
+	}
+}
+
+// A scheduled round starts no sooner than the operator's minimum interval after the last one,
+// however often the schedule runs; the first round is not held back, and the operator says
+// once what it does with such a schedule (defragScheduleLimit).
+func TestDefragScheduleMinimumInterval(t *testing.T) {
+	now := time.Now()
+	c := newCluster("ns", "often", 3)
+	c.CreationTimestamp = metav1.NewTime(now.Add(-24 * time.Hour))
+	c.Spec.Maintenance.Defrag = &v1alpha1.DefragSpec{Schedule: "@every 1s"}
+	for _, tc := range []struct {
+		name    string
+		last    time.Duration // before now; 0: no round yet
+		min     time.Duration
+		wantDue bool
+	}{
+		{"no round yet", 0, time.Hour, true},
+		{"a round 10 minutes ago, minimum 1h", 10 * time.Minute, time.Hour, false},
+		{"a round 61 minutes ago, minimum 1h", 61 * time.Minute, time.Hour, true},
+		{"a round 10 minutes ago, no minimum", 10 * time.Minute, 0, true},
+	} {
+		c.Status.LastDefragTime = nil
+		if tc.last > 0 {
+			c.Status.LastDefragTime = ptr.To(metav1.NewTime(now.Add(-tc.last)))
+		}
+		if p := defragPolicy(c, now, tc.min); p.Due != tc.wantDue {
+			t.Errorf("%s: due = %v, want %v", tc.name, p.Due, tc.wantDue)
+		}
+	}
+	want := `spec.maintenance.defrag.schedule "@every 1s" runs every 1s, more often than the operator allows (--min-defrag-interval 1h0m0s): each round blocks every member in turn, so scheduled rounds start at least 1h0m0s apart; write a schedule that runs less often, or use defrag.thresholdPercent to defragment when free pages pile up`
+	if got := defragScheduleLimit(c, time.Hour); got != want {
+		t.Errorf("defragScheduleLimit:\n got: %s\nwant: %s", got, want)
+	}
+	for _, tc := range []struct {
+		schedule string
+		min      time.Duration
+	}{{"0 3 * * *", time.Hour}, {"@every 1h", time.Hour}, {"@every 1s", 0}, {"0 3 30 2 *", time.Hour}} {
+		c.Spec.Maintenance.Defrag.Schedule = tc.schedule
+		if got := defragScheduleLimit(c, tc.min); got != "" {
+			t.Errorf("schedule %q, minimum %s: %s", tc.schedule, tc.min, got)
+		}
 	}
 }
 

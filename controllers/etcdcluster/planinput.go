@@ -27,6 +27,9 @@ type Settings struct {
 	// replaces the next one.
 	RollSettle time.Duration
 	Deadlines  planner.Deadlines
+	// MinDefragInterval: a scheduled defragmentation round starts no sooner than this after
+	// the last one, however often spec.maintenance.defrag.schedule runs (0: no minimum).
+	MinDefragInterval time.Duration
 }
 
 // buildState turns the observation into the planner's input. clusterID is the recorded one.
@@ -75,7 +78,7 @@ func (o *observation) clusterState(c *v1alpha1.EtcdCluster, clusterID uint64, no
 	if c.Spec.Recovery != nil {
 		s.Recovery.Requested = c.Spec.Recovery.ForceNewCluster
 	}
-	s.Defrag = defragPolicy(c, now)
+	s.Defrag = defragPolicy(c, now, set.MinDefragInterval)
 	s.DefragNow, s.MoveLeaderNow = onDemand(c)
 	hibernationState(c, &s)
 	if r := c.Status.Recovery; r != nil {
@@ -327,8 +330,9 @@ func memberLabel(m etcd.Member) string {
 }
 
 // defragPolicy is spec.maintenance.defrag for the planner: a scheduled round is due once the
-// schedule's next time after the last round (or the cluster's creation) has passed.
-func defragPolicy(c *v1alpha1.EtcdCluster, now time.Time) planner.Defrag {
+// schedule's next time after the last round (or the cluster's creation) has passed, and at
+// least minInterval has since the last round (a round blocks each member in turn).
+func defragPolicy(c *v1alpha1.EtcdCluster, now time.Time, minInterval time.Duration) planner.Defrag {
 	d := c.Spec.Maintenance.Defrag
 	if d == nil {
 		return planner.Defrag{}
@@ -339,7 +343,7 @@ func defragPolicy(c *v1alpha1.EtcdCluster, now time.Time) planner.Defrag {
 		if c.Status.LastDefragTime != nil {
 			from = c.Status.LastDefragTime.Time
 		}
-		p.Due = !sched.Next(from).After(now)
+		p.Due = !sched.Next(from).After(now) && (c.Status.LastDefragTime == nil || !now.Before(from.Add(minInterval)))
 	}
 	return p
 }

@@ -87,6 +87,9 @@ type Reconciler struct {
 	// drainRefused are the pods (by UID) the API server refused to take out of the client
 	// Service: they are stopped without (until the operator restarts and tries again).
 	drainRefused sync.Map
+	// defragWarned: the UID and generation of each cluster last warned of a defragmentation
+	// schedule that runs more often than Settings.MinDefragInterval.
+	defragWarned sync.Map
 }
 
 // Certificates is what a pass needs of the cluster's certificates (package certificates).
@@ -227,6 +230,7 @@ func (r *Reconciler) current(ctx context.Context, req ctrl.Request) (*v1alpha1.E
 			r.Ownership.Forget(req.NamespacedName)
 			r.checks.forget(req.NamespacedName)
 			r.carried.forget(req.NamespacedName)
+			r.defragWarned.Delete(req.NamespacedName)
 			metrics.ForgetCluster(req.Namespace, req.Name)
 			return nil, requeue{}, nil
 		}
@@ -273,6 +277,13 @@ func (r *Reconciler) holdClaim(ctx context.Context, c *v1alpha1.EtcdCluster) (ow
 func (r *Reconciler) prepare(ctx context.Context, c *v1alpha1.EtcdCluster) (string, error) {
 	if err := validateSpec(c, r.AllowPlaintext); err != nil {
 		return v1alpha1.ReasonInvalidSpec, err
+	}
+	if msg := defragScheduleLimit(c, r.Settings.MinDefragInterval); msg != "" {
+		// Once per generation: an Event on every pass would crowd out the cluster's others.
+		key, at := client.ObjectKeyFromObject(c), fmt.Sprintf("%s/%d", c.UID, c.Generation)
+		if seen, _ := r.defragWarned.Swap(key, at); seen != at {
+			r.Recorder.Event(c, corev1.EventTypeWarning, v1alpha1.EventDefragScheduleLimited, msg)
+		}
 	}
 	// Certificates are renewed when due while a formed cluster is paused: an expired
 	// certificate would break the cluster that pausing means to leave alone.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -55,6 +56,24 @@ func validateSpec(c *v1alpha1.EtcdCluster, allowPlaintext bool) error {
 		return fmt.Errorf("%s; correct the spec: no member is created or changed until then", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// defragScheduleLimit says, for a spec.maintenance.defrag.schedule that runs more often than
+// minInterval, that its rounds run no more often than that ("" for any other spec). It is
+// no refusal: a cluster stored with such a schedule keeps every other pass.
+func defragScheduleLimit(c *v1alpha1.EtcdCluster, minInterval time.Duration) string {
+	d := c.Spec.Maintenance.Defrag
+	if d == nil || d.Schedule == "" || minInterval <= 0 {
+		return ""
+	}
+	sched, err := cronspec.Parse(d.Schedule, 0)
+	if err != nil {
+		return ""
+	}
+	if shortest := cronspec.Shortest(sched); shortest < minInterval {
+		return fmt.Sprintf("spec.maintenance.defrag.schedule %q runs every %s, more often than the operator allows (--min-defrag-interval %s): each round blocks every member in turn, so scheduled rounds start at least %s apart; write a schedule that runs less often, or use defrag.thresholdPercent to defragment when free pages pile up", d.Schedule, shortest, minInterval, minInterval)
+	}
+	return ""
 }
 
 // checkUsers refuses a user named as one of the operator's own identities. CEL refuses these

@@ -376,9 +376,11 @@ func TestScheduleValidationRefusesTimeZoneAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := k8s.Create(context.Background(), obj)
+		// The same rule on an EtcdCluster's defragmentation schedule.
+		clusterErr := k8s.Create(context.Background(), clusterObject(t, ns, "defrag"+strconv.Itoa(i), base+"maintenance:\n  defrag:\n    schedule: "+strconv.Quote(tc.schedule)))
 		if !tc.refused {
-			if err != nil {
-				t.Errorf("schedule %q refused: %v", tc.schedule, err)
+			if err != nil || clusterErr != nil {
+				t.Errorf("schedule %q refused: %v; as a defragmentation schedule: %v", tc.schedule, err, clusterErr)
 			}
 			continue
 		}
@@ -388,6 +390,10 @@ func TestScheduleValidationRefusesTimeZoneAlone(t *testing.T) {
 		want := []string{"spec.schedule: Invalid value: " + strconv.Quote(tc.schedule) + ": " + msg}
 		if got := causes(err); !slices.Equal(got, want) {
 			t.Errorf("schedule %q: rejection\n got: %q\nwant: %q", tc.schedule, got, want)
+		}
+		want = []string{"spec.maintenance.defrag.schedule: Invalid value: " + strconv.Quote(tc.schedule) + ": " + msg}
+		if got := causes(clusterErr); !slices.Equal(got, want) {
+			t.Errorf("defrag schedule %q: rejection\n got: %q\nwant: %q", tc.schedule, got, want)
 		}
 	}
 }
