@@ -73,8 +73,8 @@ lint: ## golangci-lint (.golangci.yml), built from the module proxy and cached i
 TEST_PARALLEL ?= 4
 
 .PHONY: test
-test: manifests generate fmt vet lint ## Unit and integration tests (envtest with kube-apiserver and etcd built from source; promtool for the alerts), after the linter.
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh $(ENVTEST_K8S_VERSION) $(ENVTEST_ETCD_VERSION))" \
+test: manifests generate fmt vet lint $(KUSTOMIZE) ## Unit and integration tests (envtest with kube-apiserver and etcd built from source; promtool for the alerts; kustomize for the installs' rights), after the linter.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh $(ENVTEST_K8S_VERSION) $(ENVTEST_ETCD_VERSION))" KUSTOMIZE="$(KUSTOMIZE)" \
 	PROMTOOL="$$(hack/build-tool.sh github.com/prometheus/prometheus/cmd/promtool $(PROMTOOL_VERSION) remove_all_sd)" \
 	  go test ./... -count=1 -parallel $(TEST_PARALLEL) -coverprofile cover.out
 

@@ -5,6 +5,7 @@ package config
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -36,27 +38,29 @@ type can struct {
 // for the operator's service account: config/default binds the manager's ClusterRole with a
 // ClusterRoleBinding (Secrets read and written, Pods and Jobs created in every namespace: the
 // user guide says so), config/namespaced with a RoleBinding in its own namespace (nothing
-// elsewhere, nothing cluster-scoped). Both bind config/rbac/role.yaml as the API server reads it.
+// elsewhere, nothing cluster-scoped). Each install's RBAC is what `kustomize build` makes of
+// it (names, namespaces and bindings as a user applies them), created in a real API server.
 func TestInstallRights(t *testing.T) {
 	c, _ := apiServer(t)
 	ctx := context.Background()
-	role := &rbacv1.ClusterRole{}
-	read(t, filepath.Join("rbac", "role.yaml"), role)
-	role.Name = "quorate-manager-role" // kustomize's namePrefix
-	cluster := &rbacv1.ClusterRoleBinding{}
-	read(t, filepath.Join("rbac", "role_binding.yaml"), cluster)
-	cluster.Name, cluster.RoleRef.Name = "quorate-manager-rolebinding", role.Name
-	cluster.Subjects[0].Name, cluster.Subjects[0].Namespace = "quorate-controller-manager", "quorate-system"
-	ns := &rbacv1.RoleBinding{}
-	read(t, filepath.Join("namespaced", "role_binding.yaml"), ns)
-	ns.Name, ns.Namespace = "quorate-manager-rolebinding", "apps"
-	ns.Subjects[0].Name, ns.Subjects[0].Namespace = "quorate-controller-manager", "apps"
-	for _, name := range []string{"quorate-system", "apps", "other"} {
-		create(ctx, t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	create(ctx, t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}})
+	for _, install := range []string{"default", "namespaced"} {
+		for _, obj := range kustomizeBuild(t, install) {
+			switch obj.GetKind() {
+			case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			default:
+				continue
+			}
+			if ns := obj.GetNamespace(); ns != "" {
+				if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+					t.Fatal(err)
+				}
+			}
+			if err := c.Create(ctx, obj); err != nil && !(apierrors.IsAlreadyExists(err) && obj.GetKind() == "Namespace") {
+				t.Fatalf("config/%s: creating %s %s: %v", install, obj.GetKind(), obj.GetName(), err)
+			}
+		}
 	}
-	create(ctx, t, c, role)
-	create(ctx, t, c, cluster)
-	create(ctx, t, c, ns)
 
 	for install, tc := range map[string]struct {
 		namespace string
@@ -70,12 +74,12 @@ func TestInstallRights(t *testing.T) {
 			{"create", "", "pods/exec", "other", false}, {"create", "rbac.authorization.k8s.io", "rolebindings", "other", false},
 			{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", false}, {"update", "", "nodes", "", false},
 		}},
-		"config/namespaced": {"apps", []can{
-			{"get", "", "secrets", "apps", true}, {"create", "", "pods", "apps", true}, {"create", "batch", "jobs", "apps", true},
+		"config/namespaced": {"quorate-namespaced", []can{
+			{"get", "", "secrets", "quorate-namespaced", true}, {"create", "", "pods", "quorate-namespaced", true}, {"create", "batch", "jobs", "quorate-namespaced", true},
 			{"get", "", "secrets", "other", false}, {"list", "", "secrets", "other", false}, {"create", "", "pods", "other", false},
 			{"create", "batch", "jobs", "other", false}, {"get", "", "secrets", "quorate-system", false},
 			{"get", "", "namespaces", "", false}, {"list", "etcd.quorate.dev", "etcdclusters", "", false},
-			{"create", "", "pods/exec", "apps", false}, {"create", "rbac.authorization.k8s.io", "rolebindings", "apps", false},
+			{"create", "", "pods/exec", "quorate-namespaced", false}, {"create", "rbac.authorization.k8s.io", "rolebindings", "quorate-namespaced", false},
 		}},
 	} {
 		ask(ctx, t, c, install, tc.namespace, "quorate-controller-manager", tc.questions)
@@ -236,6 +240,21 @@ func TestConformanceJobRights(t *testing.T) {
 	}
 }
 
+// kustomizeBuild is what `kustomize build config/<dir>` makes (KUSTOMIZE: the binary, which
+// make test builds).
+func kustomizeBuild(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	bin := os.Getenv("KUSTOMIZE")
+	if bin == "" {
+		t.Fatal("KUSTOMIZE is not set: run these tests with `make test`, which builds kustomize")
+	}
+	out, err := exec.Command(bin, "build", dir).Output()
+	if err != nil {
+		t.Fatalf("kustomize build config/%s: %v", dir, err)
+	}
+	return documents(t, "config/"+dir, out)
+}
+
 // objects are the documents of a multi-document YAML file.
 func objects(t *testing.T, path string) []*unstructured.Unstructured {
 	t.Helper()
@@ -243,6 +262,12 @@ func objects(t *testing.T, path string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return documents(t, path, raw)
+}
+
+// documents are the objects of multi-document YAML.
+func documents(t *testing.T, path string, raw []byte) []*unstructured.Unstructured {
+	t.Helper()
 	var out []*unstructured.Unstructured
 	for _, doc := range strings.Split(string(raw), "\n---") {
 		obj := &unstructured.Unstructured{}
