@@ -192,13 +192,13 @@ func parseFlags() *config {
 	flag.StringVar(&cfg.images.EtcdRepository, "etcd-image-repository", envflag.Or("ETCD_IMAGE_REPOSITORY", "gcr.io/etcd-development/etcd"), "repository of etcd images, tagged v<version> (env ETCD_IMAGE_REPOSITORY)")
 	flag.StringVar(&cfg.images.Launcher, "launcher-image", envflag.Or("OPERATOR_IMAGE", ""), "image holding /quorate-launcher, normally the operator's own image (env OPERATOR_IMAGE)")
 	// The environment's registries stand until the flag is given; each flag then adds its own.
-	cfg.images.Policy.AllowedRegistries = registries(os.Getenv("ALLOWED_IMAGE_REGISTRIES"))
+	cfg.images.Policy.AllowedRegistries = envflag.List(os.Getenv("ALLOWED_IMAGE_REGISTRIES"))
 	fromFlags := false
 	flag.Func("allowed-image-registries", "comma-separated registry hosts or repository paths (registry.example.com,ghcr.io/quorate-dev/) the etcd images, spec.image included, and the launcher must come from; a cluster whose image is from elsewhere stops with Degraded=ImageNotAllowed (default: any) (env ALLOWED_IMAGE_REGISTRIES)", func(v string) error {
 		if !fromFlags {
 			cfg.images.Policy.AllowedRegistries, fromFlags = nil, true
 		}
-		cfg.images.Policy.AllowedRegistries = append(cfg.images.Policy.AllowedRegistries, registries(v)...)
+		cfg.images.Policy.AllowedRegistries = append(cfg.images.Policy.AllowedRegistries, envflag.List(v)...)
 		return nil
 	})
 	requireDigests, err := envflag.Bool("REQUIRE_IMAGE_DIGESTS")
@@ -378,13 +378,3 @@ func (l labelsFlag) Set(v string) error {
 	return nil
 }
 
-// registries reads a comma-separated list of registry hosts or repository paths.
-func registries(list string) []string {
-	var out []string
-	for _, r := range strings.Split(list, ",") {
-		if r = strings.TrimSpace(r); r != "" {
-			out = append(out, r)
-		}
-	}
-	return out
-}

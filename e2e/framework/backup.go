@@ -52,11 +52,17 @@ func bucketURL(endpoint, bucket string) string {
 // UseS3 copies the store's root keys into the run's namespace as Secret s3-credentials, the
 // way a user gives a cluster's backups their bucket credentials.
 func (r *Run) UseS3(ctx context.Context) error {
-	root := &corev1.Secret{}
-	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: S3Namespace, Name: "s3-root"}, root); err != nil {
-		return fmt.Errorf("reading the S3 store's keys (install it with --install-s3): %w", err)
+	return r.copySecret(ctx, types.NamespacedName{Namespace: S3Namespace, Name: "s3-root"}, S3Credentials, "the S3 store's keys (install it with --install-s3)")
+}
+
+// copySecret copies the data of Secret from into the run's namespace as Secret name (kept if
+// it is there already); what names the Secret in the error when it cannot be read.
+func (r *Run) copySecret(ctx context.Context, from types.NamespacedName, name, what string) error {
+	src := &corev1.Secret{}
+	if err := r.Suite.Client.Get(ctx, from, src); err != nil {
+		return fmt.Errorf("reading %s: %w", what, err)
 	}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: S3Credentials, Namespace: r.Namespace}, Data: root.Data}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace}, Data: src.Data}
 	if err := r.Suite.Client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/envflag"
 )
 
 // Shape is how the suite shapes the EtcdClusters it creates for a cluster that is not its own
@@ -23,7 +24,7 @@ type Shape struct {
 // parseShape reads the shaping flags' values.
 func parseShape(storageClass, nodeSelector, tolerations, resources string) (Shape, error) {
 	sh := Shape{StorageClass: strings.TrimSpace(storageClass)}
-	for _, kv := range fields(nodeSelector) {
+	for _, kv := range envflag.List(nodeSelector) {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return Shape{}, fmt.Errorf("--member-node-selector: %q is not KEY=VALUE", kv)
@@ -33,7 +34,7 @@ func parseShape(storageClass, nodeSelector, tolerations, resources string) (Shap
 		}
 		sh.NodeSelector[k] = v1alpha1.LabelValue(v)
 	}
-	for _, t := range fields(tolerations) {
+	for _, t := range envflag.List(tolerations) {
 		kv, effect, ok := strings.Cut(t, ":")
 		eff := corev1.TaintEffect(effect)
 		if !ok || kv == "" || (eff != corev1.TaintEffectNoSchedule && eff != corev1.TaintEffectPreferNoSchedule && eff != corev1.TaintEffectNoExecute) {
@@ -45,7 +46,7 @@ func parseShape(storageClass, nodeSelector, tolerations, resources string) (Shap
 		}
 		sh.Tolerations = append(sh.Tolerations, tol)
 	}
-	for _, kv := range fields(resources) {
+	for _, kv := range envflag.List(resources) {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || (k != "cpu" && k != "memory") {
 			return Shape{}, fmt.Errorf("--member-resources: %q is not cpu=QUANTITY or memory=QUANTITY", kv)
@@ -60,17 +61,6 @@ func parseShape(storageClass, nodeSelector, tolerations, resources string) (Shap
 		sh.Requests[corev1.ResourceName(k)] = q
 	}
 	return sh, nil
-}
-
-// fields splits a comma-separated flag value, dropping empty parts.
-func fields(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // Apply shapes spec: the StorageClass, and the member pods' node selector, tolerations and

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
@@ -51,15 +50,8 @@ var Azure = CloudStore{Name: "Azure Blob", Credentials: "azure-credentials", //n
 // UseStore copies the store's credentials Secret into the run's namespace, the way a user
 // gives a cluster's backups their bucket credentials.
 func (r *Run) UseStore(ctx context.Context, s CloudStore) error {
-	src := &corev1.Secret{}
-	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: StoresNamespace, Name: s.Credentials}, src); err != nil {
-		return fmt.Errorf("reading the %s emulator's credentials (install it with --install-stores): %w", s.Name, err)
-	}
-	c := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.Credentials, Namespace: r.Namespace}, Data: src.Data}
-	if err := r.Suite.Client.Create(ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	return nil
+	return r.copySecret(ctx, types.NamespacedName{Namespace: StoresNamespace, Name: s.Credentials}, s.Credentials,
+		"the "+s.Name+" emulator's credentials (install it with --install-stores)")
 }
 
 // CloudStores: the scenario backs up to the emulated cloud stores the suite installs

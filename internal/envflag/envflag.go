@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // Or returns the environment variable name, or fallback when it is unset or empty.
@@ -29,4 +30,16 @@ func Bool(name string) (bool, error) {
 		return false, fmt.Errorf("%s=%q is not true or false", name, v)
 	}
 	return b, nil
+}
+
+// List reads a comma-separated list, as flags and environment variables give one: its items
+// trimmed of spaces, empty ones left out (nil for an empty list).
+func List(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -1,6 +1,9 @@
 package envflag
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestBool(t *testing.T) {
 	for v, want := range map[string]struct {
@@ -19,6 +22,19 @@ func TestBool(t *testing.T) {
 		}
 		if b != want.b || got != want.err {
 			t.Errorf("%q: %v, %q; want %v, %q", v, b, got, want.b, want.err)
+		}
+	}
+}
+
+func TestList(t *testing.T) {
+	for in, want := range map[string][]string{
+		"":     nil,
+		" , ,": nil,
+		"a":    {"a"},
+		" registry.example.com , ghcr.io/quorate-dev/,,": {"registry.example.com", "ghcr.io/quorate-dev/"},
+	} {
+		if got := List(in); !slices.Equal(got, want) {
+			t.Errorf("List(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/envflag"
 )
 
 // Policy is the operator-wide storage rule. The zero Policy allows every location and the
@@ -34,11 +35,7 @@ type Policy struct {
 // that each parses.
 func Parse(list string, allowAmbient bool) (Policy, error) {
 	p := Policy{AllowAmbient: allowAmbient}
-	for _, u := range strings.Split(list, ",") {
-		u = strings.TrimSpace(u)
-		if u == "" {
-			continue
-		}
+	for _, u := range envflag.List(list) {
 		if _, err := normalize(u); err != nil {
 			return Policy{}, fmt.Errorf("--allowed-storage: %q: %w", u, err)
 		}
