@@ -377,4 +377,3 @@ func (l labelsFlag) Set(v string) error {
 	}
 	return nil
 }
-

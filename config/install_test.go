@@ -56,7 +56,7 @@ func TestInstallRights(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := c.Create(ctx, obj); err != nil && !(apierrors.IsAlreadyExists(err) && obj.GetKind() == "Namespace") {
+			if err := c.Create(ctx, obj); err != nil && (!apierrors.IsAlreadyExists(err) || obj.GetKind() != "Namespace") {
 				t.Fatalf("config/%s: creating %s %s: %v", install, obj.GetKind(), obj.GetName(), err)
 			}
 		}
@@ -123,17 +123,6 @@ func apiServer(t *testing.T) (client.Client, *rest.Config) {
 		t.Fatal(err)
 	}
 	return c, cfg
-}
-
-func read(t *testing.T, path string, into any) {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(raw, into); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
 }
 
 func create(ctx context.Context, t *testing.T, c client.Client, obj client.Object) {
