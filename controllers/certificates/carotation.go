@@ -50,24 +50,76 @@ func caKinds(c *v1alpha1.EtcdCluster, cas names.CASecrets) []caKind {
 	}
 }
 
-// caSecrets names the cluster's CA Secrets. A cluster that has a cluster CA Secret under the
-// legacy name (names.LegacyCASecretsOf) keeps the legacy names: one the operator made for it,
-// or, once the cluster has formed, any (a cluster that formed on another's Secret keeps
-// running on it, ofThisCluster says so in an Event). Every other cluster, new ones and the
-// one whose legacy name another cluster's Secret has taken, uses names.CASecretsOf, which
-// cannot collide. The choice is stable: only an operator from before CASecretsOf makes a
-// legacy CA Secret, and no pass deletes one.
+// caSecrets names the cluster's CA Secrets, the same way on every pass:
+//
+//  1. a cluster with a cluster CA under the current name (names.CASecretsOf) made for it
+//     keeps the current names, whatever appears under the legacy ones later (another
+//     cluster's peer CA, a user's Secret, an operator rolled back for a while);
+//  2. a cluster with a legacy CA Secret (names.LegacyCASecretsOf, its cluster or its peer
+//     CA) made for it keeps the legacy names: clusters from before CASecretsOf, whose
+//     members and clients trust those CAs. So does a formed cluster whose server or peer
+//     certificate trusts a legacy-named Secret that another made: it formed on that Secret
+//     before the operator checked whose it was, and keeps running on it (ofThisCluster says
+//     so in an Event);
+//  3. every other cluster takes the current names, which cannot collide: new clusters, and
+//     the new one whose legacy name another cluster's Secret has taken.
+//
+// Rule 2's trust test reads the leaves, not status.clusterID alone: a cluster that forms in
+// the pass decides the same way before and after (a Secret it never used is no reason to
+// switch), and no pass can move a cluster from the names its leaves trust.
 func (m *Manager) caSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) (names.CASecrets, error) {
-	legacy := names.LegacyCASecretsOf(c.Name)
-	s, err := m.secret(ctx, c.Namespace, legacy.Cluster)
+	cur, legacy := names.CASecretsOf(c.Name), names.LegacyCASecretsOf(c.Name)
+	s, err := m.secret(ctx, c.Namespace, cur.Cluster)
 	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return names.CASecrets{}, fmt.Errorf("reading secret %s: %w", legacy.Cluster, err)
-	case resources.Retained(c, s) || s.Labels[names.LabelCluster] == c.Name || c.Status.ClusterID != "":
-		return legacy, nil
+	case err == nil && madeFor(c, s):
+		return cur, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return names.CASecrets{}, fmt.Errorf("reading secret %s: %w", cur.Cluster, err)
 	}
-	return names.CASecretsOf(c.Name), nil
+	for _, n := range []string{legacy.Cluster, legacy.Peer} {
+		s, err := m.secret(ctx, c.Namespace, n)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return names.CASecrets{}, fmt.Errorf("reading secret %s: %w", n, err)
+		}
+		if madeFor(c, s) {
+			return legacy, nil
+		}
+		if trusted, err := m.leavesTrust(ctx, c, s); err != nil || trusted {
+			return legacy, err
+		}
+	}
+	return cur, nil
+}
+
+// leavesTrust: the cluster has formed, and its server or peer certificate trusts the CA in s
+// (its ca.crt, a bundle during a rotation, holds s's certificate).
+func (m *Manager) leavesTrust(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret) (bool, error) {
+	ca := s.Data[pki.KeyCACert]
+	if c.Status.ClusterID == "" || len(ca) == 0 {
+		return false, nil
+	}
+	for _, n := range []string{names.ServerSecret(c.Name), names.PeerSecret(c.Name)} {
+		leaf, err := m.secret(ctx, c.Namespace, n)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("reading secret %s: %w", n, err)
+		}
+		if bytes.Contains(leaf.Data[pki.KeyCACert], bytes.TrimSpace(ca)) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// madeFor: the operator made s for this cluster (it controls it, or the retention annotation
+// names it), or for an earlier EtcdCluster of its name (the name label).
+func madeFor(c *v1alpha1.EtcdCluster, s *corev1.Secret) bool {
+	return resources.Retained(c, s) || s.Labels[names.LabelCluster] == c.Name
 }
 
 func nextCA(base string) string { return base + "-next" }

@@ -437,7 +437,7 @@ func (m *Manager) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster, name st
 // has not formed stops on another's Secret: one that formed with it (before this check) keeps
 // running on it, with a SecretCollision Event, as refusing would stop its every pass.
 func (m *Manager) ofThisCluster(c *v1alpha1.EtcdCluster, s *corev1.Secret) error {
-	if resources.Retained(c, s) || s.Labels[names.LabelCluster] == c.Name {
+	if madeFor(c, s) {
 		return nil
 	}
 	whose := "was not made by the operator for an EtcdCluster"

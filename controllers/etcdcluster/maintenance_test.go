@@ -120,6 +120,20 @@ func TestDefragScheduleMinimumInterval(t *testing.T) {
 			t.Errorf("%s: due = %v, want %v", tc.name, p.Due, tc.wantDue)
 		}
 	}
+	// A round held back starts at one of the schedule's times: "0,30 3 * * *" after a round at
+	// 03:00 runs at 03:00 the next day, not at 04:00.
+	c.Spec.Maintenance.Defrag.Schedule = "0,30 3 * * *"
+	round := time.Date(2026, time.November, 29, 3, 0, 5, 0, time.UTC)
+	c.Status.LastDefragTime = ptr.To(metav1.NewTime(round))
+	for at, wantDue := range map[time.Duration]bool{30 * time.Minute: false, 65 * time.Minute: false, 23 * time.Hour: false, 24 * time.Hour: true} {
+		if p := defragPolicy(c, round.Add(at), time.Hour); p.Due != wantDue {
+			t.Errorf("0,30 3 * * *, a round at 03:00:05: due %s later = %v, want %v", at, p.Due, wantDue)
+		}
+	}
+	if p := defragPolicy(c, round.Add(30*time.Minute), 0); !p.Due {
+		t.Errorf("0,30 3 * * *, no minimum: the 03:30 round is not due")
+	}
+	c.Spec.Maintenance.Defrag.Schedule = "@every 1s"
 	want := `spec.maintenance.defrag.schedule "@every 1s" runs every 1s, more often than the operator allows (--min-defrag-interval 1h0m0s): each round blocks every member in turn, so scheduled rounds start at least 1h0m0s apart; write a schedule that runs less often, or use defrag.thresholdPercent to defragment when free pages pile up`
 	if got := defragScheduleLimit(c, time.Hour); got != want {
 		t.Errorf("defragScheduleLimit:\n got: %s\nwant: %s", got, want)

@@ -330,8 +330,9 @@ func memberLabel(m etcd.Member) string {
 }
 
 // defragPolicy is spec.maintenance.defrag for the planner: a scheduled round is due once the
-// schedule's next time after the last round (or the cluster's creation) has passed, and at
-// least minInterval has since the last round (a round blocks each member in turn).
+// schedule's next time after the last round (or the cluster's creation) has passed; after a
+// round, the schedule's first time at least minInterval after it (a round blocks each member
+// in turn), so a held-back round still starts at one of the schedule's times.
 func defragPolicy(c *v1alpha1.EtcdCluster, now time.Time, minInterval time.Duration) planner.Defrag {
 	d := c.Spec.Maintenance.Defrag
 	if d == nil {
@@ -343,7 +344,11 @@ func defragPolicy(c *v1alpha1.EtcdCluster, now time.Time, minInterval time.Durat
 		if c.Status.LastDefragTime != nil {
 			from = c.Status.LastDefragTime.Time
 		}
-		p.Due = !sched.Next(from).After(now) && (c.Status.LastDefragTime == nil || !now.Before(from.Add(minInterval)))
+		next := sched.Next(from)
+		if c.Status.LastDefragTime != nil && minInterval > 0 {
+			next = sched.Next(from.Add(minInterval - time.Nanosecond))
+		}
+		p.Due = !next.After(now)
 	}
 	return p
 }
