@@ -305,6 +305,11 @@ e2e-fence: ## Run the fence scenario (a follower fenced and unfenced under load,
 e2e-migration: ## Run the migration scenarios (storage class change, install-scope change, an external etcd cluster moved in) on a local cluster.
 	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=migration REPORT_DIR=$(REPORT_DIR)/migration
 
+.PHONY: e2e-csi
+e2e-csi: ## Run storage-migration onto CSI storage and volume-expansion on it (the CSI-only stack, StorageClass quorate-csi, installed by --install-csi) on a local cluster.
+	$(MAKE) --no-print-directory e2e E2E_LABELS=scenario=storage-migration,scenario=volume-expansion REPORT_DIR=$(REPORT_DIR)/csi \
+	  CONFORMANCE_FLAGS="--install-csi --storage-classes=local-path,quorate-csi --expansion-storage-class=quorate-csi $(CONFORMANCE_FLAGS)"
+
 .PHONY: e2e-backup
 e2e-backup: ## Run the backup scenarios (backup to a real S3 store, over HTTP and over TLS with a private CA, to emulated Google Cloud Storage and Azure Blob, restore, schedules with retention and drills, bad input) on a local cluster.
 	$(MAKE) --no-print-directory e2e E2E_LABELS=$(BACKUP_LABELS) REPORT_DIR=$(REPORT_DIR)/backup CONFORMANCE_FLAGS="--install-s3 --install-stores $(CONFORMANCE_FLAGS)"

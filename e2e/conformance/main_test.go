@@ -91,6 +91,9 @@ func TestConformance(t *testing.T) {
 	if from, to, ok := strings.Cut(opts.StorageClasses, ","); ok {
 		scenarios = append(scenarios, StorageMigration(from, to))
 	}
+	if opts.ExpansionStorageClass != "" {
+		scenarios = append(scenarios, VolumeExpansion(opts.ExpansionStorageClass))
+	}
 	if opts.OLMCatalogs != "" || opts.InstallOLM {
 		scenarios = append(scenarios, OLMScenarios(opts)...)
 	} else if slices.Contains(suite.Labels[label.Suite], label.SuiteOLM) {

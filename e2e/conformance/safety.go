@@ -645,6 +645,20 @@ func StorageMigration(from, to string) framework.Scenario {
 		}}}}
 }
 
+// VolumeExpansion grows a 3-member cluster's volumes in place under load, on a StorageClass that
+// expands volumes (quorate-csi on the local cluster with --install-csi;
+// --expansion-storage-class names it elsewhere): the same volumes and members, one larger
+// quota rolled out one member at a time.
+func VolumeExpansion(class string) framework.Scenario {
+	from, to := resource.MustParse("512Mi"), resource.MustParse("768Mi")
+	return framework.Scenario{Name: "volume-expansion", Labels: map[string]string{label.Suite: label.SuiteMigration}, Replicas: 3, Class: framework.Planned,
+		Spec:  func(s *v1alpha1.EtcdClusterSpec) { s.Storage.StorageClassName, s.Storage.Size = &class, from },
+		Needs: []framework.Prerequisite{framework.ExpandableStorageClass(class)},
+		Steps: []framework.Step{{Name: "grow the members' volumes to " + to.String() + " on " + class, Do: func(ctx context.Context, r *framework.Run) error {
+			return r.ExpandStorage(ctx, to, 3)
+		}}}}
+}
+
 // SafetyScenarios in the order the suite runs them.
 func SafetyScenarios() []framework.Scenario {
 	return []framework.Scenario{

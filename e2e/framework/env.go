@@ -173,6 +173,11 @@ func (s *Suite) connect(ctx context.Context, cfg *envconf.Config) (context.Conte
 			return ctx, fmt.Errorf("installing the S3 object store: %w", err)
 		}
 	}
+	if opts.InstallCSI {
+		if err := s.runHack(ctx, cfg.KubeconfigFile(), "csi.sh"); err != nil {
+			return ctx, fmt.Errorf("installing the CSI storage stack: %w", err)
+		}
+	}
 	if opts.InstallStores {
 		if err := s.runHack(ctx, cfg.KubeconfigFile(), "stores.sh"); err != nil {
 			return ctx, fmt.Errorf("installing the emulated cloud stores: %w", err)

@@ -74,6 +74,11 @@ type Options struct {
 	Quiet        bool
 	// StorageClasses: FROM,TO for the storage-migration scenario.
 	StorageClasses string
+	// ExpansionStorageClass is the StorageClass, one that expands volumes, the
+	// volume-expansion scenario runs on ("": the scenario is left out).
+	ExpansionStorageClass string
+	// InstallCSI installs the CSI-only storage stack (hack/csi.sh) before the scenarios.
+	InstallCSI bool
 	// OwnershipTerm is the --ownership-term of the operators the suite installs.
 	OwnershipTerm time.Duration
 	// CertPropagation is the --certificate-propagation of the operators the suite installs.
@@ -235,6 +240,8 @@ func RegisterFlags() *Options {
 	flag.DurationVar(&o.ConvergeTimeout, "converge-timeout", 5*time.Minute, "how long the side-by-side benchmark waits for an operator to converge after an operation before writing it down as not done")
 	flag.StringVar(&o.BenchRates, "bench-rates", "250,500,1000,2000,4000", "operations per second of the rate benchmark's runs (suite=bench-rate: a steady 3-member cluster under the open-loop load at each rate)")
 	flag.DurationVar(&o.CertPropagation, "certificate-propagation", 2*time.Minute, "--certificate-propagation of the operators the suite installs: how long each phase of a CA rotation lasts at least (the kubelet projects an updated Secret within its sync period, a minute by default; the local cluster's is 15 s, and make e2e passes 45s)")
+	flag.StringVar(&o.ExpansionStorageClass, "expansion-storage-class", "", "a StorageClass that expands volumes (allowVolumeExpansion): the volume-expansion scenario grows a cluster's volumes in place on it (the local cluster's is quorate-csi, with --install-csi); empty leaves it out")
+	flag.BoolVar(&o.InstallCSI, "install-csi", false, "build and install the CSI-only storage stack (hack/csi.sh: kubernetes-csi sidecars and Quorate's hostpath driver, StorageClass quorate-csi) before the scenarios")
 	flag.StringVar(&o.StorageClasses, "storage-classes", "local-path,local-path-b", "FROM,TO: the StorageClasses the storage-migration scenario moves a cluster between (the local cluster has both); empty leaves it out")
 	return o
 }

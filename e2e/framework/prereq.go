@@ -100,6 +100,23 @@ func StorageClasses(names ...string) Prerequisite {
 	}}
 }
 
+// ExpandableStorageClass: the cluster has StorageClass name, and it expands volumes.
+func ExpandableStorageClass(name string) Prerequisite {
+	return Prerequisite{Name: "StorageClass " + name + " expanding volumes", Missing: func(ctx context.Context, r *Run) (string, error) {
+		sc := &storagev1.StorageClass{}
+		err := r.Suite.Client.Get(ctx, types.NamespacedName{Name: name}, sc)
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Sprintf("the cluster has no StorageClass %s: name one that expands volumes with --expansion-storage-class", name), nil
+		case err != nil:
+			return "", fmt.Errorf("looking for StorageClass %s: %w", name, err)
+		case sc.AllowVolumeExpansion == nil || !*sc.AllowVolumeExpansion:
+			return fmt.Sprintf("StorageClass %s does not expand volumes (allowVolumeExpansion is not true): name one that does with --expansion-storage-class", name), nil
+		}
+		return "", nil
+	}}
+}
+
 // PoolNodes: the scenario's members run on n nodes of the local cluster's etcd pool, besides
 // node 1 (checkNodes waits for them to be Ready).
 func PoolNodes(n int) Prerequisite {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -396,6 +398,79 @@ func (r *Run) Unfill(ctx context.Context) (workload.UnfillResult, error) {
 		err = errors.New(res.Error)
 	}
 	return res, err
+}
+
+// ExpandStorage grows the cluster's volumes to size and waits until every member's volume is
+// that large, in place: the same PVCs (by UID), the same members (by ID), the same cluster ID,
+// and n members settled.
+func (r *Run) ExpandStorage(ctx context.Context, size resource.Quantity, n int32) error {
+	before, clusterID, err := r.memberIDs(ctx)
+	if err != nil {
+		return err
+	}
+	pvcs := func() (map[string]corev1.PersistentVolumeClaim, error) {
+		var list corev1.PersistentVolumeClaimList
+		if err := r.Suite.Client.List(ctx, &list, client.InNamespace(r.Namespace), client.MatchingLabels(names.MemberSelector(r.Cluster))); err != nil {
+			return nil, err
+		}
+		out := map[string]corev1.PersistentVolumeClaim{}
+		for _, p := range list.Items {
+			if p.DeletionTimestamp.IsZero() {
+				out[p.Name] = p
+			}
+		}
+		return out, nil
+	}
+	volumes, err := pvcs()
+	if err != nil {
+		return err
+	}
+	r.Phase("growing every member's volume to " + size.String())
+	end := r.Fault("volume-expansion", "spec.storage.size = "+size.String())
+	defer end()
+	if err := r.Update(ctx, "spec.storage.size = "+size.String(), func(ec *v1alpha1.EtcdCluster) { ec.Spec.Storage.Size = size }); err != nil {
+		return err
+	}
+	err = r.WaitFor(ctx, "every member's volume grown to "+size.String()+" in place", 10*time.Minute, func() error {
+		ec, err := r.GetCluster(ctx)
+		if err != nil {
+			return err
+		}
+		if ec.Status.ClusterID != clusterID {
+			return fmt.Errorf("the cluster ID changed from %s to %s", clusterID, ec.Status.ClusterID)
+		}
+		if ec.Status.Storage != nil {
+			return fmt.Errorf("storage: %d members on spec, %d to move, %d to expand", ec.Status.Storage.OnSpec, ec.Status.Storage.ToMove, ec.Status.Storage.ToExpand)
+		}
+		now, err := pvcs()
+		if err != nil {
+			return err
+		}
+		for name, p := range now {
+			if old, ok := volumes[name]; !ok || old.UID != p.UID {
+				return fmt.Errorf("PVC %s is not the volume it was: a member moved instead of growing in place", name)
+			}
+			if got := p.Status.Capacity[corev1.ResourceStorage]; got.Cmp(size) < 0 {
+				return fmt.Errorf("PVC %s holds %s", name, got.String())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.WaitSettled(ctx, n, 5*time.Minute); err != nil {
+		return err
+	}
+	after, _, err := r.memberIDs(ctx)
+	if err != nil {
+		return err
+	}
+	if !maps.Equal(before, after) {
+		return fmt.Errorf("members %v after the expansion, %v before: a member was replaced", after, before)
+	}
+	r.T.Logf("every member's volume grew to %s in place; members and cluster ID %s unchanged", size.String(), clusterID)
+	return nil
 }
 
 // MigrateStorage moves the cluster to another StorageClass and waits until every member runs
