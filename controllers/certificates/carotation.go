@@ -50,58 +50,68 @@ func caKinds(c *v1alpha1.EtcdCluster, cas names.CASecrets) []caKind {
 	}
 }
 
-// caSecrets names the cluster's CA Secrets, the same way on every pass:
-//
-//  1. a cluster with a cluster CA under the current name (names.CASecretsOf) made for it
-//     keeps the current names, whatever appears under the legacy ones later (another
-//     cluster's peer CA, a user's Secret, an operator rolled back for a while);
-//  2. a cluster with a legacy CA Secret (names.LegacyCASecretsOf, its cluster or its peer
-//     CA) made for it keeps the legacy names: clusters from before CASecretsOf, whose
-//     members and clients trust those CAs. So does a formed cluster whose server or peer
-//     certificate trusts a legacy-named Secret that another made: it formed on that Secret
-//     before the operator checked whose it was, and keeps running on it (ofThisCluster says
-//     so in an Event);
-//  3. every other cluster takes the current names, which cannot collide: new clusters, and
-//     the new one whose legacy name another cluster's Secret has taken.
-//
-// Rule 2's trust test reads the leaves, not status.clusterID alone: a cluster that forms in
-// the pass decides the same way before and after (a Secret it never used is no reason to
-// switch), and no pass can move a cluster from the names its leaves trust.
+// caSecrets names the cluster's CA Secrets, each CA on its own (caName): the cluster CA by
+// what the server and operator certificates trust, the peer CA by what the peer certificate
+// trusts.
 func (m *Manager) caSecrets(ctx context.Context, c *v1alpha1.EtcdCluster) (names.CASecrets, error) {
 	cur, legacy := names.CASecretsOf(c.Name), names.LegacyCASecretsOf(c.Name)
-	s, err := m.secret(ctx, c.Namespace, cur.Cluster)
-	switch {
-	case err == nil && madeFor(c, s):
-		return cur, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return names.CASecrets{}, fmt.Errorf("reading secret %s: %w", cur.Cluster, err)
+	cluster, err := m.caName(ctx, c, cur.Cluster, legacy.Cluster, names.ServerSecret(c.Name), names.OperatorSecret(c.Name))
+	if err != nil {
+		return names.CASecrets{}, err
 	}
-	for _, n := range []string{legacy.Cluster, legacy.Peer} {
+	peer, err := m.caName(ctx, c, cur.Peer, legacy.Peer, names.PeerSecret(c.Name))
+	return names.CASecrets{Cluster: cluster, Peer: peer}, err
+}
+
+// caName decides, the same way on every pass, whether one of the cluster's CAs is under its
+// current name (names.CASecretsOf, which cannot collide with another cluster's) or its legacy
+// one (names.LegacyCASecretsOf, where cluster foo's peer CA and cluster foo-peer's CA shared
+// foo-peer-ca):
+//
+//  1. a formed cluster keeps the CA its leaves trust (their ca.crt holds it), the current one
+//     first: its members and clients trust that CA, whoever made the Secret (a cluster that
+//     formed on another's Secret, before Secrets were checked, keeps running on it;
+//     ofThisCluster says so in an Event, and it is never rotated or taken over from here);
+//  2. else the one the operator made for the cluster, the current one first: an operator
+//     rolled back for a while may have made a legacy one beside it;
+//  3. else the current name: new clusters, and the one whose legacy name another cluster's
+//     Secret (or a user's) has taken.
+func (m *Manager) caName(ctx context.Context, c *v1alpha1.EtcdCluster, cur, legacy string, leaves ...string) (string, error) {
+	found := map[string]*corev1.Secret{}
+	for _, n := range []string{cur, legacy} {
 		s, err := m.secret(ctx, c.Namespace, n)
-		if apierrors.IsNotFound(err) {
-			continue
+		switch {
+		case err == nil:
+			found[n] = s
+		case !apierrors.IsNotFound(err):
+			return "", fmt.Errorf("reading secret %s: %w", n, err)
 		}
-		if err != nil {
-			return names.CASecrets{}, fmt.Errorf("reading secret %s: %w", n, err)
+	}
+	if c.Status.ClusterID != "" {
+		for _, n := range []string{cur, legacy} {
+			if s := found[n]; s != nil {
+				if trusted, err := m.leavesTrust(ctx, c, s, leaves); err != nil || trusted {
+					return n, err
+				}
+			}
 		}
-		if madeFor(c, s) {
-			return legacy, nil
-		}
-		if trusted, err := m.leavesTrust(ctx, c, s); err != nil || trusted {
-			return legacy, err
+	}
+	for _, n := range []string{cur, legacy} {
+		if s := found[n]; s != nil && madeFor(c, s) {
+			return n, nil
 		}
 	}
 	return cur, nil
 }
 
-// leavesTrust: the cluster has formed, and its server or peer certificate trusts the CA in s
-// (its ca.crt, a bundle during a rotation, holds s's certificate).
-func (m *Manager) leavesTrust(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret) (bool, error) {
-	ca := s.Data[pki.KeyCACert]
-	if c.Status.ClusterID == "" || len(ca) == 0 {
+// leavesTrust: one of the leaf Secrets trusts the CA in s (its ca.crt, a bundle during a
+// rotation, holds s's certificate).
+func (m *Manager) leavesTrust(ctx context.Context, c *v1alpha1.EtcdCluster, s *corev1.Secret, leaves []string) (bool, error) {
+	ca := bytes.TrimSpace(s.Data[pki.KeyCACert])
+	if len(ca) == 0 {
 		return false, nil
 	}
-	for _, n := range []string{names.ServerSecret(c.Name), names.PeerSecret(c.Name)} {
+	for _, n := range leaves {
 		leaf, err := m.secret(ctx, c.Namespace, n)
 		if apierrors.IsNotFound(err) {
 			continue
@@ -109,7 +119,7 @@ func (m *Manager) leavesTrust(ctx context.Context, c *v1alpha1.EtcdCluster, s *c
 		if err != nil {
 			return false, fmt.Errorf("reading secret %s: %w", n, err)
 		}
-		if bytes.Contains(leaf.Data[pki.KeyCACert], bytes.TrimSpace(ca)) {
+		if bytes.Contains(leaf.Data[pki.KeyCACert], ca) {
 			return true, nil
 		}
 	}
@@ -144,6 +154,12 @@ type authority struct {
 // and in Dropping moves the next CA into the CA's Secret.
 func (m *Manager) authorityOf(ctx context.Context, c *v1alpha1.EtcdCluster, k caKind) (authority, error) {
 	phase := rotationPhase(c)
+	if s, err := m.secret(ctx, c.Namespace, k.base); phase != "" && err == nil && !madeFor(c, s) {
+		// Another cluster's CA, which this one formed on (caName): a rotation here would write
+		// the other's Secret (Dropping moves the next CA into it). This CA is left as it is;
+		// the other rotates in the rotation.
+		phase = ""
+	}
 	if phase == v1alpha1.CARotationDropping {
 		if err := m.promoteNext(ctx, c, k.base); err != nil {
 			return authority{}, err

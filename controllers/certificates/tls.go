@@ -58,6 +58,11 @@ func (m *Manager) keepSecret(ctx context.Context, c *v1alpha1.EtcdCluster, s *co
 		// While paused, retention waits as the volumes' does.
 		return nil
 	}
+	if !resources.Retained(c, s) && s.Labels[names.LabelCluster] != c.Name {
+		// Made for another cluster (this one formed on it before Secrets were checked): never
+		// taken over, or deleting that cluster would take it with this one's owner reference.
+		return nil
+	}
 	updated := s.DeepCopy()
 	if !resources.Retained(c, s) {
 		updated.OwnerReferences = nil
@@ -398,7 +403,8 @@ func (m *Manager) ensureCA(ctx context.Context, c *v1alpha1.EtcdCluster, name st
 			return nil, err
 		}
 		ca, err := pki.LoadCA(s.Data[pki.KeyCACert], s.Data[pki.KeyCAKey])
-		if err == nil {
+		if err == nil && madeFor(c, s) {
+			// (Another cluster's CA, which this one formed on, rotates with that cluster.)
 			m.cas.seen(c, name, ca.Cert)
 		}
 		return ca, err
