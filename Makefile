@@ -218,7 +218,7 @@ chaos-mesh: ## Build Chaos Mesh from source and install it on the local cluster 
 	KUBECTL=$(KUBECTL) hack/chaos-mesh.sh /var/lib/quorate/$(CLUSTER)/containerd/containerd.sock
 
 .PHONY: csi
-csi: ## Build the CSI-only storage stack (kubernetes-csi sidecars, Quorate's hostpath driver) and install it on the local cluster (idempotent; docs/local-cluster.md; not yet tried on a cluster).
+csi: ## Build the CSI-only storage stack (kubernetes-csi sidecars, Quorate's hostpath driver) and install it on the local cluster (idempotent; docs/local-cluster.md; make e2e-csi runs scenarios on it).
 	KUBECTL=$(KUBECTL) hack/csi.sh
 
 .PHONY: test-csi-driver
