@@ -386,15 +386,17 @@ func TestClustersWhoseNamesCollideHaveTheirOwnCAs(t *testing.T) {
 		eventually(t, timeout, "secret "+name, func() (err error) { s, err = get(name); return err })
 		return s
 	}
-	// foo as an operator from before names.CASecretsOf left it: its CA under the legacy name.
+	// foo as an operator from before names.CASecretsOf left it: its CAs under the legacy names.
 	legacy := names.LegacyCASecretsOf("foo")
-	fooCA, err := pki.NewCA(legacy.Cluster, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: legacy.Cluster, Labels: names.ClusterLabels("foo")},
-		Data: map[string][]byte{pki.KeyCACert: fooCA.CertPEM, pki.KeyCAKey: fooCA.KeyPEM}}); err != nil {
-		t.Fatal(err)
+	for _, n := range []string{legacy.Cluster, legacy.Peer} {
+		ca, err := pki.NewCA(n, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n, Labels: names.ClusterLabels("foo")},
+			Data: map[string][]byte{pki.KeyCACert: ca.CertPEM, pki.KeyCAKey: ca.KeyPEM}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, n := range []string{"foo", "bar", "bar-peer"} {
 		if err := k8s.Create(ctx, newCluster(ns, n, 1)); err != nil {

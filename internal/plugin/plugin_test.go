@@ -466,7 +466,7 @@ func TestGatherStatus(t *testing.T) {
 		LastDrill:  &DrillRow{Schedule: "daily", Backup: "a-old", Passed: true, Message: "7 keys, keyspace hash matches", Time: metav1.NewTime(now.Add(-5 * time.Hour))},
 		Problems: []string{
 			"etcd status of a-1: port-forward: pod a-1 is not running",
-			`certificates: reading Secret a-peer-ca: secrets "a-peer-ca" not found`,
+			`certificates: reading Secret a.peer-ca: secrets "a.peer-ca" not found`,
 		},
 	}
 	// Times lose their sub-second part and location through the fake API server.

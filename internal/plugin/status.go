@@ -125,17 +125,22 @@ func certSecrets(c *v1alpha1.EtcdCluster, cas names.CASecrets) []string {
 	return out
 }
 
-// caSecretsIn names the CA Secrets of a cluster the operator generates certificates for: the
-// legacy names (names.LegacyCASecretsOf) when its cluster CA has the current name nowhere and
-// the legacy one in the namespace, as the operator decides (certificates.Manager.caSecrets).
+// caSecretsIn names the CA Secrets of a cluster the operator generates certificates for, each
+// CA on its own: the current name (names.CASecretsOf) unless only the legacy one
+// (names.LegacyCASecretsOf, clusters made before it) is in the namespace. (The operator decides
+// by what the certificates trust, certificates.Manager.caName; this is what a reader with no
+// right to Secrets' data can tell.)
 func (e *Env) caSecretsIn(ctx context.Context, c *v1alpha1.EtcdCluster) names.CASecrets {
 	cur, legacy := names.CASecretsOf(c.Name), names.LegacyCASecretsOf(c.Name)
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: cur.Cluster}, &corev1.Secret{}); apierrors.IsNotFound(err) {
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: legacy.Cluster}, &corev1.Secret{}); err == nil {
-			return legacy
+	pick := func(cur, legacy string) string {
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: cur}, &corev1.Secret{}); apierrors.IsNotFound(err) {
+			if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: legacy}, &corev1.Secret{}); err == nil {
+				return legacy
+			}
 		}
+		return cur
 	}
-	return cur
+	return names.CASecrets{Cluster: pick(cur.Cluster, legacy.Cluster), Peer: pick(cur.Peer, legacy.Peer)}
 }
 
 // certRows reads the certificates (never the keys) of a Secret.
