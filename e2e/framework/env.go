@@ -55,9 +55,12 @@ type Suite struct {
 	Labels map[string][]string
 	// Node reaches the node's containers and volumes (the local provider's node is this
 	// machine); nil with other providers.
-	Node    *localcluster.Node
-	mu      sync.Mutex
-	kubectl string
+	Node *localcluster.Node
+	mu   sync.Mutex
+	// namespaces are the namespaces the run created and has not deleted (interrupt.go).
+	namespaces []string
+	nsMu       sync.Mutex
+	kubectl    string
 	// kubeconfig of the cluster the suite runs on.
 	kubeconfig string
 	// scorecardOut is the process's stdout: with --scorecard, everything else goes to stderr so
@@ -145,6 +148,7 @@ func (s *Suite) connect(ctx context.Context, cfg *envconf.Config) (context.Conte
 	if s.Clientset, err = kubernetes.NewForConfig(rc); err != nil {
 		return ctx, err
 	}
+	s.cleanUpOnSignal()
 	if v, err := s.Clientset.Discovery().ServerVersion(); err == nil {
 		s.Report.K8sVersion = v.GitVersion
 	}
@@ -201,6 +205,12 @@ func (s *Suite) writeReport(ctx context.Context, _ *envconf.Config) (context.Con
 		return ctx, err
 	}
 	fmt.Fprintf(os.Stderr, "report written to %s (index.html, summary.md, junit.xml): %s\n", opts.ReportDir, s.Report.Counts())
+	if opts.DoneFile != "" {
+		// Sonobuoy's worker sends what the done file names, a directory as a tarball.
+		if err := os.WriteFile(opts.DoneFile, []byte(opts.ReportDir), 0o644); err != nil {
+			return ctx, fmt.Errorf("writing the done file: %w", err)
+		}
+	}
 	if skips := s.Report.Skips(); len(skips) > 0 {
 		fmt.Fprintf(os.Stderr, "%d scenario(s) skipped for a missing prerequisite:\n", len(skips))
 		for _, k := range skips {

@@ -28,6 +28,7 @@ func (r *Run) CreateNamespace(ctx context.Context, ns string) error {
 	if err := r.Suite.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"quorate.dev/conformance": r.Scenario.Name}}}); err != nil {
 		return err
 	}
+	r.Suite.track(ns)
 	if r.Suite.Opts.ScenarioRole == "" {
 		return nil
 	}
@@ -77,7 +78,11 @@ func ScenarioBinding(ns, role, user string) *rbacv1.RoleBinding {
 
 // DeleteNamespace deletes a namespace and waits until it is gone.
 func (r *Run) DeleteNamespace(ctx context.Context, ns string) error {
-	return r.DeleteAndWait(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if err := r.DeleteAndWait(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	r.Suite.forget(ns)
+	return nil
 }
 
 // DeleteAndWait deletes o (cluster-scoped or namespaced) and waits until it is gone.

@@ -72,6 +72,9 @@ type Options struct {
 	ScenarioRole string
 	Scorecard    bool
 	Quiet        bool
+	// DoneFile, when set, gets the report directory's path once the report is written: the
+	// done file of a Sonobuoy plugin.
+	DoneFile string
 	// StorageClasses: FROM,TO for the storage-migration scenario.
 	StorageClasses string
 	// ExpansionStorageClass is the StorageClass, one that expands volumes, the
@@ -189,7 +192,7 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.Provider, "provider", "existing", "where to run: existing (the cluster of --kubeconfig), local (start a local cluster built from source), kind")
 	flag.StringVar(&o.K8sVersion, "k8s-version", "v1.35.4", "Kubernetes version of a cluster the suite starts (local or kind)")
 	flag.StringVar(&o.ClusterName, "cluster-name", "quorate-e2e", "name of a cluster the suite starts")
-	flag.StringVar(&o.ClusterProfile, "cluster-profile", "", "admission profile of a local cluster the suite starts (--provider=local): empty, or openshift-like (Pod Security Admission restricted everywhere, and every namespace's pods given a user and fsGroup from its own UID range, any other rejected, as OpenShift's restricted-v2 SCC does)")
+	flag.StringVar(&o.ClusterProfile, "cluster-profile", "", "admission profile of a local cluster the suite starts (--provider=local): empty, or openshift-like (Pod Security Admission restricted everywhere, and every namespace's pods given a user and fsGroup from its own UID range, any other rejected, as OpenShift's restricted-v2 SCC does); the foreign profile is refused here: start it with make cluster-up PROFILE=foreign and run the suite there as the Job (make conformance-foreign)")
 	flag.IntVar(&o.Nodes, "nodes", 1, "nodes of a local cluster the suite starts (--provider=local): node 1 is this machine, each further one a network namespace with its own containerd, kubelet and kube-proxy; the node scenarios (suite=nodes) need 4: node 1 and three for their members")
 	flag.StringVar(&o.ReportDir, "report-dir", "quorate-report", "directory for the report (JUnit, Markdown, HTML, histories)")
 	flag.DurationVar(&o.Duration, "duration", 30*time.Second, "load time of steady phases (before, between and after a scenario's actions)")
@@ -225,6 +228,7 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.NamespacePrefix, "namespace-prefix", envflag.Or("QUORATE_NAMESPACE_PREFIX", "qc-"), "($QUORATE_NAMESPACE_PREFIX) start of every namespace the suite creates (the Job's admission policy, config/conformance/policy.yaml, allows qc- alone)")
 	flag.StringVar(&o.MissingPrerequisites, "missing-prerequisites", envflag.Or("QUORATE_MISSING_PREREQUISITES", SkipMissing), "what a scenario whose prerequisite the cluster lacks (Chaos Mesh, the S3 store, node access, nodes, StorageClasses) gets: skip (reported skipped, naming it; never a pass) or fail (on a cluster meant to have them all)")
 	flag.StringVar(&o.ScenarioRole, "scenario-role", "", "after creating each scenario namespace, bind the suite's own identity to this ClusterRole there and wait until the rights apply (the Job in config/conformance: quorate-conformance-scenario, its only rights inside a namespace); empty: bind nothing, the credentials must already allow it")
+	flag.StringVar(&o.DoneFile, "done-file", "", "once the report is written, write its directory's path into this file (as a Sonobuoy plugin: /tmp/sonobuoy/results/done, with --report-dir under /tmp/sonobuoy/results; config/sonobuoy)")
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
 	flag.DurationVar(&o.OwnershipTerm, "ownership-term", 20*time.Second, "--ownership-term of the operators the suite installs (shorter than the operator's default, so that the scope-migration scenario's takeovers are quick)")
 	flag.IntVar(&o.BenchRuns, "bench-runs", 0, "run each benchmark scenario (suite=bench: a rolling etcd upgrade, the leader's pod deleted) this many times; quorate-report bench summarises them")
@@ -240,7 +244,7 @@ func RegisterFlags() *Options {
 	flag.DurationVar(&o.ConvergeTimeout, "converge-timeout", 5*time.Minute, "how long the side-by-side benchmark waits for an operator to converge after an operation before writing it down as not done")
 	flag.StringVar(&o.BenchRates, "bench-rates", "250,500,1000,2000,4000", "operations per second of the rate benchmark's runs (suite=bench-rate: a steady 3-member cluster under the open-loop load at each rate)")
 	flag.DurationVar(&o.CertPropagation, "certificate-propagation", 2*time.Minute, "--certificate-propagation of the operators the suite installs: how long each phase of a CA rotation lasts at least (the kubelet projects an updated Secret within its sync period, a minute by default; the local cluster's is 15 s, and make e2e passes 45s)")
-	flag.StringVar(&o.ExpansionStorageClass, "expansion-storage-class", "", "a StorageClass that expands volumes (allowVolumeExpansion): the volume-expansion scenario grows a cluster's volumes in place on it (the local cluster's is quorate-csi, with --install-csi); empty leaves it out")
+	flag.StringVar(&o.ExpansionStorageClass, "expansion-storage-class", os.Getenv("QUORATE_EXPANSION_STORAGE_CLASS"), "($QUORATE_EXPANSION_STORAGE_CLASS) a StorageClass that expands volumes (allowVolumeExpansion): the volume-expansion scenario grows a cluster's volumes in place on it (the local cluster's is quorate-csi, with --install-csi); empty leaves it out")
 	flag.BoolVar(&o.InstallCSI, "install-csi", false, "build and install the CSI-only storage stack (hack/csi.sh: kubernetes-csi sidecars and Quorate's hostpath driver, StorageClass quorate-csi) before the scenarios")
 	flag.StringVar(&o.StorageClasses, "storage-classes", "local-path,local-path-b", "FROM,TO: the StorageClasses the storage-migration scenario moves a cluster between (the local cluster has both); empty leaves it out")
 	return o
