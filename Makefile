@@ -201,12 +201,12 @@ olm-catalog: ## Build the operator and bundle images of the previous and the cur
 
 ##@ Local cluster
 
-CLUSTER_NODES ?= 1
+CLUSTER_NODES ?= $(if $(filter foreign,$(PROFILE)),3,1)
 # The local cluster's admission profile: empty, or openshift-like (OpenShift's pod restrictions:
 # PSA restricted everywhere, a UID range per namespace assigned and enforced; docs/local-cluster.md).
 PROFILE ?=
 .PHONY: cluster-up
-cluster-up: ## Start a local cluster of K8S_VERSION built from source, with CLUSTER_NODES nodes and admission PROFILE (openshift-like; KUBECONFIG in ~/.kube/quorate-$(CLUSTER).yaml).
+cluster-up: ## Start a local cluster of K8S_VERSION built from source, with CLUSTER_NODES nodes and PROFILE (openshift-like, foreign: docs/local-cluster.md; KUBECONFIG in ~/.kube/quorate-$(CLUSTER).yaml).
 	go run ./cmd/quorate-localcluster up --name $(CLUSTER) --k8s-version $(K8S_VERSION) --nodes $(CLUSTER_NODES) --profile "$(PROFILE)"
 
 .PHONY: cluster-down
@@ -305,7 +305,10 @@ e2e-fence: ## Run the fence scenario (a follower fenced and unfenced under load,
 e2e-migration: ## Run the migration scenarios (storage class change, install-scope change, an external etcd cluster moved in) on a local cluster.
 	$(MAKE) --no-print-directory e2e E2E_LABELS=suite=migration REPORT_DIR=$(REPORT_DIR)/migration
 
-.PHONY: e2e-csi
+.PHONY: e2e-csi conformance-foreign
+conformance-foreign: $(KUSTOMIZE) ## On the foreign profile's cluster (make cluster-up PROFILE=foreign): install Quorate and run the conformance Job as a customer does (hack/conformance-foreign.sh); every scenario PASS or SKIPPED.
+	KUSTOMIZE=$(KUSTOMIZE) REPORT_DIR=$(REPORT_DIR)/foreign hack/conformance-foreign.sh
+
 e2e-csi: ## Run storage-migration onto CSI storage and volume-expansion on it (the CSI-only stack, StorageClass quorate-csi, installed by --install-csi) on a local cluster.
 	$(MAKE) --no-print-directory e2e E2E_LABELS=scenario=storage-migration,scenario=volume-expansion REPORT_DIR=$(REPORT_DIR)/csi \
 	  CONFORMANCE_FLAGS="--install-csi --storage-classes=local-path,quorate-csi --expansion-storage-class=quorate-csi $(CONFORMANCE_FLAGS)"

@@ -6,8 +6,8 @@
 #   - the CSIDriver hostpath.csi.quorate.dev: Quorate's hostpath driver (hack/csi/hostpath) in
 #     controller mode behind csi-provisioner v5.3.0, csi-resizer v1.14.0 and csi-snapshotter
 #     v8.7.0 (one Deployment), and in node mode on every node (one DaemonSet per node, below),
-#   - the StorageClass quorate-csi (a name the suite does not know; volume expansion,
-#     WaitForFirstConsumer) and the VolumeSnapshotClass quorate-csi (the default one).
+#   - the StorageClass quorate-csi (CSI_CLASS; a name the suite does not know; volume expansion,
+#     WaitForFirstConsumer) and the VolumeSnapshotClass of the same name (the default one).
 # Binaries: hack/build-csi.sh; images: hack/images.sh csi (pushed to the local registry).
 # Everything runs in kube-system, which Pod Security Admission and the openshift-like profile
 # leave alone: the node plugin is privileged and mounts host paths.
@@ -18,8 +18,12 @@
 #                     node's kubelet process on this machine, else /var/lib/kubelet)
 #   CSI_DATA_DIR      the host directory volumes and snapshots are kept in (default: csi-hostpath
 #                     in the local cluster's state directory, which cluster-down removes)
-#   CSI_DEFAULT_CLASS 1: make quorate-csi the default StorageClass (for a cluster without
+#   CSI_DEFAULT_CLASS 1: make the StorageClass the default one (for a cluster without
 #                     local-path, whose class is the default otherwise)
+#   CSI_CLASS         the StorageClass's and VolumeSnapshotClass's name (default: quorate-csi;
+#                     the foreign profile's is standard-rwo)
+#   CSI_IMAGE_REGISTRY the registry host the nodes pull the images by, in place of the local
+#                     registry's own name (the foreign profile's registry.foreign.internal)
 #   CSI_NODES         "NODE=KUBELET_DIR ...": these nodes, not the cluster's (with CSI_PRINT)
 #   CSI_PRINT         1: print the manifest (less the snapshot CRDs) and change nothing
 #
@@ -43,10 +47,13 @@ fi
 kubectl=${KUBECTL:-kubectl}
 ns=kube-system
 driver=hostpath.csi.quorate.dev
-class=quorate-csi
+class=${CSI_CLASS:-quorate-csi}
 
 dir=$("$here/build-csi.sh")
 read -r hostpath_image provisioner_image resizer_image snapshotter_image controller_image < <("$here/images.sh" csi)
+for v in hostpath_image provisioner_image resizer_image snapshotter_image controller_image; do
+  printf -v "$v" '%s' "$(pulled_as "${!v}" "${CSI_IMAGE_REGISTRY:-}")"
+done
 
 # kubelet_dir NODE: the node's kubelet --root-dir, from the kubelet process on this machine
 # whose --hostname-override names NODE, else from the local cluster's layout.

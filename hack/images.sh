@@ -12,9 +12,15 @@
 #   hack/images.sh chaos             Chaos Mesh's controller and daemon images
 #   hack/images.sh csi               the CSI stack of hack/csi.sh: Quorate's hostpath driver and
 #                                    the kubernetes-csi sidecars and snapshot controller
+#   hack/images.sh netpol            kube-network-policies (hack/build-netpol.sh) with nodenetns, the
+#                                    NetworkPolicy agent of hack/netpol.sh; prints the image
+#                                    reference (NETPOL_XT_QUEUE=1: its xtables NFQUEUE build)
 #   hack/images.sh olm               OLM v0 and opm
 #   hack/images.sh olmv1             OLM v1's catalogd and operator-controller
 #   hack/images.sh conformance VER   quorate-conformance for the scorecard's custom test
+#   hack/images.sh sonobuoy          Sonobuoy's aggregator and worker (hack/build-sonobuoy.sh), for
+#                                    config/sonobuoy and hack/sonobuoy-run.sh; prints the image
+#                                    reference
 #   hack/images.sh scorecard         operator-sdk's scorecard-test and the bundle untar image
 #   hack/images.sh versitygw VER     versitygw, the S3 gateway the backup scenarios store into
 #   hack/images.sh fake-gcs VER      fake-gcs-server, the Google Cloud Storage emulator
@@ -169,6 +175,23 @@ csi() { # csi: the CSI stack's images; prints "<hostpath> <provisioner> <resizer
   echo "${refs[*]}"
 }
 
+# netpol: kube-network-policies and Quorate's nodenetns (hack/netpol/nodenetns, which starts it
+# in its node's network namespace), both static, on an empty image; tagged v0.8.0-<hash> (or
+# v0.8.0-xtqueue-<hash> for the NETPOL_XT_QUEUE=1 build). Prints the image reference.
+netpol() {
+  local dir; dir=$("$here/build-netpol.sh")
+  local src=$here/netpol/nodenetns c v
+  v=$(sed -nE 's/.*@(v[^ ]+).*/\1/p' "$dir/version")
+  grep -q 'xt=1' "$dir/version" && v=$v-xtqueue
+  c=$(ctx)
+  CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -C "$src" -trimpath -ldflags "-s -w" -o "$c/nodenetns" .
+  cp "$dir/bin/netpol" "$c/netpol"
+  local tag; tag=$(content_tag "$v" "$c/netpol" "$c/nodenetns" "$here/images/netpol/Dockerfile")
+  has quorate/kube-network-policies "$tag" || build "$c" "$here/images/netpol/Dockerfile" "$REGISTRY/quorate/kube-network-policies:$tag"
+  rm -rf "$c"
+  echo "$REGISTRY/quorate/kube-network-policies:$tag"
+}
+
 olm() { # olm: OLM v0 (olm, catalog, package-server, copy-content, cpb) and opm; prints the image
   local dir; dir=$("$here/build-olm.sh")
   local tag; tag=$(content_tag "$(basename "$dir")" "$dir"/bin/* /bin/busybox)
@@ -204,6 +227,24 @@ conformance() { # conformance VERSION: quorate-conformance (static) for the scor
   has quorate/conformance "$tag" || build "$c" "$here/images/conformance/Dockerfile" "$REGISTRY/quorate/conformance:$tag" --build-arg "VERSION=$version"
   rm -rf "$c"
   echo "$REGISTRY/quorate/conformance:$tag"
+}
+
+# sonobuoy: Sonobuoy's aggregator and worker (hack/build-sonobuoy.sh) at /sonobuoy, as upstream's
+# image has it, with a world-writable /tmp and the user 65532 (hack/images/sonobuoy/Dockerfile);
+# tagged v0.57.3-<content hash>. Prints the image reference (hack/sonobuoy-run.sh's
+# SONOBUOY_IMAGE).
+sonobuoy() {
+  local dir; dir=$("$here/build-sonobuoy.sh")
+  local v; v=$(sed -nE 's/.*@(v[^ ]+).*/\1/p' "$dir/version")
+  local tag; tag=$(content_tag "$v" "$dir/bin/sonobuoy" "$here/images/sonobuoy/Dockerfile")
+  if ! has quorate/sonobuoy "$tag"; then
+    local c; c=$(ctx); mkdir -p "$c/rootfs/tmp" "$c/rootfs/etc"; chmod 1777 "$c/rootfs/tmp"
+    printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$c/rootfs/etc/passwd"
+    printf 'root:x:0:\nnonroot:x:65532:\n' >"$c/rootfs/etc/group"
+    cp "$dir/bin/sonobuoy" "$c/rootfs/sonobuoy"
+    build "$c" "$here/images/sonobuoy/Dockerfile" "$REGISTRY/quorate/sonobuoy:$tag"; rm -rf "$c"
+  fi
+  echo "$REGISTRY/quorate/sonobuoy:$tag"
 }
 
 scorecard() { # scorecard: the scorecard-test and untar images; prints "<test image> <untar image>"

@@ -7,7 +7,11 @@
 #   hack/install-deps.sh stores    those, and Node.js and npm (Azurite, hack/stores.sh)
 set -euo pipefail
 pkgs=(containerd runc containernetworking-plugins iptables conntrack ipset socat ebtables ethtool
-      buildah skopeo docker-registry uidmap fuse-overlayfs busybox-static curl ca-certificates util-linux iproute2 kmod procps psmisc)
+      buildah skopeo docker-registry uidmap fuse-overlayfs busybox-static curl ca-certificates util-linux iproute2 kmod procps psmisc
+      nftables)
+# nftables: the nft command, to list and delete the table the NetworkPolicy agent (hack/netpol.sh)
+# leaves in the host's network namespace when node 1 stops without it (nft delete table inet
+# kube-network-policies). The agent itself speaks netlink and runs no nft.
 case ${1:-} in
 "") ;;
 release) pkgs+=(qemu-user-static jq file) ;;

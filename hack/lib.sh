@@ -19,6 +19,22 @@ AZURITE_VERSION=${AZURITE_VERSION:-3.35.0}
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+# pulled_as REF [HOST]: the image REF of the local registry as the cluster's nodes pull it, under
+# the registry host name HOST when one is given (the foreign profile's registry.foreign.internal).
+pulled_as() {
+  [ -n "$1" ] || die "pulled_as: no image reference (did the image build fail?)"
+  if [ -n "${2:-}" ]; then echo "$2/${1#*/}"; else echo "$1"; fi
+}
+# require_foreign_cluster KUBECTL: dies unless KUBECONFIG's cluster is a local cluster of the
+# foreign profile (node 1 in the system pool, StorageClass standard-rwo), so that a script made
+# for it never installs into a cluster of someone else's.
+require_foreign_cluster() {
+  local pool class
+  pool=$("$1" get nodes -l node.quorate.dev/pool=system -o jsonpath='{.items[*].metadata.name}' 2>/dev/null) || true
+  class=$("$1" get storageclass standard-rwo -o jsonpath='{.provisioner}' 2>/dev/null) || true
+  [[ $pool == *-node-1 && $class == hostpath.csi.quorate.dev ]] ||
+    die "the cluster of KUBECONFIG=${KUBECONFIG:-} is not a local cluster of the foreign profile (make cluster-up PROFILE=foreign): node 1 of the system pool '${pool}', StorageClass standard-rwo's provisioner '${class}'"
+}
 
 # with_lock DIR CMD...: runs CMD while holding an exclusive lock on DIR/.lock, so that two
 # builds of the same cached artefact (say make test and make cluster-up at once) never race.

@@ -18,6 +18,10 @@ kubectl=${KUBECTL:-kubectl}
 
 image=$("$here/images.sh" versitygw "$VERSITYGW_VERSION")
 "$here/images.sh" base >/dev/null
+# S3_IMAGE_REGISTRY: the registry host the nodes pull the images by, in place of the local
+# registry's own name (the foreign profile's registry.foreign.internal).
+image=$(pulled_as "$image" "${S3_IMAGE_REGISTRY:-}")
+busybox=$(pulled_as "$REGISTRY/quorate/busybox:local" "${S3_IMAGE_REGISTRY:-}")
 keys=$QUORATE_CACHE/s3/keys
 if [ ! -s "$keys" ]; then
   mkdir -p "$(dirname "$keys")"
@@ -34,7 +38,7 @@ tls_hash=$(cat "$tls/tls.crt" "$tls/ca.crt" | sha256sum | cut -c1-16)
   "$kubectl" apply --server-side --force-conflicts -f - >/dev/null
 "$kubectl" -n quorate-s3 create configmap s3-ca --from-file=ca.crt="$tls/ca.crt" --dry-run=client -o yaml |
   "$kubectl" apply --server-side --force-conflicts -f - >/dev/null
-sed -e "s|image: IMAGE|image: $image|" -e "s|image: BUSYBOX|image: $REGISTRY/quorate/busybox:local|" \
+sed -e "s|image: IMAGE|image: $image|" -e "s|image: BUSYBOX|image: $busybox|" \
     -e "s|quorate.dev/tls-hash: TLS_HASH|quorate.dev/tls-hash: \"$tls_hash\"|" \
     -e "s|AWS_ACCESS_KEY_ID: ACCESS|AWS_ACCESS_KEY_ID: \"$access\"|" -e "s|AWS_SECRET_ACCESS_KEY: SECRET|AWS_SECRET_ACCESS_KEY: \"$secret\"|" \
     "$here/s3/versitygw.yaml" | "$kubectl" apply --server-side --force-conflicts -f - >/dev/null

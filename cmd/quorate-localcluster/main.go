@@ -1,7 +1,7 @@
 // Command quorate-localcluster starts and stops a local Kubernetes cluster built from upstream
 // source (see e2e/localcluster).
 //
-//	quorate-localcluster up     [--name N] [--k8s-version vX.Y.Z] [--nodes N] [--profile openshift-like]
+//	quorate-localcluster up     [--name N] [--k8s-version vX.Y.Z] [--nodes N] [--profile openshift-like|foreign]
 //	quorate-localcluster down   [--name N]
 //	quorate-localcluster status [--name N]
 //	quorate-localcluster power-off|power-on|cut|heal [--name N] NODE
@@ -25,14 +25,14 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: quorate-localcluster up|down|status [--name NAME] [--k8s-version VERSION] [--nodes N] [--profile openshift-like]\n       quorate-localcluster power-off|power-on|cut|heal [--name NAME] NODE")
+		fmt.Fprintln(os.Stderr, "usage: quorate-localcluster up|down|status [--name NAME] [--k8s-version VERSION] [--nodes N] [--profile openshift-like|foreign]\n       quorate-localcluster power-off|power-on|cut|heal [--name NAME] NODE")
 		os.Exit(64)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	name := fs.String("name", "quorate", "cluster name")
 	version := fs.String("k8s-version", envflag.Or("K8S_VERSION", localcluster.DefaultVersion), "Kubernetes version, one of "+fmt.Sprint(localcluster.Versions))
 	nodes := fs.Int("nodes", 1, fmt.Sprintf("how many nodes (1 to %d): node 1 is this machine, each further one a network namespace with its own containerd, kubelet and kube-proxy", localcluster.MaxNodes))
-	profile := fs.String("profile", os.Getenv("PROFILE"), "admission profile: empty (upstream defaults) or openshift-like (Pod Security Admission restricted on every namespace, UID ranges per namespace assigned and enforced as OpenShift's restricted-v2 SCC does; docs/local-cluster.md)")
+	profile := fs.String("profile", os.Getenv("PROFILE"), "profile: empty (upstream defaults), openshift-like (Pod Security Admission restricted on every namespace, UID ranges per namespace assigned and enforced as OpenShift's restricted-v2 SCC does) or foreign (openshift-like, and CSI storage alone under StorageClass standard-rwo, nodes 2 and up tainted node.quorate.dev/pool=etcd:NoSchedule, images pulled only as registry.foreign.internal/...; at least 3 nodes); docs/local-cluster.md")
 	_ = fs.Parse(os.Args[2:])
 	if err := localcluster.CheckProfile(*profile); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)

@@ -106,6 +106,9 @@ func (c *Cluster) preflight() error {
 	if c.cfg.Nodes < 1 || c.cfg.Nodes > MaxNodes {
 		return fmt.Errorf("a local cluster has 1 to %d nodes, not %d", MaxNodes, c.cfg.Nodes)
 	}
+	if c.cfg.Profile == ProfileForeign && c.cfg.Nodes < ForeignNodes {
+		return fmt.Errorf("the foreign profile has node 1 and an etcd pool of at least two nodes: --nodes %d or more, not %d", ForeignNodes, c.cfg.Nodes)
+	}
 	if _, err := os.Stat(c.cfg.StateDir); err == nil {
 		return fmt.Errorf("%s is left over from a previous cluster that is not running: run `make cluster-down CLUSTER=%s` (or `quorate-localcluster down --name %s`) to remove it", c.cfg.StateDir, c.cfg.Name, c.cfg.Name)
 	}
@@ -143,6 +146,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := c.Prepare(ctx); err != nil {
 		return err
 	}
+	c.removeNetpolTable(ctx)
 	c.logf("prepared binaries and images in %s", time.Since(start).Round(time.Second))
 	if err := c.up(ctx); err != nil {
 		return fmt.Errorf("%w\n(logs are in %s; `make cluster-down` removes what was started)", err, c.cfg.path("logs"))
@@ -307,6 +311,7 @@ func (c *Cluster) Down(ctx context.Context) error {
 		c.logf("removed %d pod network namespaces no process was in", n)
 	}
 	errs = append(errs, c.teardownNetwork(ctx)...)
+	c.removeNetpolTable(ctx)
 	if n, err := unmountUnder(c.cfg.StateDir); err != nil {
 		errs = append(errs, err)
 	} else if n > 0 {
@@ -407,4 +412,23 @@ func removeKubepodsCgroups(nodeRoots []string) int {
 		}
 	}
 	return n
+}
+
+// netpolTable is the nftables table the NetworkPolicy agent (hack/netpol.sh, the foreign
+// profile) keeps in its node's network namespace. Node 1's is the host's, where a killed agent
+// leaves it, dropping new connections to the addresses in its sets.
+const netpolTable = "inet kube-network-policies"
+
+// removeNetpolTable deletes netpolTable from the host's network namespace, if there is one:
+// a killed agent of this or an earlier cluster left it (Down, and Up before it starts).
+func (c *Cluster) removeNetpolTable(ctx context.Context) {
+	out, err := exec.CommandContext(ctx, "nft", append([]string{"delete", "table"}, strings.Fields(netpolTable)...)...).CombinedOutput()
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		c.logf("no nft command (hack/install-deps.sh installs it): cannot look for the NetworkPolicy agent's table %s, which a killed agent leaves in the host's network namespace", netpolTable)
+	case err == nil:
+		c.logf("removed the NetworkPolicy agent's nftables table %s from the host (it would drop new connections to the addresses it held)", netpolTable)
+	case !strings.Contains(string(out), "No such file or directory"):
+		c.logf("removing the NetworkPolicy agent's table %s: %v: %s", netpolTable, err, strings.TrimSpace(string(out)))
+	}
 }

@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"fmt"
+	"strings"
 )
 
 func (c *Cluster) pki(name string) string { return c.cfg.path("pki", name) }
@@ -103,6 +104,11 @@ func (c *Cluster) kubeletConfig(n nodeSpec) string {
 	if n.cgroupRoot != "" {
 		cgroupRoot = "cgroupRoot: " + n.cgroupRoot + "\n"
 	}
+	if n.index > 1 {
+		// A directory of its own (podLogsDir): a kubelet removes the log directories of pods
+		// it does not know, and in a shared one those of every other node's pods.
+		cgroupRoot += fmt.Sprintf("podLogsDir: %q\n", n.podLogsDir())
+	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %[1]s
@@ -142,7 +148,7 @@ evictionHard:
 }
 
 func (c *Cluster) kubeletDaemon(n nodeSpec) daemon {
-	return daemon{name: n.daemon("kubelet"), args: n.inNetns(c.cfg.k8sBin("kubelet"),
+	d := daemon{name: n.daemon("kubelet"), args: n.inNetns(c.cfg.k8sBin("kubelet"),
 		"--config="+n.path("kubelet-config.yaml"),
 		"--kubeconfig="+n.path(n.certName("kubelet-client")+".kubeconfig"),
 		"--root-dir="+n.path("kubelet"),
@@ -152,6 +158,10 @@ func (c *Cluster) kubeletDaemon(n nodeSpec) daemon {
 		"--node-labels="+PoolLabel+"="+n.pool(),
 		"--v=1",
 	)}
+	if t := c.cfg.taints(n); len(t) > 0 {
+		d.args = append(d.args, "--register-with-taints="+strings.Join(t, ","))
+	}
+	return d
 }
 
 func (c *Cluster) kubeProxyConfig(n nodeSpec) string {

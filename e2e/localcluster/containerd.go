@@ -62,20 +62,44 @@ state = %[2]q
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %[11]q
     conf_dir = %[6]q
-  [plugins."io.containerd.grpc.v1.cri".registry]
-    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."%[7]s"]
-      endpoint = ["http://%[7]s"]
-    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."%[9]s"]
-      endpoint = ["http://%[7]s"]
-
+%[13]s
 [plugins."io.containerd.internal.v1.opt"]
   path = %[8]q
 
 [plugins."io.containerd.snapshotter.v1.overlayfs"]
   mount_options = ["volatile"]
 `, n.path("containerd", "root"), n.path("containerd", "state"), n.socket(),
-		n.socket()+".ttrpc", PauseImage, n.path("cni", "net.d"), c.cfg.Registry, n.path("containerd", "opt"), RegistryAlias, stream, cniBin,
-		c.cfg.containerdBin("containerd-shim-runc-v2"))
+		n.socket()+".ttrpc", c.cfg.Image(PauseImage), n.path("cni", "net.d"), c.cfg.Registry, n.path("containerd", "opt"), RegistryAlias, stream, cniBin,
+		c.cfg.containerdBin("containerd-shim-runc-v2"), c.registryConfig(n))
+}
+
+// registryConfig is how node n's containerd reaches the local registry: by its own name and
+// RegistryAlias, over plain HTTP; under the foreign profile by ForeignRegistry alone, from the
+// hosts files of registryHosts (an image named by the registry's own name then fails to pull,
+// as it would on a customer's cluster: CRI's mirrors would fall back to the name itself).
+func (c *Cluster) registryConfig(n nodeSpec) string {
+	if c.cfg.Profile == ProfileForeign {
+		return fmt.Sprintf("  [plugins.\"io.containerd.grpc.v1.cri\".registry]\n    config_path = %q\n", n.path("containerd", "certs.d"))
+	}
+	return fmt.Sprintf(`  [plugins."io.containerd.grpc.v1.cri".registry]
+    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."%[1]s"]
+      endpoint = ["http://%[1]s"]
+    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."%[2]s"]
+      endpoint = ["http://%[1]s"]
+`, c.cfg.Registry, RegistryAlias)
+}
+
+// registryHosts are the foreign profile's containerd hosts files (path -> content): its
+// registry's name served by the local registry, and the local registry's own name by an
+// address where nothing listens.
+func (c *Cluster) registryHosts(n nodeSpec) map[string]string {
+	if c.cfg.Profile != ProfileForeign {
+		return nil
+	}
+	return map[string]string{
+		n.path("containerd", "certs.d", ForeignRegistry, "hosts.toml"): fmt.Sprintf("server = %q\n", "http://"+c.cfg.Registry),
+		n.path("containerd", "certs.d", c.cfg.Registry, "hosts.toml"):  "# The foreign profile: this name does not pull here.\nserver = \"http://127.0.0.1:1\"\n",
+	}
 }
 
 func criClient(socket string) (runtimeapi.RuntimeServiceClient, func(), error) {

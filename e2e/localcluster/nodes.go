@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -203,7 +204,11 @@ func (c *Cluster) writeNodeConfigs(n nodeSpec) error {
 		for _, p := range cniPlugins {
 			files[n.path("cni", "bin", p)] = n.cniWrapper(p)
 		}
+		if err := os.MkdirAll(n.podLogsDir(), 0o755); err != nil {
+			return err
+		}
 	}
+	maps.Copy(files, c.registryHosts(n))
 	for p, content := range files {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err

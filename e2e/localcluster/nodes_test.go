@@ -87,10 +87,10 @@ func TestFurtherNodeConfigs(t *testing.T) {
 	n1, n2 := c.cfg.node(1), c.cfg.node(2)
 
 	k1, k2 := c.kubeletConfig(n1), c.kubeletConfig(n2)
-	if strings.Contains(k1, "cgroupRoot") {
+	if strings.Contains(k1, "cgroupRoot") || strings.Contains(k1, "podLogsDir") {
 		t.Errorf("node 1's kubelet has a cgroup root:\n%s", k1)
 	}
-	for _, line := range []string{"address: 10.87.0.2\n", "cgroupRoot: /quorate-q-n2\n", "containerRuntimeEndpoint: unix://" + n2.socket() + "\n", `tlsCertFile: "` + c.pki("kubelet-2.crt") + `"`} {
+	for _, line := range []string{"address: 10.87.0.2\n", "cgroupRoot: /quorate-q-n2\n", "containerRuntimeEndpoint: unix://" + n2.socket() + "\n", `tlsCertFile: "` + c.pki("kubelet-2.crt") + `"`, `podLogsDir: "` + n2.path("pod-logs") + `"` + "\n"} {
 		if !strings.Contains(k2, line) {
 			t.Errorf("node 2's kubelet configuration lacks %q:\n%s", line, k2)
 		}

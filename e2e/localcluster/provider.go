@@ -99,6 +99,9 @@ func (p *Provider) handle() *Cluster {
 // Create starts the cluster and returns its kubeconfig path.
 func (p *Provider) Create(ctx context.Context, _ ...string) (string, error) {
 	c := p.handle()
+	if c.cfg.Profile == ProfileForeign {
+		return "", fmt.Errorf("the foreign profile is a cluster the suite must not have built for itself (its images pull only as %s/...): start it with `make cluster-up PROFILE=foreign` and run the suite there as customers do, as the Job (make conformance-foreign, docs/conformance.md)", ForeignRegistry)
+	}
 	if err := c.Up(ctx); err != nil {
 		return "", err
 	}
@@ -133,12 +136,26 @@ func (p *Provider) ExportLogs(_ context.Context, dest string) error {
 			return err
 		}
 	}
-	return copyContainerLogs(podLogDir, "manager", filepath.Join(dest, "pods"))
+	for _, n := range p.handle().cfg.startedNodes() {
+		if err := copyContainerLogs(n.podLogsDir(), "manager", filepath.Join(dest, "pods")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// podLogDir is where every node's kubelet writes its containers' logs: the nodes share the
-// host's file system.
+// podLogDir is where node 1's kubelet writes its containers' logs (the kubelet's default).
 const podLogDir = "/var/log/pods"
+
+// podLogsDir is where node n's kubelet writes its containers' logs: node 1's the default, every
+// further node's a directory of its own in its state, since a kubelet removes the log
+// directories of the pods it does not know, which in a shared one are every other node's.
+func (n nodeSpec) podLogsDir() string {
+	if n.index == 1 {
+		return podLogDir
+	}
+	return n.path("pod-logs")
+}
 
 // copyContainerLogs copies root/<namespace>_<pod>_<uid>/<container>/<restart>.log of the
 // containers named container into dest, under the same relative paths.
