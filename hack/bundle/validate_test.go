@@ -284,16 +284,7 @@ func TestInstallModesOffered(t *testing.T) {
 // suite's in kustomization.yaml, the workload's in settings.env. A release that rebuilt them
 // fails here until both are updated (docs/conformance.md).
 func TestConformanceJobImagesByDigest(t *testing.T) {
-	b, err := manifests.GetBundleFromDir(filepath.Join("..", "..", "bundle"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{}
-	for _, r := range b.CSV.Spec.RelatedImages {
-		if r.Name == "quorate-conformance" || r.Name == "quorate-workload" {
-			want[r.Name] = r.Image
-		}
-	}
+	want := suiteImages(t)
 	dir := filepath.Join("..", "..", "config", "conformance")
 	raw, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
@@ -383,4 +374,21 @@ func TestCSVGrantsEveryRuleOfTheManagerRole(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("the CSV does not grant the operator %v, which config/rbac/role.yaml does: run make bundle", missing)
 	}
+}
+
+// suiteImages are the suite's and the workload's images as the CSV's relatedImages list them
+// (name -> image by digest).
+func suiteImages(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := manifests.GetBundleFromDir(filepath.Join("..", "..", "bundle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, r := range b.CSV.Spec.RelatedImages {
+		if r.Name == "quorate-conformance" || r.Name == "quorate-workload" {
+			want[r.Name] = r.Image
+		}
+	}
+	return want
 }
