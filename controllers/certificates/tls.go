@@ -58,7 +58,7 @@ func (m *Manager) keepSecret(ctx context.Context, c *v1alpha1.EtcdCluster, s *co
 		// While paused, retention waits as the volumes' does.
 		return nil
 	}
-	if !resources.Retained(c, s) && s.Labels[names.LabelCluster] != c.Name {
+	if !madeFor(c, s) {
 		// Made for another cluster (this one formed on it before Secrets were checked): never
 		// taken over, or deleting that cluster would take it with this one's owner reference.
 		return nil
@@ -206,7 +206,6 @@ func (m *Manager) ensureTLSSecrets(ctx context.Context, c *v1alpha1.EtcdCluster)
 
 // ensureCASecrets makes, keeps and renews the CAs named cas and the leaf Secrets they sign.
 func (m *Manager) ensureCASecrets(ctx context.Context, c *v1alpha1.EtcdCluster, cas names.CASecrets) error {
-
 	// Two CAs: the cluster CA signs the server certificate and the client certificates (the
 	// applications' and the operator's own); the peer CA signs the peer certificate alone, and
 	// members trust only it on the peer port: a client certificate is no peer. Clusters made
