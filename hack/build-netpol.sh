@@ -29,8 +29,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 NETPOL_VERSION=v0.8.0
 mod=sigs.k8s.io/kube-network-policies@$NETPOL_VERSION
 xt=${NETPOL_XT_QUEUE:-0}
-# "b1": the build recipe; bump it when the way the binary is built changes.
-hash=$(printf '%s\n' b1 "$mod" "xt=$xt" | sha256sum | cut -c1-12)
+# "b1": the build recipe; bump it when the way the binary is built changes. The xtables build
+# also keys on this script itself, which holds its patch.
+recipe=b1
+[ "$xt" != 1 ] || recipe="b1 $(sha256sum "$0" | cut -c1-16)"
+hash=$(printf '%s\n' "$recipe" "$mod" "xt=$xt" | sha256sum | cut -c1-12)
 dir=$QUORATE_CACHE/netpol/$hash
 if [ -x "$dir/bin/netpol" ]; then echo "$dir"; exit 0; fi
 
