@@ -78,9 +78,7 @@ func (s *Suite) probeFsync(ctx context.Context) (*report.EnvFsync, error) {
 		return nil, fmt.Errorf("creating namespace %s: %w", ns, err)
 	}
 	defer func() {
-		if err := s.Client.Delete(context.WithoutCancel(ctx), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err == nil || apierrors.IsNotFound(err) {
-			s.forget(ns)
-		}
+		s.deleteNamespace(context.WithoutCancel(ctx), ns)
 	}()
 	pod := s.fsyncProbePod(ns, ptr.To(probeUID))
 	err := s.Client.Create(ctx, pod)

@@ -30,6 +30,14 @@ func (s *Suite) forget(ns string) {
 	s.namespaces = slices.DeleteFunc(s.namespaces, func(n string) bool { return n == ns })
 }
 
+// deleteNamespace deletes namespace ns without waiting for it to go, and forgets it once the
+// API server took the deletion (or it was gone already).
+func (s *Suite) deleteNamespace(ctx context.Context, ns string) {
+	if err := s.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err == nil || apierrors.IsNotFound(err) {
+		s.forget(ns)
+	}
+}
+
 // Interrupted is the exit code of a run stopped by SIGTERM or SIGINT.
 const Interrupted = 130
 

@@ -20,7 +20,6 @@ import (
 	"github.com/quorate-dev/quorate/e2e/workload"
 	"github.com/quorate-dev/quorate/e2e/workloadapi"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -285,9 +284,7 @@ func (r *Run) teardown(ctx context.Context, t *testing.T) {
 			t.Errorf("cleaning up after %s: %v", r.Scenario.Name, err)
 		}
 	}
-	if err := r.Suite.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}}); err == nil || apierrors.IsNotFound(err) {
-		r.Suite.forget(r.Namespace)
-	}
+	r.Suite.deleteNamespace(ctx, r.Namespace)
 }
 
 // CreateEtcdCluster creates the run's EtcdCluster as the scenario describes it.
