@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/template"
@@ -66,18 +65,15 @@ func (c *Cluster) applyForeignAddons(ctx context.Context) error {
 			env = append(env, e)
 		}
 	}
-	env = append(env, "QUORATE_CACHE="+c.cfg.CacheDir, "KUBECONFIG="+c.cfg.path("admin.kubeconfig"), "KUBECTL="+c.cfg.Kubectl())
+	env = append(env, "KUBECONFIG="+c.cfg.path("admin.kubeconfig"), "KUBECTL="+c.cfg.Kubectl())
 	for _, s := range []struct{ script, what, env string }{
 		{"csi.sh", "CSI storage", "CSI_CLASS=" + ForeignStorageClass + " CSI_DEFAULT_CLASS=1 CSI_IMAGE_REGISTRY=" + ForeignRegistry},
 		// Fail open: while an agent restarts, its node's new connections pass rather than drop
 		// (nothing would answer its queue), so a restart cannot read as the operator's write gap.
 		{"netpol.sh", "NetworkPolicy enforcement", "NETPOL_FAIL_OPEN=1 NETPOL_IMAGE_REGISTRY=" + ForeignRegistry},
 	} {
-		cmd := exec.CommandContext(ctx, filepath.Join(c.cfg.RepoRoot, "hack", s.script))
-		cmd.Stdout, cmd.Stderr = c.out, c.out
-		cmd.Env = append(slices.Clone(env), strings.Fields(s.env)...)
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("installing the foreign profile's %s (hack/%s): %w", s.what, s.script, err)
+		if _, err := c.scriptIn(ctx, append(slices.Clone(env), strings.Fields(s.env)...), s.script); err != nil {
+			return fmt.Errorf("installing the foreign profile's %s: %w", s.what, err)
 		}
 	}
 	return nil

@@ -67,9 +67,15 @@ func (c *Cluster) RestConfig() (*rest.Config, error) {
 }
 
 func (c *Cluster) script(ctx context.Context, name string, args ...string) (string, error) {
+	return c.scriptIn(ctx, os.Environ(), name, args...)
+}
+
+// scriptIn runs hack/<name> with the environment env (and the cluster's QUORATE_CACHE), its
+// stderr to the cluster's output, and returns its stdout.
+func (c *Cluster) scriptIn(ctx context.Context, env []string, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(c.cfg.RepoRoot, "hack", name), args...)
 	cmd.Stderr = c.out
-	cmd.Env = append(os.Environ(), "QUORATE_CACHE="+c.cfg.CacheDir)
+	cmd.Env = append(slices.Clone(env), "QUORATE_CACHE="+c.cfg.CacheDir)
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("hack/%s %s: %w", name, strings.Join(args, " "), err)
