@@ -176,6 +176,15 @@ func (v Volume) Check() (*Marker, error) {
 		return marker, &Refusal{Kind: RefusalDataLost, Message: fmt.Sprintf(
 			"member %s has run before but %s is empty; refusing to rejoin with an empty log", v.Member, v.DataDir)}
 	}
+	if marker != nil && data {
+		// What etcd's log says the data is, against what the marker says it should be. A
+		// log whose head cannot be read is checked once etcd answers instead (verifyServing).
+		if id, err := ReadDataIdentity(v.DataDir); err == nil {
+			if r := id.mismatch(marker, v.DataDir); r != nil {
+				return marker, r
+			}
+		}
+	}
 	return marker, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/quorate-dev/quorate/internal/mutant"
+	"github.com/quorate-dev/quorate/internal/testsupport"
 )
 
 // bootstrap-blank-volume: a member that has run (its pod requires data, or its marker says it
@@ -51,5 +52,24 @@ func TestKeepForceNewClusterMutant(t *testing.T) {
 	defer mutant.Set("keep-force-new-cluster")()
 	if got, forcing := o.forceOnce(marker, logger); !forcing || !slices.Equal(got.Command, etcdCmd) {
 		t.Fatalf("with keep-force-new-cluster: forcing %v, %q", forcing, got.Command)
+	}
+}
+
+// launcher-trusts-marker: another cluster's data behind a member's marker is started.
+func TestLauncherTrustsMarkerMutant(t *testing.T) {
+	a := testsupport.StartEtcd(t, "a", false)
+	b := testsupport.StartEtcd(t, "b", false)
+	idA := identityOf(t, a)
+	a.Stop()
+	b.Stop()
+	v := volume(t, false, markerOf(idA, "a"))
+	v.DataDir = b.DataDir
+	var r *Refusal
+	if _, err := v.Check(); !errors.As(err, &r) || r.Kind != RefusalClusterIDMismatch {
+		t.Fatalf("without the mutant: %v, want a %s refusal", err, RefusalClusterIDMismatch)
+	}
+	defer mutant.Set("launcher-trusts-marker")()
+	if _, err := v.Check(); err != nil {
+		t.Fatalf("with launcher-trusts-marker: %v, want a start", err)
 	}
 }

@@ -206,9 +206,15 @@ func runEtcd(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.Config,
 	}()
 	mctx, stopMarker := context.WithCancel(ctx)
 	mismatch := make(chan error, 1)
-	if marker == nil && (tlsCfg != nil || o.TLSDir == "") {
+	if tlsCfg != nil || o.TLSDir == "" {
+		check := recordMarker
+		if marker != nil {
+			check = func(ctx context.Context, o Options, tlsCfg *tls.Config, _ *log.Logger) error {
+				return verifyServing(ctx, o, marker, tlsCfg)
+			}
+		}
 		go func() {
-			if err := recordMarker(mctx, o, tlsCfg, logger); err != nil {
+			if err := check(mctx, o, tlsCfg, logger); err != nil {
 				mismatch <- err
 				_ = cmd.Process.Signal(syscall.SIGTERM)
 			}

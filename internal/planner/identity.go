@@ -16,9 +16,12 @@ func checkIdentity(s State) (Action, bool) {
 			return Action{Kind: Halt, Member: m.Name, Reason: v1alpha1.ReasonClusterIDMismatch, Attention: true,
 				Message: fmt.Sprintf("member %s reports cluster ID %x but this cluster is %x: membership changes are stopped; find out where the member's data came from, then delete its Pod and PVC so it is replaced", m.Name, m.ClusterID, s.ClusterID)}, true
 		}
-		if m.ForeignData {
+		// Once its PVC is being deleted (what the message asks for), the member's data is lost
+		// to it: replaceGone removes it (it serves nothing) and a new member takes its place.
+		// Halting on would wedge: the PVC goes only with the pod, which a halt never deletes.
+		if m.ForeignData && m.HasPVC && !m.PVCTerminating {
 			return Action{Kind: Halt, Member: m.Name, Reason: v1alpha1.ReasonClusterIDMismatch, Attention: true,
-				Message: fmt.Sprintf("member %s refused to start: its volume holds data of another etcd cluster; membership changes are stopped; delete its PVC if that data is not needed", m.Name)}, true
+				Message: ForeignDataMessage(m.Name)}, true
 		}
 	}
 	if len(s.UnknownMembers) > 0 {
@@ -26,6 +29,12 @@ func checkIdentity(s State) (Action, bool) {
 			Message: fmt.Sprintf("etcd has members the operator did not create (%v): membership changes are stopped; remove them with etcdctl member remove", s.UnknownMembers)}, true
 	}
 	return Action{}, false
+}
+
+// ForeignDataMessage is the ClusterIDMismatch message for a member whose launcher refused the
+// data on its volume as another cluster's or another member's.
+func ForeignDataMessage(member string) string {
+	return fmt.Sprintf("member %s refused to start: its volume holds data of another etcd cluster or member; membership changes are stopped; delete its PVC if that data is not needed, and the member is replaced", member)
 }
 
 // checkVolumes stops at volumes an earlier EtcdCluster of the same name left behind: they are

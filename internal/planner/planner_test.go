@@ -104,6 +104,10 @@ func TestPlan(t *testing.T) {
 			want: Action{Kind: Halt, Member: "c-1", Reason: v1alpha1.ReasonClusterIDMismatch, Attention: true}, msg: "reports cluster ID bad"},
 		{name: "launcher-reported cluster ID mismatch halts", state: running(3, member(2, func(m *Member) { m.ForeignData = true })),
 			want: Action{Kind: Halt, Member: "c-2", Reason: v1alpha1.ReasonClusterIDMismatch, Attention: true}, msg: "another etcd cluster"},
+		{name: "a member refused for foreign data whose PVC is being deleted is removed, not halted on", state: running(3, member(2, func(m *Member) {
+			m.ForeignData, m.Reachable, m.HasLeader, m.PVCTerminating = true, false, false, true
+		})),
+			want: Action{Kind: Remove, Member: "c-2", ID: 102, Reason: v1alpha1.ReasonMemberDataLost, Attention: true}, msg: "removing member c-2 because its PersistentVolumeClaim is being deleted"},
 		{name: "unknown member halts", state: running(3, func(s *State) { s.UnknownMembers = []string{"intruder"} }),
 			want: Action{Kind: Halt, Reason: v1alpha1.ReasonUnknownMember, Attention: true}, msg: "intruder"},
 		{name: "unreachable etcd: restart members from their volumes", state: running(3, func(s *State) { s.EtcdReachable = false },
