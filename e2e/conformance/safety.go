@@ -664,7 +664,7 @@ func SafetyScenarios() []framework.Scenario {
 	return []framework.Scenario{
 		VolumesDeleted("volumes-deleted-all", 0, 1, 2),
 		VolumesDeleted("volumes-deleted-majority", 0, 1),
-		DataWiped(), DataWipedSingle(), DataCorrupted(), PowerLoss(), BadImageReverted(), NoSpace(), DiskFull(), RetainedAndAdopted(), QuorumRecovered(), RecoveryFencesPaused(), Defrag(), Users(), CertRotation(),
+		DataWiped(), DataWipedSingle(), DataSwapped(), FollowerHung(), DataCorrupted(), PowerLoss(), BadImageReverted(), NoSpace(), DiskFull(), RetainedAndAdopted(), QuorumRecovered(), RecoveryFencesPaused(), Defrag(), Users(), CertRotation(),
 		Hibernate(), Fence(), ScaleDownLeader(),
 	}
 }

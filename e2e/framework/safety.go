@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -152,15 +154,7 @@ func (r *Run) WipeData(ctx context.Context, member string) error {
 	if err := r.requireNode(); err != nil {
 		return err
 	}
-	pvc := &corev1.PersistentVolumeClaim{}
-	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: member}, pvc); err != nil {
-		return err
-	}
-	pv := &corev1.PersistentVolume{}
-	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
-		return err
-	}
-	dir, err := r.Suite.Node.VolumeDir(pv)
+	dir, err := r.volumeDir(ctx, member)
 	if err != nil {
 		return err
 	}
@@ -174,6 +168,59 @@ func (r *Run) WipeData(ctx context.Context, member string) error {
 		err = fmt.Errorf("killed %d etcd containers of %s, want 1", n, member)
 	}
 	return err
+}
+
+// volumeDir is the directory on the node that holds the volume of the PVC named pvc.
+func (r *Run) volumeDir(ctx context.Context, pvc string) (string, error) {
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: pvc}, claim); err != nil {
+		return "", err
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Name: claim.Spec.VolumeName}, pv); err != nil {
+		return "", err
+	}
+	return r.Suite.Node.VolumeDir(pv)
+}
+
+// SwapData puts the etcd data of the volume of PVC from (another member's, of this cluster or
+// another) behind member's marker, as a disk moved between machines or a restore by hand
+// would: member's own data is discarded and its marker kept. The copy is made beside member's
+// data first; then its etcd container is killed and the copy takes the data's place before
+// the kubelet restarts the container.
+func (r *Run) SwapData(ctx context.Context, member, from string) error {
+	if err := r.requireNode(); err != nil {
+		return err
+	}
+	src, err := r.volumeDir(ctx, from)
+	if err != nil {
+		return err
+	}
+	dst, err := r.volumeDir(ctx, member)
+	if err != nil {
+		return err
+	}
+	rel := strings.TrimPrefix(resources.DataDir, resources.DataVolumeMount+"/")
+	data, swapped, old := filepath.Join(dst, rel), filepath.Join(dst, rel+".swapped"), filepath.Join(dst, rel+".own")
+	if err := r.Suite.Node.CopyDir(filepath.Join(src, rel), swapped); err != nil {
+		return fmt.Errorf("copying the data of %s: %w", from, err)
+	}
+	r.Phase("swapping the data of " + member)
+	r.Event("fault", "data-swapped", fmt.Sprintf("put the etcd data of %s's volume behind %s's marker (%s) and killed its etcd container", from, member, data))
+	n, err := r.Suite.Node.KillContainers(ctx, r.Namespace, []string{member}, resources.EtcdContainer)
+	if err == nil && n != 1 {
+		err = fmt.Errorf("killed %d etcd containers of %s, want 1", n, member)
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(data, old); err != nil {
+		return err
+	}
+	if err := os.Rename(swapped, data); err != nil {
+		return err
+	}
+	return os.RemoveAll(old)
 }
 
 // RestartEtcd kills one member's etcd container on the node (the kubelet starts it again in

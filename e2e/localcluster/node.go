@@ -3,6 +3,8 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -153,6 +155,59 @@ func (n *Node) VolumeDir(pv *corev1.PersistentVolume) (string, error) {
 		return pv.Spec.Local.Path, nil
 	}
 	return "", fmt.Errorf("PersistentVolume %s is neither a hostPath nor a local volume: its data is not on this node", pv.Name)
+}
+
+// CopyDir copies the tree at src to dst, which must not exist yet, keeping every file's and
+// directory's mode and owner (a volume's files belong to the pod's user).
+func (n *Node) CopyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			if err := os.Mkdir(to, info.Mode().Perm()); err != nil {
+				return err
+			}
+		case info.Mode().IsRegular():
+			if err := copyVolumeFile(p, to, info.Mode().Perm()); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s is neither a regular file nor a directory", p)
+		}
+		st, ok := info.Sys().(*syscall.Stat_t)
+		if !ok {
+			return fmt.Errorf("%s: no owner", p)
+		}
+		return os.Lchown(to, int(st.Uid), int(st.Gid))
+	})
+}
+
+func copyVolumeFile(from, to string, mode fs.FileMode) error {
+	in, err := os.Open(from) //nolint:gosec // a file of a volume on this node
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode) //nolint:gosec // see above
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // EmptyDir removes everything inside dir (not dir itself), as a wiped disk would.
