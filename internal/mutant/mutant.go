@@ -57,7 +57,7 @@ var Registry = []Mutant{
 		Where:       "internal/resources PDB",
 		Description: "the PodDisruptionBudget's minAvailable leaves learners out while its selector counts their pods: with a learner up, a drain may evict a voter the quorum needs",
 		Scenarios:   []string{"node-drain", "scale"},
-		Equivalent:  "on the etcd releases the suite runs (3.6.16, and 3.5.35 for the upgrade): their /readyz, the members' readiness, fails on a learner (etcd's non_learner check, from 3.5.19; TestLearnerIsNotReady runs it against both), so a learner's pod is never a healthy pod of the budget and leaving it out of minAvailable changes nothing an eviction sees. On 3.5.0 to 3.5.18 a learner's pod is Ready and the mutant lets a drain take a voter the quorum needs: a scenario on such a release (a learner held while two voters are evicted) is what would kill it"},
+		Equivalent:  "on the etcd releases the suite runs (3.6.16, and 3.5.35 for the upgrade): their /readyz, the members' readiness, fails on a learner (etcd's non_learner check, from 3.5.19; TestLearnerIsNotReady runs it against both), so a learner's pod is never a healthy pod of the budget and leaving it out of minAvailable changes nothing an eviction sees. Before 3.5.19 etcd's readiness does not exclude learners, and there the mutant lets a drain take a voter the quorum needs: a scenario on such a release (a learner held while two voters are evicted) is what would kill it"},
 	{Name: "skip-cluster-id-check", Class: "identity: member of another cluster",
 		Where:       "internal/planner checkIdentity",
 		Description: "a member that answers with another cluster's ID does not halt membership changes: the operator acts on a cluster that is not the one it owns",

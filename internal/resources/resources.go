@@ -207,7 +207,7 @@ type Voters struct {
 // follows the membership as it changes. Learners are counted on top, so that an eviction can
 // never take a voter while a learner stands in for it. (etcd's own /readyz, the member's
 // readiness, fails on a learner from 3.5.19 and in 3.6, so there a learner's pod is never a
-// healthy pod of the budget; on older 3.5 releases it is, and this margin is what holds:
+// healthy pod of the budget; before 3.5.19 nothing excludes it, and this margin is what holds:
 // TestLearnerIsNotReady.) Unhealthy members may always be
 // evicted: they do not count towards quorum anyway. A single voter has no redundancy to keep:
 // its budget lets a drain evict it (the member is down until it is rescheduled) rather than
