@@ -74,30 +74,39 @@ func DataWiped() framework.Scenario {
 			}},
 			// Replaced: the member with the old ID leaves, a new one takes its place.
 			{Name: "wait for the wiped member to be replaced", Do: func(ctx context.Context, r *framework.Run) error {
-				var oldID string
-				for _, m := range before.Status.Members {
-					if m.Name == follower {
-						oldID = m.ID
-					}
-				}
-				return r.WaitFor(ctx, "the wiped member to be replaced", 5*time.Minute, func() error {
-					ec, err := r.GetCluster(ctx)
-					if err != nil {
-						return err
-					}
-					for _, m := range ec.Status.Members {
-						if m.ID == oldID {
-							return fmt.Errorf("%s (%s) is still a member", m.Name, m.ID)
-						}
-					}
-					if ec.Status.ClusterID != before.Status.ClusterID {
-						return fmt.Errorf("cluster ID changed from %s to %s", before.Status.ClusterID, ec.Status.ClusterID)
-					}
-					return nil
-				})
+				return waitMemberGone(ctx, r, before, follower)
 			}},
 			waitSettled(3),
 		}}
+}
+
+// waitMemberGone waits until member, as before knew it (by its ID: a new member may take its
+// name), is no member any more, and the cluster ID is still before's.
+func waitMemberGone(ctx context.Context, r *framework.Run, before *v1alpha1.EtcdCluster, member string) error {
+	var oldID string
+	for _, m := range before.Status.Members {
+		if m.Name == member {
+			oldID = m.ID
+		}
+	}
+	if oldID == "" {
+		return fmt.Errorf("%s is not in the cluster's status before: %+v", member, before.Status.Members)
+	}
+	return r.WaitFor(ctx, member+" ("+oldID+") to be replaced", 5*time.Minute, func() error {
+		ec, err := r.GetCluster(ctx)
+		if err != nil {
+			return err
+		}
+		for _, m := range ec.Status.Members {
+			if m.ID == oldID {
+				return fmt.Errorf("%s (%s) is still a member", m.Name, m.ID)
+			}
+		}
+		if ec.Status.ClusterID != before.Status.ClusterID {
+			return fmt.Errorf("cluster ID changed from %s to %s", before.Status.ClusterID, ec.Status.ClusterID)
+		}
+		return nil
+	})
 }
 
 // DataWipedSingle empties the volume of a one-member cluster under its running pod and

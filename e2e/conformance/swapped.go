@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,9 +77,16 @@ func DataSwapped() framework.Scenario {
 					return r.WantDegraded(ctx, v1alpha1.ReasonClusterIDMismatch, planner.ForeignDataMessage(follower))
 				})
 			}},
+			// Replaced remove-first (it serves nothing): the new member may take its name again,
+			// so the old one is told apart by its ID.
 			{Name: "delete the follower's PVC, as the condition says: the member is replaced", Do: func(ctx context.Context, r *framework.Run) error {
-				return r.DeleteVolume(ctx, follower, 3)
+				r.Event("action", "delete-pvc", "deleted the PersistentVolumeClaim of "+follower+", as Degraded asks")
+				if err := r.Suite.Client.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: follower}}); err != nil {
+					return err
+				}
+				return waitMemberGone(ctx, r, before, follower)
 			}},
+			waitSettled(3),
 			{Name: "the cluster kept its ID, and " + swappedFrom + " is untouched", Do: func(ctx context.Context, r *framework.Run) error {
 				ec, err := r.GetCluster(ctx)
 				if err != nil {
