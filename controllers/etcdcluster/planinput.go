@@ -186,7 +186,9 @@ func (o *observation) addPods(members memberTable, now time.Time, terminating ti
 		}
 		if refusal := resources.LauncherRefusal(p); refusal != nil {
 			m.DataDirLost = refusal.Kind == launcher.RefusalDataLost
-			m.ForeignData = refusal.Kind == launcher.RefusalClusterIDMismatch
+			// Only while etcd is down, as below: data put right by hand runs again, and the
+			// kubelet's record of the last refusal must not halt the cluster on.
+			m.ForeignData = refusal.Kind == launcher.RefusalClusterIDMismatch && m.RunningFor == 0
 			if refusal.Kind == launcher.RefusalPeersUnreachable {
 				m.PeersUnreachable = refusal.Message
 			}

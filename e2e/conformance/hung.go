@@ -35,11 +35,12 @@ func FollowerHung() framework.Scenario {
 				paused, err = r.PauseEtcd(ctx, []string{follower})
 				return err
 			}},
-			// Readiness fails after 3 probes 5 s apart (each allowed 5 s); liveness would
-			// restart the container only after 8 failures 10 s apart, so the pod is still the
+			// Readiness fails after 3 probes 5 s apart (each allowed 5 s), then the kubelet's
+			// status and the EndpointSlice follow: 25-35 s. Liveness would restart the
+			// container only after 8 failures 10 s apart (80-90 s), so the pod is still the
 			// hung one when this gives up.
 			{Name: "the follower's pod goes NotReady and leaves the client Service", Do: func(ctx context.Context, r *framework.Run) error {
-				return r.WaitFor(ctx, follower+" to leave the client Service", 50*time.Second, func() error {
+				return r.WaitFor(ctx, follower+" to leave the client Service", time.Minute, func() error {
 					return inClientService(ctx, r, follower, false)
 				})
 			}},

@@ -133,5 +133,5 @@ func swappedRefusal(c, other *v1alpha1.EtcdCluster, member string) (*launcher.Re
 	if data.ClusterID, err = names.ParseID(other.Status.ClusterID); err != nil {
 		return nil, err
 	}
-	return launcher.DataMismatch(resources.DataDir, data, launcher.Marker{ClusterID: c.Status.ClusterID, MemberID: memberID, Member: member}), nil
+	return launcher.DataMismatch(resources.DataDir, data, launcher.Marker{ClusterID: c.Status.ClusterID, MemberID: memberID, Member: member}, false), nil
 }

@@ -10,8 +10,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quorate-dev/quorate/internal/resources"
 )
@@ -92,15 +90,7 @@ func (r *Run) CorruptData(ctx context.Context, member string, timeout time.Durat
 	if err := r.requireNode(); err != nil {
 		return CorruptedKey{}, err
 	}
-	pvc := &corev1.PersistentVolumeClaim{}
-	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: member}, pvc); err != nil {
-		return CorruptedKey{}, err
-	}
-	pv := &corev1.PersistentVolume{}
-	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
-		return CorruptedKey{}, err
-	}
-	dir, err := r.Suite.Node.VolumeDir(pv)
+	dir, err := r.volumeDir(ctx, member)
 	if err != nil {
 		return CorruptedKey{}, err
 	}

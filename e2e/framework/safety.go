@@ -184,10 +184,11 @@ func (r *Run) volumeDir(ctx context.Context, pvc string) (string, error) {
 }
 
 // SwapData puts the etcd data of the volume of PVC from (another member's, of this cluster or
-// another) behind member's marker, as a disk moved between machines or a restore by hand
-// would: member's own data is discarded and its marker kept. The copy is made beside member's
-// data first; then its etcd container is killed and the copy takes the data's place before
-// the kubelet restarts the container.
+// another, in this namespace) behind member's marker, as a disk moved between machines or a
+// restore by hand would: member's own data is discarded and its marker kept. from's etcd is
+// paused while its data is copied (a consistent copy); member's etcd is paused while the copy
+// takes its data's place (it writes nothing to either), then its container is killed and the
+// kubelet starts it again on the copy.
 func (r *Run) SwapData(ctx context.Context, member, from string) error {
 	if err := r.requireNode(); err != nil {
 		return err
@@ -200,13 +201,33 @@ func (r *Run) SwapData(ctx context.Context, member, from string) error {
 	if err != nil {
 		return err
 	}
-	rel := strings.TrimPrefix(resources.DataDir, resources.DataVolumeMount+"/")
-	data, swapped, old := filepath.Join(dst, rel), filepath.Join(dst, rel+".swapped"), filepath.Join(dst, rel+".own")
-	if err := r.Suite.Node.CopyDir(filepath.Join(src, rel), swapped); err != nil {
+	rel, err := filepath.Rel(resources.DataVolumeMount, resources.DataDir)
+	if err != nil {
+		return err
+	}
+	data, swapped, own := filepath.Join(dst, rel), filepath.Join(dst, rel+".swapped"), filepath.Join(dst, rel+".own")
+	paused, err := r.PauseEtcd(ctx, []string{from})
+	if err != nil {
+		return err
+	}
+	err = r.Suite.Node.CopyDir(filepath.Join(src, rel), swapped)
+	if _, rerr := localcluster.ResumeContainers(paused); err == nil {
+		err = rerr
+	}
+	if err != nil {
 		return fmt.Errorf("copying the data of %s: %w", from, err)
+	}
+	if _, err := r.PauseEtcd(ctx, []string{member}); err != nil {
+		return err
 	}
 	r.Phase("swapping the data of " + member)
 	r.Event("fault", "data-swapped", fmt.Sprintf("put the etcd data of %s's volume behind %s's marker (%s) and killed its etcd container", from, member, data))
+	if err := os.Rename(data, own); err != nil {
+		return err
+	}
+	if err := os.Rename(swapped, data); err != nil {
+		return err
+	}
 	n, err := r.Suite.Node.KillContainers(ctx, r.Namespace, []string{member}, resources.EtcdContainer)
 	if err == nil && n != 1 {
 		err = fmt.Errorf("killed %d etcd containers of %s, want 1", n, member)
@@ -214,13 +235,7 @@ func (r *Run) SwapData(ctx context.Context, member, from string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(data, old); err != nil {
-		return err
-	}
-	if err := os.Rename(swapped, data); err != nil {
-		return err
-	}
-	return os.RemoveAll(old)
+	return os.RemoveAll(own)
 }
 
 // RestartEtcd kills one member's etcd container on the node (the kubelet starts it again in

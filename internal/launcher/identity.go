@@ -35,8 +35,9 @@ type DataIdentity struct {
 	MemberID, ClusterID uint64
 }
 
-// ReadDataIdentity reads the identity at the head of the oldest WAL file in dataDir. An error
-// means nothing is known (no WAL yet, or one cut short): it never stands for a mismatch.
+// ReadDataIdentity reads the identity at the head of the oldest readable WAL file in dataDir.
+// An error means nothing is known (no WAL yet, or none readable): it never stands for a
+// mismatch.
 func ReadDataIdentity(dataDir string) (DataIdentity, error) {
 	walDir := filepath.Join(dataDir, "member", "wal")
 	entries, err := os.ReadDir(walDir)
@@ -53,7 +54,22 @@ func ReadDataIdentity(dataDir string) (DataIdentity, error) {
 		return DataIdentity{}, fmt.Errorf("%s holds no WAL file", walDir)
 	}
 	slices.Sort(files)
-	f, err := os.Open(filepath.Join(walDir, files[0])) //nolint:gosec // a file of the member's own data directory
+	// Every file begins with the identity; a file that cannot be read (cut short, damaged, a
+	// stray one etcd itself would skip) gives way to the next.
+	var errs []error
+	for _, name := range files {
+		id, err := walFileIdentity(filepath.Join(walDir, name))
+		if err == nil {
+			return id, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", name, err))
+	}
+	return DataIdentity{}, errors.Join(errs...)
+}
+
+// walFileIdentity reads the identity at the head of one WAL file.
+func walFileIdentity(path string) (DataIdentity, error) {
+	f, err := os.Open(path) //nolint:gosec // a file of the member's own data directory
 	if err != nil {
 		return DataIdentity{}, err
 	}
@@ -61,7 +77,7 @@ func ReadDataIdentity(dataDir string) (DataIdentity, error) {
 	for range 2 {
 		typ, data, err := readWALRecord(f)
 		if err != nil {
-			return DataIdentity{}, fmt.Errorf("%s: %w", files[0], err)
+			return DataIdentity{}, err
 		}
 		switch typ {
 		case walCRCRecord:
@@ -69,10 +85,10 @@ func ReadDataIdentity(dataDir string) (DataIdentity, error) {
 		case walMetadataRecord:
 			return decodeMetadata(data)
 		default:
-			return DataIdentity{}, fmt.Errorf("%s: record of type %d before the metadata", files[0], typ)
+			return DataIdentity{}, fmt.Errorf("record of type %d before the metadata", typ)
 		}
 	}
-	return DataIdentity{}, fmt.Errorf("%s: no metadata record at its head", files[0])
+	return DataIdentity{}, errors.New("no metadata record at its head")
 }
 
 // readWALRecord reads one frame (a little-endian length whose top byte may carry the padding,
@@ -166,7 +182,8 @@ func decodeMetadata(b []byte) (DataIdentity, error) {
 // another member's or another cluster's data put on this volume (a copied or swapped disk, a
 // restore by hand). Started, etcd would serve that data to this cluster's clients through its
 // Service. It is nil when the data is the marker's, or when either side records nothing.
-func (id DataIdentity) mismatch(marker *Marker, dataDir string) *Refusal {
+// serving says the identity is etcd's answer, not the log's head.
+func (id DataIdentity) mismatch(marker *Marker, dataDir string, serving bool) *Refusal {
 	if marker == nil || marker.ClusterID == "" || marker.MemberID == "" || mutant.On("launcher-trusts-marker") {
 		return nil
 	}
@@ -176,14 +193,22 @@ func (id DataIdentity) mismatch(marker *Marker, dataDir string) *Refusal {
 	if cerr != nil || merr != nil || (cluster == id.ClusterID && member == id.MemberID) {
 		return nil
 	}
-	return DataMismatch(dataDir, id, *marker)
+	return DataMismatch(dataDir, id, *marker, serving)
 }
 
-// DataMismatch is the refusal of the data in dataDir, which is id, behind marker.
-func DataMismatch(dataDir string, id DataIdentity, marker Marker) *Refusal {
-	return &Refusal{Kind: RefusalClusterIDMismatch, Message: fmt.Sprintf(
-		"the data in %s is member %s of etcd cluster %s, but the volume's marker records member %s (%s) of cluster %s: another member's or cluster's data was put on this volume; refusing to serve it. Delete the member's PVC if that data is not needed: the member is then replaced",
-		dataDir, names.FormatID(id.MemberID), names.FormatID(id.ClusterID), marker.MemberID, marker.Member, marker.ClusterID)}
+// DataMismatch is the refusal of the data in dataDir, which is id, behind marker: found at the
+// head of its write-ahead log before etcd starts, or (serving) in etcd's answer once it runs.
+func DataMismatch(dataDir string, id DataIdentity, marker Marker, serving bool) *Refusal {
+	what := fmt.Sprintf("the data in %s is member %s of etcd cluster %s", dataDir, names.FormatID(id.MemberID), names.FormatID(id.ClusterID))
+	if serving {
+		what = fmt.Sprintf("etcd, started on %s, answers as member %s of etcd cluster %s", dataDir, names.FormatID(id.MemberID), names.FormatID(id.ClusterID))
+	}
+	todo := "another cluster's data was put on this volume; refusing to serve it. Delete the member's PVC if that data is not needed: the member is then replaced"
+	if c, err := names.ParseID(marker.ClusterID); err == nil && c == id.ClusterID {
+		todo = "another member's data of this cluster was put on this volume; refusing to start it as this member. Put each member's data back on its own volume; if this member's own data is lost, delete its PVC: the member is then replaced"
+	}
+	return &Refusal{Kind: RefusalClusterIDMismatch, Message: fmt.Sprintf("%s, but the volume's marker records member %s (%s) of cluster %s: %s",
+		what, marker.MemberID, marker.Member, marker.ClusterID, todo)}
 }
 
 // verifyServing is the second line behind Volume.Check, for data whose log could not be read
@@ -197,7 +222,7 @@ func verifyServing(ctx context.Context, o Options, marker *Marker, tlsCfg *tls.C
 			st, err := c.Status(ctx, self)
 			c.Close()
 			if err == nil && st.ClusterID != 0 {
-				if r := (DataIdentity{MemberID: st.MemberID, ClusterID: st.ClusterID}).mismatch(marker, o.DataDir); r != nil {
+				if r := (DataIdentity{MemberID: st.MemberID, ClusterID: st.ClusterID}).mismatch(marker, o.DataDir, true); r != nil {
 					return r
 				}
 				return nil

@@ -76,13 +76,18 @@ func TestDataIdentity(t *testing.T) {
 	if err := check(a[0].DataDir, padded); err != nil {
 		t.Fatalf("the member's own data behind a marker with zero-padded IDs was refused: %v", err)
 	}
+	hex := names.FormatID
 	for _, tc := range []struct {
 		name string
 		data string
-		from DataIdentity
+		want string
 	}{
-		{"another cluster's data", b.DataDir, idB},
-		{"another member's data of the same cluster", a[1].DataDir, idA1},
+		{"another cluster's data", b.DataDir, "the data in " + b.DataDir + " is member " + hex(idB.MemberID) + " of etcd cluster " + hex(idB.ClusterID) +
+			", but the volume's marker records member " + hex(idA0.MemberID) + " (a-0) of cluster " + hex(idA0.ClusterID) +
+			": another cluster's data was put on this volume; refusing to serve it. Delete the member's PVC if that data is not needed: the member is then replaced"},
+		{"another member's data of the same cluster", a[1].DataDir, "the data in " + a[1].DataDir + " is member " + hex(idA1.MemberID) + " of etcd cluster " + hex(idA1.ClusterID) +
+			", but the volume's marker records member " + hex(idA0.MemberID) + " (a-0) of cluster " + hex(idA0.ClusterID) +
+			": another member's data of this cluster was put on this volume; refusing to start it as this member. Put each member's data back on its own volume; if this member's own data is lost, delete its PVC: the member is then replaced"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := check(tc.data, markerOf(idA0, "a-0"))
@@ -90,11 +95,33 @@ func TestDataIdentity(t *testing.T) {
 			if !errors.As(err, &r) {
 				t.Fatalf("got %v, want a refusal", err)
 			}
-			want := DataMismatch(tc.data, tc.from, *markerOf(idA0, "a-0"))
-			if *r != *want {
-				t.Fatalf("refusal\n%+v\nwant\n%+v", *r, *want)
+			if want := (Refusal{Kind: RefusalClusterIDMismatch, Message: tc.want}); *r != want {
+				t.Fatalf("refusal\n%+v\nwant\n%+v", *r, want)
 			}
 		})
+	}
+
+	// A damaged oldest file gives way to the next one.
+	walDir := filepath.Join(b.DataDir, "member", "wal")
+	entries, err := os.ReadDir(walDir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("reading %s: %v, %d entries", walDir, err, len(entries))
+	}
+	mixed := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(mixed, "member", "wal"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(filepath.Join(walDir, entries[0].Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string][]byte{"0000000000000000-0000000000000000.wal": {3, 0, 0, 0, 0, 0, 0, 0, 1}, "0000000000000001-0000000000000009.wal": good} {
+		if err := os.WriteFile(filepath.Join(mixed, "member", "wal", name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := ReadDataIdentity(mixed); err != nil || got != idB {
+		t.Fatalf("with a damaged oldest file: %+v, %v; want %+v", got, err, idB)
 	}
 }
 

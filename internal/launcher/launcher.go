@@ -180,7 +180,7 @@ func (v Volume) Check() (*Marker, error) {
 		// What etcd's log says the data is, against what the marker says it should be. A
 		// log whose head cannot be read is checked once etcd answers instead (verifyServing).
 		if id, err := ReadDataIdentity(v.DataDir); err == nil {
-			if r := id.mismatch(marker, v.DataDir); r != nil {
+			if r := id.mismatch(marker, v.DataDir, false); r != nil {
 				return marker, r
 			}
 		}
