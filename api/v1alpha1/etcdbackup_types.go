@@ -248,6 +248,59 @@ type EtcdBackupScheduleSpec struct {
 	// Suspend stops new backups; existing ones are kept.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+	// Archive streams every change of the cluster into the storage between the schedule's
+	// snapshots, so that a restore can go to any revision or time the chain covers
+	// (point-in-time recovery). An archiver Deployment of one pod watches the cluster and
+	// writes segments under PREFIX<namespace>/<cluster>/archive/<schedule>/. Suspend does not
+	// stop it; removing archive (or enabled: false) does, and keeps what was written.
+	// +optional
+	Archive *ArchiveSpec `json:"archive,omitempty"`
+}
+
+// ArchiveSpec turns on the continuous archive of a schedule's cluster.
+type ArchiveSpec struct {
+	// Enabled runs the archiver.
+	Enabled bool `json:"enabled"`
+	// MaxLag bounds how long a change waits in the archiver before the segment holding it is
+	// written (default 500ms): with the store's write time, the most a restore to the newest
+	// archived point can lose. Shorter writes more, smaller objects.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms') && duration(self) <= duration('1m')",message="archive.maxLag must be between 100ms and 1m"
+	// +optional
+	MaxLag *metav1.Duration `json:"maxLag,omitempty"`
+}
+
+// ArchiveStatus is where a schedule's archive stands, as its archiver reports it.
+type ArchiveStatus struct {
+	// Location of the archive: the bucket URL without its query, and the archive's prefix.
+	// The segments of each cluster ID go under <location>/<cluster ID>/segments/.
+	// +optional
+	Location string `json:"location,omitempty"`
+	// ClusterID whose changes are archived now (hex).
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+	// LastRevision is the newest revision stored in the archive.
+	// +optional
+	LastRevision int64 `json:"lastRevision,omitempty"`
+	// LastTime is when the archiver received that revision: a restore to a time at or after
+	// it (and before the next change) gets it.
+	// +optional
+	LastTime *metav1.Time `json:"lastTime,omitempty"`
+	// Lag is how long the oldest change the cluster has and the archive has not yet stored
+	// has waited (0s when the archive holds the cluster's newest revision), as of
+	// ObservedTime.
+	// +optional
+	Lag *metav1.Duration `json:"lag,omitempty"`
+	// Ranges are the revision ranges this cluster ID's archive covers, oldest first, such as
+	// "1204-98311": a restore to a point needs a snapshot and a target in the same range.
+	// A new range starts when the archive had to start again (etcd compacted revisions it
+	// had not stored, or the archive was empty).
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Ranges []string `json:"ranges,omitempty"`
+	// ObservedTime is when the operator last read the archiver's progress.
+	// +optional
+	ObservedTime *metav1.Time `json:"observedTime,omitempty"`
 }
 
 // DrillResult is the outcome of a restore drill.
@@ -264,8 +317,9 @@ type DrillResult struct {
 
 // EtcdBackupScheduleStatus is the schedule's progress.
 type EtcdBackupScheduleStatus struct {
-	// Conditions: Ready (the schedule is valid and the last backup completed) and, with
-	// drills, RestoreVerified (the last drill's outcome).
+	// Conditions: Ready (the schedule is valid and the last backup completed), with
+	// drills RestoreVerified (the last drill's outcome), and with an archive Archiving (the
+	// archiver runs and keeps up).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -285,6 +339,9 @@ type EtcdBackupScheduleStatus struct {
 	// Drilling is the backup a drill is restoring now.
 	// +optional
 	Drilling string `json:"drilling,omitempty"`
+	// Archive is where the continuous archive stands (spec.archive).
+	// +optional
+	Archive *ArchiveStatus `json:"archive,omitempty"`
 }
 
 // EtcdBackupSchedule takes EtcdBackups of a cluster on a schedule, applies their retention

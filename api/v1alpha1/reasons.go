@@ -266,6 +266,9 @@ const (
 	// ConditionRestoreVerified (EtcdBackupSchedule): the last restore drill restored the last
 	// backup and found the keyspace it recorded.
 	ConditionRestoreVerified = "RestoreVerified"
+	// ConditionArchiving (EtcdBackupSchedule with spec.archive): the archiver runs and has
+	// stored every change older than the schedule's maxLag and a margin.
+	ConditionArchiving = "Archiving"
 )
 
 // Reasons of the backup conditions.
@@ -302,6 +305,15 @@ const (
 	// ReasonDrillPassed and ReasonDrillFailed: the last drill's outcome.
 	ReasonDrillPassed = "DrillPassed"
 	ReasonDrillFailed = "DrillFailed"
+	// Archiving reasons. ReasonArchiveCurrent: the archive keeps up. ReasonArchiveStarting:
+	// the archiver's pod is not running or has not reported yet. ReasonArchiveBehind: changes
+	// older than the bound wait unstored (the store is slow or refuses; the message carries
+	// the archiver's last error). ReasonArchiveWaiting: the cluster cannot be archived yet
+	// (not Available, another install holds it).
+	ReasonArchiveCurrent  = "ArchiveCurrent"
+	ReasonArchiveStarting = "ArchiveStarting"
+	ReasonArchiveBehind   = "ArchiveBehind"
+	ReasonArchiveWaiting  = "ArchiveWaiting"
 	// Why a backup failed at its store (EtcdBackup, Complete=False), set by quorate-backup
 	// (internal/backup/blobstore says what to do for each); other failures are BackupFailed.
 	// ReasonStoreCertificateUntrusted: an authority the pod does not trust signs the store's
@@ -347,6 +359,8 @@ const (
 	EventDrillStarted   = "DrillStarted"
 	EventDrillPassed    = "DrillPassed"
 	EventDrillFailed    = "DrillFailed"
+	// EventArchiverStarted (EtcdBackupSchedule): the schedule's archiver was created.
+	EventArchiverStarted = "ArchiverStarted"
 	// EventRestoring (EtcdCluster): the bootstrap members restore a backup.
 	EventRestoring = "RestoringBackup"
 )

@@ -9,6 +9,8 @@
 //	quorate-backup verify  compare a restored cluster with what its backup recorded (a restore
 //	                       drill's Job)
 //	quorate-backup list    list the snapshots under a prefix of a bucket
+//	quorate-backup archive stream every change of a cluster into segments of a bucket, until
+//	                       stopped, serving its progress (an EtcdBackupSchedule's archiver)
 //	quorate-backup disk-check
 //	                       measure fdatasync latency and throughput of a directory's disk
 //	                       (the pod of `kubectl quorate disk-check`)
@@ -42,8 +44,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: quorate-backup save|fetch|verify|list [flags]")
 		os.Exit(64)
 	}
-	if os.Args[1] == "disk-check" {
+	switch os.Args[1] {
+	case "disk-check":
 		os.Exit(diskCheck(os.Args[2:]))
+	case "archive":
+		os.Exit(archiveMain(os.Args[2:]))
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	termination := fs.String("termination-log", "/dev/termination-log", "where the result goes (the container's termination message)")
@@ -99,8 +104,13 @@ func addTLS(fs *flag.FlagSet) tlsFlags {
 }
 
 func (t tlsFlags) client(endpoint string) (*clientv3.Client, error) {
+	return t.clients([]string{endpoint})
+}
+
+// clients is a client of the endpoints together (it moves to another when one fails).
+func (t tlsFlags) clients(endpoints []string) (*clientv3.Client, error) {
 	// The members are reached directly: a proxy in the environment is the store's.
-	cfg := clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second, Logger: zap.NewNop(), DialOptions: []grpc.DialOption{grpc.WithNoProxy()}}
+	cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop(), DialOptions: []grpc.DialOption{grpc.WithNoProxy()}}
 	if *t.dir != "" {
 		var err error
 		if cfg.TLS, err = pki.DirClientTLS(*t.dir, *t.serverName); err != nil {

@@ -54,6 +54,8 @@ type ScheduleReconciler struct {
 	// MinInterval is the shortest time allowed between two runs of a schedule (0: no
 	// minimum); a schedule that runs more often is refused (InvalidSchedule).
 	MinInterval time.Duration
+	// ReadArchive reads an archiver's report (tests set it; nil: over HTTP).
+	ReadArchive ReadArchive
 }
 
 // DefaultMinInterval is the shortest time allowed between two runs of a schedule, unless the
@@ -140,6 +142,12 @@ func (r *ScheduleReconciler) pass(ctx context.Context, s *v1alpha1.EtcdBackupSch
 	if err := r.StoragePolicy.Check(s.Spec.Storage); err != nil {
 		why := err.Error() + "; the schedule takes no backup meanwhile"
 		r.condition(s, v1alpha1.ConditionScheduleReady, false, v1alpha1.ReasonStorageNotAllowed, why)
+		if s.Spec.Archive != nil && s.Spec.Archive.Enabled {
+			r.condition(s, v1alpha1.ConditionArchiving, false, v1alpha1.ReasonStorageNotAllowed, err.Error()+"; nothing is archived meanwhile")
+		}
+		if err := r.deleteArchiver(ctx, s, types.NamespacedName{Namespace: s.Namespace, Name: resources.ArchiverName(s.Name)}); err != nil {
+			return ctrl.Result{}, err
+		}
 		if s.Status.Drilling != "" {
 			return ctrl.Result{}, r.endDrill(ctx, s, false, "the drill was stopped: "+why)
 		}
@@ -173,6 +181,13 @@ func (r *ScheduleReconciler) pass(ctx context.Context, s *v1alpha1.EtcdBackupSch
 	wait := next.Sub(now)
 	if s.Spec.Suspend {
 		wait = time.Hour
+	}
+	archiveWait, err := r.archive(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if archiveWait > 0 {
+		wait = min(wait, archiveWait)
 	}
 	if s.Spec.Drill.Enabled {
 		drilling, err := r.drill(ctx, s)

@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
-	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/cronspec"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/launcher"
@@ -204,7 +203,7 @@ func (o *observation) addPods(members memberTable, now time.Time, terminating ti
 				m.PodProblem = "its launcher may not read the volume: " + refusal.Message
 			}
 		}
-		if why := podProblem(p, now, terminating); why != "" && m.PodProblem == "" {
+		if why := resources.PodProblem(p, now, terminating); why != "" && m.PodProblem == "" {
 			m.PodProblem = why
 		}
 	}
@@ -265,63 +264,6 @@ func (o *observation) judgeVolume(c *v1alpha1.EtcdCluster, p *corev1.PersistentV
 			m.VolumeResizePending = true
 		}
 	}
-}
-
-// waitingReasons are the container states in which a pod will not start etcd by itself.
-var waitingReasons = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CrashLoopBackOff",
-	"CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
-
-// podProblem says why a member's pod does not run etcd, from what Kubernetes reports: it
-// cannot be scheduled, a container cannot start or keeps crashing, or it has been
-// terminating past the deadline (its node does not answer).
-func podProblem(p *corev1.Pod, now time.Time, terminating time.Duration) string {
-	if !p.DeletionTimestamp.IsZero() {
-		if d := now.Sub(p.DeletionTimestamp.Time); d > terminating {
-			return fmt.Sprintf("its pod has been terminating for %s on node %q, which does not finish it; once the node is gone for good, delete the pod with --force", d.Round(time.Second), p.Spec.NodeName)
-		}
-		return ""
-	}
-	if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-		return fmt.Sprintf("its pod ended (%s: %s)", p.Status.Reason, p.Status.Message)
-	}
-	for _, cond := range p.Status.Conditions {
-		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
-			return "its pod cannot be scheduled: " + cond.Message
-		}
-	}
-	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
-	for _, cs := range statuses {
-		w := cs.State.Waiting
-		if w == nil || !slices.Contains(waitingReasons, w.Reason) {
-			continue
-		}
-		why := fmt.Sprintf("its container %s is in %s", cs.Name, w.Reason)
-		if w.Message != "" {
-			why += ": " + w.Message
-		}
-		if t := cs.LastTerminationState.Terminated; w.Reason == "CrashLoopBackOff" && t != nil {
-			why += fmt.Sprintf(" (last exit code %d", t.ExitCode)
-			if res, err := backup.ParseResult(t.Message); err == nil && res.Error != "" {
-				why += ": " + res.Error // the restore's fetch-snapshot container
-			} else if msg := strings.TrimSpace(t.Message); msg != "" {
-				why += ": " + lastLine(msg)
-			}
-			why += ")"
-		}
-		return why
-	}
-	return ""
-}
-
-// lastLine is the last line of a message, cut to 200 characters.
-func lastLine(s string) string {
-	if i := strings.LastIndex(s, "\n"); i >= 0 {
-		s = s[i+1:]
-	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
 }
 
 func memberLabel(m etcd.Member) string {

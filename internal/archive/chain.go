@@ -32,13 +32,19 @@ func Segments(ctx context.Context, s Store, prefix string, clusterID uint64) ([]
 			out = append(out, sp)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].First != out[j].First {
-			return out[i].First < out[j].First
-		}
-		return out[i].Last > out[j].Last
-	})
+	SortSpans(out)
 	return out, nil
+}
+
+// SortSpans orders segments by first revision, the longer first (as Segments lists them, and
+// as Ranges and Cover take them).
+func SortSpans(spans []Span) {
+	sort.Slice(spans, func(i, j int) bool {
+		if spans[i].First != spans[j].First {
+			return spans[i].First < spans[j].First
+		}
+		return spans[i].Last > spans[j].Last
+	})
 }
 
 // Ranges are the revision ranges the segments cover together, each as [first, last], in order.

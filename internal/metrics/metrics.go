@@ -48,7 +48,48 @@ var (
 		Name: "quorate_restore_drill_last_timestamp_seconds",
 		Help: "When the schedule's last restore drill ended (Unix seconds).",
 	}, []string{"namespace", "schedule", ClusterLabel})
+
+	// ArchiveLag is how long the oldest change a schedule's archiver saw and has not stored
+	// has waited, as the operator last read it; ArchiveReporting is 1 while the operator reads
+	// the archiver's report, 0 while it cannot (the pod does not run or answer).
+	ArchiveLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "quorate_archive_lag_seconds",
+		Help: "How long the oldest change of the cluster not yet stored in the schedule's archive has waited.",
+	}, []string{"namespace", "schedule", ClusterLabel})
+	ArchiveReporting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "quorate_archive_reporting",
+		Help: "1 while the operator reads the schedule's archiver's report, 0 while the archiver does not run or answer.",
+	}, []string{"namespace", "schedule", ClusterLabel})
+	// ArchiveLastRevision is the newest revision in a schedule's archive.
+	ArchiveLastRevision = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "quorate_archive_last_revision",
+		Help: "The newest revision stored in the schedule's archive.",
+	}, []string{"namespace", "schedule", ClusterLabel})
 )
+
+// RecordArchive sets a schedule's archive gauges; reporting false leaves the lag and revision
+// as they were last read.
+func RecordArchive(namespace, schedule, cluster string, reporting bool, lag time.Duration, last int64) {
+	if !reporting {
+		ArchiveReporting.WithLabelValues(namespace, schedule, cluster).Set(0)
+		return
+	}
+	ArchiveReporting.WithLabelValues(namespace, schedule, cluster).Set(1)
+	ArchiveLag.WithLabelValues(namespace, schedule, cluster).Set(lag.Seconds())
+	ArchiveLastRevision.WithLabelValues(namespace, schedule, cluster).Set(float64(last))
+}
+
+// ForgetArchive drops a schedule's archive series (its archive was turned off).
+func ForgetArchive(namespace, schedule string) {
+	labels := prometheus.Labels{"namespace": namespace, "schedule": schedule}
+	for _, v := range archiveGauges() {
+		v.DeletePartialMatch(labels)
+	}
+}
+
+func archiveGauges() []*prometheus.GaugeVec {
+	return []*prometheus.GaugeVec{ArchiveLag, ArchiveReporting, ArchiveLastRevision}
+}
 
 // lastBackups is when each cluster's newest backup the gauges show completed, so that a backup
 // read back from status (RestoreLastBackup) never replaces a newer one.
@@ -100,7 +141,7 @@ func RecordDrill(namespace, schedule, cluster string, passed bool, at time.Time)
 
 // Collectors are every metric of this package.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{Clusters, Backups, LastBackup, LastBackupSize, DrillPassed, LastDrill}
+	return []prometheus.Collector{Clusters, Backups, LastBackup, LastBackupSize, DrillPassed, LastDrill, ArchiveLag, ArchiveReporting, ArchiveLastRevision}
 }
 
 func init() {
@@ -111,7 +152,7 @@ func init() {
 func ForgetCluster(namespace, cluster string) {
 	Clusters.Forget(namespace, cluster)
 	labels := prometheus.Labels{"namespace": namespace, ClusterLabel: cluster}
-	for _, v := range []*prometheus.GaugeVec{LastBackup, LastBackupSize, DrillPassed, LastDrill} {
+	for _, v := range append([]*prometheus.GaugeVec{LastBackup, LastBackupSize, DrillPassed, LastDrill}, archiveGauges()...) {
 		v.DeletePartialMatch(labels)
 	}
 	Backups.DeletePartialMatch(labels)
@@ -125,6 +166,7 @@ func ForgetSchedule(namespace, schedule string) {
 	labels := prometheus.Labels{"namespace": namespace, "schedule": schedule}
 	DrillPassed.DeletePartialMatch(labels)
 	LastDrill.DeletePartialMatch(labels)
+	ForgetArchive(namespace, schedule)
 }
 
 // ResetForTest empties every gauge and what they remember, as a restarted operator has them.
@@ -132,7 +174,7 @@ func ResetForTest() {
 	lastBackups.Lock()
 	clear(lastBackups.at)
 	lastBackups.Unlock()
-	for _, v := range []*prometheus.GaugeVec{LastBackup, LastBackupSize, DrillPassed, LastDrill} {
+	for _, v := range append([]*prometheus.GaugeVec{LastBackup, LastBackupSize, DrillPassed, LastDrill}, archiveGauges()...) {
 		v.Reset()
 	}
 }

@@ -17,8 +17,12 @@ const (
 	LabelCluster = Prefix + "cluster"
 	// LabelUser marks the Secret of an application user (spec.users) with the user's name.
 	LabelUser = Prefix + "user"
-	// LabelBackup marks an EtcdBackup's Job and pod with the backup's name.
+	// LabelBackup marks an EtcdBackup's Job and pod with the backup's name, and a schedule's
+	// archiver pod with its Deployment's: the pods that may reach the members' client port
+	// under a NetworkPolicy that names its clients.
 	LabelBackup = Prefix + "backup"
+	// LabelArchive marks a schedule's archiver Deployment and pod with the schedule's name.
+	LabelArchive = Prefix + "archive"
 	// LabelSchedule marks the EtcdBackups of an EtcdBackupSchedule with its name.
 	LabelSchedule = Prefix + "schedule"
 	// LabelMember marks a member's Pod and PVC with the member name.

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/quorate-dev/quorate/internal/archive"
+	"github.com/quorate-dev/quorate/internal/backup/blobstore"
+	"github.com/quorate-dev/quorate/internal/names"
+)
+
+// archiveMain is `quorate-backup archive`: the archiver's process (an EtcdBackupSchedule's
+// archiver Deployment). It runs until it is stopped, archiving the cluster's changes from the
+// archive's newest revision, and serves its archive.Report and metrics. Every error is
+// retried; the report carries the last one.
+func archiveMain(args []string) int {
+	fs := flag.NewFlagSet("archive", flag.ExitOnError)
+	t := addTLS(fs)
+	endpoints := fs.String("endpoints", "", "comma-separated member=URL pairs of the cluster's members")
+	clusterID := fs.String("cluster-id", "", "the cluster ID (hex) whose changes are archived")
+	bucket := fs.String("bucket", "", "bucket URL (gocloud.dev/blob)")
+	prefix := fs.String("prefix", "", "the archive's prefix in the bucket")
+	maxLag := fs.Duration("max-lag", 500*time.Millisecond, "the longest a change waits before its segment is written")
+	listen := fs.String("listen", fmt.Sprintf(":%d", archive.ReportPort), "where the report ("+archive.ReportPath+") and /metrics are served")
+	caBundle := fs.String("ca-bundle", "", "PEM file of the authorities of the store's certificate (storage.caBundle)")
+	_ = fs.Parse(args)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := trustRoots(*caBundle); err != nil {
+		log.Print(err)
+		return 1
+	}
+	id, err := names.ParseID(*clusterID)
+	if err != nil || id == 0 {
+		log.Printf("--cluster-id %q is not a cluster ID", *clusterID)
+		return 64
+	}
+	var urls []string
+	for _, pair := range strings.Split(*endpoints, ",") {
+		_, url, ok := strings.Cut(pair, "=")
+		if !ok {
+			log.Printf("--endpoints: %q is not member=URL", pair)
+			return 64
+		}
+		urls = append(urls, url)
+	}
+	c, err := t.clients(urls)
+	if err != nil {
+		log.Print(err)
+		return 1
+	}
+	defer c.Close()
+	store, err := blobstore.OpenArchive(ctx, *bucket)
+	if err != nil {
+		log.Print(err)
+		return 1
+	}
+	defer store.Close()
+	a := &archiveRun{client: c, store: store, prefix: *prefix, clusterID: id, maxLag: *maxLag}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Print(err)
+		return 1
+	}
+	if err := a.run(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
+		log.Print(err)
+		return 1
+	}
+	return 0
+}
+
+// archiveRun is one archiver process.
+type archiveRun struct {
+	client    *clientv3.Client
+	store     archive.Store
+	prefix    string
+	clusterID uint64
+	maxLag    time.Duration
+	// probeEvery is how often the cluster's revision is read for the lag (500 ms when zero).
+	probeEvery time.Duration
+	tracker    *archive.Tracker
+}
+
+// run serves the report on ln and archives until ctx ends.
+func (a *archiveRun) run(ctx context.Context, ln net.Listener) error {
+	spans, err := a.retry(ctx, "listing the archive", func() ([]archive.Span, error) {
+		return archive.Segments(ctx, a.store, a.prefix, a.clusterID)
+	})
+	if err != nil {
+		return err
+	}
+	a.tracker = archive.NewTracker(names.FormatID(a.clusterID), archive.Ranges(spans), nil)
+	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer func() { _ = srv.Close() }()
+	go a.probe(ctx)
+	return a.archive(ctx)
+}
+
+// archive runs the Archiver again after every error, from the archive's newest revision, or
+// from the cluster's revision now when the archive is empty or etcd compacted past it (a new
+// range).
+func (a *archiveRun) archive(ctx context.Context) error {
+	var restartAt int64
+	backoff := time.Second
+	for {
+		last, err := archive.Last(ctx, a.store, a.prefix, a.clusterID)
+		if err == nil && (last == 0 || restartAt > last) {
+			from := restartAt
+			if from == 0 {
+				from, err = a.revision(ctx)
+			}
+			if err == nil {
+				log.Printf("archiving from revision %d (the archive holds nothing after it)", from)
+				a.tracker.Restarted(from)
+				last = from
+			}
+		}
+		if err == nil {
+			segments := a.tracker.Report().Segments
+			a.tracker.Watching(last)
+			arch := &archive.Archiver{Client: a.client, Store: a.store, Prefix: a.prefix, ClusterID: a.clusterID, MaxLag: a.maxLag, Archived: a.tracker.Archived}
+			err = arch.Run(ctx, last)
+			if a.tracker.Report().Segments > segments {
+				backoff = time.Second
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var gap *archive.GapError
+		if errors.As(err, &gap) {
+			restartAt, _ = a.revision(ctx)
+			restartAt = max(restartAt, gap.Compacted)
+		}
+		log.Printf("archiving stopped: %v; again in %s", err, backoff)
+		a.tracker.Failed(err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// revision is the cluster's revision now, from a member of the archived cluster.
+func (a *archiveRun) revision(ctx context.Context) (int64, error) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := a.client.Get(rctx, "\x00", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("reading the cluster's revision: %w", err)
+	}
+	if resp.Header.ClusterId != a.clusterID {
+		return 0, &archive.ForeignClusterError{Want: a.clusterID, Got: resp.Header.ClusterId}
+	}
+	return resp.Header.Revision, nil
+}
+
+// probe reads the cluster's revision every probeEvery, for the lag.
+func (a *archiveRun) probe(ctx context.Context) {
+	every := a.probeEvery
+	if every == 0 {
+		every = 500 * time.Millisecond
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		if rev, err := a.revision(ctx); err == nil {
+			a.tracker.Seen(rev)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// retry calls f until it succeeds or ctx ends, recording nothing: it runs before the report.
+func (a *archiveRun) retry(ctx context.Context, what string, f func() ([]archive.Span, error)) ([]archive.Span, error) {
+	for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
+		out, err := f()
+		if err == nil {
+			return out, nil
+		}
+		log.Printf("%s: %v; again in %s", what, err, backoff)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// handler serves the report and the archiver's metrics.
+func (a *archiveRun) handler() http.Handler {
+	reg := prometheus.NewRegistry()
+	gauge := func(name, help string, f func(archive.Report) float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(a.tracker.Report()) }))
+	}
+	gauge("quorate_archive_last_revision", "The newest revision stored in the archive.", func(r archive.Report) float64 { return float64(r.LastRevision) })
+	gauge("quorate_archive_lag_seconds", "How long the oldest change seen in the cluster and not yet stored in the archive has waited.", func(r archive.Report) float64 { return r.Lag.Seconds() })
+	gauge("quorate_archive_segments", "Segments this archiver process has stored.", func(r archive.Report) float64 { return float64(r.Segments) })
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc(archive.ReportPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(a.tracker.Report())
+	})
+	return mux
+}

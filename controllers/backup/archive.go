@@ -1,0 +1,216 @@
+package backup
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/archive"
+	"github.com/quorate-dev/quorate/internal/backup"
+	"github.com/quorate-dev/quorate/internal/metrics"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/resources"
+)
+
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;create;update;delete
+
+// archiveEvery is how often a schedule with an archive is looked at again: its archiver's
+// report is read into status at this pace.
+const archiveEvery = 15 * time.Second
+
+// archiveMargin is how much longer than maxLag a change may wait unstored before the archive
+// counts as behind (the probe's period, a slow segment write).
+const archiveMargin = 10 * time.Second
+
+// ReadArchive reads the report of the archiver at addr (host:port); the default reaches the
+// pod over HTTP, with no proxy.
+type ReadArchive func(ctx context.Context, addr string) (archive.Report, error)
+
+var reportClient = &http.Client{Transport: &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 3 * time.Second}).DialContext}, Timeout: 5 * time.Second}
+
+func readArchiveHTTP(ctx context.Context, addr string) (archive.Report, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+archive.ReportPath, nil)
+	if err != nil {
+		return archive.Report{}, err
+	}
+	resp, err := reportClient.Do(req)
+	if err != nil {
+		return archive.Report{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return archive.Report{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return archive.Report{}, fmt.Errorf("%s answered %s", archive.ReportPath, resp.Status)
+	}
+	return archive.DecodeReport(body)
+}
+
+// archive runs the schedule's archiver while spec.archive is enabled (and removes it once not),
+// and reads its report into status.archive, the Archiving condition and the archive gauges. It
+// returns how soon to look again (0: no need).
+func (r *ScheduleReconciler) archive(ctx context.Context, s *v1alpha1.EtcdBackupSchedule) (time.Duration, error) {
+	key := types.NamespacedName{Namespace: s.Namespace, Name: resources.ArchiverName(s.Name)}
+	if s.Spec.Archive == nil || !s.Spec.Archive.Enabled {
+		meta.RemoveStatusCondition(&s.Status.Conditions, v1alpha1.ConditionArchiving)
+		metrics.ForgetArchive(s.Namespace, s.Name)
+		// status.archive stays: it says what the archive holds, which a restore can use.
+		return 0, r.deleteArchiver(ctx, s, key)
+	}
+	// Deployments are not cached (the operator watches none): read this one.
+	current := &appsv1.Deployment{}
+	if err := r.APIReader.Get(ctx, key, current); apierrors.IsNotFound(err) {
+		current = nil
+	} else if err != nil {
+		return 0, err
+	}
+	if current != nil && !metav1.IsControlledBy(current, s) {
+		r.condition(s, v1alpha1.ConditionArchiving, false, v1alpha1.ReasonArchiveWaiting,
+			fmt.Sprintf("a Deployment %s that this schedule does not own is in the way of its archiver: rename or delete it", key.Name))
+		return archiveEvery, nil
+	}
+	t, why, err := backupTarget(ctx, r.Client, r.APIReader, r.Ownership, s.Namespace, s.Spec.ClusterName)
+	if err != nil {
+		return 0, err
+	}
+	if why == "" {
+		if err := r.applyArchiver(ctx, s, t, current); err != nil {
+			return 0, err
+		}
+	} else if current == nil {
+		r.condition(s, v1alpha1.ConditionArchiving, false, v1alpha1.ReasonArchiveWaiting, why+"; the archive starts once it is")
+		return archiveEvery, nil
+	}
+	// An archiver that runs goes on while the cluster is not Available: it retries by itself.
+	r.readArchive(ctx, s)
+	return archiveEvery, nil
+}
+
+// applyArchiver creates the archiver's Deployment, or updates it when what the operator would
+// apply changed (its hash annotation): a new cluster ID, storage, maxLag or image.
+func (r *ScheduleReconciler) applyArchiver(ctx context.Context, s *v1alpha1.EtcdBackupSchedule, t resources.JobTarget, current *appsv1.Deployment) error {
+	im := r.Images
+	var err error
+	if im.UIDs, err = r.UIDs.Choice(ctx, s.Namespace); err != nil {
+		return err
+	}
+	want := resources.ArchiverDeployment(s, t, im)
+	if current == nil {
+		err = r.Create(ctx, want)
+		if err == nil {
+			r.Recorder.Eventf(s, corev1.EventTypeNormal, v1alpha1.EventArchiverStarted, "archiving cluster %s (ID %s) into %s", t.Cluster.Name, t.ClusterID, archiveLocation(s))
+		}
+		return client.IgnoreAlreadyExists(err)
+	}
+	if current.Annotations[names.AnnotationObjectHash] == want.Annotations[names.AnnotationObjectHash] {
+		return nil
+	}
+	want.ResourceVersion = current.ResourceVersion
+	return r.Update(ctx, want)
+}
+
+// deleteArchiver deletes the archiver's Deployment if the schedule owns it.
+func (r *ScheduleReconciler) deleteArchiver(ctx context.Context, s *v1alpha1.EtcdBackupSchedule, key types.NamespacedName) error {
+	d := &appsv1.Deployment{}
+	if err := r.APIReader.Get(ctx, key, d); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(d, s) || !d.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	uid := d.UID
+	return client.IgnoreNotFound(r.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid}))
+}
+
+func archiveLocation(s *v1alpha1.EtcdBackupSchedule) string {
+	return backup.Location{Bucket: s.Spec.Storage.BucketURL, Key: resources.ArchivePrefix(s)}.String()
+}
+
+// readArchive reads the report of the archiver's running pod into status.
+func (r *ScheduleReconciler) readArchive(ctx context.Context, s *v1alpha1.EtcdBackupSchedule) {
+	now := r.now()
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels(resources.ArchiverLabels(s.Spec.ClusterName, s.Name))); err != nil {
+		r.archiveNotReporting(s, fmt.Sprintf("listing the archiver's pods: %v", err))
+		return
+	}
+	var problems []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if why := resources.PodProblem(p, now, time.Minute); why != "" {
+			problems = append(problems, fmt.Sprintf("the archiver's pod %s does not run: %s", p.Name, why))
+			continue
+		}
+		if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
+			problems = append(problems, fmt.Sprintf("the archiver's pod %s is %s", p.Name, p.Status.Phase))
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		rep, err := r.readArchiveFunc()(rctx, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(archive.ReportPort)))
+		cancel()
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("the archiver's pod %s does not answer on port %d (%v): a NetworkPolicy of the namespace may keep the operator out", p.Name, archive.ReportPort, err))
+			continue
+		}
+		r.archiveReported(s, rep, now)
+		return
+	}
+	if len(problems) == 0 {
+		problems = []string{"the archiver's pod does not exist yet"}
+	}
+	r.archiveNotReporting(s, problems[0])
+}
+
+func (r *ScheduleReconciler) readArchiveFunc() ReadArchive {
+	if r.ReadArchive != nil {
+		return r.ReadArchive
+	}
+	return readArchiveHTTP
+}
+
+func (r *ScheduleReconciler) archiveNotReporting(s *v1alpha1.EtcdBackupSchedule, why string) {
+	metrics.RecordArchive(s.Namespace, s.Name, s.Spec.ClusterName, false, 0, 0)
+	r.condition(s, v1alpha1.ConditionArchiving, false, v1alpha1.ReasonArchiveStarting, why)
+}
+
+// archiveReported writes an archiver's report into status, the condition and the gauges.
+func (r *ScheduleReconciler) archiveReported(s *v1alpha1.EtcdBackupSchedule, rep archive.Report, now time.Time) {
+	st := &v1alpha1.ArchiveStatus{Location: archiveLocation(s), ClusterID: rep.ClusterID, LastRevision: rep.LastRevision,
+		Lag: &metav1.Duration{Duration: rep.Lag.Round(time.Millisecond)}, Ranges: archive.FormatRanges(rep.Ranges), ObservedTime: &metav1.Time{Time: now}}
+	if !rep.LastTime.IsZero() {
+		st.LastTime = &metav1.Time{Time: rep.LastTime}
+	}
+	s.Status.Archive = st
+	metrics.RecordArchive(s.Namespace, s.Name, s.Spec.ClusterName, true, rep.Lag, rep.LastRevision)
+	bound := resources.ArchiveMaxLag(s) + archiveMargin
+	switch {
+	case rep.Lag > bound:
+		why := fmt.Sprintf("changes of the cluster have waited %s unstored (bound %s)", rep.Lag.Round(time.Second), bound)
+		if rep.Error != "" {
+			why += "; the archiver's last error: " + rep.Error
+		}
+		r.condition(s, v1alpha1.ConditionArchiving, false, v1alpha1.ReasonArchiveBehind, why)
+	case rep.LastRevision == 0:
+		r.condition(s, v1alpha1.ConditionArchiving, true, v1alpha1.ReasonArchiveCurrent, "the archiver runs; the cluster has not changed since it started")
+	default:
+		r.condition(s, v1alpha1.ConditionArchiving, true, v1alpha1.ReasonArchiveCurrent, fmt.Sprintf("every change older than %s is stored (status.archive has the newest revision)", bound))
+	}
+}

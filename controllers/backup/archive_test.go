@@ -1,0 +1,202 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/archive"
+	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/resources"
+	"github.com/quorate-dev/quorate/internal/testsupport/backupfixture"
+)
+
+func archivedCluster(id string) *v1alpha1.EtcdCluster {
+	return &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"},
+		Status: v1alpha1.EtcdClusterStatus{ClusterID: id, Members: []v1alpha1.MemberStatus{{Name: "demo-0"}},
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "Quorum"}}}}
+}
+
+func archiverPod(phase corev1.PodPhase, ip string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nightly-archiver-x", Namespace: "ns", Labels: resources.ArchiverLabels("demo", "nightly")},
+		Status: corev1.PodStatus{Phase: phase, PodIP: ip}}
+}
+
+func conditionOf(s *v1alpha1.EtcdBackupSchedule, t string) metav1.Condition {
+	for _, c := range s.Status.Conditions {
+		if c.Type == t {
+			c.LastTransitionTime = metav1.Time{}
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// The schedule's archiver: created once the cluster is Available, its report read into status
+// and the Archiving condition, updated when the cluster ID changes (a restore), and deleted
+// when the archive is turned off, status.archive kept.
+func TestScheduleRunsItsArchiver(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(5000, 0)
+	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: types.UID("s-uid"), Generation: 3},
+		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: "demo", Schedule: "@daily", Storage: backupfixture.S3,
+			Archive: &v1alpha1.ArchiveSpec{Enabled: true, MaxLag: &metav1.Duration{Duration: time.Second}}}}
+	ec := archivedCluster("")
+	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(ec).Build()
+	var report archive.Report
+	var reportErr error
+	var asked []string
+	r := &ScheduleReconciler{Client: c, APIReader: c, Recorder: record.NewFakeRecorder(10), Now: func() time.Time { return now },
+		ReadArchive: func(_ context.Context, addr string) (archive.Report, error) { asked = append(asked, addr); return report, reportErr }}
+	key := types.NamespacedName{Namespace: "ns", Name: "nightly-archiver"}
+
+	// No cluster ID yet: nothing runs, and the condition says why.
+	if wait, err := r.archive(ctx, s); err != nil || wait != archiveEvery {
+		t.Fatalf("archive = %s, %v", wait, err)
+	}
+	want := metav1.Condition{Type: v1alpha1.ConditionArchiving, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonArchiveWaiting,
+		Message: "EtcdCluster demo is not Available yet; the archive starts once it is", ObservedGeneration: 3}
+	if got := conditionOf(s, v1alpha1.ConditionArchiving); got != want {
+		t.Fatalf("condition\n got %+v\nwant %+v", got, want)
+	}
+	if err := c.Get(ctx, key, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the archiver's Deployment: %v, want none before the cluster is Available", err)
+	}
+
+	// Available: the Deployment runs quorate-backup archive through the client Service.
+	ec.Status.ClusterID = "c1a55"
+	if err := c.Update(ctx, ec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.archive(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, key, d); err != nil {
+		t.Fatal(err)
+	}
+	wantArgs := []string{resources.BackupBinary, "archive", "--endpoints=client=https://demo-client.ns.svc:2379", "--cluster-id=c1a55",
+		"--bucket=" + backupfixture.S3.BucketURL, "--prefix=etcd/ns/demo/archive/nightly", "--max-lag=1s", "--listen=:8080",
+		"--tls-dir=/etc/quorate/tls", "--server-name=demo-client.ns.svc"}
+	if got := d.Spec.Template.Spec.Containers[0].Command; fmt.Sprint(got) != fmt.Sprint(wantArgs) {
+		t.Fatalf("archiver command\n got %q\nwant %q", got, wantArgs)
+	}
+	if !metav1.IsControlledBy(d, s) || d.Spec.Template.Labels[names.LabelBackup] == "" {
+		t.Fatalf("the Deployment is not the schedule's, or its pod cannot reach the members under a NetworkPolicy: %+v", d.ObjectMeta)
+	}
+	want = metav1.Condition{Type: v1alpha1.ConditionArchiving, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonArchiveStarting,
+		Message: "the archiver's pod does not exist yet", ObservedGeneration: 3}
+	if got := conditionOf(s, v1alpha1.ConditionArchiving); got != want {
+		t.Fatalf("condition\n got %+v\nwant %+v", got, want)
+	}
+
+	// The pod runs and reports: status.archive and Archiving=True.
+	if err := c.Create(ctx, archiverPod(corev1.PodRunning, "10.0.0.7")); err != nil {
+		t.Fatal(err)
+	}
+	report = archive.Report{ClusterID: "c1a55", LastRevision: 90, LastTime: time.Unix(4990, 0), Lag: 300 * time.Millisecond, Ranges: [][2]int64{{10, 50}, {61, 90}}}
+	if _, err := r.archive(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus := v1alpha1.ArchiveStatus{Location: "s3://backups/etcd/ns/demo/archive/nightly", ClusterID: "c1a55", LastRevision: 90,
+		LastTime: &metav1.Time{Time: time.Unix(4990, 0)}, Lag: &metav1.Duration{Duration: 300 * time.Millisecond}, Ranges: []string{"10-50", "61-90"}, ObservedTime: &metav1.Time{Time: now}}
+	if got := s.Status.Archive; got == nil || fmt.Sprint(*got) != fmt.Sprint(wantStatus) {
+		t.Fatalf("status.archive\n got %+v\nwant %+v", got, wantStatus)
+	}
+	want = metav1.Condition{Type: v1alpha1.ConditionArchiving, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonArchiveCurrent,
+		Message: "every change older than 11s is stored (status.archive has the newest revision)", ObservedGeneration: 3}
+	if got := conditionOf(s, v1alpha1.ConditionArchiving); got != want || fmt.Sprint(asked) != "[10.0.0.7:8080]" {
+		t.Fatalf("condition\n got %+v\nwant %+v (asked %v)", got, want, asked)
+	}
+
+	// Behind: the condition carries the archiver's error.
+	report.Lag, report.Error = 40*time.Second, "writing segment x: the store refused"
+	if _, err := r.archive(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	want = metav1.Condition{Type: v1alpha1.ConditionArchiving, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonArchiveBehind,
+		Message: "changes of the cluster have waited 40s unstored (bound 11s); the archiver's last error: writing segment x: the store refused", ObservedGeneration: 3}
+	if got := conditionOf(s, v1alpha1.ConditionArchiving); got != want {
+		t.Fatalf("condition\n got %+v\nwant %+v", got, want)
+	}
+
+	// Not answering: the condition says where to look.
+	reportErr = errors.New("connection refused")
+	if _, err := r.archive(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	want = metav1.Condition{Type: v1alpha1.ConditionArchiving, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonArchiveStarting,
+		Message: "the archiver's pod nightly-archiver-x does not answer on port 8080 (connection refused): a NetworkPolicy of the namespace may keep the operator out", ObservedGeneration: 3}
+	if got := conditionOf(s, v1alpha1.ConditionArchiving); got != want {
+		t.Fatalf("condition\n got %+v\nwant %+v", got, want)
+	}
+
+	// A restore gave the cluster a new ID: the archiver is updated to archive it.
+	ec.Status.ClusterID = "d00d"
+	if err := c.Update(ctx, ec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.archive(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, d); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Spec.Template.Spec.Containers[0].Command[3]; got != "--cluster-id=d00d" {
+		t.Fatalf("after a new cluster ID the archiver runs with %s", got)
+	}
+
+	// Off: the Deployment goes, status.archive stays, the condition goes.
+	s.Spec.Archive.Enabled = false
+	if wait, err := r.archive(ctx, s); err != nil || wait != 0 {
+		t.Fatalf("archive = %s, %v", wait, err)
+	}
+	if err := c.Get(ctx, key, d); !apierrors.IsNotFound(err) {
+		t.Fatalf("the archiver's Deployment: %v, want it deleted", err)
+	}
+	if s.Status.Archive == nil || conditionOf(s, v1alpha1.ConditionArchiving).Type != "" {
+		t.Fatalf("after turning the archive off: status.archive %+v, conditions %+v", s.Status.Archive, s.Status.Conditions)
+	}
+}
+
+// A Deployment of the archiver's name that the schedule does not own is left alone, and the
+// condition names it.
+func TestArchiverLeavesAForeignDeploymentAlone(t *testing.T) {
+	ctx := context.Background()
+	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: types.UID("s-uid")},
+		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: "demo", Schedule: "@daily", Storage: backupfixture.S3, Archive: &v1alpha1.ArchiveSpec{Enabled: true}}}
+	foreign := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "nightly-archiver", Namespace: "ns", Labels: map[string]string{"app": "mine"}}}
+	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(archivedCluster("c1a55"), foreign).Build()
+	r := &ScheduleReconciler{Client: c, APIReader: c, Recorder: record.NewFakeRecorder(10)}
+	if _, err := r.archive(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	want := metav1.Condition{Type: v1alpha1.ConditionArchiving, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonArchiveWaiting,
+		Message: "a Deployment nightly-archiver that this schedule does not own is in the way of its archiver: rename or delete it"}
+	got := &appsv1.Deployment{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(foreign), got); err != nil || got.Labels["app"] != "mine" {
+		t.Fatalf("the foreign Deployment: %v, %+v", err, got.Labels)
+	}
+	if c := conditionOf(s, v1alpha1.ConditionArchiving); c != want {
+		t.Fatalf("condition\n got %+v\nwant %+v", c, want)
+	}
+	s.Spec.Archive = nil
+	if _, err := r.archive(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(foreign), got); err != nil {
+		t.Fatalf("turning the archive off deleted a Deployment the schedule does not own: %v", err)
+	}
+}
