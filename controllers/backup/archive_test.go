@@ -59,7 +59,10 @@ func TestScheduleRunsItsArchiver(t *testing.T) {
 	var reportErr error
 	var asked []string
 	r := &ScheduleReconciler{Client: c, APIReader: c, Recorder: record.NewFakeRecorder(10), Now: func() time.Time { return now },
-		ReadArchive: func(_ context.Context, addr string) (archive.Report, error) { asked = append(asked, addr); return report, reportErr }}
+		ReadArchive: func(_ context.Context, addr string) (archive.Report, error) {
+			asked = append(asked, addr)
+			return report, reportErr
+		}}
 	key := types.NamespacedName{Namespace: "ns", Name: "nightly-archiver"}
 
 	// No cluster ID yet: nothing runs, and the condition says why.

@@ -67,4 +67,3 @@ func lastLine(s string) string {
 	}
 	return s
 }
-
