@@ -258,6 +258,34 @@ type RestoreSource struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9a-f]{64}$')",message="sha256 must be 64 lowercase hex digits"
 	// +optional
 	SHA256 string `json:"sha256,omitempty"`
+	// PointInTime restores the cluster as it was at a later revision or time than the
+	// snapshot: the snapshot, then the changes of its cluster that an EtcdBackupSchedule's
+	// archive (spec.archive) holds up to the target, replayed one revision at a time. The
+	// restored cluster is at exactly the target revision, with every key, value, version and
+	// revision it had then. A target the archive does not reach from the snapshot is refused
+	// before anything starts, and the condition names the revisions it covers.
+	// +optional
+	PointInTime *PointInTime `json:"pointInTime,omitempty"`
+}
+
+// PointInTime is the target of a restore to a point, and the archive that reaches it.
+// +kubebuilder:validation:XValidation:rule="has(self.revision) != has(self.time)",message="pointInTime takes exactly one of revision and time"
+type PointInTime struct {
+	// Revision to restore to: the cluster's keyspace right after this revision.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// Time to restore to: the newest revision the archiver had received at this time (within
+	// the archive's lag of its commit).
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+	// ArchivePrefix is the archive's prefix in the snapshot's bucket, as the schedule's
+	// status.archive.location shows it after the bucket:
+	// PREFIX<namespace>/<cluster>/archive/<schedule>. Default, for a backupName taken by a
+	// schedule: that schedule's archive.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	ArchivePrefix string `json:"archivePrefix,omitempty"`
 }
 
 // UserSpec is an application's etcd user.

@@ -8,7 +8,9 @@
 //	                       container of a member of a cluster created from a backup)
 //	quorate-backup verify  compare a restored cluster with what its backup recorded (a restore
 //	                       drill's Job)
-//	quorate-backup list    list the snapshots under a prefix of a bucket
+//	quorate-backup keyspace
+//	                       hash a cluster's keyspace at a revision (the suite's restore checks)
+//	quorate-backup list    list the snapshots (--all: every object) under a prefix of a bucket
 //	quorate-backup archive stream every change of a cluster into segments of a bucket, until
 //	                       stopped, serving its progress (an EtcdBackupSchedule's archiver)
 //	quorate-backup disk-check
@@ -41,7 +43,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: quorate-backup save|fetch|verify|list [flags]")
+		fmt.Fprintln(os.Stderr, "usage: quorate-backup save|fetch|verify|list|keyspace|archive|disk-check [flags]")
 		os.Exit(64)
 	}
 	switch os.Args[1] {
@@ -68,8 +70,10 @@ func main() {
 		run = verifyCmd(ctx, fs)
 	case "list":
 		run = listCmd(ctx, fs)
+	case "keyspace":
+		run = keyspaceCmd(ctx, fs)
 	default:
-		fmt.Fprintln(os.Stderr, "usage: quorate-backup save|fetch|verify|list [flags]")
+		fmt.Fprintln(os.Stderr, "usage: quorate-backup save|fetch|verify|list|keyspace|archive|disk-check [flags]")
 		os.Exit(64)
 	}
 	_ = fs.Parse(os.Args[2:])
@@ -223,6 +227,7 @@ func fetchCmd(ctx context.Context, fs *flag.FlagSet, trust func() error) func() 
 	podAnnotations := fs.String("pod-annotations", "", "the pod's annotations file (downward API): nothing is fetched for a member the operator recorded as having run")
 	credSecret := fs.String("credentials-secret", "", "the storage's credentials Secret, mounted optionally at --credentials-dir: checked before fetching")
 	credDir := fs.String("credentials-dir", "", "where the credentials Secret is mounted")
+	pit := addPointInTime(fs)
 	return func() (backup.Result, error) {
 		ann, err := launcher.ReadPodAnnotations(*podAnnotations)
 		if err != nil {
@@ -233,8 +238,12 @@ func fetchCmd(ctx context.Context, fs *flag.FlagSet, trust func() error) func() 
 			return backup.Result{Kind: backup.ResultStored, Message: "the member has data or has run: nothing fetched"}, nil
 		}
 		if _, err := backup.Verify(*out); err == nil {
-			log.Printf("%s was fetched and verified before", *out)
-			return backup.Result{Kind: backup.ResultStored, Message: "fetched before"}, nil
+			if pit.done(*out) {
+				log.Printf("%s was fetched and verified before", *out)
+				return backup.Result{Kind: backup.ResultStored, Message: "fetched before"}, nil
+			}
+			// The plan needs the snapshot's recorded cluster ID: fetch it again.
+			_ = os.Remove(*out)
 		}
 		if err := os.MkdirAll(filepath.Dir(*out), 0o750); err != nil {
 			return backup.Result{}, err
@@ -249,7 +258,13 @@ func fetchCmd(ctx context.Context, fs *flag.FlagSet, trust func() error) func() 
 		if err != nil {
 			return backup.Result{}, err
 		}
-		return backup.Result{Kind: backup.ResultStored, Location: backup.Location{Bucket: *bucket, Key: *key}.String(), Key: *key, Info: &info}, nil
+		res := backup.Result{Kind: backup.ResultStored, Location: backup.Location{Bucket: *bucket, Key: *key}.String(), Key: *key, Info: &info}
+		if res.Message, err = pit.prepare(ctx, *bucket, *out, info); err != nil {
+			// The snapshot goes too: the next attempt fetches it again, with its record.
+			_ = os.Remove(*out)
+			return backup.Result{}, err
+		}
+		return res, nil
 	}
 }
 
@@ -313,11 +328,34 @@ func verifyCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, err
 	}
 }
 
+func keyspaceCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, error) {
+	t := addTLS(fs)
+	endpoint := fs.String("endpoint", "", "client URL of the cluster")
+	revision := fs.Int64("revision", 0, "the revision (0: the cluster's newest)")
+	return func() (backup.Result, error) {
+		c, err := t.client(*endpoint)
+		if err != nil {
+			return backup.Result{}, err
+		}
+		defer c.Close()
+		ks, err := backup.KeyspaceAt(ctx, c, *revision)
+		if err != nil {
+			return backup.Result{}, err
+		}
+		return backup.Result{Kind: backup.ResultKeyspace, Info: &backup.Info{Keyspace: ks}}, nil
+	}
+}
+
 func listCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, error) {
 	bucket := fs.String("bucket", "", "bucket URL (gocloud.dev/blob)")
 	prefix := fs.String("prefix", "", "key prefix")
+	all := fs.Bool("all", false, "list every object, not only snapshots (.db)")
 	return func() (backup.Result, error) {
-		objects, err := blobstore.List(ctx, *bucket, *prefix)
+		listing := blobstore.List
+		if *all {
+			listing = blobstore.ListAll
+		}
+		objects, err := listing(ctx, *bucket, *prefix)
 		if err != nil {
 			return backup.Result{}, err
 		}

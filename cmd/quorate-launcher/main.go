@@ -69,6 +69,7 @@ func main() {
 		fs.StringVar(&o.PodAnnotationsPath, "pod-annotations", "", "the pod's annotations file (downward API): a member the operator recorded as having run is not restored")
 		fs.StringVar(&o.TLSDir, "tls-dir", "", "the member's server certificate directory, to ask the other members whether it ran")
 		fs.StringVar(&o.Host, "host", "", "the member's host name (its certificate's)")
+		fs.StringVar(&o.ArchiveDir, "archive-dir", "", "a restore to a point's plan and segments, written by the fetch: the snapshot is rebased by them first")
 		termination := fs.String("termination-log", "/dev/termination-log", "where a failure is written")
 		_ = fs.Parse(os.Args[2:])
 		o.Command = fs.Args()

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/internal/archive"
+	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/resources"
 )
@@ -103,7 +106,7 @@ func archiveWhole(ctx context.Context, r *framework.Run, schedule string) error 
 		return fmt.Errorf("status.archive.clusterID %q: %w", s.Status.Archive.ClusterID, err)
 	}
 	prefix := archive.Dir(resources.ArchivePrefix(s), id) + "/"
-	listed, err := r.RunTool(ctx, "list-archive", []string{"list", "--bucket=" + framework.BucketURL("backups"), "--prefix=" + prefix}, framework.S3Credentials, nil, nil)
+	listed, err := r.RunTool(ctx, "list-archive", []string{"list", "--all", "--bucket=" + framework.BucketURL("backups"), "--prefix=" + prefix}, framework.S3Credentials, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -121,4 +124,147 @@ func archiveWhole(ctx context.Context, r *framework.Run, schedule string) error 
 			len(spans), archive.FormatRanges(ranges), s.Status.Archive.LastRevision)
 	}
 	return nil
+}
+
+// RestoreToAPoint (suite=backup), under load: with the cluster archived (spec.archive), a
+// backup b1, then later a restore of b1 to a revision R after it (3 members) and to a time T
+// (1 member). Each restored cluster must hold, on every member, exactly the source's keyspace
+// at its revision (every key, value, create and modification revision, version), and nothing
+// after it: the time's revision must lie between the source's revisions read 5 s before T and
+// after T.
+func RestoreToAPoint() framework.Scenario {
+	const schedule = "pitr"
+	var b1 *v1alpha1.EtcdBackup
+	var target, early, late backup.Keyspace
+	var at time.Time
+	return framework.Scenario{Name: "restore-to-a-point", Labels: map[string]string{label.Suite: label.SuiteBackup}, Replicas: 3, Class: framework.Planned,
+		Needs: []framework.Prerequisite{framework.ObjectStore},
+		Steps: []framework.Step{
+			{Name: "use the S3 store", Do: func(ctx context.Context, r *framework.Run) error { return r.UseS3(ctx) }},
+			{Name: "archive the cluster, then back it up to b1", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				r.Phase("archiving")
+				s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: schedule, Namespace: r.Namespace},
+					Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@daily", Storage: framework.Storage("backups"),
+						Archive: &v1alpha1.ArchiveSpec{Enabled: true}}}
+				if err := r.Suite.Client.Create(ctx, s); err != nil {
+					return err
+				}
+				if _, err := waitArchived(ctx, r, schedule, 1); err != nil {
+					return err
+				}
+				b1, err = completedBackup(ctx, r, "pitr-b1", framework.Storage("backups"))
+				return err
+			}},
+			{Name: "choose a revision R and a time T after b1, and wait until the archive holds them", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				r.Hold(ctx, 3*time.Second)
+				if target, err = sourceKeyspace(ctx, r, 0); err != nil {
+					return err
+				}
+				r.Hold(ctx, 5*time.Second)
+				if early, err = sourceKeyspace(ctx, r, 0); err != nil {
+					return err
+				}
+				r.Hold(ctx, 5*time.Second)
+				at = time.Now()
+				if late, err = sourceKeyspace(ctx, r, 0); err != nil {
+					return err
+				}
+				r.T.Logf("b1 at revision %d; R = %d; T = %s, between revisions %d and %d", b1.Status.Revision, target.Revision, at.UTC().Format(time.RFC3339Nano), early.Revision, late.Revision)
+				_, err = waitArchived(ctx, r, schedule, late.Revision)
+				return err
+			}},
+			{Name: "restore b1 to revision R on 3 members: each holds the source's keyspace at R, and nothing after", Do: func(ctx context.Context, r *framework.Run) error {
+				s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: schedule, Namespace: r.Namespace}, Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster}}
+				got, err := restoreToPoint(ctx, r, "pitr-rev", 3, b1, v1alpha1.PointInTime{Revision: target.Revision, ArchivePrefix: resources.ArchivePrefix(s)})
+				if err != nil {
+					return err
+				}
+				if got != target {
+					return fmt.Errorf("the cluster restored to revision %d holds %+v; the source held %+v at that revision", target.Revision, got, target)
+				}
+				return nil
+			}},
+			{Name: "restore b1 to time T (the schedule's archive by default): the source's keyspace at a revision between those read around T", Do: func(ctx context.Context, r *framework.Run) error {
+				got, err := restoreToPoint(ctx, r, "pitr-time", 1, b1, v1alpha1.PointInTime{Time: &metav1.Time{Time: at}})
+				if err != nil {
+					return err
+				}
+				if got.Revision < early.Revision || got.Revision > late.Revision {
+					return fmt.Errorf("the cluster restored to %s is at revision %d, outside %d (5 s before) to %d (after)", at.UTC().Format(time.RFC3339Nano), got.Revision, early.Revision, late.Revision)
+				}
+				want, err := sourceKeyspace(ctx, r, got.Revision)
+				if err != nil {
+					return err
+				}
+				if got != want {
+					return fmt.Errorf("the cluster restored to %s holds %+v; the source held %+v at that revision", at.UTC().Format(time.RFC3339Nano), got, want)
+				}
+				return nil
+			}},
+		}}
+}
+
+// sourceKeyspace is the source cluster's keyspace at rev (0: its newest).
+func sourceKeyspace(ctx context.Context, r *framework.Run, rev int64) (backup.Keyspace, error) {
+	return keyspaceOf(ctx, r, r.Cluster, names.Member(r.Cluster, 0), rev)
+}
+
+// keyspaceOf reads, with quorate-backup keyspace in a Job, the keyspace of member of cluster at
+// rev (0: its newest), over TLS with the operator's client certificate.
+func keyspaceOf(ctx context.Context, r *framework.Run, cluster, member string, rev int64) (backup.Keyspace, error) {
+	res, err := r.RunTool(ctx, "keyspace", []string{"keyspace",
+		"--endpoint=" + names.ClientURL(cluster, r.Namespace, member, true), fmt.Sprintf("--revision=%d", rev),
+		"--tls-dir=/tls", "--server-name=" + names.ClientHost(cluster, r.Namespace)}, "",
+		[]corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: names.OperatorSecret(cluster)}}}},
+		[]corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}})
+	if err != nil {
+		return backup.Keyspace{}, err
+	}
+	if res.Kind != backup.ResultKeyspace || res.Info == nil {
+		return backup.Keyspace{}, fmt.Errorf("reading the keyspace of %s: %s %s", member, res.Kind, res.Error)
+	}
+	return res.Info.Keyspace, nil
+}
+
+// restoreToPoint creates the n-member cluster name from b restored to pit, waits for it, and
+// returns its keyspace now, the same on every member; the cluster is deleted after.
+func restoreToPoint(ctx context.Context, r *framework.Run, name string, n int32, b *v1alpha1.EtcdBackup, pit v1alpha1.PointInTime) (backup.Keyspace, error) {
+	src, err := r.GetCluster(ctx)
+	if err != nil {
+		return backup.Keyspace{}, err
+	}
+	c := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace},
+		Spec: v1alpha1.EtcdClusterSpec{Replicas: n, Version: src.Spec.Version, Storage: v1alpha1.StorageSpec{Size: resource.MustParse("256Mi")},
+			VolumeRetention: "Delete", Bootstrap: &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{BackupName: b.Name, PointInTime: &pit}}}}
+	r.Suite.Opts.Shape.Apply(&c.Spec)
+	r.Phase("restoring " + b.Name + " into " + name)
+	start := time.Now()
+	end := r.Fault("restore", fmt.Sprintf("EtcdCluster %s created from EtcdBackup %s to a point", name, b.Name))
+	if err := r.Suite.Client.Create(ctx, c); err != nil {
+		return backup.Keyspace{}, err
+	}
+	defer func() {
+		if err := r.Suite.Client.Delete(context.WithoutCancel(ctx), c); err != nil {
+			r.T.Logf("deleting EtcdCluster %s: %v", name, err)
+		}
+	}()
+	if err := r.WaitClusterSettled(ctx, name, n, 5*time.Minute); err != nil {
+		return backup.Keyspace{}, err
+	}
+	end()
+	took := time.Since(start)
+	var first backup.Keyspace
+	for i := range int(n) {
+		ks, err := keyspaceOf(ctx, r, name, names.Member(name, i), 0)
+		if err != nil {
+			return backup.Keyspace{}, err
+		}
+		if i == 0 {
+			first = ks
+		} else if ks != first {
+			return backup.Keyspace{}, fmt.Errorf("the members of %s differ: %s holds %+v, %s holds %+v", name, names.Member(name, 0), first, names.Member(name, i), ks)
+		}
+	}
+	r.Event("note", "restore-verified", fmt.Sprintf("%s restored to revision %d in %s: %d keys", name, first.Revision, took.Round(time.Second), first.Keys))
+	return first, nil
 }

@@ -19,6 +19,9 @@ const (
 	ResultVerified ResultKind = "Verified"
 	// ResultListed: the snapshots under a prefix (Objects).
 	ResultListed ResultKind = "Listed"
+	// ResultKeyspace: a cluster's keyspace at a revision (Info.Keyspace), read by
+	// `quorate-backup keyspace`.
+	ResultKeyspace ResultKind = "Keyspace"
 	// ResultFailed: the step failed; Error says why and what to do.
 	ResultFailed ResultKind = "Failed"
 )

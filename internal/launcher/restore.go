@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/quorate-dev/quorate/internal/archive"
 	"github.com/quorate-dev/quorate/internal/etcd"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/pki"
@@ -34,6 +35,10 @@ type RestoreOptions struct {
 	// Command is etcdutl snapshot restore and its flags, without --data-dir, which Restore
 	// adds.
 	Command []string
+	// ArchiveDir holds a restore to a point's plan and segments (archive.Plan), when the
+	// fetch wrote them: the snapshot is rebased to the plan's revision before it is restored,
+	// with the etcd beside etcdutl.
+	ArchiveDir string
 }
 
 // Restore restores the snapshot into the member's data directory with etcdutl, once, under the
@@ -50,23 +55,34 @@ func Restore(ctx context.Context, o RestoreOptions, logw io.Writer) error {
 	logger := log.New(logw, "quorate-launcher restore: ", log.LstdFlags)
 	if HasData(o.DataDir) {
 		logger.Printf("%s holds data: nothing to restore", o.DataDir)
-		return removeSnapshot(o.Snapshot)
+		return o.cleanUp()
 	}
 	if ran, why, err := o.hasRun(ctx); err != nil || ran {
 		if err != nil {
 			return fmt.Errorf("not restoring: %w", err)
 		}
 		logger.Printf("%s: not restoring; the launch refuses the empty volume and the operator replaces the member", why)
-		return removeSnapshot(o.Snapshot)
+		return o.cleanUp()
 	}
 	if _, err := os.Stat(o.Snapshot); err != nil {
 		return fmt.Errorf("the snapshot to restore is missing (%w): the fetch-snapshot container should have fetched it", err)
+	}
+	snapshot, err := o.rebase(ctx, logger)
+	if err != nil {
+		return err
 	}
 	tmp := o.DataDir + ".restoring"
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}
 	args := append(append([]string{}, o.Command[1:]...), "--data-dir="+tmp)
+	if snapshot != o.Snapshot {
+		for i, a := range args {
+			if a == o.Snapshot {
+				args[i] = snapshot
+			}
+		}
+	}
 	cmd := exec.Command(o.Command[0], args...) //nolint:gosec // etcdutl and the flags the operator put after --
 	cmd.Stdout, cmd.Stderr = logw, logw
 	if err := cmd.Run(); err != nil {
@@ -82,7 +98,42 @@ func Restore(ctx context.Context, o RestoreOptions, logw io.Writer) error {
 	if err := os.Rename(tmp, o.DataDir); err != nil {
 		return err
 	}
-	logger.Printf("restored %s into %s", o.Snapshot, o.DataDir)
+	logger.Printf("restored %s into %s", snapshot, o.DataDir)
+	return o.cleanUp()
+}
+
+// rebase makes, for a restore to a point, the snapshot at the plan's revision, and returns
+// the snapshot to restore: the fetched one when there is no plan.
+func (o RestoreOptions) rebase(ctx context.Context, logger *log.Logger) (string, error) {
+	if o.ArchiveDir == "" {
+		return o.Snapshot, nil
+	}
+	plan, err := archive.ReadPlan(o.ArchiveDir)
+	if err != nil || plan == nil {
+		return o.Snapshot, err
+	}
+	out := o.Snapshot + ".rebased"
+	rb := archive.Rebase{Etcd: filepath.Join(filepath.Dir(o.Command[0]), "etcd"), Etcdutl: o.Command[0], Dir: o.DataDir + ".rebasing"}
+	logger.Printf("rebasing the snapshot (revision %d) to revision %d (%s) with the archive's segments", plan.From, plan.To, plan.Asked)
+	got, err := rb.Run(ctx, o.Snapshot, archive.PlanStore(o.ArchiveDir), plan.Prefix, plan.ClusterID, plan.To, out)
+	if err != nil {
+		return "", fmt.Errorf("rebasing the snapshot to revision %d (%s): %w", plan.To, plan.Asked, err)
+	}
+	logger.Printf("rebased to revision %d: %d revisions from %d segments; %d puts of leases granted after the snapshot came back without their lease", got.To, got.Records, got.Segments, got.Unleased)
+	return out, nil
+}
+
+// cleanUp removes the fetched snapshot, and a restore to a point's rebased snapshot and
+// segments.
+func (o RestoreOptions) cleanUp() error {
+	if o.ArchiveDir != "" {
+		if err := os.RemoveAll(o.ArchiveDir); err != nil {
+			return err
+		}
+		if err := removeSnapshot(o.Snapshot + ".rebased"); err != nil {
+			return err
+		}
+	}
 	return removeSnapshot(o.Snapshot)
 }
 

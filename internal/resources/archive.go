@@ -24,7 +24,12 @@ func ArchiverName(schedule string) string { return schedule + "-archiver" }
 // <prefix>/<cluster ID>/segments/. No backup's key starts with it (a backup's key ends in .db
 // at the cluster's level).
 func ArchivePrefix(s *v1alpha1.EtcdBackupSchedule) string {
-	return fmt.Sprintf("%s%s/%s/archive/%s", s.Spec.Storage.Prefix, s.Namespace, s.Spec.ClusterName, s.Name)
+	return ArchivePrefixOf(s.Spec.Storage.Prefix, s.Namespace, s.Spec.ClusterName, s.Name)
+}
+
+// ArchivePrefixOf is ArchivePrefix of the schedule named so, whose storage has that prefix.
+func ArchivePrefixOf(storagePrefix, namespace, cluster, schedule string) string {
+	return fmt.Sprintf("%s%s/%s/archive/%s", storagePrefix, namespace, cluster, schedule)
 }
 
 // ArchiveMaxLag is the schedule's archive.maxLag, or its default.

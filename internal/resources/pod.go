@@ -76,6 +76,27 @@ type Restore struct {
 	CABundle *v1alpha1.CABundleSource
 	// Identity the restoring pod runs as (nil: none).
 	Identity *v1alpha1.StorageIdentity
+	// ArchivePrefix, with ToRevision or ToTime, restores to a point: the snapshot rebased by
+	// the archive under the prefix in the same bucket ("": the snapshot as it is).
+	ArchivePrefix string
+	ToRevision    int64
+	ToTime        time.Time
+}
+
+// RestoreArchiveDir is where a restore to a point's plan and segments go (archive.Plan):
+// beside the snapshot, on the data volume, removed once restored.
+const RestoreArchiveDir = DataVolumeMount + "/restore/archive"
+
+// pointInTimeArgs are quorate-backup fetch's flags of a restore to a point (none without one).
+func (r *Restore) pointInTimeArgs() []string {
+	if r.ArchivePrefix == "" {
+		return nil
+	}
+	args := []string{"--archive-prefix=" + r.ArchivePrefix}
+	if r.ToRevision > 0 {
+		return append(args, "--to-revision="+strconv.FormatInt(r.ToRevision, 10))
+	}
+	return append(args, "--to-time="+r.ToTime.UTC().Format(time.RFC3339Nano))
 }
 
 // DefaultRequests are a member's requests when the pod template sets none: enough for a small
@@ -367,7 +388,7 @@ func restoreContainers(c *v1alpha1.EtcdCluster, p MemberPod, im Images, mounts [
 		ImagePullPolicy: im.PullPolicy,
 		Command: append([]string{BackupBinary, "fetch", "--bucket=" + p.Restore.Bucket, "--key=" + p.Restore.Key, "--sha256=" + p.Restore.SHA256,
 			"--out=" + RestoreSnapshot, "--data-dir=" + DataDir, "--marker=" + MarkerFile, "--pod-annotations=" + PodAnnotationsFile},
-			append(CABundleArgs(p.Restore.CABundle), CredentialsArgs(p.Restore.CredentialsSecret)...)...),
+			slices.Concat(CABundleArgs(p.Restore.CABundle), CredentialsArgs(p.Restore.CredentialsSecret), p.Restore.pointInTimeArgs())...),
 		VolumeMounts:             []corev1.VolumeMount{data, podInfo},
 		Resources:                corev1.ResourceRequirements{Requests: DefaultRequests()},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -395,6 +416,9 @@ func restoreFlags(c *v1alpha1.EtcdCluster, p MemberPod) []string {
 		"--pod-annotations=" + PodAnnotationsFile, "--host=" + names.MemberHost(c.Name, c.Namespace, p.Member)}
 	if c.Spec.TLS.IsEnabled() {
 		args = append(args, "--tls-dir="+ServerTLSDir)
+	}
+	if p.Restore.ArchivePrefix != "" {
+		args = append(args, "--archive-dir="+RestoreArchiveDir)
 	}
 	return args
 }

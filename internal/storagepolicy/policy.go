@@ -99,6 +99,21 @@ func (p Policy) CheckRestoreKey(namespace, key string) error {
 	return nil
 }
 
+// CheckArchivePrefix refuses, under a storage policy, an archive that is not one of the
+// namespace's schedules' ([PREFIX/]<namespace>/<cluster>/archive/<schedule>), as
+// CheckRestoreKey does for snapshots.
+func (p Policy) CheckArchivePrefix(namespace, prefix string) error {
+	if len(p.Allowed) == 0 {
+		return nil
+	}
+	segments := strings.Split(prefix, "/")
+	n := len(segments)
+	if n < 4 || segments[n-4] != namespace || segments[n-2] != "archive" || len(validation.IsDNS1123Label(segments[n-3])) > 0 || len(validation.IsDNS1123Subdomain(segments[n-1])) > 0 {
+		return &Refused{fmt.Sprintf("archive prefix %q is not an archive of this namespace ([PREFIX]%s/<cluster>/archive/<schedule>), and under the operator's storage policy a cluster restores only its namespace's own archives", prefix, namespace)}
+	}
+	return nil
+}
+
 // normalize is a bucket URL's scheme, host, path and sorted query parameters.
 func normalize(raw string) (string, error) {
 	u, err := url.Parse(raw)

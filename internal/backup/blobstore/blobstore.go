@@ -317,6 +317,16 @@ var ErrHashMismatch = errors.New("the snapshot is not the one backed up")
 
 // List returns the keys of the snapshots (.db objects) under prefix, with their times.
 func List(ctx context.Context, bucket, prefix string) (map[string]time.Time, error) {
+	return list(ctx, bucket, prefix, func(key string) bool { return strings.HasSuffix(key, ".db") })
+}
+
+// ListAll lists every object under prefix (an archive's segments as well as snapshots), with
+// its modification time.
+func ListAll(ctx context.Context, bucket, prefix string) (map[string]time.Time, error) {
+	return list(ctx, bucket, prefix, func(string) bool { return true })
+}
+
+func list(ctx context.Context, bucket, prefix string, keep func(key string) bool) (map[string]time.Time, error) {
 	b, err := blob.OpenBucket(ctx, bucket)
 	if err != nil {
 		return nil, describe(opOpen, backup.Location{Bucket: bucket, Key: prefix}, err)
@@ -332,7 +342,7 @@ func List(ctx context.Context, bucket, prefix string) (map[string]time.Time, err
 		if err != nil {
 			return nil, describe(opList, backup.Location{Bucket: bucket, Key: prefix}, err)
 		}
-		if !o.IsDir && strings.HasSuffix(o.Key, ".db") {
+		if !o.IsDir && keep(o.Key) {
 			objects[o.Key] = o.ModTime
 		}
 	}

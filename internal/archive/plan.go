@@ -1,0 +1,149 @@
+package archive
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Plan is what a restore to a point does after the fetch: the fetch container (which reaches
+// the bucket) writes it beside the snapshot with the segments it needs in a DirStore, and the
+// restore container (which has etcd and etcdutl, not the bucket) rebases the snapshot by it
+// before restoring. It is the contract between the two.
+type Plan struct {
+	// ClusterID and Prefix name the archive, as in the bucket (the DirStore keeps the names).
+	ClusterID uint64 `json:"clusterID"`
+	Prefix    string `json:"prefix"`
+	// From is the snapshot's revision; To the revision the restore goes to.
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+	// Asked is the target as the spec gave it ("revision 42", "time 2026-…"), for messages.
+	Asked string `json:"asked"`
+}
+
+// planFile and storeDir are the plan and the fetched segments in a restore's archive
+// directory.
+const (
+	planFile = "plan.json"
+	storeDir = "store"
+)
+
+// Store is the directory's fetched segments.
+func PlanStore(dir string) DirStore { return DirStore(filepath.Join(dir, storeDir)) }
+
+// WritePlan writes the plan into dir, through a temporary file: it is the last thing the fetch
+// writes, so a plan that exists has its segments.
+func WritePlan(dir string, p Plan) error {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, planFile+".part")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, planFile))
+}
+
+// ReadPlan reads dir's plan; nil when there is none (a restore of the snapshot as it is).
+func ReadPlan(dir string) (*Plan, error) {
+	data, err := os.ReadFile(filepath.Join(dir, planFile)) //nolint:gosec // the restore's own directory
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var p Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("the restore's plan %s does not decode: %w", filepath.Join(dir, planFile), err)
+	}
+	return &p, nil
+}
+
+// Target is where a restore to a point goes: a revision, or a time (the newest revision the
+// archiver had received by then).
+type Target struct {
+	Revision int64
+	Time     time.Time
+}
+
+func (t Target) String() string {
+	if t.Revision > 0 {
+		return fmt.Sprintf("revision %d", t.Revision)
+	}
+	return "time " + t.Time.UTC().Format(time.RFC3339Nano)
+}
+
+// Prepare makes the plan of a restore to target from a snapshot of cluster id at revision
+// from, and copies the segments it needs from s into dir's store. It
+// refuses a target the archive does not reach from the snapshot (CoverError, naming what it
+// covers), a revision before the snapshot's, and a time before the snapshot's revision was
+// received (only an older snapshot reaches it).
+func Prepare(ctx context.Context, s Store, prefix string, clusterID uint64, from int64, target Target, dir string) (Plan, error) {
+	p := Plan{ClusterID: clusterID, Prefix: prefix, From: from, To: target.Revision, Asked: target.String()}
+	if target.Revision == 0 {
+		taken, err := snapshotTime(ctx, s, prefix, clusterID, from)
+		if err != nil {
+			return Plan{}, err
+		}
+		res, err := ResolveTime(ctx, s, prefix, clusterID, from, taken, target.Time)
+		if err != nil {
+			return Plan{}, err
+		}
+		p.To = res.Revision
+	}
+	if p.To < from {
+		return Plan{}, fmt.Errorf("the target %s is before the snapshot's revision %d: restore from an older snapshot", target, from)
+	}
+	spans, err := Segments(ctx, s, prefix, clusterID)
+	if err != nil {
+		return Plan{}, err
+	}
+	need, err := Cover(spans, from, p.To)
+	if err != nil {
+		return Plan{}, err
+	}
+	local := PlanStore(dir)
+	for _, sp := range need {
+		data, err := s.Get(ctx, sp.Name)
+		if err != nil {
+			return Plan{}, fmt.Errorf("fetching segment %s: %w", sp.Name, err)
+		}
+		if err := local.Put(ctx, sp.Name, data); err != nil {
+			return Plan{}, err
+		}
+	}
+	return p, WritePlan(dir, p)
+}
+
+// snapshotTime is when the archiver received revision rev (the snapshot's), or, when the
+// archive starts right after it, the next one: a time before it cannot be told apart from one
+// before the snapshot, and is refused.
+func snapshotTime(ctx context.Context, s Store, prefix string, clusterID uint64, rev int64) (time.Time, error) {
+	spans, err := Segments(ctx, s, prefix, clusterID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, want := range []int64{rev, rev + 1} {
+		for _, sp := range spans {
+			if sp.First > want || sp.Last < want {
+				continue
+			}
+			records, err := readSegment(ctx, s, sp, clusterID)
+			if err != nil {
+				return time.Time{}, err
+			}
+			for _, r := range records {
+				if r.Revision == want {
+					return r.At(), nil
+				}
+			}
+		}
+	}
+	return time.Time{}, &CoverError{From: rev, To: rev + 1, Covered: Ranges(spans)}
+}
