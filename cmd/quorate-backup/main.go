@@ -10,7 +10,8 @@
 //	                       drill's Job)
 //	quorate-backup keyspace
 //	                       hash a cluster's keyspace at a revision (the suite's restore checks)
-//	quorate-backup list    list the snapshots (--all: every object) under a prefix of a bucket
+//	quorate-backup list    list the snapshots under a prefix of a bucket (--segment-ranges:
+//	                       the revisions an archive's segments cover)
 //	quorate-backup archive stream every change of a cluster into segments of a bucket, until
 //	                       stopped, serving its progress (an EtcdBackupSchedule's archiver)
 //	quorate-backup disk-check
@@ -34,6 +35,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/quorate-dev/quorate/internal/archive"
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/backup/blobstore"
 	"github.com/quorate-dev/quorate/internal/launcher"
@@ -349,10 +351,10 @@ func keyspaceCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, e
 func listCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, error) {
 	bucket := fs.String("bucket", "", "bucket URL (gocloud.dev/blob)")
 	prefix := fs.String("prefix", "", "key prefix")
-	all := fs.Bool("all", false, "list every object, not only snapshots (.db)")
+	ranges := fs.Bool("segment-ranges", false, "list the revision ranges the archive segments under the prefix cover (first-last), not the objects")
 	return func() (backup.Result, error) {
 		listing := blobstore.List
-		if *all {
+		if *ranges {
 			listing = blobstore.ListAll
 		}
 		objects, err := listing(ctx, *bucket, *prefix)
@@ -360,6 +362,18 @@ func listCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, error
 			return backup.Result{}, err
 		}
 		res := backup.Result{Kind: backup.ResultListed}
+		if *ranges {
+			var spans []archive.Span
+			for k := range objects {
+				if sp, ok := archive.ParseSegmentName(k); ok {
+					spans = append(spans, sp)
+				}
+			}
+			archive.SortSpans(spans)
+			res.Objects = archive.FormatRanges(archive.Ranges(spans))
+			res.Message = fmt.Sprintf("%d segments", len(spans))
+			return res, nil
+		}
 		for k := range objects {
 			res.Objects = append(res.Objects, k)
 		}

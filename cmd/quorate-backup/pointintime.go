@@ -33,7 +33,9 @@ func addPointInTime(fs *flag.FlagSet) pointInTime {
 }
 
 // dir is where the plan and the segments go: beside the snapshot.
-func (p pointInTime) dir(snapshot string) string { return filepath.Join(filepath.Dir(snapshot), "archive") }
+func (p pointInTime) dir(snapshot string) string {
+	return filepath.Join(filepath.Dir(snapshot), "archive")
+}
 
 // done says whether nothing is left to prepare: no restore to a point, or its plan is written.
 func (p pointInTime) done(snapshot string) bool {

@@ -106,22 +106,18 @@ func archiveWhole(ctx context.Context, r *framework.Run, schedule string) error 
 		return fmt.Errorf("status.archive.clusterID %q: %w", s.Status.Archive.ClusterID, err)
 	}
 	prefix := archive.Dir(resources.ArchivePrefix(s), id) + "/"
-	listed, err := r.RunTool(ctx, "list-archive", []string{"list", "--all", "--bucket=" + framework.BucketURL("backups"), "--prefix=" + prefix}, framework.S3Credentials, nil, nil)
+	listed, err := r.RunTool(ctx, "list-archive", []string{"list", "--segment-ranges", "--bucket=" + framework.BucketURL("backups"), "--prefix=" + prefix}, framework.S3Credentials, nil, nil)
 	if err != nil {
 		return err
 	}
-	var spans []archive.Span
-	for _, k := range listed.Objects {
-		if sp, ok := archive.ParseSegmentName(k); ok {
-			spans = append(spans, sp)
-		}
+	r.T.Logf("%s under %s cover %v; status.archive: %+v", listed.Message, prefix, listed.Objects, *s.Status.Archive)
+	var first, last int64
+	if len(listed.Objects) == 1 {
+		_, _ = fmt.Sscanf(listed.Objects[0], "%d-%d", &first, &last)
 	}
-	archive.SortSpans(spans)
-	ranges := archive.Ranges(spans)
-	r.T.Logf("%d segments under %s cover %v; status.archive: %+v", len(spans), prefix, archive.FormatRanges(ranges), *s.Status.Archive)
-	if len(ranges) != 1 || ranges[0][1] < s.Status.Archive.LastRevision {
-		return fmt.Errorf("the archive's %d segments cover revisions %v, want one range reaching revision %d: a change of the cluster is missing from the archive",
-			len(spans), archive.FormatRanges(ranges), s.Status.Archive.LastRevision)
+	if len(listed.Objects) != 1 || last < s.Status.Archive.LastRevision || len(s.Status.Archive.Ranges) != 1 || s.Status.Archive.Ranges[0] != fmt.Sprintf("%d-%d", first, s.Status.Archive.LastRevision) {
+		return fmt.Errorf("the archive's segments cover revisions %v and status.archive.ranges is %v: want one range, from the same revision, reaching revision %d: a change of the cluster is missing from the archive",
+			listed.Objects, s.Status.Archive.Ranges, s.Status.Archive.LastRevision)
 	}
 	return nil
 }

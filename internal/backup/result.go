@@ -94,7 +94,7 @@ func ParseResult(msg string) (*Result, error) {
 		return nil, fmt.Errorf("%w: %v", ErrNoResult, err)
 	}
 	switch r.Kind {
-	case ResultStored, ResultVerified, ResultListed, ResultFailed:
+	case ResultStored, ResultVerified, ResultListed, ResultKeyspace, ResultFailed:
 		return r, nil
 	}
 	return nil, fmt.Errorf("%w: unknown kind %q", ErrNoResult, r.Kind)
