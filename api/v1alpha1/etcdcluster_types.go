@@ -275,10 +275,13 @@ type PointInTime struct {
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	Revision int64 `json:"revision,omitempty"`
-	// Time to restore to: the newest revision the archiver had received at this time (within
-	// the archive's lag of its commit).
+	// Time to restore to, in RFC 3339 with fractions of a second if wanted
+	// ("2026-11-29T10:00:00.25Z"): the newest revision the archiver had received at this time
+	// (within the archive's lag of its commit).
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
-	Time *metav1.Time `json:"time,omitempty"`
+	Time string `json:"time,omitempty"`
 	// ArchivePrefix is the archive's prefix in the snapshot's bucket, as the schedule's
 	// status.archive.location shows it after the bucket:
 	// PREFIX<namespace>/<cluster>/archive/<schedule>. Default, for a backupName taken by a

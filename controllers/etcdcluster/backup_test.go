@@ -439,3 +439,86 @@ func patchSchedule(t *testing.T, ns, name string, change func(*v1alpha1.EtcdBack
 		t.Fatal(err)
 	}
 }
+
+// A restore to a point: the fetch container gets the archive and the target, the restore
+// container the plan's directory. A backup a schedule took replays that schedule's archive; a
+// backup taken by hand, the one schedule archiving its cluster to its bucket; with two such
+// schedules the restore waits, Degraded, naming them. Two targets at once are refused by the
+// API.
+func TestRestoreToAPoint(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	kubelet(t, ns)
+	startOperator(t, ns, etcd.NewFake("3.6.16"))
+	ctx := context.Background()
+	const at = "2026-11-29T11:00:00.5+01:00"
+
+	completed := func(name string, labels map[string]string) {
+		t.Helper()
+		b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Spec: v1alpha1.EtcdBackupSpec{ClusterName: "gone", Storage: backupfixture.S3}}
+		if err := k8s.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got := getBackup(t, ns, name)
+			got.Status = v1alpha1.EtcdBackupStatus{Phase: v1alpha1.BackupCompleted, Key: "etcd/" + ns + "/gone/" + name + ".db", SHA256: strings.Repeat("cd", 32), Revision: 7}
+			return k8s.Status().Update(ctx, got)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	completed("scheduled", map[string]string{names.LabelSchedule: "nightly"})
+	completed("by-hand", nil)
+
+	bad := newCluster(ns, "two-targets", 1)
+	bad.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{BackupName: "scheduled", PointInTime: &v1alpha1.PointInTime{Revision: 9, Time: at}}}
+	if err := k8s.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "pointInTime takes exactly one of revision and time") {
+		t.Fatalf("a pointInTime with a revision and a time: %v", err)
+	}
+
+	c := newCluster(ns, "at-time", 1)
+	c.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{BackupName: "scheduled", PointInTime: &v1alpha1.PointInTime{Time: at}}}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{}
+	eventually(t, timeout, "the bootstrap pod", func() error { return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "at-time-0"}, pod) })
+	fetch, restore := pod.Spec.InitContainers[1], pod.Spec.InitContainers[2]
+	wantTail := []string{"--credentials-secret=s3-keys", "--credentials-dir=/var/run/secrets/quorate/bucket",
+		"--archive-prefix=etcd/" + ns + "/gone/archive/nightly", "--to-time=2026-11-29T10:00:00.5Z"}
+	if got := fetch.Command[len(fetch.Command)-len(wantTail):]; !slices.Equal(got, wantTail) {
+		t.Fatalf("fetch container ends with %q, want %q", got, wantTail)
+	}
+	if i := slices.Index(restore.Command, "--"); i < 0 || restore.Command[i-1] != "--archive-dir=/var/lib/etcd/restore/archive" {
+		t.Fatalf("restore container %q: want --archive-dir before --", restore.Command)
+	}
+
+	// Taken by hand: the one schedule archiving the cluster's bucket is meant; two are not told apart.
+	schedule := func(name string) {
+		t.Helper()
+		s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: "gone", Schedule: "@daily", Storage: backupfixture.S3, Archive: &v1alpha1.ArchiveSpec{Enabled: true}}}
+		if err := k8s.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	schedule("hourly")
+	rev := newCluster(ns, "at-rev", 1)
+	rev.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{BackupName: "by-hand", PointInTime: &v1alpha1.PointInTime{Revision: 42}}}
+	if err := k8s.Create(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, timeout, "the bootstrap pod", func() error { return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "at-rev-0"}, pod) })
+	wantTail = []string{"--archive-prefix=etcd/" + ns + "/gone/archive/hourly", "--to-revision=42"}
+	if got := pod.Spec.InitContainers[1].Command; !slices.Equal(got[len(got)-2:], wantTail) {
+		t.Fatalf("fetch container %q, want it to end with %q", got, wantTail)
+	}
+	schedule("weekly")
+	two := newCluster(ns, "ambiguous", 1)
+	two.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{BackupName: "by-hand", PointInTime: &v1alpha1.PointInTime{Revision: 42}}}
+	if err := k8s.Create(ctx, two); err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, ns, "ambiguous", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRestoreSourceNotReady,
+		Message: "EtcdBackup by-hand was taken by hand, and EtcdBackupSchedules hourly, weekly all archive cluster gone: nothing is started; delete this EtcdCluster and create it naming the archive (pointInTime.archivePrefix)"})
+}

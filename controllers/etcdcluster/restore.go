@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -100,8 +101,12 @@ func (r *Reconciler) pointInTime(c *v1alpha1.EtcdCluster, out *resources.Restore
 		return fmt.Errorf("spec.bootstrap.fromBackup.pointInTime.archivePrefix: %w: nothing is started", err)
 	}
 	out.ToRevision = pit.Revision
-	if pit.Time != nil {
-		out.ToTime = pit.Time.Time
+	if pit.Time != "" {
+		t, err := time.Parse(time.RFC3339Nano, pit.Time)
+		if err != nil {
+			return fmt.Errorf("spec.bootstrap.fromBackup.pointInTime.time %q is not an RFC 3339 time (such as 2026-11-29T10:00:00.25Z): nothing is started", pit.Time)
+		}
+		out.ToTime = t
 	}
 	return nil
 }

@@ -181,7 +181,7 @@ func RestoreToAPoint() framework.Scenario {
 				return nil
 			}},
 			{Name: "restore b1 to time T (the schedule's archive by default): the source's keyspace at a revision between those read around T", Do: func(ctx context.Context, r *framework.Run) error {
-				got, err := restoreToPoint(ctx, r, "pitr-time", 1, b1, v1alpha1.PointInTime{Time: &metav1.Time{Time: at}})
+				got, err := restoreToPoint(ctx, r, "pitr-time", 1, b1, v1alpha1.PointInTime{Time: at.UTC().Format(time.RFC3339Nano)})
 				if err != nil {
 					return err
 				}

@@ -158,7 +158,8 @@ func TestAlerts(t *testing.T) {
 		"QuorateEtcdFrequentLeaderChanges", "QuorateEtcdDatabaseNearQuota", "QuorateEtcdNoSpace", "QuorateEtcdCorrupt",
 		"QuorateEtcdMemberDivergent", "QuorateEtcdDataInconsistent",
 		"QuorateEtcdHighFsyncDurations", "QuorateEtcdHighCommitDurations",
-		"QuorateOperatorDown", "QuorateCertificateExpiringSoon", "QuorateCertificateExpiring", "QuorateBackupTooOld", "QuorateRestoreDrillFailed", "QuorateReconcileErrors",
+		"QuorateOperatorDown", "QuorateCertificateExpiringSoon", "QuorateCertificateExpiring", "QuorateBackupTooOld", "QuorateRestoreDrillFailed", "QuorateArchiveBehind",
+		"QuorateReconcileErrors",
 	}; !slices.Equal(alerts, want) {
 		t.Errorf("alerts\n %v\nwant\n %v", alerts, want)
 	}

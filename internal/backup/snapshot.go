@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -151,8 +152,9 @@ func Inspect(path string) (Keyspace, error) {
 	if _, err := Verify(path); err != nil {
 		return Keyspace{}, err
 	}
-	// bbolt reads the database without etcd's trailing hash: a copy without it.
-	db, err := os.CreateTemp("", "quorate-snapshot-*.db")
+	// bbolt reads the database without etcd's trailing hash: a copy without it, beside the
+	// snapshot (the pods that inspect one have no writable /tmp, but its directory is theirs).
+	db, err := os.CreateTemp(filepath.Dir(path), "quorate-snapshot-*.db")
 	if err != nil {
 		return Keyspace{}, err
 	}

@@ -100,6 +100,38 @@ func TestCheckRestoreKey(t *testing.T) {
 	}
 }
 
+// Under a policy a restore to a point replays only its namespace's archives,
+// [DIRS/]<ns>/<cluster>/archive/<schedule>.
+func TestCheckArchivePrefix(t *testing.T) {
+	p := Policy{Allowed: []string{"s3://backups"}}
+	refused := func(prefix string) string {
+		return fmt.Sprintf("archive prefix %q is not an archive of this namespace ([PREFIX]apps/<cluster>/archive/<schedule>), and under the operator's storage policy a cluster restores only its namespace's own archives", prefix)
+	}
+	for _, tc := range []struct {
+		policy Policy
+		prefix string
+		want   string
+	}{
+		{p, "etcd/apps/demo/archive/nightly", ""},
+		{p, "apps/demo/archive/nightly", ""},
+		{p, "etcd/victim/demo/archive/nightly", refused("etcd/victim/demo/archive/nightly")},
+		{p, "etcd/prod-apps/demo/archive/nightly", refused("etcd/prod-apps/demo/archive/nightly")},
+		{p, "etcd/apps/demo/archives/nightly", refused("etcd/apps/demo/archives/nightly")},
+		{p, "etcd/apps/demo/archive/nightly/x", refused("etcd/apps/demo/archive/nightly/x")},
+		{p, "apps/archive/nightly", refused("apps/archive/nightly")},
+		{p, "etcd/apps/../archive/nightly", refused("etcd/apps/../archive/nightly")},
+		{Policy{}, "etcd/victim/demo/archive/nightly", ""},
+	} {
+		got := ""
+		if err := tc.policy.CheckArchivePrefix("apps", tc.prefix); err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("prefix %s: %q, want %q", tc.prefix, got, tc.want)
+		}
+	}
+}
+
 // Under a policy a prefix ends a path segment: "etcd/prod-" would put namespace apps's keys
 // among prod-apps's.
 func TestPrefixEndsASegment(t *testing.T) {

@@ -1,0 +1,69 @@
+package archive
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Prepare resolves a time to the newest revision received by then, copies exactly the
+// segments from the snapshot to the target, and writes the plan last; a time before the
+// snapshot's revision was received, and a target past the archive, are refused with no plan.
+func TestPrepare(t *testing.T) {
+	ctx := context.Background()
+	base := time.UnixMilli(1_700_000_000_000)
+	bucket := DirStore(t.TempDir())
+	put := func(first, last int64) {
+		var records []Record
+		for rev := first; rev <= last; rev++ {
+			records = append(records, Record{Revision: rev, Time: base.Add(time.Duration(rev-10) * 100 * time.Millisecond).UnixMilli(), Ops: []Op{{Type: Put, Key: []byte(fmt.Sprint(rev)), Value: []byte("v")}}})
+		}
+		data, err := Encode(7, records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bucket.Put(ctx, SegmentName("p", 7, first, last), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(10, 14)
+	put(15, 20)
+
+	dir := filepath.Join(t.TempDir(), "archive")
+	plan, err := Prepare(ctx, bucket, "p", 7, 12, Target{Time: base.Add(450 * time.Millisecond)}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Plan{ClusterID: 7, Prefix: "p", From: 12, To: 14, Asked: "time " + base.Add(450*time.Millisecond).UTC().Format(time.RFC3339Nano)}
+	if plan != want {
+		t.Fatalf("plan %+v, want %+v", plan, want)
+	}
+	if got, err := ReadPlan(dir); err != nil || *got != want {
+		t.Fatalf("the written plan %+v (%v), want %+v", got, err, want)
+	}
+	local, err := Segments(ctx, PlanStore(dir), "p", 7)
+	if err != nil || fmt.Sprint(local) != fmt.Sprint([]Span{{Name: SegmentName("p", 7, 10, 14), First: 10, Last: 14}}) {
+		t.Fatalf("fetched segments %+v (%v), want the one holding 13-14", local, err)
+	}
+
+	for _, tc := range []struct {
+		target Target
+		want   string
+	}{
+		{Target{Time: base.Add(150 * time.Millisecond)}, fmt.Sprintf("%s is before the snapshot, taken at %s at revision 12: restore from an older snapshot",
+			base.Add(150*time.Millisecond).UTC().Format(time.RFC3339Nano), base.Add(200*time.Millisecond).UTC().Format(time.RFC3339Nano))},
+		{Target{Revision: 25}, (&CoverError{From: 13, To: 25, Covered: [][2]int64{{10, 20}}}).Error()},
+		{Target{Revision: 11}, "the target revision 11 is before the snapshot's revision 12: restore from an older snapshot"},
+	} {
+		other := filepath.Join(t.TempDir(), "archive")
+		_, err := Prepare(ctx, bucket, "p", 7, 12, tc.target, other)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("target %s: %v, want %q", tc.target, err, tc.want)
+		}
+		if p, _ := ReadPlan(other); p != nil {
+			t.Errorf("target %s: a refused target left a plan %+v", tc.target, p)
+		}
+	}
+}
