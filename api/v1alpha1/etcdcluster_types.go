@@ -278,8 +278,8 @@ type PointInTime struct {
 	// Time to restore to, in RFC 3339 with fractions of a second if wanted
 	// ("2026-11-29T10:00:00.25Z"): the newest revision the archiver had received at this time
 	// (within the archive's lag of its commit).
-	// +kubebuilder:validation:Format=date-time
 	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$')",message="pointInTime.time must be an RFC 3339 time such as 2026-11-29T10:00:00Z or 2026-11-29T11:00:00.25+01:00"
 	// +optional
 	Time string `json:"time,omitempty"`
 	// ArchivePrefix is the archive's prefix in the snapshot's bucket, as the schedule's

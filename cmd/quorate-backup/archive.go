@@ -93,6 +93,9 @@ type archiveRun struct {
 	maxLag    time.Duration
 	// probeEvery is how often the cluster's revision is read for the lag (500 ms when zero).
 	probeEvery time.Duration
+	// closeEvery is how often the archive's closed mark is written (archive.Archiver's
+	// CloseEvery).
+	closeEvery time.Duration
 	tracker    *archive.Tracker
 }
 
@@ -131,10 +134,15 @@ func (a *archiveRun) archive(ctx context.Context) error {
 				last = from
 			}
 		}
+		if err == nil && restartAt <= last {
+			// Resuming: the cluster must still have the history the archive holds.
+			err = archive.CheckContinues(ctx, a.client, a.store, a.prefix, a.clusterID, last)
+		}
 		if err == nil {
 			segments := a.tracker.Report().Segments
 			a.tracker.Watching(last)
-			arch := &archive.Archiver{Client: a.client, Store: a.store, Prefix: a.prefix, ClusterID: a.clusterID, MaxLag: a.maxLag, Archived: a.tracker.Archived}
+			arch := &archive.Archiver{Client: a.client, Store: a.store, Prefix: a.prefix, ClusterID: a.clusterID, MaxLag: a.maxLag, Archived: a.tracker.Archived,
+				ClusterRevision: a.revision, CloseEvery: a.closeEvery, ClosedMark: a.tracker.ClosedMark}
 			err = arch.Run(ctx, last)
 			if a.tracker.Report().Segments > segments {
 				backoff = time.Second
@@ -145,8 +153,8 @@ func (a *archiveRun) archive(ctx context.Context) error {
 		}
 		var gap *archive.GapError
 		if errors.As(err, &gap) {
-			restartAt, _ = a.revision(ctx)
-			restartAt = max(restartAt, gap.Compacted)
+			// etcd keeps the compacted revision itself: the new range starts there.
+			restartAt = gap.Compacted - 1
 		}
 		log.Printf("archiving stopped: %v; again in %s", err, backoff)
 		a.tracker.Failed(err)
@@ -170,6 +178,7 @@ func (a *archiveRun) revision(ctx context.Context) (int64, error) {
 	if resp.Header.ClusterId != a.clusterID {
 		return 0, &archive.ForeignClusterError{Want: a.clusterID, Got: resp.Header.ClusterId}
 	}
+	a.tracker.Contact()
 	return resp.Header.Revision, nil
 }
 
@@ -184,6 +193,8 @@ func (a *archiveRun) probe(ctx context.Context) {
 	for {
 		if rev, err := a.revision(ctx); err == nil {
 			a.tracker.Seen(rev)
+		} else if ctx.Err() == nil {
+			a.tracker.Unreachable(err)
 		}
 		select {
 		case <-ctx.Done():

@@ -119,7 +119,9 @@ func (t tlsFlags) clients(endpoints []string) (*clientv3.Client, error) {
 	cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop(), DialOptions: []grpc.DialOption{grpc.WithNoProxy()}}
 	if *t.dir != "" {
 		var err error
-		if cfg.TLS, err = pki.DirClientTLS(*t.dir, *t.serverName); err != nil {
+		// Read at every handshake: the archiver runs for weeks, across renewals of the
+		// operator's client certificate and rotations of the CA.
+		if cfg.TLS, err = pki.FilesTLS(*t.dir, *t.serverName, nil); err != nil {
 			return nil, err
 		}
 	}

@@ -37,13 +37,33 @@ func (p pointInTime) dir(snapshot string) string {
 	return filepath.Join(filepath.Dir(snapshot), "archive")
 }
 
-// done says whether nothing is left to prepare: no restore to a point, or its plan is written.
+// done says whether nothing is left to prepare: no restore to a point, or its plan is written
+// for this archive and target (a plan for another is made again).
 func (p pointInTime) done(snapshot string) bool {
 	if *p.prefix == "" {
 		return true
 	}
 	plan, err := archive.ReadPlan(p.dir(snapshot))
-	return err == nil && plan != nil
+	if err != nil || plan == nil || plan.Prefix != *p.prefix {
+		return false
+	}
+	target, err := p.target()
+	return err == nil && plan.Asked == target.String()
+}
+
+// target is the flags' target.
+func (p pointInTime) target() (archive.Target, error) {
+	switch {
+	case *p.revision > 0 && *p.at == "":
+		return archive.Target{Revision: *p.revision}, nil
+	case *p.revision == 0 && *p.at != "":
+		t, err := time.Parse(time.RFC3339Nano, *p.at)
+		if err != nil {
+			return archive.Target{}, fmt.Errorf("--to-time %q is not an RFC 3339 time: %w", *p.at, err)
+		}
+		return archive.Target{Time: t}, nil
+	}
+	return archive.Target{}, fmt.Errorf("a restore to a point takes one target: --to-revision or --to-time")
 }
 
 // prepare writes the plan and fetches the segments for the fetched snapshot, and says what the
@@ -52,18 +72,9 @@ func (p pointInTime) prepare(ctx context.Context, bucket, snapshot string, info 
 	if *p.prefix == "" {
 		return "", nil
 	}
-	var target archive.Target
-	switch {
-	case *p.revision > 0 && *p.at == "":
-		target.Revision = *p.revision
-	case *p.revision == 0 && *p.at != "":
-		t, err := time.Parse(time.RFC3339Nano, *p.at)
-		if err != nil {
-			return "", fmt.Errorf("--to-time %q is not an RFC 3339 time: %w", *p.at, err)
-		}
-		target.Time = t
-	default:
-		return "", fmt.Errorf("a restore to a point takes one target: --to-revision or --to-time")
+	target, err := p.target()
+	if err != nil {
+		return "", err
 	}
 	id, err := names.ParseID(info.ClusterID)
 	if err != nil || id == 0 {

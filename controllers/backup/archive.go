@@ -7,10 +7,12 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,7 +41,7 @@ const archiveMargin = 10 * time.Second
 // pod over HTTP, with no proxy.
 type ReadArchive func(ctx context.Context, addr string) (archive.Report, error)
 
-var reportClient = &http.Client{Transport: &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 3 * time.Second}).DialContext}, Timeout: 5 * time.Second}
+var reportClient = &http.Client{Transport: &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext}, Timeout: 3 * time.Second}
 
 func readArchiveHTTP(ctx context.Context, addr string) (archive.Report, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+archive.ReportPath, nil)
@@ -152,7 +154,8 @@ func (r *ScheduleReconciler) readArchive(ctx context.Context, s *v1alpha1.EtcdBa
 	var problems []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if !p.DeletionTimestamp.IsZero() {
+		// Only the Deployment's pods: another pod with the labels is not read.
+		if owner := metav1.GetControllerOf(p); !p.DeletionTimestamp.IsZero() || owner == nil || owner.Kind != "ReplicaSet" || !strings.HasPrefix(owner.Name, resources.ArchiverName(s.Name)+"-") {
 			continue
 		}
 		if why := resources.PodProblem(p, now, time.Minute); why != "" {
@@ -163,7 +166,7 @@ func (r *ScheduleReconciler) readArchive(ctx context.Context, s *v1alpha1.EtcdBa
 			problems = append(problems, fmt.Sprintf("the archiver's pod %s is %s", p.Name, p.Status.Phase))
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		rep, err := r.readArchiveFunc()(rctx, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(archive.ReportPort)))
 		cancel()
 		if err != nil {
@@ -198,10 +201,30 @@ func (r *ScheduleReconciler) archiveReported(s *v1alpha1.EtcdBackupSchedule, rep
 	if !rep.LastTime.IsZero() {
 		st.LastTime = &metav1.Time{Time: rep.LastTime}
 	}
+	// An idle archive is not written every pass: the observed time moves on only with the
+	// rest, or once a minute.
+	if old := s.Status.Archive; old != nil && old.ObservedTime != nil && now.Sub(old.ObservedTime.Time) < time.Minute {
+		cmp := *st
+		cmp.ObservedTime, cmp.Lag = old.ObservedTime, old.Lag
+		if equality.Semantic.DeepEqual(&cmp, old) && (rep.Lag < time.Second) == (old.Lag == nil || old.Lag.Duration < time.Second) {
+			st = old
+		}
+	}
 	s.Status.Archive = st
-	metrics.RecordArchive(s.Namespace, s.Name, s.Spec.ClusterName, true, rep.Lag, rep.LastRevision)
+	// An archiver that cannot reach the cluster cannot tell how far behind it is: at least
+	// that long.
+	metrics.RecordArchive(s.Namespace, s.Name, s.Spec.ClusterName, true, max(rep.Lag, rep.Unreached), rep.LastRevision)
 	bound := resources.ArchiveMaxLag(s) + archiveMargin
 	switch {
+	case rep.Unreached > bound:
+		why := fmt.Sprintf("the archiver has not reached the cluster for %s: %s", rep.Unreached.Round(time.Second), rep.Unreachable)
+		if rep.Error != "" {
+			why += "; its last stopped run: " + rep.Error
+		}
+		r.condition(s, v1alpha1.ConditionArchiving, false, v1alpha1.ReasonArchiveBehind, why)
+	case rep.Failing > bound:
+		r.condition(s, v1alpha1.ConditionArchiving, false, v1alpha1.ReasonArchiveBehind,
+			fmt.Sprintf("the archiver's runs have been stopping for %s, the last with: %s", rep.Failing.Round(time.Second), rep.Error))
 	case rep.Lag > bound:
 		why := fmt.Sprintf("changes of the cluster have waited %s unstored (bound %s)", rep.Lag.Round(time.Second), bound)
 		if rep.Error != "" {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -30,7 +31,8 @@ func archivedCluster(id string) *v1alpha1.EtcdCluster {
 }
 
 func archiverPod(phase corev1.PodPhase, ip string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nightly-archiver-x", Namespace: "ns", Labels: resources.ArchiverLabels("demo", "nightly")},
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nightly-archiver-x", Namespace: "ns", Labels: resources.ArchiverLabels("demo", "nightly"),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "nightly-archiver-7d9", UID: "rs-uid", Controller: ptr.To(true)}}},
 		Status: corev1.PodStatus{Phase: phase, PodIP: ip}}
 }
 

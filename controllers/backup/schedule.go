@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/controllers/ownership"
@@ -483,5 +484,8 @@ func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&v1alpha1.EtcdCluster{}).
 		Owns(&batchv1.Job{}).
 		Named("etcdbackupschedule").
+		// An archiver that does not answer holds its schedule's pass for the report's timeout:
+		// other schedules go on meanwhile.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
 }

@@ -123,8 +123,8 @@ func archiveWhole(ctx context.Context, r *framework.Run, schedule string) error 
 }
 
 // RestoreToAPoint (suite=backup), under load: with the cluster archived (spec.archive), a
-// backup b1, then later a restore of b1 to a revision R after it (3 members) and to a time T
-// (1 member). Each restored cluster must hold, on every member, exactly the source's keyspace
+// backup b1, then later a restore of b1 to a revision R after it and to a time T, each on 3
+// members. Each restored cluster must hold, on every member, exactly the source's keyspace
 // at its revision (every key, value, create and modification revision, version), and nothing
 // after it: the time's revision must lie between the source's revisions read 5 s before T and
 // after T.
@@ -181,7 +181,7 @@ func RestoreToAPoint() framework.Scenario {
 				return nil
 			}},
 			{Name: "restore b1 to time T (the schedule's archive by default): the source's keyspace at a revision between those read around T", Do: func(ctx context.Context, r *framework.Run) error {
-				got, err := restoreToPoint(ctx, r, "pitr-time", 1, b1, v1alpha1.PointInTime{Time: at.UTC().Format(time.RFC3339Nano)})
+				got, err := restoreToPoint(ctx, r, "pitr-time", 3, b1, v1alpha1.PointInTime{Time: at.UTC().Format(time.RFC3339Nano)})
 				if err != nil {
 					return err
 				}

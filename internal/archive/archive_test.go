@@ -552,3 +552,69 @@ func TestRebase(t *testing.T) {
 		t.Errorf("a refused rebase wrote %s", out)
 	}
 }
+
+// A snapshot of a cluster with etcd's authentication on (spec.users) rebases too: the
+// throwaway member takes its client's certificate as root.
+func TestRebaseWithAuth(t *testing.T) {
+	ctx := context.Background()
+	e := testsupport.StartEtcd(t, "rebase-auth", false)
+	c := e.Client(t)
+	for _, step := range []func() error{
+		func() error { _, err := c.UserAdd(ctx, "root", "secret"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := c.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc, err := clientv3.New(clientv3.Config{Endpoints: []string{e.ClientURL}, Username: "root", Password: "secret", DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rc.Close() })
+	if _, err := rc.Put(ctx, "k", "0"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "snap.db")
+	if _, err := backup.Save(ctx, rc, snap); err != nil {
+		t.Fatal(err)
+	}
+	from, err := backup.Inspect(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := DirStore(filepath.Join(dir, "store"))
+	id := clusterID(t, rc)
+	run := startArchiver(t, &Archiver{Client: rc, Store: s, Prefix: "a", ClusterID: id, MaxLag: 20 * time.Millisecond}, from.Revision)
+	var last int64
+	for i := range 10 {
+		resp, err := rc.Put(ctx, fmt.Sprintf("k%d", i%3), fmt.Sprint(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = resp.Header.Revision
+	}
+	waitArchived(t, s, "a", id, last)
+	if err := run.end(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run ended with %v", err)
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	o := Rebase{Etcd: filepath.Join(assets, "etcd"), Etcdutl: filepath.Join(assets, "etcdutl"), Dir: filepath.Join(dir, "work")}
+	out := filepath.Join(dir, "at.db")
+	if _, err := o.Run(ctx, snap, s, "a", id, last, out); err != nil {
+		t.Fatal(err)
+	}
+	have, err := backup.Inspect(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := backup.KeyspaceAt(ctx, rc, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if have != want {
+		t.Fatalf("the rebased snapshot holds %+v, the cluster had %+v", have, want)
+	}
+}

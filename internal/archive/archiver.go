@@ -28,6 +28,13 @@ type Archiver struct {
 	MaxRecords, MaxBytes int
 	// Archived is told each segment written (may be nil): for status and metrics.
 	Archived func(Progress)
+	// ClusterRevision reads the cluster's revision now (may be nil). With it, the archiver
+	// closes time every CloseEvery (5 s when zero): once it has stored every revision the
+	// cluster has, it writes the archive's Closed mark, which a restore to a time needs.
+	ClusterRevision func(context.Context) (int64, error)
+	CloseEvery      time.Duration
+	// ClosedMark is told each closed mark written (may be nil).
+	ClosedMark func(Closed)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -115,6 +122,12 @@ func (a *Archiver) Run(ctx context.Context, from int64) error {
 		}
 		timer.Reset(max(w.oldest.Add(a.maxLag()).Sub(a.now()), 0))
 	}
+	closeEvery := a.CloseEvery
+	if closeEvery <= 0 {
+		closeEvery = 5 * time.Second
+	}
+	closer := time.NewTicker(closeEvery)
+	defer closer.Stop()
 	stop := func(err error) error {
 		// What was received is archived even when the run ends; its own deadline, since ctx
 		// may be what ended it.
@@ -126,6 +139,11 @@ func (a *Archiver) Run(ctx context.Context, from int64) error {
 		select {
 		case <-ctx.Done():
 			return stop(ctx.Err())
+		case <-closer.C:
+			if err := w.close(ctx); err != nil {
+				return stop(err)
+			}
+			arm()
 		case <-timer.C:
 			if w.due() {
 				if err := w.flush(ctx); err != nil {
@@ -198,6 +216,34 @@ func (w *segmentWriter) add(ctx context.Context, events []*clientv3.Event) error
 		r := &w.pending[len(w.pending)-1]
 		r.Ops = append(r.Ops, op)
 		w.bytes += len(op.Key) + len(op.Value)
+	}
+	return nil
+}
+
+// close stores what is pending, and if the cluster has no revision after the newest stored,
+// writes the Closed mark: every revision received up to the time before the cluster was asked
+// is stored.
+func (w *segmentWriter) close(ctx context.Context) error {
+	if w.a.ClusterRevision == nil {
+		return nil
+	}
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	asked := w.a.now()
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	rev, err := w.a.ClusterRevision(rctx)
+	cancel()
+	if err != nil || rev > w.last {
+		// Not known to be complete yet: the next tick tries again.
+		return nil
+	}
+	c := Closed{Revision: w.last, Time: asked.UnixMilli()}
+	if err := writeClosed(ctx, w.a.Store, w.a.Prefix, w.a.ClusterID, c); err != nil {
+		return err
+	}
+	if w.a.ClosedMark != nil {
+		w.a.ClosedMark(c)
 	}
 	return nil
 }

@@ -65,6 +65,41 @@ func ReadPlan(dir string) (*Plan, error) {
 	return &p, nil
 }
 
+// Closed is the archive's mark that every revision the archiver received up to Time (Unix
+// milliseconds) is stored, the newest being Revision: the cluster was asked after Time and had
+// no revision after it. A restore to a time after the mark cannot be told yet.
+type Closed struct {
+	Revision int64 `json:"revision"`
+	Time     int64 `json:"time"`
+}
+
+// closedName is where the mark of cluster id's archive goes.
+func closedName(prefix string, clusterID uint64) string { return Dir(prefix, clusterID) + "/closed.json" }
+
+func writeClosed(ctx context.Context, s Store, prefix string, clusterID uint64, c Closed) error {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if err := s.Put(ctx, closedName(prefix, clusterID), data); err != nil {
+		return fmt.Errorf("writing the archive's closed mark: %w", err)
+	}
+	return nil
+}
+
+// ReadClosed reads cluster id's closed mark.
+func ReadClosed(ctx context.Context, s Store, prefix string, clusterID uint64) (Closed, error) {
+	data, err := s.Get(ctx, closedName(prefix, clusterID))
+	if err != nil {
+		return Closed{}, fmt.Errorf("reading the archive's closed mark (the archiver writes it every few seconds while it is current): %w", err)
+	}
+	var c Closed
+	if err := json.Unmarshal(data, &c); err != nil {
+		return Closed{}, fmt.Errorf("the archive's closed mark does not decode: %w", err)
+	}
+	return c, nil
+}
+
 // Target is where a restore to a point goes: a revision, or a time (the newest revision the
 // archiver had received by then).
 type Target struct {
@@ -94,6 +129,24 @@ func Prepare(ctx context.Context, s Store, prefix string, clusterID uint64, from
 		res, err := ResolveTime(ctx, s, prefix, clusterID, from, taken, target.Time)
 		if err != nil {
 			return Plan{}, err
+		}
+		// A record received after the time closes it; else the archive's closed mark must
+		// reach it, at the end of this range: otherwise the revision at that time may be one
+		// the archive has not got yet (every member must resolve the same revision), or lie in
+		// a gap after the range.
+		if res.Revision == res.Newest {
+			c, err := ReadClosed(ctx, s, prefix, clusterID)
+			if err != nil {
+				return Plan{}, fmt.Errorf("the archive holds nothing received after %s: %w", target.Time.UTC().Format(time.RFC3339Nano), err)
+			}
+			if c.Revision > res.Newest {
+				return Plan{}, fmt.Errorf("%s lies after the archive's range from the snapshot, which ends at revision %d received at %s: if the archive resumed after a gap (status.archive.ranges), restore from a snapshot taken after the gap; otherwise this tries again",
+					target.Time.UTC().Format(time.RFC3339Nano), res.Newest, res.NewestTime.UTC().Format(time.RFC3339Nano))
+			}
+			if c.Revision != res.Newest || time.UnixMilli(c.Time).Before(target.Time) {
+				return Plan{}, fmt.Errorf("the archive is known complete up to %s (revision %d), and its range from the snapshot ends at revision %d received at %s: the revision at %s is not known yet; this tries again until the archive reaches it",
+					time.UnixMilli(c.Time).UTC().Format(time.RFC3339Nano), c.Revision, res.Newest, res.NewestTime.UTC().Format(time.RFC3339Nano), target.Time.UTC().Format(time.RFC3339Nano))
+			}
 		}
 		p.To = res.Revision
 	}

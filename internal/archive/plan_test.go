@@ -66,4 +66,41 @@ func TestPrepare(t *testing.T) {
 			t.Errorf("target %s: a refused target left a plan %+v", tc.target, p)
 		}
 	}
+
+	// A time after the newest record resolves only once the closed mark reaches it, so that
+	// every member resolves the same revision; a time after a gap is refused.
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	late := Target{Time: at(1500)}
+	_, err = Prepare(ctx, bucket, "p", 7, 12, late, filepath.Join(t.TempDir(), "a"))
+	want1 := fmt.Sprintf("the archive holds nothing received after %s: reading the archive's closed mark (the archiver writes it every few seconds while it is current): open %s: no such file or directory",
+		stamp(at(1500)), filepath.Join(string(bucket), "p", "0000000000000007", "closed.json"))
+	if err == nil || err.Error() != want1 {
+		t.Fatalf("a time past the archive without a closed mark: %v, want %q", err, want1)
+	}
+	if err := writeClosed(ctx, bucket, "p", 7, Closed{Revision: 20, Time: at(1200).UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Prepare(ctx, bucket, "p", 7, 12, late, filepath.Join(t.TempDir(), "a"))
+	want2 := fmt.Sprintf("the archive is known complete up to %s (revision 20), and its range from the snapshot ends at revision 20 received at %s: the revision at %s is not known yet; this tries again until the archive reaches it",
+		stamp(at(1200)), stamp(at(1000)), stamp(at(1500)))
+	if err == nil || err.Error() != want2 {
+		t.Fatalf("a time past the closed mark: %v, want %q", err, want2)
+	}
+	if err := writeClosed(ctx, bucket, "p", 7, Closed{Revision: 20, Time: at(1600).UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	if plan, err := Prepare(ctx, bucket, "p", 7, 12, late, filepath.Join(t.TempDir(), "a")); err != nil || plan.To != 20 {
+		t.Fatalf("a time the closed mark reaches: %+v, %v; want revision 20", plan, err)
+	}
+	put(30, 31)
+	if err := writeClosed(ctx, bucket, "p", 7, Closed{Revision: 31, Time: at(9000).UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Prepare(ctx, bucket, "p", 7, 12, late, filepath.Join(t.TempDir(), "a"))
+	want3 := fmt.Sprintf("%s lies after the archive's range from the snapshot, which ends at revision 20 received at %s: if the archive resumed after a gap (status.archive.ranges), restore from a snapshot taken after the gap; otherwise this tries again",
+		stamp(at(1500)), stamp(at(1000)))
+	if err == nil || err.Error() != want3 {
+		t.Fatalf("a time in a gap: %v, want %q", err, want3)
+	}
 }

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -12,10 +13,12 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"github.com/quorate-dev/quorate/internal/backup"
+	"github.com/quorate-dev/quorate/internal/pki"
 )
 
 // Rebase makes, from a snapshot and the archive after it, the snapshot of the cluster at a
@@ -73,6 +76,9 @@ func (o Rebase) Run(ctx context.Context, snapshot string, s Store, prefix string
 		err = fmt.Errorf("the replay stopped at revision %d, not %d", got.To, to)
 	}
 	if err == nil {
+		err = compactAt(ctx, c, to)
+	}
+	if err == nil {
 		err = saveAt(ctx, c, to, out)
 	}
 	kcancel()
@@ -89,8 +95,14 @@ func (o Rebase) start(ctx context.Context, snapshot string) (*clientv3.Client, f
 	if err != nil {
 		return nil, nil, err
 	}
-	peer, client := urls[0], urls[1]
+	peer, client := urls[0], strings.Replace(urls[1], "http://", "https://", 1)
 	data := filepath.Join(o.Dir, "data")
+	// The snapshot may have etcd's authentication on (spec.users): the throwaway member
+	// serves TLS with a CA of its own and takes the client's certificate as its user, root.
+	tlsFlags, tlsCfg, err := throwawayTLS(filepath.Join(o.Dir, "tls"))
+	if err != nil {
+		return nil, nil, err
+	}
 	restore := exec.CommandContext(ctx, o.Etcdutl, "snapshot", "restore", snapshot, "--data-dir="+data, //nolint:gosec // the etcd image's etcdutl
 		"--name=rebase", "--initial-cluster=rebase="+peer, "--initial-advertise-peer-urls="+peer)
 	restore.Env = withoutEtcdEnv()
@@ -101,10 +113,13 @@ func (o Rebase) start(ctx context.Context, snapshot string) (*clientv3.Client, f
 	// Without fsync: the member is thrown away, and only the snapshot saved from it counts.
 	// Without the limits on a transaction's operations and size: a record is one transaction,
 	// as large as the one etcd committed (a lease's revocation deletes every key on it).
-	cmd := exec.Command(o.Etcd, "--name=rebase", "--data-dir="+data, "--log-level=error", "--unsafe-no-fsync", //nolint:gosec // the etcd image's etcd
-		"--max-txn-ops=1000000", "--max-request-bytes=1073741824",
-		"--listen-client-urls="+client, "--advertise-client-urls="+client,
-		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer, "--initial-cluster=rebase="+peer)
+	// The quota is etcd's largest: the replay keeps every revision until the end, and the
+	// result is compacted and defragmented before it is saved.
+	args := append([]string{"--name=rebase", "--data-dir=" + data, "--log-level=error", "--unsafe-no-fsync",
+		"--max-txn-ops=1000000", "--max-request-bytes=1073741824", "--quota-backend-bytes=8589934592",
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer, "--initial-cluster=rebase=" + peer}, tlsFlags...)
+	cmd := exec.Command(o.Etcd, args...) //nolint:gosec // the etcd image's etcd
 	cmd.Env = withoutEtcdEnv()
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -131,7 +146,7 @@ func (o Rebase) start(ctx context.Context, snapshot string) (*clientv3.Client, f
 		}
 		return waitErr
 	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(), TLS: tlsCfg,
 		MaxCallSendMsgSize: 1 << 30, MaxCallRecvMsgSize: 1 << 30})
 	if err != nil {
 		return nil, nil, errors.Join(err, stop())
@@ -141,6 +156,39 @@ func (o Rebase) start(ctx context.Context, snapshot string) (*clientv3.Client, f
 		return nil, nil, errors.Join(err, stop())
 	}
 	return c, stop, nil
+}
+
+// throwawayTLS writes, under dir, a CA of its own, a server certificate for 127.0.0.1 and a
+// client certificate for root, and returns etcd's flags and the client's configuration.
+func throwawayTLS(dir string) ([]string, *tls.Config, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	ca, err := pki.NewCA("quorate-rebase", now)
+	if err != nil {
+		return nil, nil, err
+	}
+	server, err := ca.Issue("quorate-rebase", nil, []net.IP{net.IPv4(127, 0, 0, 1)}, pki.ServerAndClient, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	root, err := ca.Issue("root", nil, nil, pki.ClientOnly, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	files := map[string][]byte{"ca.crt": ca.CertPEM, "server.crt": server.CertPEM, "server.key": server.KeyPEM}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, nil, err
+		}
+	}
+	cfg, err := pki.ClientTLS(root.CertPEM, root.KeyPEM, ca.CertPEM, "127.0.0.1")
+	if err != nil {
+		return nil, nil, err
+	}
+	return []string{"--cert-file=" + filepath.Join(dir, "server.crt"), "--key-file=" + filepath.Join(dir, "server.key"),
+		"--trusted-ca-file=" + filepath.Join(dir, "ca.crt"), "--client-cert-auth"}, cfg, nil
 }
 
 // saveAt saves the member's snapshot as out, through a file beside it that is checked (etcd's
@@ -176,6 +224,19 @@ func saveAt(ctx context.Context, c *clientv3.Client, to int64, out string) error
 		_ = os.Remove(tmp)
 	}
 	return err
+}
+
+// compactAt compacts the member at revision to and defragments it: the saved snapshot holds the
+// target's keyspace without the replay's history (the restored cluster starts compacted at
+// the target, as a restore of a snapshot taken then would).
+func compactAt(ctx context.Context, c *clientv3.Client, to int64) error {
+	if _, err := c.Compact(ctx, to, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		return fmt.Errorf("compacting the throwaway member at revision %d: %w", to, err)
+	}
+	if _, err := c.Defragment(ctx, c.Endpoints()[0]); err != nil {
+		return fmt.Errorf("defragmenting the throwaway member: %w", err)
+	}
+	return nil
 }
 
 // keepLeasesAlive keeps every lease the member has alive until ctx ends.

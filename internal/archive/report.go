@@ -26,15 +26,20 @@ type Report struct {
 	Lag time.Duration `json:"lag"`
 	// Ranges this cluster ID's archive covers, oldest first (at most MaxRanges, the newest).
 	Ranges [][2]int64 `json:"ranges"`
-	// Error is the last error that ended a run, at ErrorTime ("" after a segment was stored
-	// since).
-	Error     string    `json:"error,omitempty"`
-	ErrorTime time.Time `json:"errorTime"`
+	// Error is the last error that ended a run, at ErrorTime ("" once a segment or a closed
+	// mark was stored since); Failing is how long runs have been ending so.
+	Error     string        `json:"error,omitempty"`
+	ErrorTime time.Time     `json:"errorTime"`
+	Failing   time.Duration `json:"failing"`
 	// Segments stored by this process.
 	Segments int64 `json:"segments"`
 	// WatchingFrom is the revision after which the running watch started (0 before it
 	// started).
 	WatchingFrom int64 `json:"watchingFrom"`
+	// Unreached is how long the archiver has not reached the cluster (its revision probe
+	// fails; 0 while it answers), and Unreachable the probe's last error.
+	Unreached   time.Duration `json:"unreached"`
+	Unreachable string        `json:"unreachable,omitempty"`
 }
 
 // MaxRanges is the most ranges a Report carries.
@@ -66,7 +71,27 @@ type Tracker struct {
 	// seen are probed revisions the archive had not stored yet, oldest first, with when each
 	// was first seen.
 	seen []seenRevision
-	now  func() time.Time
+	// unreachedSince is when the cluster stopped answering (zero while it answers);
+	// failingSince when runs began to end in errors (zero once the archive stores again).
+	unreachedSince, failingSince time.Time
+	now            func() time.Time
+}
+
+// Contact records that the cluster answered.
+func (t *Tracker) Contact() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.unreachedSince, t.report.Unreachable = time.Time{}, ""
+}
+
+// Unreachable records that the cluster did not answer.
+func (t *Tracker) Unreachable(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.unreachedSince.IsZero() {
+		t.unreachedSince = t.now()
+	}
+	t.report.Unreachable = err.Error()
 }
 
 type seenRevision struct {
@@ -109,7 +134,7 @@ func (t *Tracker) Archived(p Progress) {
 	}
 	r.LastRevision, r.LastTime = max(r.LastRevision, p.Revision), p.Time
 	r.Segments++
-	r.Error, r.ErrorTime = "", time.Time{}
+	t.clearError()
 	for len(t.seen) > 0 && t.seen[0].rev <= r.LastRevision {
 		t.seen = t.seen[1:]
 	}
@@ -130,6 +155,20 @@ func (t *Tracker) Failed(err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.report.Error, t.report.ErrorTime = err.Error(), t.now()
+	if t.failingSince.IsZero() {
+		t.failingSince = t.report.ErrorTime
+	}
+}
+
+// ClosedMark records a closed mark written: the archive is current.
+func (t *Tracker) ClosedMark(Closed) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clearError()
+}
+
+func (t *Tracker) clearError() {
+	t.report.Error, t.report.ErrorTime, t.failingSince = "", time.Time{}, time.Time{}
 }
 
 // Restarted tells that the archive starts a new range after from (the archive was empty, or
@@ -157,6 +196,12 @@ func (t *Tracker) Report() Report {
 	r.Ranges = append([][2]int64(nil), r.Ranges...)
 	if len(t.seen) > 0 {
 		r.Lag = t.now().Sub(t.seen[0].at)
+	}
+	if !t.unreachedSince.IsZero() {
+		r.Unreached = t.now().Sub(t.unreachedSince)
+	}
+	if !t.failingSince.IsZero() {
+		r.Failing = t.now().Sub(t.failingSince)
 	}
 	return r
 }

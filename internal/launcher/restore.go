@@ -119,6 +119,9 @@ func (o RestoreOptions) rebase(ctx context.Context, logger *log.Logger) (string,
 	if err != nil {
 		return "", fmt.Errorf("rebasing the snapshot to revision %d (%s): %w", plan.To, plan.Asked, err)
 	}
+	if got.From != plan.From {
+		return "", fmt.Errorf("the snapshot is at revision %d, and the plan the fetch wrote was made for one at %d: delete this pod so that it fetches again", got.From, plan.From)
+	}
 	logger.Printf("rebased to revision %d: %d revisions from %d segments; %d puts of leases granted after the snapshot came back without their lease", got.To, got.Records, got.Segments, got.Unleased)
 	return out, nil
 }
