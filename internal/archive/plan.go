@@ -74,7 +74,9 @@ type Closed struct {
 }
 
 // closedName is where the mark of cluster id's archive goes.
-func closedName(prefix string, clusterID uint64) string { return Dir(prefix, clusterID) + "/closed.json" }
+func closedName(prefix string, clusterID uint64) string {
+	return Dir(prefix, clusterID) + "/closed.json"
+}
 
 func writeClosed(ctx context.Context, s Store, prefix string, clusterID uint64, c Closed) error {
 	data, err := json.Marshal(c)

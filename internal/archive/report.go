@@ -74,7 +74,7 @@ type Tracker struct {
 	// unreachedSince is when the cluster stopped answering (zero while it answers);
 	// failingSince when runs began to end in errors (zero once the archive stores again).
 	unreachedSince, failingSince time.Time
-	now            func() time.Time
+	now                          func() time.Time
 }
 
 // Contact records that the cluster answered.
