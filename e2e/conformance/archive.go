@@ -33,14 +33,7 @@ func ArchiveFollowsWrites() framework.Scenario {
 		Steps: []framework.Step{
 			{Name: "use the S3 store", Do: func(ctx context.Context, r *framework.Run) error { return r.UseS3(ctx) }},
 			{Name: "archive the cluster", Do: func(ctx context.Context, r *framework.Run) (err error) {
-				r.Phase("archiving")
-				s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: schedule, Namespace: r.Namespace},
-					Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@daily", Storage: framework.Storage("backups"),
-						Archive: &v1alpha1.ArchiveSpec{Enabled: true}}}
-				if err := r.Suite.Client.Create(ctx, s); err != nil {
-					return err
-				}
-				before, err = waitArchived(ctx, r, schedule, 1)
+				before, err = startArchive(ctx, r, schedule)
 				return err
 			}},
 			{Name: "the archive goes on across the loss of the leader's pod", Do: func(ctx context.Context, r *framework.Run) error {
@@ -64,6 +57,20 @@ func ArchiveFollowsWrites() framework.Scenario {
 				return archiveWhole(ctx, r, schedule)
 			}},
 		}}
+}
+
+// startArchive creates the EtcdBackupSchedule schedule of the cluster, daily, archiving to
+// the S3 store, and waits until its archive holds a revision and keeps up; it returns the
+// newest revision it holds.
+func startArchive(ctx context.Context, r *framework.Run, schedule string) (int64, error) {
+	r.Phase("archiving")
+	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: schedule, Namespace: r.Namespace},
+		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@daily", Storage: framework.Storage("backups"),
+			Archive: &v1alpha1.ArchiveSpec{Enabled: true}}}
+	if err := r.Suite.Client.Create(ctx, s); err != nil {
+		return 0, err
+	}
+	return waitArchived(ctx, r, schedule, 1)
 }
 
 // waitArchived waits until the schedule's archive holds revision rev with Archiving=True, and
@@ -138,14 +145,7 @@ func RestoreToAPoint() framework.Scenario {
 		Steps: []framework.Step{
 			{Name: "use the S3 store", Do: func(ctx context.Context, r *framework.Run) error { return r.UseS3(ctx) }},
 			{Name: "archive the cluster, then back it up to b1", Do: func(ctx context.Context, r *framework.Run) (err error) {
-				r.Phase("archiving")
-				s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: schedule, Namespace: r.Namespace},
-					Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@daily", Storage: framework.Storage("backups"),
-						Archive: &v1alpha1.ArchiveSpec{Enabled: true}}}
-				if err := r.Suite.Client.Create(ctx, s); err != nil {
-					return err
-				}
-				if _, err := waitArchived(ctx, r, schedule, 1); err != nil {
+				if _, err := startArchive(ctx, r, schedule); err != nil {
 					return err
 				}
 				b1, err = completedBackup(ctx, r, "pitr-b1", framework.Storage("backups"))
