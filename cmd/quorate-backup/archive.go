@@ -70,7 +70,7 @@ func archiveMain(args []string) int {
 		log.Print(err)
 		return 1
 	}
-	defer store.Close()
+	defer func() { _ = store.Close() }()
 	a := &archiveRun{client: c, store: store, prefix: *prefix, clusterID: id, maxLag: *maxLag}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -65,8 +65,17 @@ func readArchiveHTTP(ctx context.Context, addr string) (archive.Report, error) {
 
 // archive runs the schedule's archiver while spec.archive is enabled (and removes it once not),
 // and reads its report into status.archive, the Archiving condition and the archive gauges. It
-// returns how soon to look again (0: no need).
-func (r *ScheduleReconciler) archive(ctx context.Context, s *v1alpha1.EtcdBackupSchedule) (time.Duration, error) {
+// returns how soon to look again: wait, or sooner while the archive runs.
+func (r *ScheduleReconciler) archive(ctx context.Context, s *v1alpha1.EtcdBackupSchedule, wait time.Duration) (time.Duration, error) {
+	next, err := r.archiveStep(ctx, s)
+	if next > 0 {
+		wait = min(wait, next)
+	}
+	return wait, err
+}
+
+// archiveStep is archive's work; it returns how soon to look again (0: no need).
+func (r *ScheduleReconciler) archiveStep(ctx context.Context, s *v1alpha1.EtcdBackupSchedule) (time.Duration, error) {
 	key := types.NamespacedName{Namespace: s.Namespace, Name: resources.ArchiverName(s.Name)}
 	if s.Spec.Archive == nil || !s.Spec.Archive.Enabled {
 		meta.RemoveStatusCondition(&s.Status.Conditions, v1alpha1.ConditionArchiving)
@@ -101,6 +110,14 @@ func (r *ScheduleReconciler) archive(ctx context.Context, s *v1alpha1.EtcdBackup
 	// An archiver that runs goes on while the cluster is not Available: it retries by itself.
 	r.readArchive(ctx, s)
 	return archiveEvery, nil
+}
+
+// archiveNotAllowed stops the archiver of a schedule whose storage the policy refuses (why).
+func (r *ScheduleReconciler) archiveNotAllowed(ctx context.Context, s *v1alpha1.EtcdBackupSchedule, why error) error {
+	if s.Spec.Archive != nil && s.Spec.Archive.Enabled {
+		r.condition(s, v1alpha1.ConditionArchiving, false, v1alpha1.ReasonStorageNotAllowed, why.Error()+"; nothing is archived meanwhile")
+	}
+	return r.deleteArchiver(ctx, s, types.NamespacedName{Namespace: s.Namespace, Name: resources.ArchiverName(s.Name)})
 }
 
 // applyArchiver creates the archiver's Deployment, or updates it when what the operator would

@@ -68,7 +68,7 @@ func TestScheduleRunsItsArchiver(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "nightly-archiver"}
 
 	// No cluster ID yet: nothing runs, and the condition says why.
-	if wait, err := r.archive(ctx, s); err != nil || wait != archiveEvery {
+	if wait, err := r.archiveStep(ctx, s); err != nil || wait != archiveEvery {
 		t.Fatalf("archive = %s, %v", wait, err)
 	}
 	want := metav1.Condition{Type: v1alpha1.ConditionArchiving, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonArchiveWaiting,
@@ -85,7 +85,7 @@ func TestScheduleRunsItsArchiver(t *testing.T) {
 	if err := c.Update(ctx, ec); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.archive(ctx, s); err != nil {
+	if _, err := r.archiveStep(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	d := &appsv1.Deployment{}
@@ -112,7 +112,7 @@ func TestScheduleRunsItsArchiver(t *testing.T) {
 		t.Fatal(err)
 	}
 	report = archive.Report{ClusterID: "c1a55", LastRevision: 90, LastTime: time.Unix(4990, 0), Lag: 300 * time.Millisecond, Ranges: [][2]int64{{10, 50}, {61, 90}}}
-	if _, err := r.archive(ctx, s); err != nil {
+	if _, err := r.archiveStep(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus := v1alpha1.ArchiveStatus{Location: "s3://backups/etcd/ns/demo/archive/nightly", ClusterID: "c1a55", LastRevision: 90,
@@ -128,7 +128,7 @@ func TestScheduleRunsItsArchiver(t *testing.T) {
 
 	// Behind: the condition carries the archiver's error.
 	report.Lag, report.Error = 40*time.Second, "writing segment x: the store refused"
-	if _, err := r.archive(ctx, s); err != nil {
+	if _, err := r.archiveStep(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	want = metav1.Condition{Type: v1alpha1.ConditionArchiving, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonArchiveBehind,
@@ -139,7 +139,7 @@ func TestScheduleRunsItsArchiver(t *testing.T) {
 
 	// Not answering: the condition says where to look.
 	reportErr = errors.New("connection refused")
-	if _, err := r.archive(ctx, s); err != nil {
+	if _, err := r.archiveStep(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	want = metav1.Condition{Type: v1alpha1.ConditionArchiving, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonArchiveStarting,
@@ -153,7 +153,7 @@ func TestScheduleRunsItsArchiver(t *testing.T) {
 	if err := c.Update(ctx, ec); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.archive(ctx, s); err != nil {
+	if _, err := r.archiveStep(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Get(ctx, key, d); err != nil {
@@ -165,7 +165,7 @@ func TestScheduleRunsItsArchiver(t *testing.T) {
 
 	// Off: the Deployment goes, status.archive stays, the condition goes.
 	s.Spec.Archive.Enabled = false
-	if wait, err := r.archive(ctx, s); err != nil || wait != 0 {
+	if wait, err := r.archiveStep(ctx, s); err != nil || wait != 0 {
 		t.Fatalf("archive = %s, %v", wait, err)
 	}
 	if err := c.Get(ctx, key, d); !apierrors.IsNotFound(err) {
@@ -185,7 +185,7 @@ func TestArchiverLeavesAForeignDeploymentAlone(t *testing.T) {
 	foreign := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "nightly-archiver", Namespace: "ns", Labels: map[string]string{"app": "mine"}}}
 	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(archivedCluster("c1a55"), foreign).Build()
 	r := &ScheduleReconciler{Client: c, APIReader: c, Recorder: record.NewFakeRecorder(10)}
-	if _, err := r.archive(ctx, s); err != nil {
+	if _, err := r.archiveStep(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	want := metav1.Condition{Type: v1alpha1.ConditionArchiving, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonArchiveWaiting,
@@ -198,7 +198,7 @@ func TestArchiverLeavesAForeignDeploymentAlone(t *testing.T) {
 		t.Fatalf("condition\n got %+v\nwant %+v", c, want)
 	}
 	s.Spec.Archive = nil
-	if _, err := r.archive(ctx, s); err != nil {
+	if _, err := r.archiveStep(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(foreign), got); err != nil {

@@ -143,10 +143,7 @@ func (r *ScheduleReconciler) pass(ctx context.Context, s *v1alpha1.EtcdBackupSch
 	if err := r.StoragePolicy.Check(s.Spec.Storage); err != nil {
 		why := err.Error() + "; the schedule takes no backup meanwhile"
 		r.condition(s, v1alpha1.ConditionScheduleReady, false, v1alpha1.ReasonStorageNotAllowed, why)
-		if s.Spec.Archive != nil && s.Spec.Archive.Enabled {
-			r.condition(s, v1alpha1.ConditionArchiving, false, v1alpha1.ReasonStorageNotAllowed, err.Error()+"; nothing is archived meanwhile")
-		}
-		if err := r.deleteArchiver(ctx, s, types.NamespacedName{Namespace: s.Namespace, Name: resources.ArchiverName(s.Name)}); err != nil {
+		if err := r.archiveNotAllowed(ctx, s, err); err != nil {
 			return ctrl.Result{}, err
 		}
 		if s.Status.Drilling != "" {
@@ -183,12 +180,8 @@ func (r *ScheduleReconciler) pass(ctx context.Context, s *v1alpha1.EtcdBackupSch
 	if s.Spec.Suspend {
 		wait = time.Hour
 	}
-	archiveWait, err := r.archive(ctx, s)
-	if err != nil {
+	if wait, err = r.archive(ctx, s, wait); err != nil {
 		return ctrl.Result{}, err
-	}
-	if archiveWait > 0 {
-		wait = min(wait, archiveWait)
 	}
 	if s.Spec.Drill.Enabled {
 		drilling, err := r.drill(ctx, s)

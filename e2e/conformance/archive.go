@@ -87,7 +87,7 @@ func waitArchived(ctx context.Context, r *framework.Run, schedule string, rev in
 			return fmt.Errorf("no Archiving condition yet")
 		}
 		if c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("Archiving is %s: %s: %s", c.Status, c.Reason, c.Message)
+			return fmt.Errorf("condition Archiving is %s: %s: %s", c.Status, c.Reason, c.Message)
 		}
 		if s.Status.Archive == nil || s.Status.Archive.LastRevision < rev {
 			return fmt.Errorf("status.archive is %+v", s.Status.Archive)
