@@ -123,7 +123,8 @@ type Event struct {
 	Revision int64 `json:"revision,omitempty"`
 }
 
-// EventRecovery is the kind of the event that records a forced recovery from quorum loss.
+// EventRecovery is the kind of the event that records a forced recovery from quorum loss, or
+// the restore of a lost cluster to a point (its Time: when the restored cluster was created).
 const EventRecovery = "recovery"
 
 // WatchEvent is one event a watcher received, in the order it received them.

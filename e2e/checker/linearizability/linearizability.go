@@ -237,7 +237,36 @@ const (
 // read saw, operations without a revision) by porcupine's search, which can time out. On a
 // violation the search finds (or a timeout) it writes porcupine's visualization into dir, if
 // dir is not empty.
+//
+// A history with recoveries (history.Epochs: a forced recovery, a restore of a lost cluster to
+// a point) is judged epoch by epoch: the cluster before a recovery, and the cluster restarted
+// from its revision after it, which starts with the writes up to that revision. The writes a
+// recovery declared lost are held to the lost-writes checker, not here.
 func Check(h *history.History, timeout time.Duration, dir string) history.Verdict {
+	epochs := history.Epochs(h)
+	if len(epochs) == 1 {
+		return checkEpoch(h, timeout, dir)
+	}
+	var details []string
+	for i, e := range epochs {
+		v := checkEpoch(e, timeout, dir)
+		what := fmt.Sprintf("epoch %d of %d", i+1, len(epochs))
+		if i > 0 {
+			r := h.Recoveries()[i-1]
+			what += fmt.Sprintf(" (after the recovery %s from revision %d)", r.Name, r.Revision)
+		}
+		if v.Status != history.VerdictPass {
+			v.Reason = what + ": " + v.Reason
+			return v
+		}
+		details = append(details, what+": "+v.Reason)
+	}
+	return history.Verdict{Checker: Name, Status: history.VerdictPass, Code: CodeLinearizable,
+		Reason: fmt.Sprintf("each of the %d epochs a recovery separates is linearizable", len(epochs)), Details: details}
+}
+
+// checkEpoch judges a history without recoveries, or one epoch of one.
+func checkEpoch(h *history.History, timeout time.Duration, dir string) history.Verdict {
 	v := history.Verdict{Checker: Name}
 	ops := Operations(h)
 	var searched []porcupine.Operation

@@ -225,3 +225,56 @@ func TestRevisionOrder(t *testing.T) {
 		})
 	}
 }
+
+// A restore of a lost cluster to revision 2 at time 10: the write acknowledged at revision 3
+// is declared lost, and the restored cluster writes revision 3 again. Judged as one cluster
+// that is a read going back in time; judged epoch by epoch it is linearizable, unless the
+// restored cluster shows the lost write, or loses a write at or below its revision.
+func TestCheckAcrossARestore(t *testing.T) {
+	rev := func(r int64, f func(*history.Op)) func(*history.Op) {
+		return func(o *history.Op) {
+			o.Revision = r
+			if f != nil {
+				f(o)
+			}
+		}
+	}
+	before := []history.Op{
+		op(0, history.Put, "k", 1, 2, history.OK, rev(2, put("a"))),
+		op(0, history.Put, "k", 3, 4, history.OK, rev(3, put("b"))),
+		op(1, history.Get, "k", 5, 6, history.OK, rev(3, read("b"))),
+		// Answered by the restored cluster after it started: it may have applied it.
+		op(2, history.Put, "j", 7, 11, history.OK, rev(4, put("x"))),
+	}
+	restore := history.Event{Time: 10, Kind: history.EventRecovery, Name: "restored", Revision: 2}
+	for _, tc := range []struct {
+		name   string
+		after  []history.Op
+		events []history.Event
+		want   history.Expectation
+	}{
+		{"without the restore declared, the restored cluster reads back in time", []history.Op{
+			op(1, history.Get, "k", 12, 13, history.OK, rev(2, read("a"))),
+		}, nil, history.ExpectFail(CodeNotLinearizable)},
+		{"the restored cluster at revision 2, writing revision 3 again", []history.Op{
+			op(1, history.Get, "k", 12, 13, history.OK, rev(2, read("a"))),
+			op(0, history.Put, "k", 14, 15, history.OK, rev(3, put("c"))),
+			op(1, history.Get, "k", 16, 17, history.OK, rev(3, read("c"))),
+			op(1, history.Get, "j", 18, 19, history.OK, rev(4, read("x"))),
+		}, []history.Event{restore}, history.Expectation{Status: history.VerdictPass, Code: CodeLinearizable}},
+		{"the restored cluster shows the write declared lost", []history.Op{
+			op(1, history.Get, "k", 12, 13, history.OK, rev(3, read("b"))),
+		}, []history.Event{restore}, history.ExpectFail(CodeNotLinearizable)},
+		{"the restored cluster lost a write at or below its revision", []history.Op{
+			op(1, history.Get, "k", 12, 13, history.OK, absent()),
+		}, []history.Event{restore}, history.ExpectFail(CodeNotLinearizable)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &history.History{Scenario: tc.name, Ops: append(append([]history.Op(nil), before...), tc.after...), Events: tc.events, End: 100}
+			v := Check(h, 10*time.Second, t.TempDir())
+			if !tc.want.Met(v) {
+				t.Fatalf("verdict %v, want %v", v, tc.want)
+			}
+		})
+	}
+}

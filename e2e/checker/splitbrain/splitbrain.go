@@ -37,7 +37,37 @@ func view(ms []uint64) string {
 }
 
 // Check judges the samples of h.
+//
+// A history with recoveries (history.Epochs) is judged epoch by epoch: a restore of a lost
+// cluster starts a cluster with another ID and its own terms, from the time it was created.
+// The old cluster's members answering after that time are in the new epoch, so two cluster
+// IDs there are still a split brain.
 func Check(h *history.History, b Bounds) history.Verdict {
+	epochs := history.Epochs(h)
+	if len(epochs) == 1 {
+		return checkEpoch(h, b)
+	}
+	var details []string
+	for i, e := range epochs {
+		v := checkEpoch(e, b)
+		what := fmt.Sprintf("epoch %d of %d", i+1, len(epochs))
+		if i > 0 {
+			r := h.Recoveries()[i-1]
+			what += fmt.Sprintf(" (after the recovery %s)", r.Name)
+		}
+		if v.Status != history.VerdictPass {
+			v.Reason = what + ": " + v.Reason
+			return v
+		}
+		details = append(details, what+": "+v.Reason)
+	}
+	return history.Verdict{Checker: Name, Status: history.VerdictPass, Code: CodeOneLeaderPerTerm,
+		Reason: fmt.Sprintf("in each of the %d epochs a recovery separates: one cluster ID, one leader per term, membership agreed within %s", len(epochs), b.MembershipDisagreement),
+		Details: details}
+}
+
+// checkEpoch judges the samples of a history without recoveries, or of one epoch of one.
+func checkEpoch(h *history.History, b Bounds) history.Verdict {
 	v := history.Verdict{Checker: Name}
 	samples := append([]history.Sample(nil), h.Samples...)
 	sort.Slice(samples, func(i, j int) bool { return samples[i].Time < samples[j].Time })

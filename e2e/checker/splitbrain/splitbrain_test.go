@@ -132,3 +132,36 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// A cluster restored at 5 s has another cluster ID and starts again at term 2 with another
+// leader: a split brain judged as one cluster, none epoch by epoch. The old cluster answering
+// after the restore still is one.
+func TestCheckAcrossARestore(t *testing.T) {
+	restored := func(r int, s *history.Sample) {
+		if r >= 20 {
+			s.ClusterID, s.Leader, s.MemberID = 0xc2, 5, s.MemberID+4
+		}
+	}
+	restore := []history.Event{{Time: 20 * 250 * ms, Kind: history.EventRecovery, Name: "restored", Revision: 7}}
+	for _, tc := range []struct {
+		name    string
+		samples []history.Sample
+		events  []history.Event
+		want    history.Expectation
+	}{
+		{"not declared", poll(40, restored), nil, history.ExpectFail(CodeClusterIDs)},
+		{"declared", poll(40, restored), restore, history.Expectation{Status: history.VerdictPass, Code: CodeOneLeaderPerTerm}},
+		{"the old cluster answers after the restore", poll(40, func(r int, s *history.Sample) {
+			if s.Endpoint != "10.0.0.3" || r < 30 {
+				restored(r, s)
+			}
+		}), restore, history.ExpectFail(CodeClusterIDs)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Check(&history.History{Samples: tc.samples, Events: tc.events}, Bounds{MembershipDisagreement: 5 * time.Second, Staleness: time.Second})
+			if !tc.want.Met(v) {
+				t.Fatalf("verdict %v, want %v", v, tc.want)
+			}
+		})
+	}
+}
