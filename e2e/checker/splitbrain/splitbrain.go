@@ -62,7 +62,7 @@ func Check(h *history.History, b Bounds) history.Verdict {
 		details = append(details, what+": "+v.Reason)
 	}
 	return history.Verdict{Checker: Name, Status: history.VerdictPass, Code: CodeOneLeaderPerTerm,
-		Reason: fmt.Sprintf("in each of the %d epochs a recovery separates: one cluster ID, one leader per term, membership agreed within %s", len(epochs), b.MembershipDisagreement),
+		Reason:  fmt.Sprintf("in each of the %d epochs a recovery separates: one cluster ID, one leader per term, membership agreed within %s", len(epochs), b.MembershipDisagreement),
 		Details: details}
 }
 
