@@ -101,23 +101,11 @@ func waitArchived(ctx context.Context, r *framework.Run, schedule string, rev in
 // archiveWhole lists the schedule's segments of the cluster's ID in the bucket: their
 // revisions must form one range, reaching the newest revision status.archive names.
 func archiveWhole(ctx context.Context, r *framework.Run, schedule string) error {
-	s := &v1alpha1.EtcdBackupSchedule{}
-	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: schedule}, s); err != nil {
-		return err
-	}
-	if s.Status.Archive == nil {
-		return fmt.Errorf("%w: the schedule has no status.archive", framework.ErrStop)
-	}
-	id, err := names.ParseID(s.Status.Archive.ClusterID)
-	if err != nil {
-		return fmt.Errorf("status.archive.clusterID %q: %w", s.Status.Archive.ClusterID, err)
-	}
-	prefix := archive.Dir(resources.ArchivePrefix(s), id) + "/"
-	listed, err := r.RunTool(ctx, "list-archive", []string{"list", "--segment-ranges", "--bucket=" + framework.BucketURL("backups"), "--prefix=" + prefix}, framework.S3Credentials, nil, nil)
+	ranges, s, err := archiveRanges(ctx, r, schedule)
 	if err != nil {
 		return err
 	}
-	r.T.Logf("%s under %s cover %v; status.archive: %+v", listed.Message, prefix, listed.Objects, *s.Status.Archive)
+	listed := struct{ Objects []string }{ranges}
 	var first, last int64
 	if len(listed.Objects) == 1 {
 		_, _ = fmt.Sscanf(listed.Objects[0], "%d-%d", &first, &last)
@@ -127,6 +115,30 @@ func archiveWhole(ctx context.Context, r *framework.Run, schedule string) error 
 			listed.Objects, s.Status.Archive.Ranges, s.Status.Archive.LastRevision)
 	}
 	return nil
+}
+
+// archiveRanges lists the segments of the schedule's archive of the cluster ID its
+// status.archive names, in the bucket, and returns the ranges of revisions they cover, with
+// the schedule.
+func archiveRanges(ctx context.Context, r *framework.Run, schedule string) ([]string, *v1alpha1.EtcdBackupSchedule, error) {
+	s := &v1alpha1.EtcdBackupSchedule{}
+	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: schedule}, s); err != nil {
+		return nil, nil, err
+	}
+	if s.Status.Archive == nil {
+		return nil, nil, fmt.Errorf("%w: the schedule has no status.archive", framework.ErrStop)
+	}
+	id, err := names.ParseID(s.Status.Archive.ClusterID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("status.archive.clusterID %q: %w", s.Status.Archive.ClusterID, err)
+	}
+	prefix := archive.Dir(resources.ArchivePrefix(s), id) + "/"
+	listed, err := r.RunTool(ctx, "list-archive", []string{"list", "--segment-ranges", "--bucket=" + framework.BucketURL("backups"), "--prefix=" + prefix}, framework.S3Credentials, nil, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.T.Logf("%s under %s cover %v; status.archive: %+v", listed.Message, prefix, listed.Objects, *s.Status.Archive)
+	return listed.Objects, s, nil
 }
 
 // RestoreToAPoint (suite=backup), under load: with the cluster archived (spec.archive), a

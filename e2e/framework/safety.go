@@ -434,10 +434,8 @@ func (r *Run) WaitRecovered(ctx context.Context, token string, n int32) (*v1alph
 	if err != nil {
 		return rec, err
 	}
-	r.mu.Lock()
-	r.events = append(r.events, history.Event{Time: rec.StartTime.UnixNano(), Kind: history.EventRecovery, Name: "forced-recovery",
+	r.Declare(history.Event{Time: rec.StartTime.UnixNano(), Kind: history.EventRecovery, Name: "forced-recovery",
 		Text: fmt.Sprintf("restarted from %s at revision %d", rec.Member, rec.Revision), Revision: rec.Revision})
-	r.mu.Unlock()
 	return rec, r.WaitSettled(ctx, n, 10*time.Minute)
 }
 

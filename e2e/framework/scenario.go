@@ -134,6 +134,14 @@ func (r *Run) Event(kind, name, text string) {
 	r.events = append(r.events, history.Event{Time: time.Now().UnixNano(), Kind: kind, Name: name, Text: text})
 }
 
+// Declare puts an event the checkers read on the timeline as it is: a recovery
+// (history.EventRecovery) with its time and revision, say.
+func (r *Run) Declare(e history.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
 // Fault records the start of a fault and returns the function that records its end.
 func (r *Run) Fault(name, text string) func() {
 	r.mu.Lock()

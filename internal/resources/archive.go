@@ -19,6 +19,9 @@ import (
 // ArchiverName is the Deployment of a schedule's archiver.
 func ArchiverName(schedule string) string { return schedule + "-archiver" }
 
+// ArchiverContainer is the name of the archiver pod's container.
+const ArchiverContainer = "archiver"
+
 // ArchivePrefix is where a schedule's archive goes in its bucket:
 // PREFIX<namespace>/<cluster>/archive/<schedule>; each cluster ID's segments go under
 // <prefix>/<cluster ID>/segments/. No backup's key starts with it (a backup's key ends in .db
@@ -64,7 +67,7 @@ func ArchiverDeployment(s *v1alpha1.EtcdBackupSchedule, t JobTarget, im Images) 
 	pod := jobPod(t, im, args, resource.NewQuantity(64<<20, resource.BinarySI))
 	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	ctr := &pod.Spec.Containers[0]
-	ctr.Name = "archiver"
+	ctr.Name = ArchiverContainer
 	ctr.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 	ctr.Ports = []corev1.ContainerPort{{Name: "archive", ContainerPort: archive.ReportPort, Protocol: corev1.ProtocolTCP}}
 	ctr.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: archive.ReportPath, Port: intstr.FromInt32(archive.ReportPort)}},
