@@ -266,6 +266,21 @@ type RestoreSource struct {
 	// before anything starts, and the condition names the revisions it covers.
 	// +optional
 	PointInTime *PointInTime `json:"pointInTime,omitempty"`
+	// BumpRevision raises the restored cluster's revision by this much above the snapshot's
+	// (or the point's) and marks every revision up to the new one compacted (etcdutl
+	// snapshot restore --bump-revision --mark-compacted, etcd 3.5.10 or later). Set it when the
+	// cluster replaces one that clients watched, under its old name and Service: a watcher
+	// that resumes from a revision it saw before the restore is told that revision is
+	// compacted, and lists again (Kubernetes' informers do), instead of waiting for revision
+	// numbers the restored cluster hands out again to other changes, and missing those. Make
+	// it larger than the number of revisions the old cluster wrote after the restored point;
+	// etcd's documentation suggests 1000000000. The keyspace's history before the restored
+	// revision can no longer be read (reads and watches at older revisions are refused as
+	// compacted). 0 (the default): revisions continue from the restored point.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000000000
+	// +optional
+	BumpRevision int64 `json:"bumpRevision,omitempty"`
 }
 
 // PointInTime is the target of a restore to a point, and the archive that reaches it.

@@ -504,7 +504,7 @@ func TestRestoreToAPoint(t *testing.T) {
 	}
 	schedule("hourly")
 	rev := newCluster(ns, "at-rev", 1)
-	rev.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{BackupName: "by-hand", PointInTime: &v1alpha1.PointInTime{Revision: 42}}}
+	rev.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{BackupName: "by-hand", PointInTime: &v1alpha1.PointInTime{Revision: 42}, BumpRevision: 1000000}}
 	if err := k8s.Create(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
@@ -512,6 +512,23 @@ func TestRestoreToAPoint(t *testing.T) {
 	wantTail = []string{"--archive-prefix=etcd/" + ns + "/gone/archive/hourly", "--to-revision=42"}
 	if got := pod.Spec.InitContainers[1].Command; !slices.Equal(got[len(got)-2:], wantTail) {
 		t.Fatalf("fetch container %q, want it to end with %q", got, wantTail)
+	}
+	// bumpRevision reaches etcdutl, after the flags that were there before.
+	wantTail = []string{"--initial-cluster-token=" + string(rev.UID), "--initial-advertise-peer-urls=" + names.PeerURL("at-rev", ns, "at-rev-0", true), "--bump-revision=1000000", "--mark-compacted"}
+	if got := pod.Spec.InitContainers[2].Command; !slices.Equal(got[len(got)-4:], wantTail) {
+		t.Fatalf("restore container %q, want it to end with %q", got, wantTail)
+	}
+	// An etcd whose etcdutl has no --bump-revision is refused before anything starts.
+	old := newCluster(ns, "old-bump", 1)
+	old.Spec.Version = "3.5.9"
+	old.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{BackupName: "scheduled", BumpRevision: 1000000}}
+	if err := k8s.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, ns, "old-bump", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRestoreSourceNotReady,
+		Message: "spec.bootstrap.fromBackup.bumpRevision needs etcd 3.5.10 or later (its etcdutl's --bump-revision), and spec.version is 3.5.9: nothing is started; delete this EtcdCluster and create it at a later version, or without bumpRevision"})
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "old-bump-0"}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a refused restore created pod old-bump-0: %v", err)
 	}
 	schedule("weekly")
 	two := newCluster(ns, "ambiguous", 1)

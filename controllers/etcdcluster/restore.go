@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/resources"
+	"github.com/quorate-dev/quorate/internal/version"
 )
 
 // restoreSource resolves spec.bootstrap.fromBackup: a named EtcdBackup must have Completed.
@@ -30,7 +32,7 @@ func (r *Reconciler) restoreSource(ctx context.Context, c *v1alpha1.EtcdCluster)
 			return nil, fmt.Errorf("spec.bootstrap.fromBackup.key: %w: nothing is started; spec.bootstrap cannot change, so delete this EtcdCluster and create it from a snapshot of this namespace", err)
 		}
 		out := &resources.Restore{Bucket: src.Storage.BucketURL, Key: src.Key, SHA256: src.SHA256, CredentialsSecret: src.Storage.CredentialsSecret, CABundle: src.Storage.CABundle, Identity: src.Storage.Identity}
-		return out, r.pointInTime(c, out, "")
+		return out, errors.Join(r.pointInTime(c, out, ""), bumpRevision(c, out))
 	}
 	b := &v1alpha1.EtcdBackup{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: src.BackupName}, b); err != nil {
@@ -57,7 +59,27 @@ func (r *Reconciler) restoreSource(ctx context.Context, c *v1alpha1.EtcdCluster)
 			return nil, err
 		}
 	}
-	return out, r.pointInTime(c, out, scheduled)
+	if err := r.pointInTime(c, out, scheduled); err != nil {
+		return nil, err
+	}
+	return out, bumpRevision(c, out)
+}
+
+// bumpRevisionSince is the first etcd whose etcdutl restores with --bump-revision.
+var bumpRevisionSince = version.Version{Major: 3, Minor: 5, Patch: 10}
+
+// bumpRevision adds spec.bootstrap.fromBackup.bumpRevision to a restore, for an etcd whose
+// etcdutl has the flag.
+func bumpRevision(c *v1alpha1.EtcdCluster, out *resources.Restore) error {
+	bump := c.Spec.Bootstrap.FromBackup.BumpRevision
+	if bump == 0 {
+		return nil
+	}
+	if v, err := version.Parse(c.Spec.Version); err == nil && v.Less(bumpRevisionSince) {
+		return fmt.Errorf("spec.bootstrap.fromBackup.bumpRevision needs etcd %s or later (its etcdutl's --bump-revision), and spec.version is %s: nothing is started; delete this EtcdCluster and create it at a later version, or without bumpRevision", bumpRevisionSince, c.Spec.Version)
+	}
+	out.BumpRevision = bump
+	return nil
 }
 
 // backupArchive is the archive a restore of b to a point replays by default: that of the

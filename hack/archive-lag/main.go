@@ -16,18 +16,16 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/quorate-dev/quorate/hack/internal/loopback"
 	"github.com/quorate-dev/quorate/internal/archive"
 	"github.com/quorate-dev/quorate/internal/backup/blobstore"
 )
@@ -67,37 +65,6 @@ func report(kind string, rate int, duration time.Duration, valueSize int, maxLag
 		len(acks), failed, len(segments), q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// start runs a daemon until ctx ends, gracefully.
-func start(ctx context.Context, name string, args []string, env []string) (func(), error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return func() { _ = cmd.Wait() }, nil
-}
-
-// waitTCP waits until something listens at addr.
-func waitTCP(addr string) error {
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			return c.Close()
-		}
-	}
-	return fmt.Errorf("nothing listens at %s after a minute", addr)
-}
-
 // bucket is the archive's bucket URL: a directory, or a versitygw S3 server it starts on
 // loopback (whose end it returns to wait for), with its credentials in the environment.
 func bucket(ctx context.Context, kind, dir, gw string) (string, func(), error) {
@@ -108,7 +75,7 @@ func bucket(ctx context.Context, kind, dir, gw string) (string, func(), error) {
 		}
 		return "file://" + filepath.Join(dir, "bucket"), nil, nil
 	case "s3":
-		sp, err := freePort()
+		sp, err := loopback.FreePort()
 		if err != nil {
 			return "", nil, err
 		}
@@ -118,12 +85,12 @@ func bucket(ctx context.Context, kind, dir, gw string) (string, func(), error) {
 		key := make([]byte, 16)
 		_, _ = rand.Read(key)
 		access, secret := "lag"+hex.EncodeToString(key[:4]), hex.EncodeToString(key)
-		w, err := start(ctx, gw, []string{"--port", fmt.Sprintf("127.0.0.1:%d", sp), "posix", filepath.Join(dir, "s3")},
+		w, err := loopback.Start(ctx, gw, []string{"--port", fmt.Sprintf("127.0.0.1:%d", sp), "posix", filepath.Join(dir, "s3")},
 			[]string{"ROOT_ACCESS_KEY_ID=" + access, "ROOT_SECRET_ACCESS_KEY=" + secret})
 		if err != nil {
 			return "", nil, err
 		}
-		if err := waitTCP(fmt.Sprintf("127.0.0.1:%d", sp)); err != nil {
+		if err := loopback.WaitTCP(fmt.Sprintf("127.0.0.1:%d", sp)); err != nil {
 			return "", w, err
 		}
 		if err := errors.Join(os.Setenv("AWS_ACCESS_KEY_ID", access), os.Setenv("AWS_SECRET_ACCESS_KEY", secret)); err != nil {
@@ -132,27 +99,6 @@ func bucket(ctx context.Context, kind, dir, gw string) (string, func(), error) {
 		return fmt.Sprintf("s3://backups?region=us-east-1&endpoint=http://127.0.0.1:%d&use_path_style=true", sp), w, nil
 	}
 	return "", nil, fmt.Errorf("--store %q: s3 or file", kind)
-}
-
-// startEtcd starts a single etcd member in dir on loopback and returns its client URL, once
-// it listens, and what waits for its end.
-func startEtcd(ctx context.Context, etcdBin, dir string) (string, func(), error) {
-	cp, err := freePort()
-	if err != nil {
-		return "", nil, err
-	}
-	pp, err := freePort()
-	if err != nil {
-		return "", nil, err
-	}
-	curl, purl := fmt.Sprintf("http://127.0.0.1:%d", cp), fmt.Sprintf("http://127.0.0.1:%d", pp)
-	w, err := start(ctx, etcdBin, []string{"--name=lag", "--data-dir=" + filepath.Join(dir, "etcd"), "--log-level=error",
-		"--listen-client-urls=" + curl, "--advertise-client-urls=" + curl, "--listen-peer-urls=" + purl,
-		"--initial-advertise-peer-urls=" + purl, "--initial-cluster=lag=" + purl}, nil)
-	if err != nil {
-		return "", nil, err
-	}
-	return curl, w, waitTCP(fmt.Sprintf("127.0.0.1:%d", cp))
 }
 
 // write puts at a steady rate for duration, each write from its own tick (a write that is late
@@ -215,7 +161,7 @@ func run(etcdBin, gw, kind string, rate int, duration time.Duration, valueSize i
 		}
 	}()
 
-	curl, w, err := startEtcd(ctx, etcdBin, dir)
+	curl, w, err := loopback.StartEtcd(ctx, etcdBin, dir, "lag")
 	if w != nil {
 		waits = append(waits, w)
 	}

@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -35,6 +34,9 @@ type Rebase struct {
 // Run restores snapshot (at revision from) into a throwaway single member that listens on
 // loopback only, replays cluster id's archive up to revision to onto it, saves its snapshot as
 // out and stops it. Nothing is written to out unless the saved snapshot is at revision to.
+// The result keeps the history the snapshot had and the replayed revisions, as a snapshot the
+// cluster took at revision to would have: reads and watches at the revisions between the
+// snapshot and the target answer as they did on the original cluster.
 //
 // The member keeps every lease of the snapshot alive while it replays: a member that becomes
 // leader starts their TTLs again, and a lease that ran out would revoke its keys at a revision
@@ -74,9 +76,6 @@ func (o Rebase) Run(ctx context.Context, snapshot string, s Store, prefix string
 	got, err := Replay(ctx, c, s, prefix, clusterID, ks.Revision, to)
 	if err == nil && got.To != to {
 		err = fmt.Errorf("the replay stopped at revision %d, not %d", got.To, to)
-	}
-	if err == nil {
-		err = compactAt(ctx, c, to)
 	}
 	if err == nil {
 		err = saveAt(ctx, c, to, out)
@@ -224,19 +223,6 @@ func saveAt(ctx context.Context, c *clientv3.Client, to int64, out string) error
 		_ = os.Remove(tmp)
 	}
 	return err
-}
-
-// compactAt compacts the member at revision to and defragments it: the saved snapshot holds the
-// target's keyspace without the replay's history (the restored cluster starts compacted at
-// the target, as a restore of a snapshot taken then would).
-func compactAt(ctx context.Context, c *clientv3.Client, to int64) error {
-	if _, err := c.Compact(ctx, to, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
-		return fmt.Errorf("compacting the throwaway member at revision %d: %w", to, err)
-	}
-	if _, err := c.Defragment(ctx, c.Endpoints()[0]); err != nil {
-		return fmt.Errorf("defragmenting the throwaway member: %w", err)
-	}
-	return nil
 }
 
 // keepLeasesAlive keeps every lease the member has alive until ctx ends.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/quorate-dev/quorate/internal/archive"
@@ -113,5 +114,40 @@ func TestRestoreToAPoint(t *testing.T) {
 	}
 	if got != want {
 		t.Fatalf("restored to revision %d: keyspace %+v, the source's at that revision %+v\n%s", mid, got, want, log.String())
+	}
+
+	// The source's snapshot now, restored with its revision bumped (bumpRevision): the cluster
+	// is at the snapshot's revision plus the bump, holds the same keys and values, and refuses reads of older
+	// revisions as compacted, so a watcher of the old cluster lists again.
+	const bump = 1000000
+	if _, err := backup.Save(ctx, c, snap); err != nil {
+		t.Fatal(err)
+	}
+	fromNow, err := backup.Inspect(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer = fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t))
+	bumped := RestoreOptions{DataDir: filepath.Join(dir, "bumped"), MarkerPath: filepath.Join(dir, "bumped.json"), Snapshot: snap,
+		Command: []string{etcdutl, "snapshot", "restore", snap, "--name=m1", "--initial-cluster=m1=" + peer, "--initial-cluster-token=tok1", "--initial-advertise-peer-urls=" + peer,
+			fmt.Sprintf("--bump-revision=%d", bump), "--mark-compacted"}}
+	log.Reset()
+	if err := Restore(ctx, bumped, &log); err != nil {
+		t.Fatalf("restore with a bump: %v\n%s", err, log.String())
+	}
+	bc := testsupport.StartEtcdWith(t, "m1", testsupport.EtcdOptions{DataDir: bumped.DataDir, PeerURL: peer}).Client(t)
+	resp, err := bc.Get(ctx, "k00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := c.Get(ctx, "k00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Header.Revision != fromNow.Revision+bump || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != string(src.Kvs[0].Value) {
+		t.Fatalf("restored with a bump of %d from revision %d: revision %d, k00 %v; the source's k00 %v", bump, fromNow.Revision, resp.Header.Revision, resp.Kvs, src.Kvs)
+	}
+	if _, err := bc.Get(ctx, "k00", clientv3.WithRev(fromNow.Revision)); !errors.Is(err, rpctypes.ErrCompacted) {
+		t.Fatalf("a read at revision %d, before the bump: %v, want %v", fromNow.Revision, err, rpctypes.ErrCompacted)
 	}
 }

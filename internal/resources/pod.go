@@ -81,6 +81,18 @@ type Restore struct {
 	ArchivePrefix string
 	ToRevision    int64
 	ToTime        time.Time
+	// BumpRevision raises the restored revision by this much and marks the revisions below
+	// compacted (0: none).
+	BumpRevision int64
+}
+
+// bumpArgs are etcdutl snapshot restore's flags that raise the restored revision (none
+// without).
+func (r *Restore) bumpArgs() []string {
+	if r.BumpRevision <= 0 {
+		return nil
+	}
+	return []string{"--bump-revision=" + strconv.FormatInt(r.BumpRevision, 10), "--mark-compacted"}
 }
 
 // RestoreArchiveDir is where a restore to a point's plan and segments go (archive.Plan):
@@ -399,9 +411,9 @@ func restoreContainers(c *v1alpha1.EtcdCluster, p MemberPod, im Images, mounts [
 		Name:            RestoreContainer,
 		Image:           im.EtcdImage(c),
 		ImagePullPolicy: im.PullPolicy,
-		Command: append(restoreFlags(c, p), "--",
-			EtcdutlBinary, "snapshot", "restore", RestoreSnapshot, "--name="+p.Member, "--initial-cluster="+p.InitialCluster,
-			"--initial-cluster-token="+string(c.UID), "--initial-advertise-peer-urls="+names.PeerURL(c.Name, c.Namespace, p.Member, c.Spec.TLS.IsEnabled())),
+		Command: slices.Concat(restoreFlags(c, p), []string{"--",
+			EtcdutlBinary, "snapshot", "restore", RestoreSnapshot, "--name=" + p.Member, "--initial-cluster=" + p.InitialCluster,
+			"--initial-cluster-token=" + string(c.UID), "--initial-advertise-peer-urls=" + names.PeerURL(c.Name, c.Namespace, p.Member, c.Spec.TLS.IsEnabled())}, p.Restore.bumpArgs()),
 		VolumeMounts:             slices.Clone(mounts),
 		Resources:                corev1.ResourceRequirements{Requests: DefaultRequests()},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
