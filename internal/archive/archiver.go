@@ -234,9 +234,15 @@ func (w *segmentWriter) close(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	rev, err := w.a.ClusterRevision(rctx)
 	cancel()
-	if err != nil || rev > w.last {
+	switch {
+	case err != nil || rev > w.last:
 		// Not known to be complete yet: the next tick tries again.
 		return nil
+	case rev < w.last:
+		// The cluster under this ID went back before revisions the archive holds (a forced
+		// recovery from a member that lacked them): nothing may be closed on that. The run
+		// ends, and the next one's CheckContinues says what to do.
+		return fmt.Errorf("the cluster answers at revision %d, before revision %d the archive received from it: its history was rewritten under the same cluster ID, and no closed mark is written", rev, w.last)
 	}
 	c := Closed{Revision: w.last, Time: asked.UnixMilli()}
 	if err := writeClosed(ctx, w.a.Store, w.a.Prefix, w.a.ClusterID, c); err != nil {

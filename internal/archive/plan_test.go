@@ -104,3 +104,41 @@ func TestPrepare(t *testing.T) {
 		t.Fatalf("a time in a gap: %v, want %q", err, want3)
 	}
 }
+
+// The closed mark is written only when the cluster is at exactly the newest revision received:
+// a cluster ahead is not known to be stored yet; a cluster behind it rewrote its history
+// under the same ID, which ends the run, with no mark.
+func TestClosedMarkOnlyAtTheClustersRevision(t *testing.T) {
+	ctx := context.Background()
+	at := time.UnixMilli(1_700_000_000_000)
+	for _, tc := range []struct {
+		name    string
+		cluster int64
+		mark    bool
+		fails   bool
+	}{
+		{"the cluster is ahead", 12, false, false},
+		{"the cluster is at the archive's revision", 10, true, false},
+		{"the cluster went back", 9, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bucket := DirStore(t.TempDir())
+			var marks []Closed
+			a := &Archiver{Store: bucket, Prefix: "p", ClusterID: 7, Now: func() time.Time { return at },
+				ClusterRevision: func(context.Context) (int64, error) { return tc.cluster, nil },
+				ClosedMark:      func(c Closed) { marks = append(marks, c) }}
+			err := (&segmentWriter{a: a, last: 10}).close(ctx)
+			if (err != nil) != tc.fails {
+				t.Fatalf("close: %v, want an error: %v", err, tc.fails)
+			}
+			got, rerr := ReadClosed(ctx, bucket, "p", 7)
+			want := Closed{Revision: 10, Time: at.UnixMilli()}
+			switch {
+			case tc.mark && (rerr != nil || got != want || len(marks) != 1 || marks[0] != want):
+				t.Fatalf("closed mark %+v (%v), told %+v; want %+v", got, rerr, marks, want)
+			case !tc.mark && (rerr == nil || len(marks) != 0):
+				t.Fatalf("a closed mark %+v was written (told %+v)", got, marks)
+			}
+		})
+	}
+}
