@@ -42,28 +42,31 @@ func Check(h *history.History) history.Verdict {
 		v.Reason = "inconclusive: the applied history could not be read completely: " + h.Final.Error
 		return v
 	}
-	f := findings{declared: declaredRevision(h)}
+	var f findings
+	f.declared, f.recovery = declaredRevision(h)
 	issued := f.checkWrites(h)
 	f.checkApplied(h, issued)
 	return f.verdict(v)
 }
 
-// declaredRevision is the lowest revision a forced recovery declared that writes after it
-// may be lost (0: none).
-func declaredRevision(h *history.History) int64 {
+// declaredRevision is the lowest revision a recovery (forced, or a lost cluster restored to a
+// point) declared that writes after it may be lost (0: none), and the recovery's name.
+func declaredRevision(h *history.History) (int64, string) {
 	var declared int64
+	var name string
 	for _, e := range h.Events {
 		if e.Kind == history.EventRecovery && (declared == 0 || e.Revision < declared) {
-			declared = e.Revision
+			declared, name = e.Revision, e.Name
 		}
 	}
-	return declared
+	return declared, name
 }
 
 // findings are what Check found, problem by problem.
 type findings struct {
-	// declared is the recovery's revision (declaredRevision).
+	// declared is the recovery's revision and recovery its name (declaredRevision).
 	declared                                                            int64
+	recovery                                                            string
 	acked                                                               int
 	lost, declaredLost, wrongRev, phantom, failedApplied, finalMismatch []string
 }
@@ -157,8 +160,8 @@ func (f *findings) verdict(v history.Verdict) history.Verdict {
 		v.Reason = fmt.Sprintf("all %d acknowledged writes are in the cluster's history", acked)
 		if len(f.declaredLost) > 0 {
 			v.Code = CodeDeclaredLoss
-			v.Reason = fmt.Sprintf("%d of %d acknowledged writes are in the cluster's history; the %d missing were all acknowledged after revision %d, from which a forced recovery restarted the cluster (the operator declared them possibly lost)",
-				acked-len(f.declaredLost), acked, len(f.declaredLost), f.declared)
+			v.Reason = fmt.Sprintf("%d of %d acknowledged writes are in the cluster's history; the %d missing were all acknowledged after revision %d, from which the recovery %s restarted the cluster, declaring them possibly lost",
+				acked-len(f.declaredLost), acked, len(f.declaredLost), f.declared, f.recovery)
 			v.Details = append(v.Details, f.declaredLost...)
 		}
 		return v
