@@ -23,37 +23,40 @@ func (h *History) Recoveries() []Event {
 
 // Epochs splits the operations at each recovery into histories that are each judged on
 // their own: the cluster before the recovery, and the cluster restarted from the recovery's
-// revision after it. An epoch holds the operations called before the next recovery. The
-// epoch after a recovery starts with the writes of the epoch before that it may hold:
-//   - a write acknowledged at or below the recovery's revision, as it was;
-//   - a write of unknown outcome, as unknown;
-//   - a write acknowledged above that revision, answered after the recovery started (the
-//     restarted cluster may have applied it), as unknown;
+// revision after it.
 //
-// and leaves out the reads before it and the writes acknowledged above the revision that
-// were answered before the recovery: those the recovery declared lost. Without a recovery
-// the history is its only epoch. The poller's samples go to the epoch they were taken in;
-// everything else stays on every epoch.
+//   - An operation answered before the recovery's Time belongs to the epoch before.
+//   - One called at or after Time belongs to the epoch after.
+//   - One called before Time and answered after it may have been answered by either cluster:
+//     a read goes to the epoch after only (whatever it saw must fit the restarted cluster); a
+//     write is of unknown outcome in the epoch before, and carried into the epoch after.
+//
+// The epoch after starts with the writes of the epoch before that it may hold: one
+// acknowledged at or below the recovery's revision as it was, any other (acknowledged above
+// it, or of unknown outcome) as of unknown outcome: such a write may or may not have reached
+// the restarted cluster, which is no violation of linearizability either way (the lost-writes
+// checker counts what was lost). Failed writes and the reads of the epoch before are left
+// out. Without a recovery the history is its only epoch. Samples and everything else stay on
+// every epoch.
 func Epochs(h *History) []*History {
 	epochs := []*History{h}
 	for _, e := range h.Recoveries() {
 		last := epochs[len(epochs)-1]
 		before, after := *last, *last
 		before.Ops, after.Ops = nil, nil
-		before.Samples, after.Samples = nil, nil
-		for _, s := range last.Samples {
-			if s.Time < e.Time {
-				before.Samples = append(before.Samples, s)
-			} else {
-				after.Samples = append(after.Samples, s)
-			}
-		}
 		for _, o := range last.Ops {
-			if o.Call >= e.Time {
+			switch {
+			case o.Call >= e.Time:
 				after.Ops = append(after.Ops, o)
 				continue
+			case o.Return >= e.Time && o.Status == OK && !o.IsWrite():
+				after.Ops = append(after.Ops, o)
+				continue
+			case o.Return >= e.Time && o.IsWrite() && o.Status != Fail:
+				before.Ops = append(before.Ops, unknown(o))
+			default:
+				before.Ops = append(before.Ops, o)
 			}
-			before.Ops = append(before.Ops, o)
 			if carried, ok := carry(o, e); ok {
 				after.Ops = append(after.Ops, carried)
 			}
@@ -64,22 +67,23 @@ func Epochs(h *History) []*History {
 	return epochs
 }
 
-// carry is what op o of the epoch before recovery e is in the epoch after it (ok false:
+// carry is what write o of the epoch before recovery e is in the epoch after it (ok false:
 // nothing).
 func carry(o Op, e Event) (Op, bool) {
 	switch {
 	case !o.IsWrite() || o.Status == Fail:
 		return o, false
-	case o.Status == Unknown:
-		return o, true
-	case o.Acknowledged() && o.Revision != 0 && o.Revision <= e.Revision:
-		return o, true
 	case o.Status == OK && !o.Acknowledged():
 		// A compare-and-set that did not take effect changed nothing.
 		return o, false
-	case o.Return >= e.Time:
-		o.Status, o.Revision = Unknown, 0
+	case o.Acknowledged() && o.Revision != 0 && o.Revision <= e.Revision:
 		return o, true
 	}
-	return o, false
+	return unknown(o), true
+}
+
+// unknown is write o with its outcome unknown: it may have taken effect, or not.
+func unknown(o Op) Op {
+	o.Status, o.Revision, o.Succeeded = Unknown, 0, false
+	return o
 }

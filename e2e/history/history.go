@@ -94,8 +94,13 @@ type Final struct {
 	// Values is a linearizable read of every key at the end ("" and absent when missing).
 	Values map[string]string `json:"values"`
 	// Complete is false if the replay could not cover all history (compaction).
-	Complete bool   `json:"complete"`
-	Error    string `json:"error,omitempty"`
+	Complete bool `json:"complete"`
+	// Compacted: the history of some keys stops at a compaction (a cluster restored to a
+	// point is compacted below it), so Applied starts, for those keys, with their value at the
+	// oldest revision still readable. The checkers accept that only below a declared
+	// recovery's revision; Complete stays true.
+	Compacted bool   `json:"compacted,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Sample is what one member said about itself to the split-brain poller.

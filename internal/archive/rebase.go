@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -34,9 +35,8 @@ type Rebase struct {
 // Run restores snapshot (at revision from) into a throwaway single member that listens on
 // loopback only, replays cluster id's archive up to revision to onto it, saves its snapshot as
 // out and stops it. Nothing is written to out unless the saved snapshot is at revision to.
-// The result keeps the history the snapshot had and the replayed revisions, as a snapshot the
-// cluster took at revision to would have: reads and watches at the revisions between the
-// snapshot and the target answer as they did on the original cluster.
+// The result is compacted below the target (compactBefore): the revision before it is the
+// oldest that reads and watches can ask for.
 //
 // The member keeps every lease of the snapshot alive while it replays: a member that becomes
 // leader starts their TTLs again, and a lease that ran out would revoke its keys at a revision
@@ -76,6 +76,9 @@ func (o Rebase) Run(ctx context.Context, snapshot string, s Store, prefix string
 	got, err := Replay(ctx, c, s, prefix, clusterID, ks.Revision, to)
 	if err == nil && got.To != to {
 		err = fmt.Errorf("the replay stopped at revision %d, not %d", got.To, to)
+	}
+	if err == nil {
+		err = compactBefore(ctx, c, to)
 	}
 	if err == nil {
 		err = saveAt(ctx, c, to, out)
@@ -223,6 +226,26 @@ func saveAt(ctx context.Context, c *clientv3.Client, to int64, out string) error
 		_ = os.Remove(tmp)
 	}
 	return err
+}
+
+// compactBefore compacts the member's history below revision to and defragments it. The
+// replay may span a day of changes, which the original cluster compacted away as it went
+// (every hour by default): kept, they could put the restored database over its quota. The
+// revision before the target stays readable, and the target's own changes are above the
+// compaction, so a target that only deletes keys keeps its tombstones (etcd before 3.5.16
+// drops a compacted revision's deletions, and the snapshot would come out at an older
+// revision).
+func compactBefore(ctx context.Context, c *clientv3.Client, to int64) error {
+	if to <= 1 {
+		return nil
+	}
+	if _, err := c.Compact(ctx, to-1, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) && !errors.Is(err, rpctypes.ErrFutureRev) {
+		return fmt.Errorf("compacting the throwaway member before revision %d: %w", to, err)
+	}
+	if _, err := c.Defragment(ctx, c.Endpoints()[0]); err != nil {
+		return fmt.Errorf("defragmenting the throwaway member: %w", err)
+	}
+	return nil
 }
 
 // keepLeasesAlive keeps every lease the member has alive until ctx ends.

@@ -150,4 +150,20 @@ func TestRestoreToAPoint(t *testing.T) {
 	if _, err := bc.Get(ctx, "k00", clientv3.WithRev(fromNow.Revision)); !errors.Is(err, rpctypes.ErrCompacted) {
 		t.Fatalf("a read at revision %d, before the bump: %v, want %v", fromNow.Revision, err, rpctypes.ErrCompacted)
 	}
+	// A backup of the bumped cluster holds what the cluster serves: the bump's mark is no key.
+	again := filepath.Join(dir, "again.db")
+	if _, err := backup.Save(ctx, bc, again); err != nil {
+		t.Fatal(err)
+	}
+	inspected, err := backup.Inspect(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := backup.KeyspaceAt(ctx, bc, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inspected != served {
+		t.Fatalf("a backup of the bumped cluster: %+v; the cluster serves %+v", inspected, served)
+	}
 }

@@ -247,7 +247,9 @@ func Check(h *history.History, timeout time.Duration, dir string) history.Verdic
 	if len(epochs) == 1 {
 		return checkEpoch(h, timeout, dir)
 	}
+	// Every epoch is judged: a failure in one outweighs an inconclusive search in another.
 	var details []string
+	var worst *history.Verdict
 	for i, e := range epochs {
 		v := checkEpoch(e, timeout, dir)
 		what := fmt.Sprintf("epoch %d of %d", i+1, len(epochs))
@@ -255,11 +257,16 @@ func Check(h *history.History, timeout time.Duration, dir string) history.Verdic
 			r := h.Recoveries()[i-1]
 			what += fmt.Sprintf(" (after the recovery %s from revision %d)", r.Name, r.Revision)
 		}
-		if v.Status != history.VerdictPass {
-			v.Reason = what + ": " + v.Reason
-			return v
-		}
 		details = append(details, what+": "+v.Reason)
+		if v.Status == history.VerdictFail && (worst == nil || worst.Status != history.VerdictFail) ||
+			v.Status == history.VerdictInconclusive && worst == nil {
+			v.Reason = what + ": " + v.Reason
+			worst = &v
+		}
+	}
+	if worst != nil {
+		worst.Details = append(worst.Details, details...)
+		return *worst
 	}
 	return history.Verdict{Checker: Name, Status: history.VerdictPass, Code: CodeLinearizable,
 		Reason: fmt.Sprintf("each of the %d epochs a recovery separates is linearizable", len(epochs)), Details: details}

@@ -229,7 +229,7 @@ func TestRevisionOrder(t *testing.T) {
 // A restore of a lost cluster to revision 2 at time 10: the write acknowledged at revision 3
 // is declared lost, and the restored cluster writes revision 3 again. Judged as one cluster
 // that is a read going back in time; judged epoch by epoch it is linearizable, unless the
-// restored cluster shows the lost write, or loses a write at or below its revision.
+// restored cluster loses a write at or below its revision, or shows what no write left.
 func TestCheckAcrossARestore(t *testing.T) {
 	rev := func(r int64, f func(*history.Op)) func(*history.Op) {
 		return func(o *history.Op) {
@@ -262,8 +262,21 @@ func TestCheckAcrossARestore(t *testing.T) {
 			op(1, history.Get, "k", 16, 17, history.OK, rev(3, read("c"))),
 			op(1, history.Get, "j", 18, 19, history.OK, rev(4, read("x"))),
 		}, []history.Event{restore}, history.Expectation{Status: history.VerdictPass, Code: CodeLinearizable}},
-		{"the restored cluster shows the write declared lost", []history.Op{
+		{"the restored cluster shows a write above its revision (it may have reached it)", []history.Op{
 			op(1, history.Get, "k", 12, 13, history.OK, rev(3, read("b"))),
+		}, []history.Event{restore}, history.Expectation{Status: history.VerdictPass, Code: CodeLinearizable}},
+		{"operations across the restore, answered by the restored cluster", []history.Op{
+			op(3, history.Put, "k", 9, 12, history.OK, rev(3, put("d"))),
+			op(4, history.Get, "k", 9, 13, history.OK, rev(3, read("d"))),
+			op(1, history.Get, "k", 14, 15, history.OK, rev(3, read("d"))),
+		}, []history.Event{restore}, history.Expectation{Status: history.VerdictPass, Code: CodeLinearizable}},
+		{"a read across the restore that fits neither cluster", []history.Op{
+			op(4, history.Get, "k", 9, 13, history.OK, rev(3, read("zzz"))),
+		}, []history.Event{restore}, history.ExpectFail(CodeNotLinearizable)},
+		{"the restored cluster goes back after showing a later value", []history.Op{
+			op(0, history.Put, "k", 12, 13, history.OK, rev(3, put("c"))),
+			op(1, history.Get, "k", 14, 15, history.OK, rev(3, read("c"))),
+			op(1, history.Get, "k", 16, 17, history.OK, rev(2, read("a"))),
 		}, []history.Event{restore}, history.ExpectFail(CodeNotLinearizable)},
 		{"the restored cluster lost a write at or below its revision", []history.Op{
 			op(1, history.Get, "k", 12, 13, history.OK, absent()),

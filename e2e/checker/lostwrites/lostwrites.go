@@ -65,9 +65,12 @@ func declaredRevision(h *history.History) (int64, string) {
 // findings are what Check found, problem by problem.
 type findings struct {
 	// declared is the recovery's revision and recovery its name (declaredRevision).
-	declared                                                            int64
-	recovery                                                            string
-	acked                                                               int
+	declared int64
+	recovery string
+	acked    int
+	// compacted counts acknowledged writes overwritten before a declared recovery's
+	// compaction (supersededBeforeCompaction): kept as far as anyone can tell.
+	compacted                                                           int
 	lost, declaredLost, wrongRev, phantom, failedApplied, finalMismatch []string
 }
 
@@ -87,6 +90,14 @@ func (f *findings) checkWrites(h *history.History) map[string]history.Op {
 		}
 	}
 	declared := f.declared
+	// Where a key's read-back history starts (its oldest applied write): below it, after a
+	// compaction, the cluster can no longer say what it applied.
+	oldest := map[string]int64{}
+	for key, ws := range h.Final.Applied {
+		if len(ws) > 0 {
+			oldest[key] = ws[0].ModRevision
+		}
+	}
 	issued := map[string]history.Op{}
 	for _, o := range h.Ops {
 		if !o.IsWrite() {
@@ -106,6 +117,8 @@ func (f *findings) checkWrites(h *history.History) map[string]history.Op {
 		switch {
 		case (!ok || w.key != o.Key) && declared != 0 && o.Revision > declared:
 			f.declaredLost = append(f.declaredLost, fmt.Sprintf("%s %s=%s acknowledged at revision %d, after the recovery's revision %d", o.Type, o.Key, o.Value, o.Revision, declared))
+		case (!ok || w.key != o.Key) && supersededBeforeCompaction(h.Final, o, oldest, declared):
+			f.compacted++
 		case !ok || w.key != o.Key:
 			f.lost = append(f.lost, fmt.Sprintf("%s %s=%s acknowledged at revision %d by client %d is not in the key's history", o.Type, o.Key, o.Value, o.Revision, o.Client))
 		case o.Revision != 0 && w.rev != o.Revision:
@@ -113,6 +126,17 @@ func (f *findings) checkWrites(h *history.History) map[string]history.Op {
 		}
 	}
 	return issued
+}
+
+// supersededBeforeCompaction reports whether acknowledged write o, missing from the read-back
+// history, was overwritten before a compaction that a declared recovery explains: the
+// cluster restarted from the recovery's revision compacted below it, its key's history starts
+// with the key's value at or below that revision, and o came before that value. The value
+// itself is judged as any applied write (issued, at its revision); a write missing between it
+// and the recovery's revision is still lost.
+func supersededBeforeCompaction(f *history.Final, o history.Op, oldest map[string]int64, declared int64) bool {
+	first, ok := oldest[o.Key]
+	return f.Compacted && declared != 0 && ok && first <= declared && o.Revision != 0 && o.Revision < first
 }
 
 // checkApplied looks, key by key, for applied writes no client issued and for final reads
@@ -158,10 +182,16 @@ func (f *findings) verdict(v history.Verdict) history.Verdict {
 	if problems == 0 {
 		v.Status, v.Code = history.VerdictPass, CodeAllKept
 		v.Reason = fmt.Sprintf("all %d acknowledged writes are in the cluster's history", acked)
+		if f.compacted > 0 {
+			v.Reason += fmt.Sprintf(" (%d of them overwritten below the compaction of the cluster restored from revision %d, where its history starts)", f.compacted, f.declared)
+		}
 		if len(f.declaredLost) > 0 {
 			v.Code = CodeDeclaredLoss
 			v.Reason = fmt.Sprintf("%d of %d acknowledged writes are in the cluster's history; the %d missing were all acknowledged after revision %d, from which the recovery %s restarted the cluster, declaring them possibly lost",
 				acked-len(f.declaredLost), acked, len(f.declaredLost), f.declared, f.recovery)
+			if f.compacted > 0 {
+				v.Reason += fmt.Sprintf("; %d were overwritten below the restored cluster's compaction, where its history starts", f.compacted)
+			}
 			v.Details = append(v.Details, f.declaredLost...)
 		}
 		return v

@@ -23,6 +23,11 @@ func withRecovery(h *history.History, rev int64) *history.History {
 	return h
 }
 
+func compacted(h *history.History) *history.History {
+	h.Final.Compacted = true
+	return h
+}
+
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -65,6 +70,24 @@ func TestCheck(t *testing.T) {
 			[]history.Op{put("a", history.OK, 2), put("b", history.OK, 5)},
 			[]history.AppliedWrite{{Key: "k", Value: "b", ModRevision: 5}},
 			map[string]string{"k": "b"}), 4), history.ExpectFail(CodeLostWrite)},
+		// A cluster restored from revision 4 and compacted there: k's history starts with its
+		// value at 4, b (revision 3); a (revision 2) was overwritten before it.
+		{"overwritten below a declared recovery's compaction", withRecovery(compacted(hist(
+			[]history.Op{put("a", history.OK, 2), put("b", history.OK, 3), put("c", history.OK, 6)},
+			[]history.AppliedWrite{{Key: "k", Value: "b", ModRevision: 3}, {Key: "k", Value: "c", ModRevision: 6}},
+			map[string]string{"k": "c"})), 4), history.Expectation{Status: history.VerdictPass, Code: CodeAllKept}},
+		{"compacted history without a declared recovery", compacted(hist(
+			[]history.Op{put("a", history.OK, 2), put("b", history.OK, 3)},
+			[]history.AppliedWrite{{Key: "k", Value: "b", ModRevision: 3}},
+			map[string]string{"k": "b"})), history.ExpectFail(CodeLostWrite)},
+		{"a write between the key's value at the compaction and the recovery's revision", withRecovery(compacted(hist(
+			[]history.Op{put("a", history.OK, 2), put("b", history.OK, 3)},
+			[]history.AppliedWrite{{Key: "k", Value: "a", ModRevision: 2}},
+			map[string]string{"k": "a"})), 4), history.ExpectFail(CodeLostWrite)},
+		{"history compacted above the recovery's revision", withRecovery(compacted(hist(
+			[]history.Op{put("a", history.OK, 2), put("b", history.OK, 6)},
+			[]history.AppliedWrite{{Key: "k", Value: "b", ModRevision: 6}},
+			map[string]string{"k": "b"})), 4), history.ExpectFail(CodeLostWrite)},
 		{"no final state", &history.History{Ops: []history.Op{put("a", history.OK, 2)}}, history.Expectation{Status: history.VerdictInconclusive, Code: CodeFinalUnread}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,23 +38,22 @@ func view(ms []uint64) string {
 
 // Check judges the samples of h.
 //
-// A history with recoveries (history.Epochs) is judged epoch by epoch: a restore of a lost
-// cluster starts a cluster with another ID and its own terms, from the time it was created.
-// The old cluster's members answering after that time are in the new epoch, so two cluster
-// IDs there are still a split brain.
+// A lost cluster restored to a point, declared as a recovery (history.Recoveries), answers
+// under a new cluster ID with its own raft terms. Cluster IDs that follow one another, each
+// answering only after the last sample of the one before, with a declared recovery for each
+// change, are judged one by one; IDs whose samples overlap in time are a split brain. A
+// forced recovery keeps its cluster ID, and its samples are judged as one.
 func Check(h *history.History, b Bounds) history.Verdict {
-	epochs := history.Epochs(h)
-	if len(epochs) == 1 {
-		return checkEpoch(h, b)
+	samples := append([]history.Sample(nil), h.Samples...)
+	sort.Slice(samples, func(i, j int) bool { return samples[i].Time < samples[j].Time })
+	groups := successive(samples)
+	if len(groups) < 2 || len(h.Recoveries()) < len(groups)-1 {
+		return checkSamples(samples, h.Start, b)
 	}
 	var details []string
-	for i, e := range epochs {
-		v := checkEpoch(e, b)
-		what := fmt.Sprintf("epoch %d of %d", i+1, len(epochs))
-		if i > 0 {
-			r := h.Recoveries()[i-1]
-			what += fmt.Sprintf(" (after the recovery %s)", r.Name)
-		}
+	for _, g := range groups {
+		v := checkSamples(g.samples, h.Start, b)
+		what := "cluster " + id(g.id)
 		if v.Status != history.VerdictPass {
 			v.Reason = what + ": " + v.Reason
 			return v
@@ -62,15 +61,41 @@ func Check(h *history.History, b Bounds) history.Verdict {
 		details = append(details, what+": "+v.Reason)
 	}
 	return history.Verdict{Checker: Name, Status: history.VerdictPass, Code: CodeOneLeaderPerTerm,
-		Reason:  fmt.Sprintf("in each of the %d epochs a recovery separates: one cluster ID, one leader per term, membership agreed within %s", len(epochs), b.MembershipDisagreement),
+		Reason:  fmt.Sprintf("%d cluster IDs one after another, each after a declared recovery, none answering once the next did: each has one leader per term, membership agreed within %s", len(groups), b.MembershipDisagreement),
 		Details: details}
 }
 
-// checkEpoch judges the samples of a history without recoveries, or of one epoch of one.
-func checkEpoch(h *history.History, b Bounds) history.Verdict {
+// group is the samples of one cluster ID.
+type group struct {
+	id      uint64
+	samples []history.Sample
+}
+
+// successive splits the samples (in time order) by cluster ID when each ID's samples all come
+// after the last of the ID before; otherwise (one ID, or IDs that answer at the same time) it
+// returns nil. Samples that reached no member are left out.
+func successive(samples []history.Sample) []group {
+	var groups []group
+	for _, s := range samples {
+		if s.Error != "" || s.ClusterID == 0 {
+			continue
+		}
+		if n := len(groups); n == 0 || groups[n-1].id != s.ClusterID {
+			for _, g := range groups {
+				if g.id == s.ClusterID {
+					return nil // an earlier ID answers again
+				}
+			}
+			groups = append(groups, group{id: s.ClusterID})
+		}
+		groups[len(groups)-1].samples = append(groups[len(groups)-1].samples, s)
+	}
+	return groups
+}
+
+// checkSamples judges samples (in time order) as the samples of one cluster.
+func checkSamples(samples []history.Sample, start int64, b Bounds) history.Verdict {
 	v := history.Verdict{Checker: Name}
-	samples := append([]history.Sample(nil), h.Samples...)
-	sort.Slice(samples, func(i, j int) bool { return samples[i].Time < samples[j].Time })
 	good := 0
 	clusterIDs := map[uint64]string{}
 	leaders := map[uint64]map[uint64]string{} // term -> leader -> first endpoint reporting it
@@ -132,7 +157,7 @@ func checkEpoch(h *history.History, b Bounds) history.Verdict {
 	}
 	if worst, from := disagreement(samples, b); worst > b.MembershipDisagreement {
 		problems = append(problems, fmt.Sprintf("current members disagreed about membership for %s from %.1fs (bound %s)",
-			worst.Round(time.Millisecond), time.Duration(from-h.Start).Seconds(), b.MembershipDisagreement))
+			worst.Round(time.Millisecond), time.Duration(from-start).Seconds(), b.MembershipDisagreement))
 		codes = append(codes, CodeMembershipDisagreement)
 	}
 	v.Details = append(v.Details, fmt.Sprintf("%d samples (%d answered), %d raft terms with a leader", len(samples), good, len(terms)))

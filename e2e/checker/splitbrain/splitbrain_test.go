@@ -156,6 +156,13 @@ func TestCheckAcrossARestore(t *testing.T) {
 				restored(r, s)
 			}
 		}), restore, history.ExpectFail(CodeClusterIDs)},
+		// A forced recovery keeps the cluster ID: two leaders in term 2, one before and one
+		// after it, are still two leaders in one term.
+		{"a forced recovery with a second leader in the same term", poll(40, func(r int, s *history.Sample) {
+			if r >= 20 {
+				s.Leader = 2
+			}
+		}), restore, history.ExpectFail(CodeTwoLeaders)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Check(&history.History{Samples: tc.samples, Events: tc.events}, Bounds{MembershipDisagreement: 5 * time.Second, Staleness: time.Second})

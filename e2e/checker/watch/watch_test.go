@@ -67,6 +67,19 @@ func TestCheck(t *testing.T) {
 			append(all()[:3], history.WatchEvent{Revision: 5, Key: prefix + "1", Value: "lost"}), func(h *history.History) {
 				h.Events = []history.Event{{Kind: history.EventRecovery, Revision: 4}}
 			}, history.Expectation{Status: history.VerdictPass, Code: CodeInOrder}},
+		// Restored from revision 5 and compacted there: k1's read-back history starts at d (5).
+		{"below a declared recovery's compaction, events are not compared", []history.WatchMark{start(2)}, all(), func(h *history.History) {
+			h.Events = []history.Event{{Kind: history.EventRecovery, Revision: 5}}
+			h.Final.Compacted, h.Final.Applied[prefix+"1"] = true, h.Final.Applied[prefix+"1"][3:]
+		}, history.Expectation{Status: history.VerdictPass, Code: CodeInOrder}},
+		{"a compacted history without a declared recovery", []history.WatchMark{start(2)}, all(), func(h *history.History) {
+			h.Final.Compacted, h.Final.Applied[prefix+"1"] = true, h.Final.Applied[prefix+"1"][3:]
+		}, history.ExpectFail(CodePhantomEvent)},
+		{"at or above the compaction, a wrong value still counts", []history.WatchMark{start(2)},
+			[]history.WatchEvent{ev(2, "a"), ev(3, "b"), ev(4, "c"), ev(5, "x"), ev(6, "e")}, func(h *history.History) {
+				h.Events = []history.Event{{Kind: history.EventRecovery, Revision: 6}}
+				h.Final.Compacted, h.Final.Applied[prefix+"1"] = true, h.Final.Applied[prefix+"1"][3:]
+			}, history.ExpectFail(CodePhantomEvent)},
 		{"no final state", []history.WatchMark{start(2)}, all(), func(h *history.History) { h.Final = nil },
 			history.Expectation{Status: history.VerdictInconclusive, Code: CodeFinalUnread}},
 		{"no watcher", nil, nil, nil, history.Expectation{Status: history.VerdictInconclusive, Code: CodeNoWatch}},
