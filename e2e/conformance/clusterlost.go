@@ -22,6 +22,11 @@ import (
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
+// bump is the restored cluster's bumpRevision, etcd's suggestion: its revisions start above
+// every revision of the lost cluster, and its watchers resuming from one of those are told it
+// is compacted and start again, instead of missing the restored cluster's changes.
+const bump = 1_000_000_000
+
 // lostBudget is the archive's recovery point the issue asks for: a restore to the newest
 // archived point loses at most the writes acknowledged in the last second before the loss.
 const lostBudget = time.Second
@@ -31,10 +36,12 @@ const lostBudget = time.Second
 // instant (no flush, no graceful stop: a site's power), then the EtcdCluster, its pods and
 // every volume deleted. The cluster is then restored under its old name, so its clients keep
 // their endpoint and certificates: b1 replayed to N, the newest revision in the bucket's
-// archive. The restore is declared on the timeline as a recovery from N, so the lost-writes
-// checker counts exactly the acknowledged writes lost (those above N), and linearizability
-// and split brain judge the cluster before and the restored cluster after apart. The
-// writes lost must all have been acknowledged within the last second before the loss.
+// archive, with its revisions bumped (bumpRevision). The restore is declared on the timeline
+// as a recovery from N, so the lost-writes checker counts exactly the acknowledged writes
+// lost (those above N), linearizability and split brain judge the cluster before and the
+// restored cluster after apart, and the watch checker judges what the watchers receive from
+// the restored cluster. The writes lost must all have been acknowledged within the last
+// second before the loss.
 func ClusterLost() framework.Scenario {
 	const schedule = "lost"
 	var b1 *v1alpha1.EtcdBackup
@@ -77,9 +84,9 @@ func ClusterLost() framework.Scenario {
 			}},
 			{Name: "restore b1 to N under the old name, declared as a recovery from N", Do: func(ctx context.Context, r *framework.Run) error {
 				restored := spec
-				restored.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{BackupName: b1.Name, PointInTime: &v1alpha1.PointInTime{Revision: archived}}}
-				r.Declare(history.Event{Time: time.Now().UnixNano(), Kind: history.EventRecovery, Name: "restored-in-place",
-					Text: fmt.Sprintf("EtcdCluster %s created again from %s replayed to revision %d, the newest archived", r.Cluster, b1.Name, archived), Revision: archived})
+				restored.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.RestoreSource{BackupName: b1.Name, PointInTime: &v1alpha1.PointInTime{Revision: archived}, BumpRevision: bump}}
+				r.Declare(history.Event{Time: time.Now().UnixNano(), Kind: history.EventRecovery, Name: history.RecoveryRestored,
+					Text: fmt.Sprintf("EtcdCluster %s created again from %s replayed to revision %d, the newest archived, its revisions bumped by %d", r.Cluster, b1.Name, archived, bump), Revision: archived})
 				if err := r.CreateCluster(ctx, restored); err != nil {
 					return err
 				}

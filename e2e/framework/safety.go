@@ -434,7 +434,7 @@ func (r *Run) WaitRecovered(ctx context.Context, token string, n int32) (*v1alph
 	if err != nil {
 		return rec, err
 	}
-	r.Declare(history.Event{Time: rec.StartTime.UnixNano(), Kind: history.EventRecovery, Name: "forced-recovery",
+	r.Declare(history.Event{Time: rec.StartTime.UnixNano(), Kind: history.EventRecovery, Name: history.RecoveryForced,
 		Text: fmt.Sprintf("restarted from %s at revision %d", rec.Member, rec.Revision), Revision: rec.Revision})
 	return rec, r.WaitSettled(ctx, n, 10*time.Minute)
 }

@@ -21,6 +21,55 @@ func (h *History) Recoveries() []Event {
 	return rs
 }
 
+// DeclaredLost reports whether write o may have been lost by a recovery: it was called
+// before a recovery whose revision it was acknowledged above.
+func (h *History) DeclaredLost(o Op) bool {
+	for _, e := range h.Recoveries() {
+		if o.Call < e.Time && o.Revision > e.Revision {
+			return true
+		}
+	}
+	return false
+}
+
+// Explained reports whether the read-back history of key, which stops at a compaction
+// (Final.Compacted) and starts with a write at revision first, is explained by a declared
+// restore: a restored cluster is compacted just below the revision it was restored to, so
+// the key's value there (first at or below that revision) is the oldest it can read. The
+// restore that explains it is returned.
+func (h *History) Explained(key string, first int64) (Event, bool) {
+	if h.Final == nil || !h.Final.Compacted[key] {
+		return Event{}, false
+	}
+	for _, e := range h.Recoveries() {
+		if e.Restore() && first <= e.Revision {
+			return e, true
+		}
+	}
+	return Event{}, false
+}
+
+// Unexplained are the keys whose read-back history stops at a compaction no declared restore
+// explains (their history cannot be judged).
+func (h *History) Unexplained() []string {
+	var keys []string
+	if h.Final == nil {
+		return nil
+	}
+	for key := range h.Final.Compacted {
+		ws := h.Final.Applied[key]
+		if len(ws) == 0 {
+			keys = append(keys, key)
+			continue
+		}
+		if _, ok := h.Explained(key, ws[0].ModRevision); !ok {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 // Epochs splits the operations at each recovery into histories that are each judged on
 // their own: the cluster before the recovery, and the cluster restarted from the recovery's
 // revision after it.
@@ -49,10 +98,10 @@ func Epochs(h *History) []*History {
 			case o.Call >= e.Time:
 				after.Ops = append(after.Ops, o)
 				continue
-			case o.Return >= e.Time && o.Status == OK && !o.IsWrite():
+			case o.Return >= e.Time && o.Status == OK && !changes(o):
 				after.Ops = append(after.Ops, o)
 				continue
-			case o.Return >= e.Time && o.IsWrite() && o.Status != Fail:
+			case o.Return >= e.Time && changes(o) && o.Status != Fail:
 				before.Ops = append(before.Ops, unknown(o))
 			default:
 				before.Ops = append(before.Ops, o)
@@ -80,6 +129,12 @@ func carry(o Op, e Event) (Op, bool) {
 		return o, true
 	}
 	return unknown(o), true
+}
+
+// changes reports whether o may have changed the keyspace: a write, but not a
+// compare-and-set that answered it did not swap (that one is a read).
+func changes(o Op) bool {
+	return o.IsWrite() && (o.Type != CAS || o.Status != OK || o.Succeeded)
 }
 
 // unknown is write o with its outcome unknown: it may have taken effect, or not.

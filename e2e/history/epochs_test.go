@@ -16,6 +16,9 @@ func TestEpochs(t *testing.T) {
 		return Op{Type: Get, Key: "k", Call: call, Return: ret, Status: OK, Found: true, Output: "v", Revision: 5}
 	}
 	unknown := func(o Op) Op { o.Status, o.Revision = Unknown, 0; return o }
+	notSwapped := func(call, ret int64) Op {
+		return Op{Type: CAS, Key: "k", Expect: "x", Value: "y", Call: call, Return: ret, Status: OK, Found: true, Output: "v", Revision: 5}
+	}
 	for _, tc := range []struct {
 		name          string
 		op            Op
@@ -30,6 +33,8 @@ func TestEpochs(t *testing.T) {
 		{"a write across the recovery at the revision", put(90, 110, OK, 5), []Op{unknown(put(90, 110, OK, 5))}, []Op{put(90, 110, OK, 5)}},
 		{"a write across the recovery above it", put(90, 110, OK, 9), []Op{unknown(put(90, 110, OK, 9))}, []Op{unknown(put(90, 110, OK, 9))}},
 		{"a read after", get(100, 120), nil, []Op{get(100, 120)}},
+		{"a compare-and-set that did not swap, across the recovery: a read", notSwapped(90, 110), nil, []Op{notSwapped(90, 110)}},
+		{"a compare-and-set that did not swap, before", notSwapped(10, 20), []Op{notSwapped(10, 20)}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &History{Ops: []Op{tc.op}, Events: []Event{rec}, Samples: []Sample{{Time: 50}, {Time: 150}}}

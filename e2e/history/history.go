@@ -95,11 +95,11 @@ type Final struct {
 	Values map[string]string `json:"values"`
 	// Complete is false if the replay could not cover all history (compaction).
 	Complete bool `json:"complete"`
-	// Compacted: the history of some keys stops at a compaction (a cluster restored to a
-	// point is compacted below it), so Applied starts, for those keys, with their value at the
-	// oldest revision still readable. The checkers accept that only below a declared
-	// recovery's revision; Complete stays true.
-	Compacted bool   `json:"compacted,omitempty"`
+	// Compacted are the keys whose history stops at a compaction (a cluster restored to a
+	// point is compacted below it): Applied starts, for them, with their value at the oldest
+	// revision still readable. The checkers accept that only where a declared restore
+	// explains it (Explained), and are inconclusive otherwise, as with an incomplete read.
+	Compacted map[string]bool `json:"compacted,omitempty"`
 	Error     string `json:"error,omitempty"`
 }
 
@@ -131,6 +131,16 @@ type Event struct {
 // EventRecovery is the kind of the event that records a forced recovery from quorum loss, or
 // the restore of a lost cluster to a point (its Time: when the restored cluster was created).
 const EventRecovery = "recovery"
+
+// Names of recovery events: a forced recovery keeps the cluster ID and its terms; a restore
+// starts a cluster of another ID from the revision, compacted below it.
+const (
+	RecoveryForced   = "forced-recovery"
+	RecoveryRestored = "restored-in-place"
+)
+
+// Restore reports whether recovery event e is a lost cluster's restore (RecoveryRestored).
+func (e Event) Restore() bool { return e.Kind == EventRecovery && e.Name == RecoveryRestored }
 
 // WatchEvent is one event a watcher received, in the order it received them.
 type WatchEvent struct {

@@ -612,7 +612,10 @@ func (r *Runner) Final(ctx context.Context) *history.Final {
 			if errors.Is(err, rpctypes.ErrCompacted) {
 				// Older history is gone: the chain starts at the key's value at the
 				// compaction (the checkers decide what that may excuse).
-				f.Compacted = true
+				if f.Compacted == nil {
+					f.Compacted = map[string]bool{}
+				}
+				f.Compacted[key] = true
 				break
 			}
 			if err != nil {

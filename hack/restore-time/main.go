@@ -165,6 +165,11 @@ func run(o options) error {
 	}
 	defer c.Close()
 
+	return measure(ctx, o, c, curl, dir)
+}
+
+// measure fills the source, saves and archives it, and times a member's restore to a point.
+func measure(ctx context.Context, o options, c *clientv3.Client, curl, dir string) error {
 	tFill, err := timed(func() error { return fill(ctx, c, o.sizeMiB, o.valueSize) })
 	if err != nil {
 		return fmt.Errorf("filling: %w", err)

@@ -251,6 +251,8 @@ func Check(h *history.History, timeout time.Duration, dir string) history.Verdic
 	var details []string
 	var worst *history.Verdict
 	for i, e := range epochs {
+		// Each epoch's visualization in a file of its own.
+		e.Scenario = fmt.Sprintf("%s-epoch-%d", h.Scenario, i+1)
 		v := checkEpoch(e, timeout, dir)
 		what := fmt.Sprintf("epoch %d of %d", i+1, len(epochs))
 		if i > 0 {

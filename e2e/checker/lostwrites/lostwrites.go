@@ -42,6 +42,10 @@ func Check(h *history.History) history.Verdict {
 		v.Reason = "inconclusive: the applied history could not be read completely: " + h.Final.Error
 		return v
 	}
+	if keys := h.Unexplained(); len(keys) > 0 {
+		v.Reason = fmt.Sprintf("inconclusive: the history of %d keys (%s) stops at a compaction that no declared restore explains", len(keys), keys[0])
+		return v
+	}
 	var f findings
 	f.declared, f.recovery = declaredRevision(h)
 	issued := f.checkWrites(h)
@@ -89,24 +93,16 @@ func (f *findings) checkWrites(h *history.History) map[string]history.Op {
 			}
 		}
 	}
-	declared := f.declared
-	// Where a key's read-back history starts (its oldest applied write): below it, after a
-	// compaction, the cluster can no longer say what it applied.
-	oldest := map[string]int64{}
-	for key, ws := range h.Final.Applied {
-		if len(ws) > 0 {
-			oldest[key] = ws[0].ModRevision
-		}
-	}
 	issued := map[string]history.Op{}
 	for _, o := range h.Ops {
 		if !o.IsWrite() {
 			continue
 		}
 		issued[o.Value] = o
-		if o.Status == history.Fail {
+		// A failed write, or a compare-and-set that answered it did not swap, changed nothing.
+		if o.Status == history.Fail || o.Type == history.CAS && o.Status == history.OK && !o.Succeeded {
 			if w, ok := applied[o.Value]; ok {
-				f.failedApplied = append(f.failedApplied, fmt.Sprintf("%s %s=%s was reported as failed but applied at revision %d", o.Type, o.Key, o.Value, w.rev))
+				f.failedApplied = append(f.failedApplied, fmt.Sprintf("%s %s=%s was reported as %s but applied at revision %d", o.Type, o.Key, o.Value, notApplied(o), w.rev))
 			}
 		}
 		if !o.Acknowledged() {
@@ -115,9 +111,9 @@ func (f *findings) checkWrites(h *history.History) map[string]history.Op {
 		f.acked++
 		w, ok := applied[o.Value]
 		switch {
-		case (!ok || w.key != o.Key) && declared != 0 && o.Revision > declared:
-			f.declaredLost = append(f.declaredLost, fmt.Sprintf("%s %s=%s acknowledged at revision %d, after the recovery's revision %d", o.Type, o.Key, o.Value, o.Revision, declared))
-		case (!ok || w.key != o.Key) && supersededBeforeCompaction(h.Final, o, oldest, declared):
+		case (!ok || w.key != o.Key) && h.DeclaredLost(o):
+			f.declaredLost = append(f.declaredLost, fmt.Sprintf("%s %s=%s acknowledged at revision %d, above the revision of a recovery after its call", o.Type, o.Key, o.Value, o.Revision))
+		case (!ok || w.key != o.Key) && supersededBeforeCompaction(h, o):
 			f.compacted++
 		case !ok || w.key != o.Key:
 			f.lost = append(f.lost, fmt.Sprintf("%s %s=%s acknowledged at revision %d by client %d is not in the key's history", o.Type, o.Key, o.Value, o.Revision, o.Client))
@@ -129,14 +125,26 @@ func (f *findings) checkWrites(h *history.History) map[string]history.Op {
 }
 
 // supersededBeforeCompaction reports whether acknowledged write o, missing from the read-back
-// history, was overwritten before a compaction that a declared recovery explains: the
-// cluster restarted from the recovery's revision compacted below it, its key's history starts
-// with the key's value at or below that revision, and o came before that value. The value
-// itself is judged as any applied write (issued, at its revision); a write missing between it
-// and the recovery's revision is still lost.
-func supersededBeforeCompaction(f *history.Final, o history.Op, oldest map[string]int64, declared int64) bool {
-	first, ok := oldest[o.Key]
-	return f.Compacted && declared != 0 && ok && first <= declared && o.Revision != 0 && o.Revision < first
+// history, was overwritten before a compaction that a declared restore explains
+// (History.Explained): its key's history starts with the key's value at or below the
+// restore's revision, and o was called before the restore and came before that value. The
+// value itself is judged as any applied write (issued, at its revision); a write missing
+// between it and the restore's revision is still lost.
+func supersededBeforeCompaction(h *history.History, o history.Op) bool {
+	ws := h.Final.Applied[o.Key]
+	if len(ws) == 0 || o.Revision == 0 || o.Revision >= ws[0].ModRevision {
+		return false
+	}
+	e, ok := h.Explained(o.Key, ws[0].ModRevision)
+	return ok && o.Call < e.Time
+}
+
+// notApplied is how o said it changed nothing.
+func notApplied(o history.Op) string {
+	if o.Status == history.Fail {
+		return "failed"
+	}
+	return "not swapped"
 }
 
 // checkApplied looks, key by key, for applied writes no client issued and for final reads

@@ -46,8 +46,8 @@ func view(ms []uint64) string {
 func Check(h *history.History, b Bounds) history.Verdict {
 	samples := append([]history.Sample(nil), h.Samples...)
 	sort.Slice(samples, func(i, j int) bool { return samples[i].Time < samples[j].Time })
-	groups := successive(samples)
-	if len(groups) < 2 || len(h.Recoveries()) < len(groups)-1 {
+	groups := successive(samples, h.Recoveries())
+	if len(groups) < 2 {
 		return checkSamples(samples, h.Start, b)
 	}
 	var details []string
@@ -61,7 +61,7 @@ func Check(h *history.History, b Bounds) history.Verdict {
 		details = append(details, what+": "+v.Reason)
 	}
 	return history.Verdict{Checker: Name, Status: history.VerdictPass, Code: CodeOneLeaderPerTerm,
-		Reason:  fmt.Sprintf("%d cluster IDs one after another, each after a declared recovery, none answering once the next did: each has one leader per term, membership agreed within %s", len(groups), b.MembershipDisagreement),
+		Reason: fmt.Sprintf("%d cluster IDs one after another, each after a declared restore, none answering once the next did: each has one leader per term, membership agreed within %s", len(groups), b.MembershipDisagreement),
 		Details: details}
 }
 
@@ -71,13 +71,15 @@ type group struct {
 	samples []history.Sample
 }
 
-// successive splits the samples (in time order) by cluster ID when each ID's samples all come
-// after the last of the ID before; otherwise (one ID, or IDs that answer at the same time) it
-// returns nil. Samples that reached no member are left out.
-func successive(samples []history.Sample) []group {
+// successive splits the samples (in time order) by cluster ID when every ID answers only after
+// the last answer of the ID before, with a declared restore between the two (after the old
+// ID's last sample, at or before the new one's first); otherwise (one ID, IDs answering at
+// the same time, or a change no restore explains) it returns nil. A sample counts for its
+// cluster ID even when part of the poll failed; samples that reached no member do not count.
+func successive(samples []history.Sample, recoveries []history.Event) []group {
 	var groups []group
 	for _, s := range samples {
-		if s.Error != "" || s.ClusterID == 0 {
+		if s.ClusterID == 0 {
 			continue
 		}
 		if n := len(groups); n == 0 || groups[n-1].id != s.ClusterID {
@@ -86,11 +88,24 @@ func successive(samples []history.Sample) []group {
 					return nil // an earlier ID answers again
 				}
 			}
+			if n > 0 && !restoredBetween(recoveries, groups[n-1].samples[len(groups[n-1].samples)-1].Time, s.Time) {
+				return nil
+			}
 			groups = append(groups, group{id: s.ClusterID})
 		}
 		groups[len(groups)-1].samples = append(groups[len(groups)-1].samples, s)
 	}
 	return groups
+}
+
+// restoredBetween reports whether a restore was declared after from and at or before to.
+func restoredBetween(recoveries []history.Event, from, to int64) bool {
+	for _, e := range recoveries {
+		if e.Restore() && e.Time > from && e.Time <= to {
+			return true
+		}
+	}
+	return false
 }
 
 // checkSamples judges samples (in time order) as the samples of one cluster.

@@ -142,7 +142,8 @@ func TestCheckAcrossARestore(t *testing.T) {
 			s.ClusterID, s.Leader, s.MemberID = 0xc2, 5, s.MemberID+4
 		}
 	}
-	restore := []history.Event{{Time: 20 * 250 * ms, Kind: history.EventRecovery, Name: "restored", Revision: 7}}
+	restore := []history.Event{{Time: 20 * 250 * ms, Kind: history.EventRecovery, Name: history.RecoveryRestored, Revision: 7}}
+	forced := []history.Event{{Time: 20 * 250 * ms, Kind: history.EventRecovery, Name: history.RecoveryForced, Revision: 7}}
 	for _, tc := range []struct {
 		name    string
 		samples []history.Sample
@@ -162,7 +163,16 @@ func TestCheckAcrossARestore(t *testing.T) {
 			if r >= 20 {
 				s.Leader = 2
 			}
-		}), restore, history.ExpectFail(CodeTwoLeaders)},
+		}), forced, history.ExpectFail(CodeTwoLeaders)},
+		{"a new cluster ID after a forced recovery", poll(40, restored), forced, history.ExpectFail(CodeClusterIDs)},
+		{"the old cluster answers after the restore, part of its poll failing", poll(40, func(r int, s *history.Sample) {
+			restored(r, s)
+			if s.Endpoint == "10.0.0.3" && r >= 20 && r < 30 {
+				s.ClusterID, s.MemberID, s.Leader, s.Error = 0xc1, 3, 3, "member list: timed out"
+			}
+		}), restore, history.ExpectFail(CodeClusterIDs)},
+		{"a restore declared before the old cluster's last answer", poll(40, restored),
+			[]history.Event{{Time: 10 * 250 * ms, Kind: history.EventRecovery, Name: history.RecoveryRestored, Revision: 7}}, history.ExpectFail(CodeClusterIDs)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Check(&history.History{Samples: tc.samples, Events: tc.events}, Bounds{MembershipDisagreement: 5 * time.Second, Staleness: time.Second})

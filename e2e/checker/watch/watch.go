@@ -43,10 +43,21 @@ type at struct {
 }
 
 // Check judges the watchers of h.
+//
+// Recoveries on the timeline (history.Recoveries) limit what is judged. A forced recovery
+// writes the revisions after its own again under the same cluster ID, and a watcher resuming
+// past them misses the new ones: the watch is judged up to its revision. After a lost
+// cluster's restore, the events received before it above its revision are declared lost and
+// left out; everything received after it is judged against the restored cluster, below
+// which (compacted) a key's events are not compared.
 func Check(h *history.History) history.Verdict {
 	v := history.Verdict{Checker: Name, Status: history.VerdictInconclusive}
 	if h.Final == nil || h.Final.Error != "" || !h.Final.Complete {
 		v.Code, v.Reason = CodeFinalUnread, "inconclusive: the cluster's applied history could not be read"
+		return v
+	}
+	if keys := h.Unexplained(); len(keys) > 0 {
+		v.Code, v.Reason = CodeFinalUnread, fmt.Sprintf("inconclusive: the history of %d keys (%s) stops at a compaction that no declared restore explains", len(keys), keys[0])
 		return v
 	}
 	watchers := map[int]bool{}
@@ -57,81 +68,107 @@ func Check(h *history.History) history.Verdict {
 		v.Code, v.Reason = CodeNoWatch, "inconclusive: no watcher ran"
 		return v
 	}
-	applied := map[at]change{}
-	for key, ws := range h.Final.Applied {
-		if !strings.HasPrefix(key, h.WatchPrefix) {
-			continue
-		}
-		for _, w := range ws {
-			applied[at{w.ModRevision, key}] = change{key, w.Value, w.Delete}
-		}
-	}
-	// A forced recovery declared what after its revision may be lost: watchers may have seen
-	// writes that are gone, and revisions after it were written again. The watch is judged up
-	// to that revision.
-	var declared int64
-	for _, e := range h.Events {
-		if e.Kind == history.EventRecovery && (declared == 0 || e.Revision < declared) {
-			declared = e.Revision
-		}
-	}
-	var lastAcked int64
-	for _, o := range h.Ops {
-		if o.Acknowledged() && strings.HasPrefix(o.Key, h.WatchPrefix) && o.Revision > lastAcked {
-			lastAcked = o.Revision
-		}
-	}
+	j := newJudge(h)
 	ids := make([]int, 0, len(watchers))
 	for id := range watchers {
 		ids = append(ids, id)
 	}
 	sort.Ints(ids)
-	problems := map[history.Code][]string{}
 	delivered := 0
-	if declared != 0 {
-		lastAcked = min(lastAcked, declared)
-	}
-	// Below a declared recovery's compaction the read-back history of a key starts with its
-	// value there: events before it cannot be compared with what the cluster applied.
-	unread := map[string]int64{}
-	if h.Final.Compacted && declared != 0 {
-		for key, ws := range h.Final.Applied {
-			if len(ws) > 0 && ws[0].ModRevision <= declared {
-				unread[key] = ws[0].ModRevision
-			}
-		}
-	}
 	for _, id := range ids {
-		n := checkWatcher(h, id, applied, unread, lastAcked, declared, problems)
-		delivered += n
+		delivered += j.watcher(id)
 	}
 	for _, code := range []history.Code{CodeOutOfOrder, CodeDuplicate, CodeMissedEvent, CodePhantomEvent} {
-		if len(problems[code]) == 0 {
+		if len(j.problems[code]) == 0 {
 			continue
 		}
 		if v.Code == "" || v.Status != history.VerdictFail {
 			v.Status, v.Code = history.VerdictFail, code
 		}
-		for _, d := range problems[code] {
+		for _, d := range j.problems[code] {
 			if len(v.Details) < maxDetails {
 				v.Details = append(v.Details, d)
 			}
 		}
 	}
 	if v.Status == history.VerdictFail {
+		p := j.problems
 		v.Reason = fmt.Sprintf("%d events out of order, %d duplicated, %d missed, %d never applied",
-			len(problems[CodeOutOfOrder]), len(problems[CodeDuplicate]), len(problems[CodeMissedEvent]), len(problems[CodePhantomEvent]))
+			len(p[CodeOutOfOrder]), len(p[CodeDuplicate]), len(p[CodeMissedEvent]), len(p[CodePhantomEvent]))
 		return v
 	}
 	v.Status, v.Code = history.VerdictPass, CodeInOrder
-	v.Reason = fmt.Sprintf("%d watchers received %d events in revision order, none missed or duplicated, up to the last acknowledged write (revision %d)", len(ids), delivered, lastAcked)
+	v.Reason = fmt.Sprintf("%d watchers received %d events in revision order, none missed or duplicated, up to the last acknowledged write (revision %d)", len(ids), delivered, j.lastAcked)
 	return v
 }
 
-// checkWatcher judges one watcher and returns how many events it received.
-func checkWatcher(h *history.History, id int, applied map[at]change, unread map[string]int64, lastAcked, declared int64, problems map[history.Code][]string) int {
+// judge holds what every watcher is judged against.
+type judge struct {
+	h       *history.History
+	applied map[at]change
+	// unread: below this revision a key's history was compacted by a declared restore.
+	unread map[string]int64
+	// forced is the lowest forced recovery's revision (0: none): nothing after is judged.
+	forced    int64
+	lastAcked int64
+	problems  map[history.Code][]string
+}
+
+func newJudge(h *history.History) *judge {
+	j := &judge{h: h, applied: map[at]change{}, unread: map[string]int64{}, problems: map[history.Code][]string{}}
+	for key, ws := range h.Final.Applied {
+		if !strings.HasPrefix(key, h.WatchPrefix) {
+			continue
+		}
+		for _, w := range ws {
+			j.applied[at{w.ModRevision, key}] = change{key, w.Value, w.Delete}
+		}
+		if _, ok := h.Explained(key, firstRevision(ws)); ok {
+			j.unread[key] = ws[0].ModRevision
+		}
+	}
+	for _, e := range h.Recoveries() {
+		if !e.Restore() && (j.forced == 0 || e.Revision < j.forced) {
+			j.forced = e.Revision
+		}
+	}
+	for _, o := range h.Ops {
+		if o.Acknowledged() && strings.HasPrefix(o.Key, h.WatchPrefix) && o.Revision > j.lastAcked && !h.DeclaredLost(o) {
+			j.lastAcked = o.Revision
+		}
+	}
+	if j.forced != 0 {
+		j.lastAcked = min(j.lastAcked, j.forced)
+	}
+	return j
+}
+
+func firstRevision(ws []history.AppliedWrite) int64 {
+	if len(ws) == 0 {
+		return 0
+	}
+	return ws[0].ModRevision
+}
+
+// judged reports whether event e is judged: not after a forced recovery's revision, and not
+// one of the events a restore declared lost (received before it, above its revision).
+func (j *judge) judged(e history.WatchEvent) bool {
+	if j.forced != 0 && e.Revision > j.forced {
+		return false
+	}
+	for _, r := range j.h.Recoveries() {
+		if r.Restore() && e.Time < r.Time && e.Revision > r.Revision {
+			return false
+		}
+	}
+	return true
+}
+
+// watcher judges one watcher and returns how many events it received.
+func (j *judge) watcher(id int) int {
+	h, applied, unread, lastAcked := j.h, j.applied, j.unread, j.lastAcked
 	add := func(code history.Code, format string, args ...any) {
-		problems[code] = append(problems[code], fmt.Sprintf("watcher %d: ", id)+fmt.Sprintf(format, args...))
+		j.problems[code] = append(j.problems[code], fmt.Sprintf("watcher %d: ", id)+fmt.Sprintf(format, args...))
 	}
 	var marks []history.WatchMark
 	for _, m := range h.WatchMarks {
@@ -141,7 +178,7 @@ func checkWatcher(h *history.History, id int, applied map[at]change, unread map[
 	}
 	var events []history.WatchEvent
 	for _, e := range h.WatchEvents {
-		if e.Watcher == id && (declared == 0 || e.Revision <= declared) {
+		if e.Watcher == id && j.judged(e) {
 			events = append(events, e)
 		}
 	}

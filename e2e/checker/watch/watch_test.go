@@ -27,6 +27,11 @@ func ev(rev int64, value string) history.WatchEvent {
 	return history.WatchEvent{Watcher: 0, Revision: rev, Key: prefix + "1", Value: value}
 }
 
+// restored declares a lost cluster restored from rev at time 100 (after every event of all()).
+func restored(rev int64) history.Event {
+	return history.Event{Time: 100, Kind: history.EventRecovery, Name: history.RecoveryRestored, Revision: rev}
+}
+
 func all() []history.WatchEvent {
 	return []history.WatchEvent{ev(2, "a"), ev(3, "b"), ev(4, "c"), ev(5, "d"), ev(6, "e")}
 }
@@ -67,18 +72,23 @@ func TestCheck(t *testing.T) {
 			append(all()[:3], history.WatchEvent{Revision: 5, Key: prefix + "1", Value: "lost"}), func(h *history.History) {
 				h.Events = []history.Event{{Kind: history.EventRecovery, Revision: 4}}
 			}, history.Expectation{Status: history.VerdictPass, Code: CodeInOrder}},
-		// Restored from revision 5 and compacted there: k1's read-back history starts at d (5).
-		{"below a declared recovery's compaction, events are not compared", []history.WatchMark{start(2)}, all(), func(h *history.History) {
-			h.Events = []history.Event{{Kind: history.EventRecovery, Revision: 5}}
-			h.Final.Compacted, h.Final.Applied[prefix+"1"] = true, h.Final.Applied[prefix+"1"][3:]
+		// Restored from revision 5 and compacted there: k1's read-back history starts at d (5);
+		// e (6), received before the restore, was declared lost.
+		{"below a declared restore's compaction, events are not compared", []history.WatchMark{start(2)}, all(), func(h *history.History) {
+			h.Events = []history.Event{restored(5)}
+			h.Final.Compacted, h.Final.Applied[prefix+"1"] = map[string]bool{prefix + "1": true}, h.Final.Applied[prefix+"1"][3:4]
 		}, history.Expectation{Status: history.VerdictPass, Code: CodeInOrder}},
-		{"a compacted history without a declared recovery", []history.WatchMark{start(2)}, all(), func(h *history.History) {
-			h.Final.Compacted, h.Final.Applied[prefix+"1"] = true, h.Final.Applied[prefix+"1"][3:]
-		}, history.ExpectFail(CodePhantomEvent)},
+		{"a compacted history without a declared restore", []history.WatchMark{start(2)}, all(), func(h *history.History) {
+			h.Final.Compacted, h.Final.Applied[prefix+"1"] = map[string]bool{prefix + "1": true}, h.Final.Applied[prefix+"1"][3:]
+		}, history.Expectation{Status: history.VerdictInconclusive, Code: CodeFinalUnread}},
 		{"at or above the compaction, a wrong value still counts", []history.WatchMark{start(2)},
 			[]history.WatchEvent{ev(2, "a"), ev(3, "b"), ev(4, "c"), ev(5, "x"), ev(6, "e")}, func(h *history.History) {
-				h.Events = []history.Event{{Kind: history.EventRecovery, Revision: 6}}
-				h.Final.Compacted, h.Final.Applied[prefix+"1"] = true, h.Final.Applied[prefix+"1"][3:]
+				h.Events = []history.Event{restored(6)}
+				h.Final.Compacted, h.Final.Applied[prefix+"1"] = map[string]bool{prefix + "1": true}, h.Final.Applied[prefix+"1"][3:]
+			}, history.ExpectFail(CodePhantomEvent)},
+		{"after a restore, what the restored cluster delivers is judged", []history.WatchMark{start(2)},
+			append(all(), history.WatchEvent{Time: 150, Revision: 7, Key: prefix + "1", Value: "ghost"}), func(h *history.History) {
+				h.Events = []history.Event{restored(6)}
 			}, history.ExpectFail(CodePhantomEvent)},
 		{"no final state", []history.WatchMark{start(2)}, all(), func(h *history.History) { h.Final = nil },
 			history.Expectation{Status: history.VerdictInconclusive, Code: CodeFinalUnread}},
