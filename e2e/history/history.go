@@ -100,7 +100,7 @@ type Final struct {
 	// revision still readable. The checkers accept that only where a declared restore
 	// explains it (Explained), and are inconclusive otherwise, as with an incomplete read.
 	Compacted map[string]bool `json:"compacted,omitempty"`
-	Error     string `json:"error,omitempty"`
+	Error     string          `json:"error,omitempty"`
 }
 
 // Sample is what one member said about itself to the split-brain poller.

@@ -61,7 +61,7 @@ func Check(h *history.History, b Bounds) history.Verdict {
 		details = append(details, what+": "+v.Reason)
 	}
 	return history.Verdict{Checker: Name, Status: history.VerdictPass, Code: CodeOneLeaderPerTerm,
-		Reason: fmt.Sprintf("%d cluster IDs one after another, each after a declared restore, none answering once the next did: each has one leader per term, membership agreed within %s", len(groups), b.MembershipDisagreement),
+		Reason:  fmt.Sprintf("%d cluster IDs one after another, each after a declared restore, none answering once the next did: each has one leader per term, membership agreed within %s", len(groups), b.MembershipDisagreement),
 		Details: details}
 }
 
