@@ -1,7 +1,10 @@
 package apitest
 
 import (
+	"bytes"
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,11 +45,21 @@ func TestDefragAgainstAPIServer(t *testing.T) {
 	cl, ns := apiServer(t)
 	ctx := context.Background()
 	key := createThree(t, cl, ns)
-	env, out, errOut := realEnv(t, ns)
+	out, errOut := &bytes.Buffer{}, &lockedBuffer{}
+	env, err := plugin.EnvFor(apiCfg, ns, out, errOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Poll = 10 * time.Millisecond
 	env.Now = func() time.Time { return now }
 	token := plugin.Token("defrag", now)
 
-	op := playOperator(t, cl, key, func(c *v1alpha1.EtcdCluster) bool { return c.Spec.Maintenance.DefragNow == token }, func(c *v1alpha1.EtcdCluster) {
+	// The operator starts the round once the plugin has said it waits for it: the progress
+	// printed is the same however the two goroutines are scheduled.
+	waiting := func(c *v1alpha1.EtcdCluster) bool {
+		return c.Spec.Maintenance.DefragNow == token && strings.Contains(errOut.String(), "waiting for the operator to start the round")
+	}
+	op := playOperator(t, cl, key, waiting, func(c *v1alpha1.EtcdCluster) {
 		at := metav1.NewTime(now)
 		c.Status.Maintenance = &v1alpha1.MaintenanceStatus{Defrag: &v1alpha1.DefragRoundStatus{Token: token,
 			Defragmented: []string{"a-1", "a-2", "a-0"}, StartTime: &at, CompletionTime: &at}}
@@ -127,4 +140,22 @@ func TestMoveLeaderAgainstAPIServer(t *testing.T) {
 	if want := (v1alpha1.MoveLeaderSpec{Token: "m2"}); *c.Spec.Maintenance.MoveLeader != want {
 		t.Errorf("spec.maintenance.moveLeader = %+v, want %+v (the second request names no member)", *c.Spec.Maintenance.MoveLeader, want)
 	}
+}
+
+// lockedBuffer is a buffer the plugin writes to while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
