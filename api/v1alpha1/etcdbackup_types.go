@@ -197,15 +197,35 @@ type EtcdBackupList struct {
 	Items           []EtcdBackup `json:"items"`
 }
 
-// BackupRetention says which of a schedule's backups are kept.
+// BackupRetention says which of a schedule's backups are kept. MaxCount, Hourly, Daily and
+// Weekly keep backups together (grandfather-father-son): when any of them is set, a backup
+// none of them keeps is deleted. The newest backup is always kept. With an archive, segments
+// are deleted once no kept snapshot of the cluster needs them.
 type BackupRetention struct {
-	// MaxCount keeps at most this many of the newest backups (0: no limit).
+	// MaxCount keeps the newest this many backups (0: no limit, unless hourly, daily or
+	// weekly is set).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	// +optional
 	MaxCount int32 `json:"maxCount,omitempty"`
-	// MaxAge deletes backups older than this, such as 168h (empty: no limit). The newest
-	// backup is always kept.
+	// Hourly keeps the newest backup of each of the last this many hours that have one.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Hourly int32 `json:"hourly,omitempty"`
+	// Daily keeps the newest backup of each of the last this many days (UTC) that have one.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Daily int32 `json:"daily,omitempty"`
+	// Weekly keeps the newest backup of each of the last this many ISO weeks (Monday to
+	// Sunday, UTC) that have one.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Weekly int32 `json:"weekly,omitempty"`
+	// MaxAge deletes backups older than this, such as 168h (empty: no limit), whatever the
+	// other fields keep. The newest backup is always kept.
 	// +optional
 	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
 }

@@ -356,9 +356,12 @@ const (
 	EventBackupFailed    = "BackupFailed"
 	// EventBackupsExpired: a schedule's retention deleted backups.
 	EventBackupsExpired = "BackupsExpired"
-	EventDrillStarted   = "DrillStarted"
-	EventDrillPassed    = "DrillPassed"
-	EventDrillFailed    = "DrillFailed"
+	// EventArchivePruned: a schedule's retention deleted archive segments no kept snapshot
+	// needs.
+	EventArchivePruned = "ArchivePruned"
+	EventDrillStarted  = "DrillStarted"
+	EventDrillPassed   = "DrillPassed"
+	EventDrillFailed   = "DrillFailed"
 	// EventArchiverStarted (EtcdBackupSchedule): the schedule's archiver was created.
 	EventArchiverStarted = "ArchiverStarted"
 	// EventRestoring (EtcdCluster): the bootstrap members restore a backup.

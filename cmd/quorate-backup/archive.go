@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,7 +97,10 @@ type archiveRun struct {
 	// closeEvery is how often the archive's closed mark is written (archive.Archiver's
 	// CloseEvery).
 	closeEvery time.Duration
-	tracker    *archive.Tracker
+	// relistEvery is how often the archive is listed again (retention may have deleted its
+	// oldest segments).
+	relistEvery time.Duration
+	tracker     *archive.Tracker
 }
 
 // run serves the report on ln and archives until ctx ends.
@@ -112,6 +116,7 @@ func (a *archiveRun) run(ctx context.Context, ln net.Listener) error {
 	go func() { _ = srv.Serve(ln) }()
 	defer func() { _ = srv.Close() }()
 	go a.probe(ctx)
+	go a.relist(ctx)
 	return a.archive(ctx)
 }
 
@@ -200,6 +205,28 @@ func (a *archiveRun) probe(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+	}
+}
+
+// relist reads the archive's segments again now and then, so that the report stops listing
+// the revisions whose segments the backups' retention deleted.
+func (a *archiveRun) relist(ctx context.Context) {
+	tick := time.NewTicker(cmp.Or(a.relistEvery, 5*time.Minute))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		spans, err := archive.Segments(ctx, a.store, a.prefix, a.clusterID)
+		if err != nil {
+			log.Printf("listing the archive again: %v", err)
+			continue
+		}
+		if len(spans) > 0 {
+			a.tracker.TrimBefore(spans[0].First)
 		}
 	}
 }

@@ -23,8 +23,24 @@ func startArchiver(t *testing.T, c *clientv3.Client, store archive.Store, id uin
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	a := &archiveRun{client: c, store: store, prefix: "ns/c/archive/s", clusterID: id, maxLag: 100 * time.Millisecond, probeEvery: 50 * time.Millisecond}
+	return startArchiverRunOn(t, a, ln)
+}
+
+// startArchiverRun runs a until the test ends, and returns the URL of its report.
+func startArchiverRun(t *testing.T, a *archiveRun) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, _ := startArchiverRunOn(t, a, ln)
+	return url
+}
+
+func startArchiverRunOn(t *testing.T, a *archiveRun, ln net.Listener) (string, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.run(ctx, ln) }()
 	stop := func() {

@@ -135,10 +135,7 @@ func saveCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, error
 	bucket := fs.String("bucket", "", "bucket URL (gocloud.dev/blob)")
 	key := fs.String("key", "", "object key of the snapshot")
 	work := fs.String("work-dir", "/work", "directory for the snapshot while it is checked (room for the whole database)")
-	retainPrefix := fs.String("retain-prefix", "", "apply the retention to the snapshots under this prefix after storing")
-	retainCount := fs.Int("retain-count", 0, "keep at most this many snapshots under --retain-prefix")
-	retainAge := fs.Duration("retain-max-age", 0, "delete snapshots under --retain-prefix older than this")
-	schedule := fs.String("schedule", "", "the EtcdBackupSchedule the backup belongs to: recorded in the object's metadata, and the only schedule whose objects the retention deletes")
+	rf := addRetention(fs)
 	return func() (backup.Result, error) {
 		member, c, st, err := pickMember(ctx, t, *endpoints, *clusterID)
 		if err != nil {
@@ -157,19 +154,13 @@ func saveCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, error
 		if err != nil {
 			return backup.Result{}, fmt.Errorf("checking the snapshot of %s: %w", member, err)
 		}
-		info := backup.Info{Keyspace: ks, SHA256: saved.SHA256, Size: saved.Size, Version: st.Version, ClusterID: names.FormatID(st.Header.ClusterId), Schedule: cmp.Or(*schedule, backup.NoSchedule)}
+		info := backup.Info{Keyspace: ks, SHA256: saved.SHA256, Size: saved.Size, Version: st.Version, ClusterID: names.FormatID(st.Header.ClusterId), Schedule: cmp.Or(*rf.schedule, backup.NoSchedule)}
 		loc := backup.Location{Bucket: *bucket, Key: *key}
 		if err := blobstore.Store(ctx, loc, path, info); err != nil {
 			return backup.Result{}, err
 		}
 		res := backup.Result{Kind: backup.ResultStored, Member: member, Location: loc.String(), Key: *key, Info: &info}
-		if *retainPrefix != "" {
-			res.Expired, err = blobstore.Retain(ctx, *bucket, *retainPrefix, *schedule, backup.Retention{Count: *retainCount, MaxAge: *retainAge}, time.Now())
-			if err != nil {
-				// The backup itself is stored and verified; retention is tried again next time.
-				log.Printf("retention: %v", err)
-			}
-		}
+		res.Expired, res.PrunedSegments = rf.apply(ctx, *bucket, st.Header.ClusterId)
 		return res, nil
 	}
 }

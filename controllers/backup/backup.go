@@ -139,6 +139,9 @@ func (r *BackupReconciler) step(ctx context.Context, b *v1alpha1.EtcdBackup) (ct
 		if len(result.Expired) > 0 {
 			r.Recorder.Eventf(b, corev1.EventTypeNormal, v1alpha1.EventBackupsExpired, "retention deleted %d stored snapshots: %v", len(result.Expired), result.Expired)
 		}
+		if result.PrunedSegments > 0 {
+			r.Recorder.Eventf(b, corev1.EventTypeNormal, v1alpha1.EventArchivePruned, "retention deleted %d archive segments that no stored snapshot of the cluster needs any more (the Job's log names their revisions)", result.PrunedSegments)
+		}
 	default:
 		why, reason := "the Job failed without a result: see its pod's log", v1alpha1.ReasonBackupFailed
 		if rerr == nil && result.Error != "" {
@@ -286,11 +289,7 @@ func (r *BackupReconciler) scheduleRetention(ctx context.Context, b *v1alpha1.Et
 	if err := r.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: name}, s); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	ret := &resources.Retain{Prefix: resources.ScheduleKeyPrefix(s), Count: s.Spec.Retention.MaxCount}
-	if s.Spec.Retention.MaxAge != nil {
-		ret.MaxAge = s.Spec.Retention.MaxAge.Duration
-	}
-	return ret, nil
+	return resources.RetainOf(s), nil
 }
 
 func (r *BackupReconciler) setPhase(b *v1alpha1.EtcdBackup, phase, reason, msg string) {

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -243,15 +242,18 @@ func (r *ScheduleReconciler) expire(ctx context.Context, s *v1alpha1.EtcdBackupS
 	for _, b := range backups {
 		switch b.Status.Phase {
 		case v1alpha1.BackupCompleted:
-			completed[b.Name] = b.CreationTimestamp.Time
+			// The time the schedule named it by, as the Job's retention of the stored
+			// snapshots takes it: both keep the same backups.
+			at, ok := backup.ScheduledTime(b.Name)
+			if !ok {
+				at = b.CreationTimestamp.Time
+			}
+			completed[b.Name] = at
 		case v1alpha1.BackupFailed:
 			failed = append(failed, b.Name)
 		}
 	}
-	ret := backup.Retention{Count: int(s.Spec.Retention.MaxCount)}
-	if s.Spec.Retention.MaxAge != nil {
-		ret.MaxAge = s.Spec.Retention.MaxAge.Duration
-	}
+	ret := resources.RetainOf(s).Retention
 	expired := ret.Expired(completed, now)
 	if len(failed) > 3 {
 		expired = append(expired, failed[:len(failed)-3]...)
@@ -266,8 +268,8 @@ func (r *ScheduleReconciler) expire(ctx context.Context, s *v1alpha1.EtcdBackupS
 		}
 	}
 	if len(expired) > 0 {
-		r.Recorder.Eventf(s, corev1.EventTypeNormal, v1alpha1.EventBackupsExpired, "retention (maxCount %d, maxAge %v) deleted EtcdBackups %v; their Jobs delete the stored snapshots",
-			s.Spec.Retention.MaxCount, ptr.Deref(s.Spec.Retention.MaxAge, metav1.Duration{}).Duration, expired)
+		r.Recorder.Eventf(s, corev1.EventTypeNormal, v1alpha1.EventBackupsExpired, "retention (%v) deleted EtcdBackups %v; their Jobs delete the stored snapshots",
+			ret, expired)
 	}
 	return nil
 }

@@ -364,7 +364,7 @@ func TestScheduleRetentionAndDrill(t *testing.T) {
 		}
 		return nil
 	})
-	assertEvent(t, ns, v1alpha1.EventBackupsExpired, "retention (maxCount 2, maxAge 0s) deleted EtcdBackups")
+	assertEvent(t, ns, v1alpha1.EventBackupsExpired, "retention (maxCount 2) deleted EtcdBackups")
 
 	// The drill restores the backup the schedule last saw completed: the newest, once the
 	// schedule has seen it (else a drill of an older one passes and the newest's follows).

@@ -365,3 +365,14 @@ func (d DirStore) List(_ context.Context, prefix string) ([]string, error) {
 	})
 	return out, err
 }
+
+// Delete removes name; one that is gone is no error.
+func (d DirStore) Delete(_ context.Context, name string) error {
+	if !filepath.IsLocal(filepath.FromSlash(name)) {
+		return fmt.Errorf("%q is not a name under the directory", name)
+	}
+	if err := os.Remove(filepath.Join(string(d), filepath.FromSlash(name))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}

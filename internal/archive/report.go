@@ -140,6 +140,21 @@ func (t *Tracker) Archived(p Progress) {
 	}
 }
 
+// TrimBefore drops from the ranges the revisions before first: the oldest segment the archive
+// still holds starts there, retention having deleted those before it.
+func (t *Tracker) TrimBefore(first int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out [][2]int64
+	for _, r := range t.report.Ranges {
+		if r[1] < first {
+			continue
+		}
+		out = append(out, [2]int64{max(r[0], first), r[1]})
+	}
+	t.report.Ranges = out
+}
+
 // Seen records that the cluster was at revision rev (a probe's answer).
 func (t *Tracker) Seen(rev int64) {
 	t.mu.Lock()

@@ -34,3 +34,16 @@ func TestTrackerLagAndRanges(t *testing.T) {
 		t.Fatalf("report %+v, want %+v", r, want)
 	}
 }
+
+// TrimBefore drops the revisions whose segments retention deleted, and nothing after them.
+func TestTrackerTrimBefore(t *testing.T) {
+	tr := NewTracker("a", [][2]int64{{1, 10}, {20, 30}, {40, 50}}, nil)
+	tr.TrimBefore(25)
+	if got := tr.Report().Ranges; fmt.Sprint(got) != fmt.Sprint([][2]int64{{25, 30}, {40, 50}}) {
+		t.Fatalf("ranges %v, want [25-30 40-50]", got)
+	}
+	tr.TrimBefore(35)
+	if got := tr.Report(); fmt.Sprint(got.Ranges) != fmt.Sprint([][2]int64{{40, 50}}) || got.LastRevision != 50 {
+		t.Fatalf("ranges %v (last %d), want [40-50] and 50", got.Ranges, got.LastRevision)
+	}
+}

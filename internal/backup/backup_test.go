@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -160,6 +162,71 @@ func TestResultRoundTrip(t *testing.T) {
 	for _, m := range []string{"", "etcd exited", `quorate-backup-result: {"kind":"Nope"}`, "quorate-backup-result: {"} {
 		if _, err := ParseResult(m); !errors.Is(err, ErrNoResult) {
 			t.Errorf("ParseResult(%q) = %v, want ErrNoResult", m, err)
+		}
+	}
+}
+
+// Grandfather-father-son: hourly, daily and weekly keep the newest backup of each of their
+// last periods (UTC, ISO weeks), together with maxCount; maxAge deletes past all of them.
+func TestRetentionGenerations(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC) // a Tuesday
+	objs := map[string]time.Time{}
+	for h := range 40*24 + 1 { // every hour for 40 days
+		at := now.Add(-time.Duration(h) * time.Hour)
+		objs["s-"+at.Format(ScheduleTimeFormat)+".db"] = at
+	}
+	name := func(day, hour int) string {
+		return "s-" + time.Date(2026, 11, day, hour, 0, 0, 0, time.UTC).Format(ScheduleTimeFormat) + ".db"
+	}
+	var lastDay []string // the last 24 hours: 23 Nov 13:00 to 24 Nov 12:00
+	for h := range 24 {
+		lastDay = append(lastDay, "s-"+now.Add(-time.Duration(h)*time.Hour).Format(ScheduleTimeFormat)+".db")
+	}
+	// Days: 24 Nov 12:00 and 23 Nov 23:00 are in the last day already; then 22 to 18 Nov.
+	days := []string{name(22, 23), name(21, 23), name(20, 23), name(19, 23), name(18, 23)}
+	// Weeks (Monday to Sunday): 24 Nov 12:00, 22 Nov 23:00 (kept already), 15 and 8 Nov.
+	weeks := []string{name(15, 23), name(8, 23)}
+	for _, tc := range []struct {
+		name string
+		r    Retention
+		kept []string
+	}{
+		{"hourly 24", Retention{Hourly: 24}, lastDay},
+		{"hourly 24, daily 7, weekly 4", Retention{Hourly: 24, Daily: 7, Weekly: 4}, slices.Concat(lastDay, days, weeks)},
+		{"maxCount 2, weekly 2", Retention{Count: 2, Weekly: 2}, []string{lastDay[0], lastDay[1], name(22, 23)}},
+		{"daily 7, weekly 4, maxAge 5 days", Retention{Daily: 7, Weekly: 4, MaxAge: 5 * 24 * time.Hour}, []string{lastDay[0], name(23, 23), name(22, 23), name(21, 23), name(20, 23), name(19, 23)}},
+		{"maxAge alone: no count limit", Retention{MaxAge: 2 * time.Hour}, lastDay[:3]},
+	} {
+		expired := tc.r.Expired(objs, now)
+		var kept []string
+		for n := range objs {
+			if !slices.Contains(expired, n) {
+				kept = append(kept, n)
+			}
+		}
+		slices.Sort(kept)
+		want := slices.Clone(tc.kept)
+		slices.Sort(want)
+		if !reflect.DeepEqual(kept, want) {
+			t.Errorf("%s (%v): kept %v, want %v", tc.name, tc.r, kept, want)
+		}
+		if !sort.SliceIsSorted(expired, func(i, j int) bool { return objs[expired[i]].Before(objs[expired[j]]) }) {
+			t.Errorf("%s: expired not oldest first", tc.name)
+		}
+	}
+}
+
+// ScheduledTime reads the time a schedule's backup is named by, from its name or its key.
+func TestScheduledTime(t *testing.T) {
+	want := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)
+	for _, n := range []string{"nightly-20261124-020000", "ns/c/nightly-20261124-020000.db", "a-b-20261124-020000"} {
+		if got, ok := ScheduledTime(n); !ok || !got.Equal(want) {
+			t.Errorf("ScheduledTime(%q) = %v, %v; want %v", n, got, ok, want)
+		}
+	}
+	for _, n := range []string{"manual", "20261124-020000", "x20261124-020000", "nightly-20261124-0200", "nightly-20261324-020000.db"} {
+		if got, ok := ScheduledTime(n); ok {
+			t.Errorf("ScheduledTime(%q) = %v, want none", n, got)
 		}
 	}
 }

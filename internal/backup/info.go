@@ -3,10 +3,8 @@ package backup
 import (
 	"net/url"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Metadata keys of a stored snapshot (lower case: S3 lower-cases user metadata).
@@ -85,44 +83,4 @@ func (l Location) String() string {
 	}
 	// The query holds connection settings (endpoint, region), never credentials.
 	return u.Scheme + "://" + u.Host + u.Path + "/" + l.Key
-}
-
-// Retention keeps at most the newest Count objects, and none older than MaxAge; a zero value
-// does not limit. The newest object is always kept.
-type Retention struct {
-	Count  int
-	MaxAge time.Duration
-}
-
-// Expired returns which of the objects (name -> time) the retention deletes, oldest first: an
-// object goes when it is not among the newest Count, or older than MaxAge; the newest stays.
-func (r Retention) Expired(objects map[string]time.Time, now time.Time) []string {
-	if r.Count <= 0 && r.MaxAge <= 0 {
-		return nil
-	}
-	names := make([]string, 0, len(objects))
-	for n := range objects {
-		names = append(names, n)
-	}
-	// Newest first; ties by name, so the order is stable.
-	sort.Slice(names, func(i, j int) bool {
-		ti, tj := objects[names[i]], objects[names[j]]
-		if !ti.Equal(tj) {
-			return ti.After(tj)
-		}
-		return names[i] > names[j]
-	})
-	var out []string
-	for i, n := range names {
-		if i == 0 {
-			continue
-		}
-		byCount := r.Count > 0 && i >= r.Count
-		byAge := r.MaxAge > 0 && now.Sub(objects[n]) > r.MaxAge
-		if byCount || byAge {
-			out = append(out, n)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return objects[out[i]].Before(objects[out[j]]) })
-	return out
 }

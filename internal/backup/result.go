@@ -37,6 +37,9 @@ type Result struct {
 	Info     *Info  `json:"info,omitempty"`
 	// Expired are the keys of the schedule's objects that retention deleted.
 	Expired []string `json:"expired,omitempty"`
+	// PrunedSegments is how many archive segments retention deleted, none of the snapshots
+	// left needing them.
+	PrunedSegments int `json:"prunedSegments,omitempty"`
 	// Objects are the keys a listing found.
 	Objects []string `json:"objects,omitempty"`
 	// Verified: whether the restored keyspace matched, and what was compared.

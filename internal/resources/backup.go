@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/names"
 )
 
@@ -211,11 +211,25 @@ const JobTTLSeconds = 24 * 60 * 60
 // BackupJobName is the name of an EtcdBackup's Job.
 func BackupJobName(backup string) string { return backup + "-backup" }
 
-// Retain is the retention a schedule's backup Job applies to the schedule's objects.
+// Retain is the retention a schedule's backup Job applies to the schedule's objects (under
+// Prefix), and, for a schedule with an archive, to the archive's segments (under Archive).
 type Retain struct {
-	Prefix string
-	Count  int32
-	MaxAge time.Duration
+	Prefix    string
+	Retention backup.Retention
+	Archive   string
+}
+
+// RetainOf is schedule s's retention.
+func RetainOf(s *v1alpha1.EtcdBackupSchedule) *Retain {
+	r := s.Spec.Retention
+	ret := &Retain{Prefix: ScheduleKeyPrefix(s), Retention: backup.Retention{Count: int(r.MaxCount), Hourly: int(r.Hourly), Daily: int(r.Daily), Weekly: int(r.Weekly)}}
+	if r.MaxAge != nil {
+		ret.Retention.MaxAge = r.MaxAge.Duration
+	}
+	if s.Spec.Archive != nil && s.Spec.Archive.Enabled {
+		ret.Archive = ArchivePrefix(s)
+	}
+	return ret
 }
 
 // JobTarget is the cluster a Job works on: its members' client URLs, its cluster ID, and the
@@ -296,8 +310,21 @@ func BackupJob(b *v1alpha1.EtcdBackup, t JobTarget, retain *Retain, im Images) *
 	args := []string{"save", "--endpoints=" + t.endpoints(), "--cluster-id=" + t.ClusterID,
 		"--bucket=" + b.Spec.Storage.BucketURL, "--key=" + BackupKey(b), "--work-dir=/work"}
 	if retain != nil {
-		args = append(args, "--retain-prefix="+retain.Prefix, fmt.Sprintf("--retain-count=%d", retain.Count), "--retain-max-age="+retain.MaxAge.String(),
+		r := retain.Retention
+		args = append(args, "--retain-prefix="+retain.Prefix, fmt.Sprintf("--retain-count=%d", r.Count), "--retain-max-age="+r.MaxAge.String(),
 			"--schedule="+b.Labels[names.LabelSchedule])
+		// Only when set: the Jobs of schedules without them keep their arguments.
+		for _, f := range []struct {
+			name string
+			n    int
+		}{{"hourly", r.Hourly}, {"daily", r.Daily}, {"weekly", r.Weekly}} {
+			if f.n > 0 {
+				args = append(args, fmt.Sprintf("--retain-%s=%d", f.name, f.n))
+			}
+		}
+		if retain.Archive != "" {
+			args = append(args, "--retain-archive="+retain.Archive)
+		}
 	}
 	// Room for the snapshot and the copy its check opens: twice the quota, and a margin.
 	quota := t.Cluster.Spec.Etcd.QuotaBackendBytes

@@ -3,13 +3,16 @@ package resources
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/names"
 )
 
@@ -22,7 +25,7 @@ func TestJobsExpire(t *testing.T) {
 		Labels: map[string]string{names.LabelSchedule: "nightly"}},
 		Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: v1alpha1.BackupStorage{BucketURL: "s3://b"}}}
 	for name, j := range map[string]*batchv1.Job{
-		"backup": BackupJob(b, target, &Retain{Prefix: "ns/demo/nightly-", Count: 2}, images),
+		"backup": BackupJob(b, target, &Retain{Prefix: "ns/demo/nightly-", Retention: backup.Retention{Count: 2}}, images),
 		"verify": VerifyJob("v", metav1.OwnerReference{}, target, 10, 3, "h", images),
 	} {
 		if got := j.Spec.TTLSecondsAfterFinished; got == nil || *got != 86400 {
@@ -47,5 +50,34 @@ func TestProxyEnvFrom(t *testing.T) {
 	}
 	if !reflect.DeepEqual(withCredentials, []string{"http_proxy"}) {
 		t.Fatalf("proxies left out for their credentials: %v, want [http_proxy]", withCredentials)
+	}
+}
+
+// A schedule's retention reaches its backup Job whole: the generations only when set, and the
+// archive's prefix when the schedule archives.
+func TestBackupJobRetention(t *testing.T) {
+	c := cluster()
+	target := JobTarget{Cluster: c, Members: []string{"demo-0"}, ClusterID: "abc"}
+	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns"},
+		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: "demo", Storage: v1alpha1.BackupStorage{BucketURL: "s3://b", Prefix: "etcd/"},
+			Retention: v1alpha1.BackupRetention{MaxCount: 3, Daily: 7, Weekly: 4, MaxAge: &metav1.Duration{Duration: 720 * time.Hour}},
+			Archive:   &v1alpha1.ArchiveSpec{Enabled: true}}}
+	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly-20261128-010000", Namespace: "ns", Labels: map[string]string{names.LabelSchedule: "nightly"}},
+		Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: s.Spec.Storage}}
+	want := []string{"--retain-prefix=etcd/ns/demo/nightly-", "--retain-count=3", "--retain-max-age=720h0m0s", "--schedule=nightly",
+		"--retain-daily=7", "--retain-weekly=4", "--retain-archive=etcd/ns/demo/archive/nightly"}
+	for _, tc := range []struct {
+		name    string
+		archive bool
+		want    []string
+	}{{"archiving", true, want}, {"not archiving", false, want[:len(want)-1]}} {
+		if !tc.archive {
+			s.Spec.Archive = nil
+		}
+		cmd := BackupJob(b, target, RetainOf(s), images).Spec.Template.Spec.Containers[0].Command
+		i := slices.Index(cmd, want[0])
+		if i < 0 || !reflect.DeepEqual(cmd[i:i+len(tc.want)], tc.want) || (i+len(tc.want) < len(cmd) && strings.HasPrefix(cmd[i+len(tc.want)], "--retain")) {
+			t.Errorf("%s: the Job's command %q does not carry the retention %q", tc.name, cmd, tc.want)
+		}
 	}
 }

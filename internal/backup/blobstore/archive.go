@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
 
 	"github.com/quorate-dev/quorate/internal/archive"
 	"github.com/quorate-dev/quorate/internal/backup"
@@ -65,4 +66,14 @@ func (s *ArchiveStore) List(ctx context.Context, prefix string) ([]string, error
 			out = append(out, o.Key)
 		}
 	}
+}
+
+var _ archive.Deleter = (*ArchiveStore)(nil)
+
+// Delete removes the object; one that is gone already is no error.
+func (s *ArchiveStore) Delete(ctx context.Context, name string) error {
+	if err := s.b.Delete(ctx, name); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return describe("deleting", backup.Location{Bucket: s.url, Key: name}, err)
+	}
+	return nil
 }

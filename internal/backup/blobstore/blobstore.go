@@ -23,6 +23,7 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/mutant"
+	"github.com/quorate-dev/quorate/internal/names"
 )
 
 // What to do about each failure at a store, by its reason (a condition reason of
@@ -382,6 +383,11 @@ func Retain(ctx context.Context, bucket, prefix, schedule string, r backup.Reten
 		if owner := attrs.Metadata[backup.MetaSchedule]; owner != "" && owner != schedule && !mutant.On("retain-by-prefix") {
 			continue
 		}
+		// The time the schedule named it by, as the operator's retention of the EtcdBackups
+		// takes it: both keep the same backups.
+		if at, ok := backup.ScheduledTime(k); ok {
+			t = at
+		}
 		objects[k] = t
 	}
 	expired := r.Expired(objects, now)
@@ -391,4 +397,39 @@ func Retain(ctx context.Context, bucket, prefix, schedule string, r backup.Reten
 		}
 	}
 	return expired, errors.Join(unread...)
+}
+
+// OldestSnapshots returns, for each cluster ID, the revision of its oldest snapshot (.db
+// object) under prefix, read from the objects' metadata: what an archive's retention keeps
+// segments for. It fails, and nothing should be pruned, when an object's metadata cannot be
+// read or does not name its revision and cluster ID.
+func OldestSnapshots(ctx context.Context, bucket, prefix string) (map[uint64]int64, error) {
+	listed, err := List(ctx, bucket, prefix)
+	if err != nil {
+		return nil, err
+	}
+	b, err := blob.OpenBucket(ctx, bucket)
+	if err != nil {
+		return nil, describe(opOpen, backup.Location{Bucket: bucket, Key: prefix}, err)
+	}
+	defer b.Close()
+	out := map[uint64]int64{}
+	for k := range listed {
+		attrs, err := b.Attributes(ctx, k)
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return nil, describe("reading the attributes of", backup.Location{Bucket: bucket, Key: k}, err)
+		}
+		info := backup.InfoFromMetadata(attrs.Metadata)
+		id, err := names.ParseID(info.ClusterID)
+		if err != nil || info.Revision <= 0 {
+			return nil, fmt.Errorf("%s records no revision and cluster ID in its metadata (%q, %d): the archive keeps every segment", backup.Location{Bucket: bucket, Key: k}, info.ClusterID, info.Revision)
+		}
+		if old, ok := out[id]; !ok || info.Revision < old {
+			out[id] = info.Revision
+		}
+	}
+	return out, nil
 }

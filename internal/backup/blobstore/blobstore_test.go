@@ -201,3 +201,36 @@ func TestFetchIntoAFullVolumeIsNotTheStoreOutOfSpace(t *testing.T) {
 		t.Errorf("%s.part left behind", out)
 	}
 }
+
+// OldestSnapshots reads each cluster's oldest snapshot from the metadata of every .db object
+// under the prefix, whichever schedule took it; one whose metadata does not say fails it, so
+// that an archive's retention deletes nothing it cannot tell is unneeded.
+func TestOldestSnapshots(t *testing.T) {
+	ctx := context.Background()
+	bucket := "file://" + t.TempDir()
+	b, err := blob.OpenBucket(ctx, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	write := func(key string, md map[string]string) {
+		if err := b.WriteAll(ctx, key, []byte("x"), &blob.WriterOptions{Metadata: md}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const p = "etcd/ns/demo/"
+	write(p+"nightly-20261128-010000.db", backup.Info{Keyspace: backup.Keyspace{Revision: 300}, ClusterID: "a1", Schedule: "nightly"}.Metadata())
+	write(p+"nightly-20261128-020000.db", backup.Info{Keyspace: backup.Keyspace{Revision: 400}, ClusterID: "a1", Schedule: "nightly"}.Metadata())
+	write(p+"by-hand.db", backup.Info{Keyspace: backup.Keyspace{Revision: 250}, ClusterID: "a1", Schedule: backup.NoSchedule}.Metadata())
+	write(p+"hourly-20261128-030000.db", backup.Info{Keyspace: backup.Keyspace{Revision: 90}, ClusterID: "b2", Schedule: "hourly"}.Metadata())
+	write(p+"archive/nightly/00000000000000a1/segments/x.jsonl.gz", nil)
+	write("etcd/ns/demo-2/by-hand.db", backup.Info{Keyspace: backup.Keyspace{Revision: 1}, ClusterID: "a1"}.Metadata())
+	got, err := OldestSnapshots(ctx, bucket, p)
+	if want := map[uint64]int64{0xa1: 250, 0xb2: 90}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("OldestSnapshots = %v, %v; want %v", got, err, want)
+	}
+	write(p+"copied-by-hand.db", nil)
+	if got, err := OldestSnapshots(ctx, bucket, p); err == nil {
+		t.Fatalf("OldestSnapshots with a snapshot that records no revision = %v, want an error", got)
+	}
+}

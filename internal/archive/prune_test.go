@@ -1,0 +1,83 @@
+package archive
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// Prune deletes the segments that end below (not at) each cluster's oldest kept snapshot, every segment
+// of a cluster with no kept snapshot but the current one, and keeps each archive's newest; a
+// restore from the oldest kept snapshot, to a revision or a time, still works after it.
+func TestPrune(t *testing.T) {
+	ctx := context.Background()
+	base := time.UnixMilli(1_700_000_000_000)
+	s := DirStore(t.TempDir())
+	put := func(id uint64, first, last int64) {
+		var records []Record
+		for rev := first; rev <= last; rev++ {
+			records = append(records, Record{Revision: rev, Time: base.Add(time.Duration(rev) * time.Second).UnixMilli(), Ops: []Op{{Type: Put, Key: []byte(fmt.Sprint(rev)), Value: []byte("v")}}})
+		}
+		data, err := Encode(id, records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Put(ctx, SegmentName("p", id, first, last), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const a, b, c, d = 0xa, 0xb, 0xc, 0xd
+	for _, r := range [][2]int64{{1, 10}, {11, 21}, {5, 20}, {22, 30}, {31, 40}} {
+		put(a, r[0], r[1]) // its oldest kept snapshot is at 21
+	}
+	put(b, 1, 5) // an earlier cluster whose snapshots all expired
+	put(b, 6, 9)
+	put(c, 1, 50) // an earlier cluster: its only segment is older than its kept snapshot
+	put(d, 1, 3)  // the cluster followed now, restored from a: no snapshot of it yet
+	if err := s.Put(ctx, "p/000000000000000a/closed.json", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "p-other/000000000000000b/segments/"+fmt.Sprintf("%019d-%019d.jsonl.gz", 1, 2), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := Prune(ctx, s, "p", map[uint64]int64{a: 21, c: 100}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64][]Span{
+		a: {{Name: SegmentName("p", a, 1, 10), First: 1, Last: 10}, {Name: SegmentName("p", a, 5, 20), First: 5, Last: 20}},
+		b: {{Name: SegmentName("p", b, 1, 5), First: 1, Last: 5}, {Name: SegmentName("p", b, 6, 9), First: 6, Last: 9}},
+	}
+	gotByID := map[uint64][]Span{}
+	for _, p := range got {
+		gotByID[p.ClusterID] = p.Segments
+	}
+	if !reflect.DeepEqual(gotByID, want) {
+		t.Fatalf("pruned %+v, want %+v", gotByID, want)
+	}
+	left, err := s.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLeft := []string{"p/000000000000000a/closed.json", SegmentName("p", a, 11, 21), SegmentName("p", a, 22, 30), SegmentName("p", a, 31, 40), SegmentName("p", c, 1, 50),
+		SegmentName("p", d, 1, 3), "p-other/000000000000000b/segments/" + fmt.Sprintf("%019d-%019d.jsonl.gz", 1, 2)}
+	if !reflect.DeepEqual(left, wantLeft) {
+		t.Fatalf("left %v, want %v", left, wantLeft)
+	}
+
+	// The oldest kept snapshot (21) still restores to a revision and to a time.
+	if _, err := Prepare(ctx, s, "p", a, 21, Target{Revision: 40}, t.TempDir()); err != nil {
+		t.Errorf("a restore from revision 21 to 40 after pruning: %v", err)
+	}
+	plan, err := Prepare(ctx, s, "p", a, 21, Target{Time: base.Add(25500 * time.Millisecond)}, t.TempDir())
+	if err != nil || plan.To != 25 {
+		t.Errorf("a restore from revision 21 to a time after pruning: %+v, %v; want revision 25", plan, err)
+	}
+	// Pruning again deletes nothing.
+	if again, err := Prune(ctx, s, "p", map[uint64]int64{a: 21, c: 100}, d); err != nil || len(again) != 0 {
+		t.Errorf("pruning again: %+v, %v", again, err)
+	}
+}
