@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/framework"
@@ -275,4 +276,134 @@ func restoreToPoint(ctx context.Context, r *framework.Run, name string, n int32,
 	}
 	r.Event("note", "restore-verified", fmt.Sprintf("%s restored to revision %d in %s: %d keys", name, first.Revision, took.Round(time.Second), first.Keys))
 	return first, nil
+}
+
+// ArchiveRetention (suite=backup), under load: a schedule backs the archived cluster up every
+// 30 s and keeps one backup. After three backups, the bucket holds one snapshot, and the
+// archive's segments start at the one holding its revision: retention deleted the segments
+// only the expired snapshots needed, and kept one range from the kept snapshot on. The kept
+// backup, restored to the archive's newest revision, holds the source's keyspace at it.
+func ArchiveRetention() framework.Scenario {
+	const schedule = "chain"
+	var kept *v1alpha1.EtcdBackup
+	var expired int64
+	return framework.Scenario{Name: "archive-retention", Labels: map[string]string{label.Suite: label.SuiteBackup}, Replicas: 3, Class: framework.Planned,
+		Needs: []framework.Prerequisite{framework.ObjectStore},
+		Steps: []framework.Step{
+			{Name: "use the S3 store", Do: func(ctx context.Context, r *framework.Run) error { return r.UseS3(ctx) }},
+			{Name: "archive the cluster and back it up every 30 s, keeping one backup, three times", Do: func(ctx context.Context, r *framework.Run) (err error) {
+				kept, expired, err = scheduledChain(ctx, r, schedule)
+				return err
+			}},
+			{Name: "the archive starts at the kept backup's revision", Do: func(ctx context.Context, r *framework.Run) error {
+				ranges, _, err := archiveRanges(ctx, r, schedule)
+				if err != nil {
+					return err
+				}
+				var first, last int64
+				if len(ranges) == 1 {
+					_, _ = fmt.Sscanf(ranges[0], "%d-%d", &first, &last)
+				}
+				if len(ranges) != 1 || first > kept.Status.Revision || first <= expired || last < kept.Status.Revision {
+					return fmt.Errorf("the archive's segments cover %v: want one range from the segment holding the kept backup's revision %d, after the newest expired backup's %d",
+						ranges, kept.Status.Revision, expired)
+				}
+				r.Event("note", "archive-retention", fmt.Sprintf("the archive covers %s; kept backup %s at revision %d; expired backups up to revision %d", ranges[0], kept.Name, kept.Status.Revision, expired))
+				return nil
+			}},
+			{Name: "restore the kept backup to the archive's newest revision: the source's keyspace at it", Do: func(ctx context.Context, r *framework.Run) error {
+				newest, err := waitArchived(ctx, r, schedule, kept.Status.Revision+1)
+				if err != nil {
+					return err
+				}
+				want, err := sourceKeyspace(ctx, r, newest)
+				if err != nil {
+					return err
+				}
+				s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: schedule, Namespace: r.Namespace}, Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster}}
+				got, err := restoreToPoint(ctx, r, "chain-rev", 1, kept, v1alpha1.PointInTime{Revision: newest, ArchivePrefix: resources.ArchivePrefix(s)})
+				if err != nil {
+					return err
+				}
+				if got != want {
+					return fmt.Errorf("the cluster restored to revision %d holds %+v; the source held %+v at that revision", newest, got, want)
+				}
+				return nil
+			}},
+		}}
+}
+
+// scheduledChain creates the archiving schedule, waits for three of its backups, suspends it,
+// and waits until one completed backup is left: it returns that one, and the newest revision
+// of the backups retention expired.
+func scheduledChain(ctx context.Context, r *framework.Run, schedule string) (*v1alpha1.EtcdBackup, int64, error) {
+	r.Phase("scheduled backups of an archived cluster, keeping one")
+	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: schedule, Namespace: r.Namespace},
+		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@every 30s", Storage: framework.Storage("backups"),
+			Retention: v1alpha1.BackupRetention{MaxCount: 1}, Archive: &v1alpha1.ArchiveSpec{Enabled: true}}}
+	if err := r.Suite.Client.Create(ctx, s); err != nil {
+		return nil, 0, err
+	}
+	revisions := map[string]int64{}
+	list := func() ([]v1alpha1.EtcdBackup, error) {
+		var l v1alpha1.EtcdBackupList
+		if err := r.Suite.Client.List(ctx, &l, client.InNamespace(r.Namespace), client.MatchingLabels{names.LabelSchedule: schedule}); err != nil {
+			return nil, err
+		}
+		for _, b := range l.Items {
+			if b.Status.Phase == v1alpha1.BackupFailed {
+				return nil, fmt.Errorf("%w: scheduled EtcdBackup %s failed: %s", framework.ErrStop, b.Name, backupMessage(&b))
+			}
+			if b.Status.Phase == v1alpha1.BackupCompleted {
+				revisions[b.Name] = b.Status.Revision
+			}
+		}
+		return l.Items, nil
+	}
+	err := r.WaitFor(ctx, "three scheduled backups", 5*time.Minute, func() error {
+		if _, err := list(); err != nil || len(revisions) < 3 {
+			return fmt.Errorf("%d scheduled backups completed (%v)", len(revisions), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	patch := client.MergeFrom(s.DeepCopy())
+	s.Spec.Suspend = true
+	if err := r.Suite.Client.Patch(ctx, s, patch); err != nil {
+		return nil, 0, err
+	}
+	var kept *v1alpha1.EtcdBackup
+	err = r.WaitFor(ctx, "one completed backup left, none running", 2*time.Minute, func() error {
+		items, err := list()
+		if err != nil {
+			return err
+		}
+		var completed []*v1alpha1.EtcdBackup
+		for i := range items {
+			b := &items[i]
+			if b.Status.Phase != v1alpha1.BackupCompleted {
+				return fmt.Errorf("EtcdBackup %s is %q", b.Name, b.Status.Phase)
+			}
+			if b.DeletionTimestamp.IsZero() {
+				completed = append(completed, b)
+			}
+		}
+		if len(completed) != 1 {
+			return fmt.Errorf("%d completed backups left", len(completed))
+		}
+		kept = completed[0]
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	var expired int64
+	for name, rev := range revisions {
+		if name != kept.Name {
+			expired = max(expired, rev)
+		}
+	}
+	return kept, expired, nil
 }
