@@ -359,9 +359,12 @@ const (
 	// EventArchivePruned: a schedule's retention deleted archive segments no kept snapshot
 	// needs.
 	EventArchivePruned = "ArchivePruned"
-	EventDrillStarted  = "DrillStarted"
-	EventDrillPassed   = "DrillPassed"
-	EventDrillFailed   = "DrillFailed"
+	// EventRetentionFailed: a stored backup's retention (of snapshots or of the archive)
+	// failed; the next backup tries again.
+	EventRetentionFailed = "RetentionFailed"
+	EventDrillStarted    = "DrillStarted"
+	EventDrillPassed     = "DrillPassed"
+	EventDrillFailed     = "DrillFailed"
 	// EventArchiverStarted (EtcdBackupSchedule): the schedule's archiver was created.
 	EventArchiverStarted = "ArchiverStarted"
 	// EventRestoring (EtcdCluster): the bootstrap members restore a backup.

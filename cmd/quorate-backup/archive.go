@@ -220,13 +220,13 @@ func (a *archiveRun) relist(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		spans, err := archive.Segments(ctx, a.store, a.prefix, a.clusterID)
+		first, ok, err := archive.FirstSegment(ctx, a.store, a.prefix, a.clusterID)
 		if err != nil {
-			log.Printf("listing the archive again: %v", err)
+			log.Printf("reading the archive's first segment again: %v", err)
 			continue
 		}
-		if len(spans) > 0 {
-			a.tracker.TrimBefore(spans[0].First)
+		if ok {
+			a.tracker.TrimBefore(first.First)
 		}
 	}
 }

@@ -160,7 +160,7 @@ func saveCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, error
 			return backup.Result{}, err
 		}
 		res := backup.Result{Kind: backup.ResultStored, Member: member, Location: loc.String(), Key: *key, Info: &info}
-		res.Expired, res.PrunedSegments = rf.apply(ctx, *bucket, st.Header.ClusterId)
+		rf.apply(ctx, *bucket, st.Header.ClusterId, &res)
 		return res, nil
 	}
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,10 +17,10 @@ import (
 
 // retentionFlags are a schedule's retention, which a backup applies after storing.
 type retentionFlags struct {
-	prefix, schedule, archive *string
-	count, hourly, daily      *int
-	weekly                    *int
-	maxAge                    *time.Duration
+	prefix, schedule, archive, keep *string
+	count, hourly, daily            *int
+	weekly                          *int
+	maxAge                          *time.Duration
 }
 
 func addRetention(fs *flag.FlagSet) retentionFlags {
@@ -26,6 +28,7 @@ func addRetention(fs *flag.FlagSet) retentionFlags {
 		prefix:   fs.String("retain-prefix", "", "apply the retention to the snapshots under this prefix (.../<namespace>/<cluster>/<schedule>-) after storing"),
 		schedule: fs.String("schedule", "", "the EtcdBackupSchedule the backup belongs to: recorded in the object's metadata, and the only schedule whose objects the retention deletes"),
 		archive:  fs.String("retain-archive", "", "the schedule's archive prefix: after the retention, delete the segments no snapshot of the cluster left in the bucket needs"),
+		keep:     fs.String("retain-archive-keep", "", "comma-separated <cluster ID>:<revision>: the oldest revision of each cluster ID that other backups (by hand, other schedules, other prefixes) need the archive from"),
 		count:    fs.Int("retain-count", 0, "keep the newest this many snapshots under --retain-prefix"),
 		hourly:   fs.Int("retain-hourly", 0, "keep the newest snapshot of each of the last this many hours that have one"),
 		daily:    fs.Int("retain-daily", 0, "keep the newest snapshot of each of the last this many days (UTC) that have one"),
@@ -34,43 +37,77 @@ func addRetention(fs *flag.FlagSet) retentionFlags {
 	}
 }
 
+// pruneBudget bounds the archive's pruning in one backup, well inside the Job's deadline: a
+// backlog (the first backup after retention is set on a busy archive) is deleted over several
+// backups, oldest first, so stopping early leaves no hole.
+const pruneBudget = 10 * time.Minute
+
 // apply deletes the schedule's expired snapshots, then the archive's segments that no
-// snapshot of the cluster still needs. Errors are logged: the backup itself is stored and
-// verified, and the next one tries again.
-func (f retentionFlags) apply(ctx context.Context, bucket string, clusterID uint64) (expired []string, pruned int) {
+// snapshot of the cluster still needs. Its errors go in the result (retentionError): the
+// backup itself is stored and verified, and the next one tries again.
+func (f retentionFlags) apply(ctx context.Context, bucket string, clusterID uint64, res *backup.Result) {
 	if *f.prefix == "" {
-		return nil, 0
+		return
+	}
+	fail := func(what string, err error) {
+		log.Printf("%s: %v", what, err)
+		res.RetentionError = strings.TrimPrefix(res.RetentionError+"; ", "; ") + what + ": " + err.Error()
 	}
 	r := backup.Retention{Count: *f.count, Hourly: *f.hourly, Daily: *f.daily, Weekly: *f.weekly, MaxAge: *f.maxAge}
 	expired, err := blobstore.Retain(ctx, bucket, *f.prefix, *f.schedule, r, time.Now())
+	res.Expired, res.ExpiredCount = expired, len(expired)
 	if err != nil {
-		log.Printf("retention: %v", err)
+		fail("retention", err)
 	}
 	if *f.archive == "" {
-		return expired, 0
+		return
 	}
-	// Every snapshot of the cluster counts, whichever schedule took it, or none: a backup
-	// made by hand restores to a point through the schedule's archive too.
+	kept, err := f.kept(ctx, bucket)
+	if err != nil {
+		fail("archive retention (nothing pruned)", err)
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, pruneBudget)
+	defer cancel()
+	store, err := blobstore.OpenArchive(pctx, bucket)
+	if err != nil {
+		fail("archive retention", err)
+		return
+	}
+	defer func() { _ = store.Close() }()
+	done, err := archive.Prune(pctx, store, *f.archive, kept, clusterID)
+	for _, p := range done {
+		res.PrunedSegments += len(p.Segments)
+		log.Printf("archive retention: deleted %d segments of cluster %s (revisions %s): no snapshot left needs them", len(p.Segments), names.FormatID(p.ClusterID),
+			archive.FormatRanges(archive.Ranges(p.Segments)))
+	}
+	if err != nil {
+		fail("archive retention", err)
+	}
+}
+
+// kept is, per cluster ID, the oldest revision a snapshot still needs the archive from: the
+// snapshots directly under the cluster's directory (whichever schedule took them, or by
+// hand), and the other backups the operator named (--retain-archive-keep).
+func (f retentionFlags) kept(ctx context.Context, bucket string) (map[uint64]int64, error) {
 	clusterPrefix := (*f.prefix)[:strings.LastIndex(*f.prefix, "/")+1]
 	kept, err := blobstore.OldestSnapshots(ctx, bucket, clusterPrefix)
 	if err != nil {
-		log.Printf("archive retention: %v", err)
-		return expired, 0
+		return nil, err
 	}
-	store, err := blobstore.OpenArchive(ctx, bucket)
-	if err != nil {
-		log.Printf("archive retention: %v", err)
-		return expired, 0
+	if *f.keep == "" {
+		return kept, nil
 	}
-	defer func() { _ = store.Close() }()
-	done, err := archive.Prune(ctx, store, *f.archive, kept, clusterID)
-	for _, p := range done {
-		pruned += len(p.Segments)
-		r := archive.Ranges(p.Segments)
-		log.Printf("archive retention: deleted %d segments of cluster %s (revisions %s): no snapshot left needs them", len(p.Segments), names.FormatID(p.ClusterID), archive.FormatRanges(r))
+	for _, pair := range strings.Split(*f.keep, ",") {
+		idText, revText, _ := strings.Cut(pair, ":")
+		id, err := names.ParseID(idText)
+		rev, rerr := strconv.ParseInt(revText, 10, 64)
+		if err != nil || rerr != nil {
+			return nil, fmt.Errorf("--retain-archive-keep: %q is not <cluster ID>:<revision>", pair)
+		}
+		if old, ok := kept[id]; !ok || rev < old {
+			kept[id] = rev
+		}
 	}
-	if err != nil {
-		log.Printf("archive retention: %v", err)
-	}
-	return expired, pruned
+	return kept, nil
 }

@@ -100,17 +100,28 @@ func TestBackupRetentionPrunesTheArchive(t *testing.T) {
 		t.Fatalf("the backup made by hand (revision %d) no longer restores to the newest revision: %v", byHand, err)
 	}
 
-	// The backup made by hand goes: the segments between it and the oldest scheduled one go
-	// with the next backup's retention.
+	// The backup made by hand goes from the bucket; while the operator names it (a backup
+	// elsewhere, --retain-archive-keep), its segments stay.
 	if err := store.Delete(ctx, "ns/c/by-hand.db"); err != nil {
 		t.Fatal(err)
 	}
-	newest := put(t, c, 5, "d")
-	archived(newest)
-	third := scheduled(3, "--retain-count=2")
-	if len(third.Expired) != 0 || third.PrunedSegments == 0 {
-		t.Fatalf("the third backup's retention deleted %v and %d segments; want no snapshot and the segments before %d", third.Expired, third.PrunedSegments, second.Info.Revision)
+	archived(put(t, c, 5, "d"))
+	pinned := scheduled(3, "--retain-count=2", fmt.Sprintf("--retain-archive-keep=%s:%d", names.FormatID(id), byHand))
+	if len(pinned.Expired) != 0 || pinned.PrunedSegments != 0 || pinned.RetentionError != "" {
+		t.Fatalf("with the backup made by hand named, the retention deleted %v and %d segments (%q); want nothing", pinned.Expired, pinned.PrunedSegments, pinned.RetentionError)
 	}
+	if err := restorable(byHand); err != nil {
+		t.Fatalf("the backup the operator named (revision %d) no longer restores to the newest revision: %v", byHand, err)
+	}
+	// Not named any more: the segments before the oldest snapshot left go with the next
+	// backup's retention (hourly 2 keeps the backups of hours 3 and 4).
+	newest := put(t, c, 5, "e")
+	archived(newest)
+	third := scheduled(4, "--retain-hourly=2")
+	if !slices.Equal(third.Expired, []string{second.Key}) || third.PrunedSegments == 0 || third.RetentionError != "" {
+		t.Fatalf("the fourth backup's retention deleted %v and %d segments (%q); want %s and the segments before %d", third.Expired, third.PrunedSegments, third.RetentionError, second.Key, pinned.Info.Revision)
+	}
+	second = pinned // the oldest snapshot left
 	for _, sp := range segments() {
 		if sp.Last < second.Info.Revision {
 			t.Fatalf("segment %d-%d, before the oldest snapshot left (%d), is left", sp.First, sp.Last, second.Info.Revision)

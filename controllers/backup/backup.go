@@ -136,12 +136,7 @@ func (r *BackupReconciler) step(ctx context.Context, b *v1alpha1.EtcdBackup) (ct
 		r.setPhase(b, v1alpha1.BackupCompleted, v1alpha1.ReasonBackupStored, msg)
 		r.Recorder.Event(b, corev1.EventTypeNormal, v1alpha1.EventBackupCompleted, msg)
 		metrics.RecordBackup(b.Namespace, b.Spec.ClusterName, true, i.Size, time.Now())
-		if len(result.Expired) > 0 {
-			r.Recorder.Eventf(b, corev1.EventTypeNormal, v1alpha1.EventBackupsExpired, "retention deleted %d stored snapshots: %v", len(result.Expired), result.Expired)
-		}
-		if result.PrunedSegments > 0 {
-			r.Recorder.Eventf(b, corev1.EventTypeNormal, v1alpha1.EventArchivePruned, "retention deleted %d archive segments that no stored snapshot of the cluster needs any more (the Job's log names their revisions)", result.PrunedSegments)
-		}
+		r.retentionEvents(b, result)
 	default:
 		why, reason := "the Job failed without a result: see its pod's log", v1alpha1.ReasonBackupFailed
 		if rerr == nil && result.Error != "" {
@@ -279,6 +274,23 @@ func (r *BackupReconciler) identityMissing(ctx context.Context, b *v1alpha1.Etcd
 	return "", err
 }
 
+// retentionEvents tells what the retention of a stored backup did, and what of it failed.
+func (r *BackupReconciler) retentionEvents(b *v1alpha1.EtcdBackup, result *backup.Result) {
+	if n := max(result.ExpiredCount, len(result.Expired)); n > 0 {
+		more := ""
+		if n > len(result.Expired) {
+			more = fmt.Sprintf(" and %d more (the Job's log names them)", n-len(result.Expired))
+		}
+		r.Recorder.Eventf(b, corev1.EventTypeNormal, v1alpha1.EventBackupsExpired, "retention deleted %d stored snapshots: %v%s", n, result.Expired, more)
+	}
+	if result.PrunedSegments > 0 {
+		r.Recorder.Eventf(b, corev1.EventTypeNormal, v1alpha1.EventArchivePruned, "retention deleted %d archive segments that no stored snapshot of the cluster needs any more (the Job's log names their revisions)", result.PrunedSegments)
+	}
+	if result.RetentionError != "" {
+		r.Recorder.Eventf(b, corev1.EventTypeWarning, v1alpha1.EventRetentionFailed, "the backup is stored and verified, but its retention did not finish; the next backup tries again: %s", result.RetentionError)
+	}
+}
+
 // scheduleRetention is the retention of the schedule that created the backup, if any.
 func (r *BackupReconciler) scheduleRetention(ctx context.Context, b *v1alpha1.EtcdBackup) (*resources.Retain, error) {
 	name := b.Labels[names.LabelSchedule]
@@ -286,10 +298,40 @@ func (r *BackupReconciler) scheduleRetention(ctx context.Context, b *v1alpha1.Et
 		return nil, nil
 	}
 	s := &v1alpha1.EtcdBackupSchedule{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: name}, s); err != nil {
+	err := r.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: name}, s)
+	if err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	return resources.RetainOf(s), nil
+	ret := resources.RetainOf(s)
+	if ret.Archive != "" {
+		if ret.Keep, err = r.archiveKeep(ctx, b, name); err != nil {
+			return nil, err
+		}
+	}
+	return ret, nil
+}
+
+// archiveKeep is, per cluster ID, the oldest revision of the completed backups of b's cluster
+// in the same bucket that are not the schedule's: made by hand, or by another schedule, under
+// any prefix. A restore to a point of any of them may replay the schedule's archive, so its
+// retention keeps the segments they need, besides those of the snapshots it finds in its
+// own prefix.
+func (r *BackupReconciler) archiveKeep(ctx context.Context, b *v1alpha1.EtcdBackup, schedule string) (map[string]int64, error) {
+	var list v1alpha1.EtcdBackupList
+	if err := r.List(ctx, &list, client.InNamespace(b.Namespace)); err != nil {
+		return nil, err
+	}
+	keep := map[string]int64{}
+	for _, o := range list.Items {
+		if o.Spec.ClusterName != b.Spec.ClusterName || o.Spec.Storage.BucketURL != b.Spec.Storage.BucketURL || o.Labels[names.LabelSchedule] == schedule ||
+			o.Status.Phase != v1alpha1.BackupCompleted || o.Status.ClusterID == "" || o.Status.Revision <= 0 || !o.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if old, ok := keep[o.Status.ClusterID]; !ok || o.Status.Revision < old {
+			keep[o.Status.ClusterID] = o.Status.Revision
+		}
+	}
+	return keep, nil
 }
 
 func (r *BackupReconciler) setPhase(b *v1alpha1.EtcdBackup, phase, reason, msg string) {

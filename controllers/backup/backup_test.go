@@ -3,6 +3,7 @@ package backup
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/testsupport/backupfixture"
 )
 
@@ -110,5 +112,44 @@ func TestBackupWhoseJobIsGone(t *testing.T) {
 	var jobs batchv1.JobList
 	if err := empty.List(ctx, &jobs); err != nil || len(jobs.Items) != 0 {
 		t.Fatalf("Jobs %v (%v): the backup must not be taken again", jobs.Items, err)
+	}
+}
+
+// A schedule that archives tells its backup Job the oldest revision, per cluster ID, of the
+// other completed backups of the cluster in the same bucket (by hand or by other schedules,
+// under any prefix), whose restores to a point its archive serves; not its own backups, not
+// other clusters', other buckets', unfinished or deleted ones.
+func TestScheduleRetentionKeepsOtherBackupsSegments(t *testing.T) {
+	st := v1alpha1.BackupStorage{BucketURL: "s3://b", Prefix: "etcd/"}
+	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns"},
+		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: "demo", Storage: st, Retention: v1alpha1.BackupRetention{MaxCount: 2}, Archive: &v1alpha1.ArchiveSpec{Enabled: true}}}
+	backupOf := func(name, cluster, schedule, bucket, phase, id string, rev int64) *v1alpha1.EtcdBackup {
+		b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{}},
+			Spec:   v1alpha1.EtcdBackupSpec{ClusterName: cluster, Storage: v1alpha1.BackupStorage{BucketURL: bucket, Prefix: "manual/"}},
+			Status: v1alpha1.EtcdBackupStatus{Phase: phase, ClusterID: id, Revision: rev}}
+		if schedule != "" {
+			b.Labels[names.LabelSchedule] = schedule
+		}
+		return b
+	}
+	objs := []client.Object{s,
+		backupOf("nightly-20261128-010000", "demo", "nightly", "s3://b", v1alpha1.BackupCompleted, "a1", 100), // its own
+		backupOf("by-hand", "demo", "", "s3://b", v1alpha1.BackupCompleted, "a1", 300),
+		backupOf("by-hand-older", "demo", "", "s3://b", v1alpha1.BackupCompleted, "a1", 250),
+		backupOf("hourly-20261128-010000", "demo", "hourly", "s3://b", v1alpha1.BackupCompleted, "b2", 90),
+		backupOf("elsewhere", "demo", "", "s3://other", v1alpha1.BackupCompleted, "a1", 1),
+		backupOf("other-cluster", "other", "", "s3://b", v1alpha1.BackupCompleted, "a1", 2),
+		backupOf("running", "demo", "", "s3://b", v1alpha1.BackupRunning, "a1", 3),
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).Build()
+	r := &BackupReconciler{Client: c}
+	b := backupOf("nightly-20261128-020000", "demo", "nightly", "s3://b", "", "", 0)
+	b.Spec.Storage = st
+	got, err := r.scheduleRetention(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int64{"a1": 250, "b2": 90}; !reflect.DeepEqual(got.Keep, want) || got.Archive != "etcd/ns/demo/archive/nightly" {
+		t.Fatalf("retention %+v, want the archive etcd/ns/demo/archive/nightly and keep %v", got, want)
 	}
 }

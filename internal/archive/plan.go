@@ -42,6 +42,10 @@ func WritePlan(dir string, p Plan) error {
 	if err != nil {
 		return err
 	}
+	// A restore to the snapshot's own revision fetches no segment: nothing made dir yet.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
 	tmp := filepath.Join(dir, planFile+".part")
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return err

@@ -31,6 +31,15 @@ func TestPrepare(t *testing.T) {
 	put(10, 14)
 	put(15, 20)
 
+	// A target at the snapshot's own revision needs no segment, and has a plan all the same.
+	same := filepath.Join(t.TempDir(), "archive")
+	if p, err := Prepare(ctx, bucket, "p", 7, 12, Target{Revision: 12}, same); err != nil || p.To != 12 {
+		t.Fatalf("a restore to the snapshot's own revision: %+v, %v", p, err)
+	}
+	if got, err := ReadPlan(same); err != nil || got == nil || got.To != 12 {
+		t.Fatalf("the plan of a restore to the snapshot's own revision: %+v, %v", got, err)
+	}
+
 	dir := filepath.Join(t.TempDir(), "archive")
 	plan, err := Prepare(ctx, bucket, "p", 7, 12, Target{Time: base.Add(450 * time.Millisecond)}, dir)
 	if err != nil {

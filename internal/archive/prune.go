@@ -64,7 +64,10 @@ func Prune(ctx context.Context, s Deleter, prefix string, kept map[uint64]int64,
 				continue
 			}
 			if err := s.Delete(ctx, sp.Name); err != nil {
-				return append(out, p), fmt.Errorf("deleting segment %s: %w", sp.Name, err)
+				if len(p.Segments) > 0 {
+					out = append(out, p)
+				}
+				return out, fmt.Errorf("deleting segment %s (the older ones of its cluster are deleted, the newer ones wait for the next backup): %w", sp.Name, err)
 			}
 			p.Segments = append(p.Segments, sp)
 		}
@@ -83,4 +86,29 @@ func segmentClusterID(prefix, name string) (uint64, bool) {
 	}
 	id, err := strconv.ParseUint(path.Base(dir), 16, 64)
 	return id, err == nil && len(path.Base(dir)) == 16
+}
+
+// FirstLister is a Store that names its first object under a prefix cheaply (one page of one).
+type FirstLister interface {
+	ListFirst(ctx context.Context, prefix string) (name string, ok bool, err error)
+}
+
+// FirstSegment is the segment of cluster id under prefix that starts first: segment names
+// are zero-padded, so it is the first name in byte order, read with one small listing where
+// the store can, else from the whole listing. ok is false when there is none.
+func FirstSegment(ctx context.Context, s Store, prefix string, clusterID uint64) (Span, bool, error) {
+	if fl, can := s.(FirstLister); can {
+		name, ok, err := fl.ListFirst(ctx, Dir(prefix, clusterID)+"/"+segmentDir+"/")
+		if err != nil || !ok {
+			return Span{}, false, err
+		}
+		if sp, ok := ParseSegmentName(name); ok {
+			return sp, true, nil
+		}
+	}
+	spans, err := Segments(ctx, s, prefix, clusterID)
+	if err != nil || len(spans) == 0 {
+		return Span{}, false, err
+	}
+	return spans[0], true, nil
 }

@@ -81,3 +81,40 @@ func TestPrune(t *testing.T) {
 		t.Errorf("pruning again: %+v, %v", again, err)
 	}
 }
+
+// failingDelete fails to delete one object.
+type failingDelete struct {
+	DirStore
+	name string
+}
+
+func (f failingDelete) Delete(ctx context.Context, name string) error {
+	if name == f.name {
+		return fmt.Errorf("refused")
+	}
+	return f.DirStore.Delete(ctx, name)
+}
+
+// A delete that fails stops the pruning of that cluster after the older segments, which are
+// gone, and leaves the newer ones: no hole in what stays.
+func TestPruneStopsAtAFailedDelete(t *testing.T) {
+	ctx := context.Background()
+	s := DirStore(t.TempDir())
+	for _, r := range [][2]int64{{1, 10}, {11, 20}, {21, 30}, {31, 40}} {
+		data, err := Encode(1, []Record{{Revision: r[0]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Put(ctx, SegmentName("p", 1, r[0], r[1]), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := Prune(ctx, failingDelete{s, SegmentName("p", 1, 11, 20)}, "p", map[uint64]int64{1: 35}, 1)
+	if err == nil || len(got) != 1 || len(got[0].Segments) != 1 || got[0].Segments[0].First != 1 {
+		t.Fatalf("Prune = %+v, %v; want segment 1-10 deleted and an error", got, err)
+	}
+	spans, err := Segments(ctx, s, "p", 1)
+	if err != nil || len(spans) != 3 || spans[0].First != 11 {
+		t.Fatalf("left %+v (%v), want 11-20, 21-30, 31-40", spans, err)
+	}
+}

@@ -197,6 +197,14 @@ func TestRetentionGenerations(t *testing.T) {
 		{"daily 7, weekly 4, maxAge 5 days", Retention{Daily: 7, Weekly: 4, MaxAge: 5 * 24 * time.Hour}, []string{lastDay[0], name(23, 23), name(22, 23), name(21, 23), name(20, 23), name(19, 23)}},
 		{"maxAge alone: no count limit", Retention{MaxAge: 2 * time.Hour}, lastDay[:3]},
 	} {
+		// Periods are UTC whatever the times' zone: the same backups are kept.
+		inZone := map[string]time.Time{}
+		for n, at := range objs {
+			inZone[n] = at.In(time.FixedZone("UTC+5:30", 5*3600+1800))
+		}
+		if a, b := tc.r.Expired(objs, now), tc.r.Expired(inZone, now); !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: expired %v in UTC, %v in another zone", tc.name, a, b)
+		}
 		expired := tc.r.Expired(objs, now)
 		var kept []string
 		for n := range objs {

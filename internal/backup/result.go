@@ -37,9 +37,14 @@ type Result struct {
 	Info     *Info  `json:"info,omitempty"`
 	// Expired are the keys of the schedule's objects that retention deleted.
 	Expired []string `json:"expired,omitempty"`
+	// ExpiredCount is how many there were (Expired is shortened to fit the message).
+	ExpiredCount int `json:"expiredCount,omitempty"`
 	// PrunedSegments is how many archive segments retention deleted, none of the snapshots
 	// left needing them.
 	PrunedSegments int `json:"prunedSegments,omitempty"`
+	// RetentionError says what of the retention failed, after the snapshot was stored: the
+	// backup is good, and the next one tries the retention again.
+	RetentionError string `json:"retentionError,omitempty"`
 	// Objects are the keys a listing found.
 	Objects []string `json:"objects,omitempty"`
 	// Verified: whether the restored keyspace matched, and what was compared.
@@ -73,6 +78,8 @@ func (r Result) Encode() string {
 			r.Expired = r.Expired[:len(r.Expired)/2]
 		case len(r.Objects) > 0:
 			r.Objects = r.Objects[:len(r.Objects)/2]
+		case len(r.RetentionError) > 1000:
+			r.RetentionError = r.RetentionError[:1000] + "…"
 		case len(r.Error) > 1000:
 			r.Error = r.Error[:1000] + "…"
 		case len(r.Message) > 1000:

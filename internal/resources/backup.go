@@ -217,6 +217,9 @@ type Retain struct {
 	Prefix    string
 	Retention backup.Retention
 	Archive   string
+	// Keep is, per cluster ID (hex), the oldest revision of other backups (by hand, other
+	// schedules, other prefixes) whose restores to a point the archive's segments serve.
+	Keep map[string]int64
 }
 
 // RetainOf is schedule s's retention.
@@ -230,6 +233,33 @@ func RetainOf(s *v1alpha1.EtcdBackupSchedule) *Retain {
 		ret.Archive = ArchivePrefix(s)
 	}
 	return ret
+}
+
+// args are the backup Job's flags of the retention of schedule.
+func (retain *Retain) args(schedule string) []string {
+	r := retain.Retention
+	args := []string{"--retain-prefix=" + retain.Prefix, fmt.Sprintf("--retain-count=%d", r.Count), "--retain-max-age=" + r.MaxAge.String(), "--schedule=" + schedule}
+	// Only when set: the Jobs of schedules without them keep their arguments.
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"hourly", r.Hourly}, {"daily", r.Daily}, {"weekly", r.Weekly}} {
+		if f.n > 0 {
+			args = append(args, fmt.Sprintf("--retain-%s=%d", f.name, f.n))
+		}
+	}
+	if retain.Archive != "" {
+		args = append(args, "--retain-archive="+retain.Archive)
+	}
+	if len(retain.Keep) > 0 {
+		var keep []string
+		for id, rev := range retain.Keep {
+			keep = append(keep, fmt.Sprintf("%s:%d", id, rev))
+		}
+		slices.Sort(keep)
+		args = append(args, "--retain-archive-keep="+strings.Join(keep, ","))
+	}
+	return args
 }
 
 // JobTarget is the cluster a Job works on: its members' client URLs, its cluster ID, and the
@@ -310,21 +340,7 @@ func BackupJob(b *v1alpha1.EtcdBackup, t JobTarget, retain *Retain, im Images) *
 	args := []string{"save", "--endpoints=" + t.endpoints(), "--cluster-id=" + t.ClusterID,
 		"--bucket=" + b.Spec.Storage.BucketURL, "--key=" + BackupKey(b), "--work-dir=/work"}
 	if retain != nil {
-		r := retain.Retention
-		args = append(args, "--retain-prefix="+retain.Prefix, fmt.Sprintf("--retain-count=%d", r.Count), "--retain-max-age="+r.MaxAge.String(),
-			"--schedule="+b.Labels[names.LabelSchedule])
-		// Only when set: the Jobs of schedules without them keep their arguments.
-		for _, f := range []struct {
-			name string
-			n    int
-		}{{"hourly", r.Hourly}, {"daily", r.Daily}, {"weekly", r.Weekly}} {
-			if f.n > 0 {
-				args = append(args, fmt.Sprintf("--retain-%s=%d", f.name, f.n))
-			}
-		}
-		if retain.Archive != "" {
-			args = append(args, "--retain-archive="+retain.Archive)
-		}
+		args = append(args, retain.args(b.Labels[names.LabelSchedule])...)
 	}
 	// Room for the snapshot and the copy its check opens: twice the quota, and a margin.
 	quota := t.Cluster.Spec.Etcd.QuotaBackendBytes

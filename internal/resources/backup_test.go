@@ -60,21 +60,25 @@ func TestBackupJobRetention(t *testing.T) {
 	target := JobTarget{Cluster: c, Members: []string{"demo-0"}, ClusterID: "abc"}
 	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns"},
 		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: "demo", Storage: v1alpha1.BackupStorage{BucketURL: "s3://b", Prefix: "etcd/"},
-			Retention: v1alpha1.BackupRetention{MaxCount: 3, Daily: 7, Weekly: 4, MaxAge: &metav1.Duration{Duration: 720 * time.Hour}},
+			Retention: v1alpha1.BackupRetention{MaxCount: 3, Hourly: 24, Daily: 7, Weekly: 4, MaxAge: &metav1.Duration{Duration: 720 * time.Hour}},
 			Archive:   &v1alpha1.ArchiveSpec{Enabled: true}}}
 	b := &v1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly-20261128-010000", Namespace: "ns", Labels: map[string]string{names.LabelSchedule: "nightly"}},
 		Spec: v1alpha1.EtcdBackupSpec{ClusterName: "demo", Storage: s.Spec.Storage}}
 	want := []string{"--retain-prefix=etcd/ns/demo/nightly-", "--retain-count=3", "--retain-max-age=720h0m0s", "--schedule=nightly",
-		"--retain-daily=7", "--retain-weekly=4", "--retain-archive=etcd/ns/demo/archive/nightly"}
+		"--retain-hourly=24", "--retain-daily=7", "--retain-weekly=4", "--retain-archive=etcd/ns/demo/archive/nightly", "--retain-archive-keep=a1:250,b2:90"}
 	for _, tc := range []struct {
 		name    string
 		archive bool
 		want    []string
-	}{{"archiving", true, want}, {"not archiving", false, want[:len(want)-1]}} {
+	}{{"archiving", true, want}, {"not archiving", false, want[:len(want)-2]}} {
 		if !tc.archive {
 			s.Spec.Archive = nil
 		}
-		cmd := BackupJob(b, target, RetainOf(s), images).Spec.Template.Spec.Containers[0].Command
+		retain := RetainOf(s)
+		if tc.archive {
+			retain.Keep = map[string]int64{"b2": 90, "a1": 250}
+		}
+		cmd := BackupJob(b, target, retain, images).Spec.Template.Spec.Containers[0].Command
 		i := slices.Index(cmd, want[0])
 		if i < 0 || !reflect.DeepEqual(cmd[i:i+len(tc.want)], tc.want) || (i+len(tc.want) < len(cmd) && strings.HasPrefix(cmd[i+len(tc.want)], "--retain")) {
 			t.Errorf("%s: the Job's command %q does not carry the retention %q", tc.name, cmd, tc.want)

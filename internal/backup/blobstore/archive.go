@@ -77,3 +77,16 @@ func (s *ArchiveStore) Delete(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// ListFirst names the first object under prefix in the store's order (byte order of the keys
+// on S3, Google Cloud Storage, Azure and file://), reading one listing page of one object.
+func (s *ArchiveStore) ListFirst(ctx context.Context, prefix string) (string, bool, error) {
+	page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: prefix})
+	if err != nil {
+		return "", false, describe(opList, backup.Location{Bucket: s.url, Key: prefix}, err)
+	}
+	if len(page) == 0 {
+		return "", false, nil
+	}
+	return page[0].Key, true, nil
+}

@@ -318,23 +318,25 @@ var ErrHashMismatch = errors.New("the snapshot is not the one backed up")
 
 // List returns the keys of the snapshots (.db objects) under prefix, with their times.
 func List(ctx context.Context, bucket, prefix string) (map[string]time.Time, error) {
-	return list(ctx, bucket, prefix, func(key string) bool { return strings.HasSuffix(key, ".db") })
+	return list(ctx, bucket, prefix, "", func(key string) bool { return strings.HasSuffix(key, ".db") })
 }
 
 // ListAll lists every object under prefix (an archive's segments as well as snapshots), with
 // its modification time.
 func ListAll(ctx context.Context, bucket, prefix string) (map[string]time.Time, error) {
-	return list(ctx, bucket, prefix, func(string) bool { return true })
+	return list(ctx, bucket, prefix, "", func(string) bool { return true })
 }
 
-func list(ctx context.Context, bucket, prefix string, keep func(key string) bool) (map[string]time.Time, error) {
+// list lists the objects under prefix that keep accepts; with a delimiter ("/"), only those
+// directly under it.
+func list(ctx context.Context, bucket, prefix, delimiter string, keep func(key string) bool) (map[string]time.Time, error) {
 	b, err := blob.OpenBucket(ctx, bucket)
 	if err != nil {
 		return nil, describe(opOpen, backup.Location{Bucket: bucket, Key: prefix}, err)
 	}
 	defer b.Close()
 	objects := map[string]time.Time{}
-	it := b.List(&blob.ListOptions{Prefix: prefix})
+	it := b.List(&blob.ListOptions{Prefix: prefix, Delimiter: delimiter})
 	for {
 		o, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -400,11 +402,12 @@ func Retain(ctx context.Context, bucket, prefix, schedule string, r backup.Reten
 }
 
 // OldestSnapshots returns, for each cluster ID, the revision of its oldest snapshot (.db
-// object) under prefix, read from the objects' metadata: what an archive's retention keeps
-// segments for. It fails, and nothing should be pruned, when an object's metadata cannot be
-// read or does not name its revision and cluster ID.
+// object) directly under prefix (a cluster's directory: not its archive below it), read from
+// the objects' metadata: what an archive's retention keeps segments for. It fails, and
+// nothing should be pruned, when an object's metadata cannot be read or does not name its
+// revision and cluster ID.
 func OldestSnapshots(ctx context.Context, bucket, prefix string) (map[uint64]int64, error) {
-	listed, err := List(ctx, bucket, prefix)
+	listed, err := list(ctx, bucket, prefix, "/", func(key string) bool { return strings.HasSuffix(key, ".db") })
 	if err != nil {
 		return nil, err
 	}

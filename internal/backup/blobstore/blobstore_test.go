@@ -224,6 +224,7 @@ func TestOldestSnapshots(t *testing.T) {
 	write(p+"by-hand.db", backup.Info{Keyspace: backup.Keyspace{Revision: 250}, ClusterID: "a1", Schedule: backup.NoSchedule}.Metadata())
 	write(p+"hourly-20261128-030000.db", backup.Info{Keyspace: backup.Keyspace{Revision: 90}, ClusterID: "b2", Schedule: "hourly"}.Metadata())
 	write(p+"archive/nightly/00000000000000a1/segments/x.jsonl.gz", nil)
+	write(p+"archive/nightly/copied.db", backup.Info{Keyspace: backup.Keyspace{Revision: 2}, ClusterID: "a1"}.Metadata()) // not directly under the prefix
 	write("etcd/ns/demo-2/by-hand.db", backup.Info{Keyspace: backup.Keyspace{Revision: 1}, ClusterID: "a1"}.Metadata())
 	got, err := OldestSnapshots(ctx, bucket, p)
 	if want := map[uint64]int64{0xa1: 250, 0xb2: 90}; err != nil || !reflect.DeepEqual(got, want) {
