@@ -160,6 +160,13 @@ func saveCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, error
 			return backup.Result{}, err
 		}
 		res := backup.Result{Kind: backup.ResultStored, Member: member, Location: loc.String(), Key: *key, Info: &info}
+		// Stored and verified: said so before the retention, which may take long, so that
+		// a Job stopped during it still reports its backup.
+		if tl := fs.Lookup("termination-log"); tl != nil && *rf.prefix != "" {
+			if err := backup.WriteResult(tl.Value.String(), res); err != nil {
+				log.Printf("writing the termination message: %v", err)
+			}
+		}
 		rf.apply(ctx, *bucket, st.Header.ClusterId, &res)
 		return res, nil
 	}

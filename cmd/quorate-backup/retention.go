@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -81,17 +82,22 @@ func (f retentionFlags) apply(ctx context.Context, bucket string, clusterID uint
 		log.Printf("archive retention: deleted %d segments of cluster %s (revisions %s): no snapshot left needs them", len(p.Segments), names.FormatID(p.ClusterID),
 			archive.FormatRanges(archive.Ranges(p.Segments)))
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		// A backlog: the older segments went, the rest go with the next backups.
+		log.Printf("archive retention: stopped after %s with %d segments deleted; the next backup goes on", pruneBudget, res.PrunedSegments)
+	case err != nil:
 		fail("archive retention", err)
 	}
 }
 
 // kept is, per cluster ID, the oldest revision a snapshot still needs the archive from: the
-// snapshots directly under the cluster's directory (whichever schedule took them, or by
-// hand), and the other backups the operator named (--retain-archive-keep).
+// snapshots directly under the cluster's directory that the schedule's archive serves (its
+// own and those made by hand), and the other backups the operator named
+// (--retain-archive-keep).
 func (f retentionFlags) kept(ctx context.Context, bucket string) (map[uint64]int64, error) {
 	clusterPrefix := (*f.prefix)[:strings.LastIndex(*f.prefix, "/")+1]
-	kept, err := blobstore.OldestSnapshots(ctx, bucket, clusterPrefix)
+	kept, err := blobstore.OldestSnapshots(ctx, bucket, clusterPrefix, *f.schedule)
 	if err != nil {
 		return nil, err
 	}

@@ -205,7 +205,7 @@ func (r *BackupReconciler) start(ctx context.Context, b *v1alpha1.EtcdBackup) (c
 	if err := r.StoragePolicy.Check(b.Spec.Storage); err != nil {
 		return r.failFor(b, v1alpha1.ReasonStorageNotAllowed, err.Error())
 	}
-	retain, err := r.scheduleRetention(ctx, b)
+	retain, err := r.scheduleRetention(ctx, b, target.ClusterID)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -292,7 +292,7 @@ func (r *BackupReconciler) retentionEvents(b *v1alpha1.EtcdBackup, result *backu
 }
 
 // scheduleRetention is the retention of the schedule that created the backup, if any.
-func (r *BackupReconciler) scheduleRetention(ctx context.Context, b *v1alpha1.EtcdBackup) (*resources.Retain, error) {
+func (r *BackupReconciler) scheduleRetention(ctx context.Context, b *v1alpha1.EtcdBackup, clusterID string) (*resources.Retain, error) {
 	name := b.Labels[names.LabelSchedule]
 	if name == "" {
 		return nil, nil
@@ -304,7 +304,7 @@ func (r *BackupReconciler) scheduleRetention(ctx context.Context, b *v1alpha1.Et
 	}
 	ret := resources.RetainOf(s)
 	if ret.Archive != "" {
-		if ret.Keep, err = r.archiveKeep(ctx, b, name); err != nil {
+		if ret.Keep, err = r.archiveKeep(ctx, b, clusterID); err != nil {
 			return nil, err
 		}
 	}
@@ -312,23 +312,35 @@ func (r *BackupReconciler) scheduleRetention(ctx context.Context, b *v1alpha1.Et
 }
 
 // archiveKeep is, per cluster ID, the oldest revision of the completed backups of b's cluster
-// in the same bucket that are not the schedule's: made by hand, or by another schedule, under
-// any prefix. A restore to a point of any of them may replay the schedule's archive, so its
-// retention keeps the segments they need, besides those of the snapshots it finds in its
-// own prefix.
-func (r *BackupReconciler) archiveKeep(ctx context.Context, b *v1alpha1.EtcdBackup, schedule string) (map[string]int64, error) {
+// made by hand in the same bucket, under any prefix: a restore to a point of one of them
+// replays the schedule's archive, so its retention keeps the segments they need, besides
+// those of the snapshots it finds in its own prefix. While such a backup is not finished
+// (its revision unknown yet), the cluster's current archive (clusterID) is not pruned. Read
+// from the API server: a backup the cache has not seen complete must not be missed.
+func (r *BackupReconciler) archiveKeep(ctx context.Context, b *v1alpha1.EtcdBackup, clusterID string) (map[string]int64, error) {
+	reader := client.Reader(r.Client)
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
 	var list v1alpha1.EtcdBackupList
-	if err := r.List(ctx, &list, client.InNamespace(b.Namespace)); err != nil {
+	if err := reader.List(ctx, &list, client.InNamespace(b.Namespace)); err != nil {
 		return nil, err
 	}
 	keep := map[string]int64{}
+	add := func(id string, rev int64) {
+		if old, ok := keep[id]; !ok || rev < old {
+			keep[id] = rev
+		}
+	}
 	for _, o := range list.Items {
-		if o.Spec.ClusterName != b.Spec.ClusterName || o.Spec.Storage.BucketURL != b.Spec.Storage.BucketURL || o.Labels[names.LabelSchedule] == schedule ||
-			o.Status.Phase != v1alpha1.BackupCompleted || o.Status.ClusterID == "" || o.Status.Revision <= 0 || !o.DeletionTimestamp.IsZero() {
+		if o.Spec.ClusterName != b.Spec.ClusterName || o.Spec.Storage.BucketURL != b.Spec.Storage.BucketURL || o.Labels[names.LabelSchedule] != "" || !o.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if old, ok := keep[o.Status.ClusterID]; !ok || o.Status.Revision < old {
-			keep[o.Status.ClusterID] = o.Status.Revision
+		switch {
+		case o.Status.Phase == v1alpha1.BackupCompleted && o.Status.ClusterID != "" && o.Status.Revision > 0:
+			add(o.Status.ClusterID, o.Status.Revision)
+		case o.Status.Phase != v1alpha1.BackupCompleted && o.Status.Phase != v1alpha1.BackupFailed && clusterID != "":
+			add(clusterID, 0)
 		}
 	}
 	return keep, nil

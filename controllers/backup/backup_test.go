@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -116,9 +117,10 @@ func TestBackupWhoseJobIsGone(t *testing.T) {
 }
 
 // A schedule that archives tells its backup Job the oldest revision, per cluster ID, of the
-// other completed backups of the cluster in the same bucket (by hand or by other schedules,
-// under any prefix), whose restores to a point its archive serves; not its own backups, not
-// other clusters', other buckets', unfinished or deleted ones.
+// completed backups of the cluster made by hand in the same bucket, under any prefix, whose
+// restores to a point its archive serves; not its own backups nor other schedules' (they
+// replay their own archives), not other clusters', other buckets', deleted ones. One not
+// finished yet keeps the current cluster's archive whole.
 func TestScheduleRetentionKeepsOtherBackupsSegments(t *testing.T) {
 	st := v1alpha1.BackupStorage{BucketURL: "s3://b", Prefix: "etcd/"}
 	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns"},
@@ -139,17 +141,31 @@ func TestScheduleRetentionKeepsOtherBackupsSegments(t *testing.T) {
 		backupOf("hourly-20261128-010000", "demo", "hourly", "s3://b", v1alpha1.BackupCompleted, "b2", 90),
 		backupOf("elsewhere", "demo", "", "s3://other", v1alpha1.BackupCompleted, "a1", 1),
 		backupOf("other-cluster", "other", "", "s3://b", v1alpha1.BackupCompleted, "a1", 2),
-		backupOf("running", "demo", "", "s3://b", v1alpha1.BackupRunning, "a1", 3),
+		backupOf("failed", "demo", "", "s3://b", v1alpha1.BackupFailed, "a1", 3),
+		backupOf("no-cluster-id", "demo", "", "s3://b", v1alpha1.BackupCompleted, "", 4),
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).Build()
-	r := &BackupReconciler{Client: c}
+	deleted := backupOf("deleted", "demo", "", "s3://b", v1alpha1.BackupCompleted, "a1", 5)
+	deleted.DeletionTimestamp, deleted.Finalizers = &metav1.Time{Time: time.Now()}, []string{"x"}
+	objs = append(objs, deleted)
 	b := backupOf("nightly-20261128-020000", "demo", "nightly", "s3://b", "", "", 0)
 	b.Spec.Storage = st
-	got, err := r.scheduleRetention(context.Background(), b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := map[string]int64{"a1": 250, "b2": 90}; !reflect.DeepEqual(got.Keep, want) || got.Archive != "etcd/ns/demo/archive/nightly" {
-		t.Fatalf("retention %+v, want the archive etcd/ns/demo/archive/nightly and keep %v", got, want)
+	for _, tc := range []struct {
+		name string
+		more []client.Object
+		want map[string]int64
+	}{
+		{"every backup finished", nil, map[string]int64{"a1": 250}},
+		{"a backup made by hand running", []client.Object{backupOf("running", "demo", "", "s3://b", v1alpha1.BackupRunning, "", 0)}, map[string]int64{"a1": 250, "c0": 0}},
+	} {
+		// The cache is empty: the backups are read from the API server.
+		api := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(append(slices.Clone(objs), tc.more...)...).Build()
+		r := &BackupReconciler{Client: fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(s).Build(), APIReader: api}
+		got, err := r.scheduleRetention(context.Background(), b, "c0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Keep, tc.want) || got.Archive != "etcd/ns/demo/archive/nightly" {
+			t.Errorf("%s: retention %+v, want the archive etcd/ns/demo/archive/nightly and keep %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -63,7 +63,11 @@ func Prune(ctx context.Context, s Deleter, prefix string, kept map[uint64]int64,
 			if hasKept && (sp.Last >= floor || sp.Last == newest) {
 				continue
 			}
-			if err := s.Delete(ctx, sp.Name); err != nil {
+			err := ctx.Err() // a store may not check it (file://)
+			if err == nil {
+				err = s.Delete(ctx, sp.Name)
+			}
+			if err != nil {
 				if len(p.Segments) > 0 {
 					out = append(out, p)
 				}

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -116,5 +117,14 @@ func TestPruneStopsAtAFailedDelete(t *testing.T) {
 	spans, err := Segments(ctx, s, "p", 1)
 	if err != nil || len(spans) != 3 || spans[0].First != 11 {
 		t.Fatalf("left %+v (%v), want 11-20, 21-30, 31-40", spans, err)
+	}
+	// Out of time (a store that does not check the context itself): nothing more goes.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if got, err := Prune(done, s, "p", map[uint64]int64{1: 35}, 1); !errors.Is(err, context.Canceled) || len(got) != 0 {
+		t.Fatalf("Prune out of time = %+v, %v; want nothing deleted and context.Canceled", got, err)
+	}
+	if spans, _ := Segments(ctx, s, "p", 1); len(spans) != 3 {
+		t.Fatalf("left %+v after pruning out of time, want 3 segments", spans)
 	}
 }

@@ -116,6 +116,35 @@ func TestRestoreToAPoint(t *testing.T) {
 		t.Fatalf("restored to revision %d: keyspace %+v, the source's at that revision %+v\n%s", mid, got, want, log.String())
 	}
 
+	// A target at the snapshot's own revision: the snapshot is restored as it is, its history
+	// kept (a rebase would have compacted it).
+	same := filepath.Join(dir, "same.db")
+	if _, err := backup.Save(ctx, c, same); err != nil {
+		t.Fatal(err)
+	}
+	sameDir := filepath.Join(dir, "archive-same")
+	if _, err := archive.Prepare(ctx, store, prefix, id.Header.ClusterId, last, archive.Target{Revision: last}, sameDir); err != nil {
+		t.Fatal(err)
+	}
+	peer = fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t))
+	asIs := RestoreOptions{DataDir: filepath.Join(dir, "same"), MarkerPath: filepath.Join(dir, "same.json"), Snapshot: same, ArchiveDir: sameDir,
+		Command: []string{etcdutl, "snapshot", "restore", same, "--name=m2", "--initial-cluster=m2=" + peer, "--initial-cluster-token=tok2", "--initial-advertise-peer-urls=" + peer}}
+	log.Reset()
+	if err := Restore(ctx, asIs, &log); err != nil {
+		t.Fatalf("restore to the snapshot's own revision: %v\n%s", err, log.String())
+	}
+	sc := testsupport.StartEtcdWith(t, "m2", testsupport.EtcdOptions{DataDir: asIs.DataDir, PeerURL: peer}).Client(t)
+	wantSame, err := backup.KeyspaceAt(ctx, c, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := backup.KeyspaceAt(ctx, sc, 0); err != nil || got != wantSame {
+		t.Fatalf("restored to the snapshot's own revision %d: %+v (%v), want %+v\n%s", last, got, err, wantSame, log.String())
+	}
+	if _, err := sc.Get(ctx, "k00", clientv3.WithRev(last-2)); err != nil {
+		t.Fatalf("the snapshot restored as it is lost its history: %v\n%s", err, log.String())
+	}
+
 	// The source's snapshot now, restored with its revision bumped (bumpRevision): the cluster
 	// is at the snapshot's revision plus the bump, holds the same keys and values, and refuses reads of older
 	// revisions as compacted, so a watcher of the old cluster lists again.

@@ -112,6 +112,10 @@ func (o RestoreOptions) rebase(ctx context.Context, logger *log.Logger) (string,
 	if err != nil || plan == nil {
 		return o.Snapshot, err
 	}
+	if plan.To == plan.From {
+		logger.Printf("the target (%s) is the snapshot's own revision %d: restoring the snapshot as it is", plan.Asked, plan.From)
+		return o.Snapshot, nil
+	}
 	out := o.Snapshot + ".rebased"
 	rb := archive.Rebase{Etcd: filepath.Join(filepath.Dir(o.Command[0]), "etcd"), Etcdutl: o.Command[0], Dir: o.DataDir + ".rebasing"}
 	logger.Printf("rebasing the snapshot (revision %d) to revision %d (%s) with the archive's segments", plan.From, plan.To, plan.Asked)

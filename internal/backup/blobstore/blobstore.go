@@ -401,12 +401,13 @@ func Retain(ctx context.Context, bucket, prefix, schedule string, r backup.Reten
 	return expired, errors.Join(unread...)
 }
 
-// OldestSnapshots returns, for each cluster ID, the revision of its oldest snapshot (.db
-// object) directly under prefix (a cluster's directory: not its archive below it), read from
-// the objects' metadata: what an archive's retention keeps segments for. It fails, and
-// nothing should be pruned, when an object's metadata cannot be read or does not name its
-// revision and cluster ID.
-func OldestSnapshots(ctx context.Context, bucket, prefix string) (map[uint64]int64, error) {
+// OldestSnapshots returns, for each cluster ID, the revision of the oldest snapshot (.db
+// object) directly under prefix (a cluster's directory: not its archive below it) that
+// schedule's archive serves: the schedule's own, and those made by hand (or whose metadata
+// names no schedule); another schedule's replay its own archive. What they need is what an
+// archive's retention keeps. It fails, and nothing should be pruned, when an object's
+// metadata cannot be read or does not name its revision and cluster ID.
+func OldestSnapshots(ctx context.Context, bucket, prefix, schedule string) (map[uint64]int64, error) {
 	listed, err := list(ctx, bucket, prefix, "/", func(key string) bool { return strings.HasSuffix(key, ".db") })
 	if err != nil {
 		return nil, err
@@ -426,6 +427,9 @@ func OldestSnapshots(ctx context.Context, bucket, prefix string) (map[uint64]int
 			return nil, describe("reading the attributes of", backup.Location{Bucket: bucket, Key: k}, err)
 		}
 		info := backup.InfoFromMetadata(attrs.Metadata)
+		if info.Schedule != "" && info.Schedule != backup.NoSchedule && info.Schedule != schedule {
+			continue
+		}
 		id, err := names.ParseID(info.ClusterID)
 		if err != nil || info.Revision <= 0 {
 			return nil, fmt.Errorf("%s records no revision and cluster ID in its metadata (%q, %d): the archive keeps every segment", backup.Location{Bucket: bucket, Key: k}, info.ClusterID, info.Revision)

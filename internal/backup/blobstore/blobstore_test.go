@@ -202,9 +202,10 @@ func TestFetchIntoAFullVolumeIsNotTheStoreOutOfSpace(t *testing.T) {
 	}
 }
 
-// OldestSnapshots reads each cluster's oldest snapshot from the metadata of every .db object
-// under the prefix, whichever schedule took it; one whose metadata does not say fails it, so
-// that an archive's retention deletes nothing it cannot tell is unneeded.
+// OldestSnapshots reads each cluster's oldest snapshot from the metadata of the .db objects
+// directly under the prefix that the schedule's archive serves (its own, by hand, unnamed);
+// one whose metadata does not say fails it, so that an archive's retention deletes nothing it
+// cannot tell is unneeded.
 func TestOldestSnapshots(t *testing.T) {
 	ctx := context.Background()
 	bucket := "file://" + t.TempDir()
@@ -226,12 +227,17 @@ func TestOldestSnapshots(t *testing.T) {
 	write(p+"archive/nightly/00000000000000a1/segments/x.jsonl.gz", nil)
 	write(p+"archive/nightly/copied.db", backup.Info{Keyspace: backup.Keyspace{Revision: 2}, ClusterID: "a1"}.Metadata()) // not directly under the prefix
 	write("etcd/ns/demo-2/by-hand.db", backup.Info{Keyspace: backup.Keyspace{Revision: 1}, ClusterID: "a1"}.Metadata())
-	got, err := OldestSnapshots(ctx, bucket, p)
+	write(p+"unnamed.db", backup.Info{Keyspace: backup.Keyspace{Revision: 95}, ClusterID: "b2"}.Metadata()) // written before metadata named schedules
+	got, err := OldestSnapshots(ctx, bucket, p, "nightly")
+	if want := map[uint64]int64{0xa1: 250, 0xb2: 95}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("OldestSnapshots of nightly = %v, %v; want %v (not hourly's)", got, err, want)
+	}
+	got, err = OldestSnapshots(ctx, bucket, p, "hourly")
 	if want := map[uint64]int64{0xa1: 250, 0xb2: 90}; err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("OldestSnapshots = %v, %v; want %v", got, err, want)
+		t.Fatalf("OldestSnapshots of hourly = %v, %v; want %v (not nightly's)", got, err, want)
 	}
 	write(p+"copied-by-hand.db", nil)
-	if got, err := OldestSnapshots(ctx, bucket, p); err == nil {
+	if got, err := OldestSnapshots(ctx, bucket, p, "nightly"); err == nil {
 		t.Fatalf("OldestSnapshots with a snapshot that records no revision = %v, want an error", got)
 	}
 }
