@@ -357,13 +357,9 @@ func list(ctx context.Context, bucket, prefix, delimiter string, keep func(key s
 // metadata, where it names a schedule, names this one: another schedule whose name begins
 // with this one's shares the prefix, and its snapshots are never this retention's to delete.
 func Retain(ctx context.Context, bucket, prefix, schedule string, r backup.Retention, now time.Time) ([]string, error) {
-	listed, err := List(ctx, bucket, prefix)
+	listed, b, err := listSnapshots(ctx, bucket, prefix, "")
 	if err != nil {
 		return nil, err
-	}
-	b, err := blob.OpenBucket(ctx, bucket)
-	if err != nil {
-		return nil, describe(opOpen, backup.Location{Bucket: bucket, Key: prefix}, err)
 	}
 	defer b.Close()
 	objects := map[string]time.Time{}
@@ -408,13 +404,9 @@ func Retain(ctx context.Context, bucket, prefix, schedule string, r backup.Reten
 // archive's retention keeps. It fails, and nothing should be pruned, when an object's
 // metadata cannot be read or does not name its revision and cluster ID.
 func OldestSnapshots(ctx context.Context, bucket, prefix, schedule string) (map[uint64]int64, error) {
-	listed, err := list(ctx, bucket, prefix, "/", func(key string) bool { return strings.HasSuffix(key, ".db") })
+	listed, b, err := listSnapshots(ctx, bucket, prefix, "/")
 	if err != nil {
 		return nil, err
-	}
-	b, err := blob.OpenBucket(ctx, bucket)
-	if err != nil {
-		return nil, describe(opOpen, backup.Location{Bucket: bucket, Key: prefix}, err)
 	}
 	defer b.Close()
 	out := map[uint64]int64{}
@@ -439,4 +431,18 @@ func OldestSnapshots(ctx context.Context, bucket, prefix, schedule string) (map[
 		}
 	}
 	return out, nil
+}
+
+// listSnapshots lists the snapshots under prefix (with a delimiter, only those directly under
+// it), and opens the bucket to read or delete them: close it when done.
+func listSnapshots(ctx context.Context, bucket, prefix, delimiter string) (map[string]time.Time, *blob.Bucket, error) {
+	listed, err := list(ctx, bucket, prefix, delimiter, func(key string) bool { return strings.HasSuffix(key, ".db") })
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := blob.OpenBucket(ctx, bucket)
+	if err != nil {
+		return nil, nil, describe(opOpen, backup.Location{Bucket: bucket, Key: prefix}, err)
+	}
+	return listed, b, nil
 }
