@@ -29,7 +29,7 @@ func addRetention(fs *flag.FlagSet) retentionFlags {
 		prefix:   fs.String("retain-prefix", "", "apply the retention to the snapshots under this prefix (.../<namespace>/<cluster>/<schedule>-) after storing"),
 		schedule: fs.String("schedule", "", "the EtcdBackupSchedule the backup belongs to: recorded in the object's metadata, and the only schedule whose objects the retention deletes"),
 		archive:  fs.String("retain-archive", "", "the schedule's archive prefix: after the retention, delete the segments no snapshot of the cluster left in the bucket needs"),
-		keep:     fs.String("retain-archive-keep", "", "comma-separated <cluster ID>:<revision>: the oldest revision of each cluster ID that other backups (by hand, other schedules, other prefixes) need the archive from"),
+		keep:     fs.String("retain-archive-keep", "", "comma-separated <cluster ID>:<revision>: the oldest revision of each cluster ID that the cluster's backups made by hand (under any prefix of the bucket) need the archive from; 0 keeps all of that cluster ID"),
 		count:    fs.Int("retain-count", 0, "keep the newest this many snapshots under --retain-prefix"),
 		hourly:   fs.Int("retain-hourly", 0, "keep the newest snapshot of each of the last this many hours that have one"),
 		daily:    fs.Int("retain-daily", 0, "keep the newest snapshot of each of the last this many days (UTC) that have one"),
@@ -40,7 +40,7 @@ func addRetention(fs *flag.FlagSet) retentionFlags {
 
 // pruneBudget bounds the archive's pruning in one backup, well inside the Job's deadline: a
 // backlog (the first backup after retention is set on a busy archive) is deleted over several
-// backups, oldest first, so stopping early leaves no hole.
+// backups, oldest first; stopping early deletes nothing a kept snapshot needs.
 const pruneBudget = 10 * time.Minute
 
 // apply deletes the schedule's expired snapshots, then the archive's segments that no
@@ -79,6 +79,7 @@ func (f retentionFlags) apply(ctx context.Context, bucket string, clusterID uint
 	done, err := archive.Prune(pctx, store, *f.archive, kept, clusterID)
 	for _, p := range done {
 		res.PrunedSegments += len(p.Segments)
+		archive.SortSpans(p.Segments)
 		log.Printf("archive retention: deleted %d segments of cluster %s (revisions %s): no snapshot left needs them", len(p.Segments), names.FormatID(p.ClusterID),
 			archive.FormatRanges(archive.Ranges(p.Segments)))
 	}

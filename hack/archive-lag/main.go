@@ -10,8 +10,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -63,42 +61,6 @@ func report(kind string, rate int, duration time.Duration, valueSize int, maxLag
 	q := func(p float64) time.Duration { return lags[min(len(lags)-1, int(p*float64(len(lags))))] }
 	fmt.Printf("| %s | %d/s for %s | %d B | %s | %d | %d | %d | %s | %s | %s |\n", kind, rate, duration, valueSize, maxLag,
 		len(acks), failed, len(segments), q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
-}
-
-// bucket is the archive's bucket URL: a directory, or a versitygw S3 server it starts on
-// loopback (whose end it returns to wait for), with its credentials in the environment.
-func bucket(ctx context.Context, kind, dir, gw string) (string, func(), error) {
-	switch kind {
-	case "file":
-		if err := os.MkdirAll(filepath.Join(dir, "bucket"), 0o700); err != nil {
-			return "", nil, err
-		}
-		return "file://" + filepath.Join(dir, "bucket"), nil, nil
-	case "s3":
-		sp, err := loopback.FreePort()
-		if err != nil {
-			return "", nil, err
-		}
-		if err := os.MkdirAll(filepath.Join(dir, "s3", "backups"), 0o700); err != nil {
-			return "", nil, err
-		}
-		key := make([]byte, 16)
-		_, _ = rand.Read(key)
-		access, secret := "lag"+hex.EncodeToString(key[:4]), hex.EncodeToString(key)
-		w, err := loopback.Start(ctx, gw, []string{"--port", fmt.Sprintf("127.0.0.1:%d", sp), "posix", filepath.Join(dir, "s3")},
-			[]string{"ROOT_ACCESS_KEY_ID=" + access, "ROOT_SECRET_ACCESS_KEY=" + secret})
-		if err != nil {
-			return "", nil, err
-		}
-		if err := loopback.WaitTCP(fmt.Sprintf("127.0.0.1:%d", sp)); err != nil {
-			return "", w, err
-		}
-		if err := errors.Join(os.Setenv("AWS_ACCESS_KEY_ID", access), os.Setenv("AWS_SECRET_ACCESS_KEY", secret)); err != nil {
-			return "", w, err
-		}
-		return fmt.Sprintf("s3://backups?region=us-east-1&endpoint=http://127.0.0.1:%d&use_path_style=true", sp), w, nil
-	}
-	return "", nil, fmt.Errorf("--store %q: s3 or file", kind)
 }
 
 // write puts at a steady rate for duration, each write from its own tick (a write that is late
@@ -169,7 +131,7 @@ func run(etcdBin, gw, kind string, rate int, duration time.Duration, valueSize i
 		return err
 	}
 
-	url, w, err := bucket(ctx, kind, dir, gw)
+	url, w, err := loopback.Bucket(ctx, kind, dir, gw)
 	if w != nil {
 		waits = append(waits, w)
 	}

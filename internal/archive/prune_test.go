@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -96,8 +100,9 @@ func (f failingDelete) Delete(ctx context.Context, name string) error {
 	return f.DirStore.Delete(ctx, name)
 }
 
-// A delete that fails stops the pruning of that cluster after the older segments, which are
-// gone, and leaves the newer ones: no hole in what stays.
+// A delete that fails stops the pruning of that cluster after its window: the others of the
+// window are gone, the segments that reach the floor stay, and the next pruning deletes what
+// was left below it.
 func TestPruneStopsAtAFailedDelete(t *testing.T) {
 	ctx := context.Background()
 	s := DirStore(t.TempDir())
@@ -110,13 +115,15 @@ func TestPruneStopsAtAFailedDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := Prune(ctx, failingDelete{s, SegmentName("p", 1, 11, 20)}, "p", map[uint64]int64{1: 35}, 1)
-	if err == nil || len(got) != 1 || len(got[0].Segments) != 1 || got[0].Segments[0].First != 1 {
-		t.Fatalf("Prune = %+v, %v; want segment 1-10 deleted and an error", got, err)
+	span := func(first, last int64) Span {
+		return Span{Name: SegmentName("p", 1, first, last), First: first, Last: last}
 	}
-	spans, err := Segments(ctx, s, "p", 1)
-	if err != nil || len(spans) != 3 || spans[0].First != 11 {
-		t.Fatalf("left %+v (%v), want 11-20, 21-30, 31-40", spans, err)
+	got, err := Prune(ctx, failingDelete{s, SegmentName("p", 1, 11, 20)}, "p", map[uint64]int64{1: 35}, 1)
+	if want := []Pruned{{ClusterID: 1, Segments: []Span{span(1, 10), span(21, 30)}}}; err == nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Prune = %+v, %v; want %+v and an error", got, err, want)
+	}
+	if spans, err := Segments(ctx, s, "p", 1); err != nil || !reflect.DeepEqual(spans, []Span{span(11, 20), span(31, 40)}) {
+		t.Fatalf("left %+v (%v), want 11-20 and 31-40", spans, err)
 	}
 	// Out of time (a store that does not check the context itself): nothing more goes.
 	done, cancel := context.WithCancel(ctx)
@@ -124,7 +131,89 @@ func TestPruneStopsAtAFailedDelete(t *testing.T) {
 	if got, err := Prune(done, s, "p", map[uint64]int64{1: 35}, 1); !errors.Is(err, context.Canceled) || len(got) != 0 {
 		t.Fatalf("Prune out of time = %+v, %v; want nothing deleted and context.Canceled", got, err)
 	}
-	if spans, _ := Segments(ctx, s, "p", 1); len(spans) != 3 {
-		t.Fatalf("left %+v after pruning out of time, want 3 segments", spans)
+	if spans, _ := Segments(ctx, s, "p", 1); len(spans) != 2 {
+		t.Fatalf("left %+v after pruning out of time, want 2 segments", spans)
+	}
+	// The next pruning deletes what the failure left below the floor.
+	if got, err := Prune(ctx, s, "p", map[uint64]int64{1: 35}, 1); err != nil || !reflect.DeepEqual(got, []Pruned{{ClusterID: 1, Segments: []Span{span(11, 20)}}}) {
+		t.Fatalf("pruning again = %+v, %v; want 11-20 deleted", got, err)
+	}
+}
+
+// walkingStore is a DirStore that lists as an object store does (Walker, DirLister), and
+// counts the names its walks read.
+type walkingStore struct {
+	DirStore
+	mu   sync.Mutex
+	read int
+}
+
+func (w *walkingStore) Walk(ctx context.Context, prefix string, fn func(string) (bool, error)) error {
+	names, err := w.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		w.mu.Lock()
+		w.read++
+		w.mu.Unlock()
+		if more, err := fn(n); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *walkingStore) ListDirs(ctx context.Context, prefix string) ([]string, error) {
+	names, err := w.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, n := range names {
+		if rest := strings.TrimPrefix(n, prefix); strings.Contains(rest, "/") {
+			dirs = append(dirs, prefix+rest[:strings.Index(rest, "/")+1])
+		}
+	}
+	slices.Sort(dirs)
+	return slices.Compact(dirs), nil
+}
+
+// On a store that walks its listing, Prune reads a cluster's segments only up to the first
+// one that reaches the floor, deletes a backlog of several windows oldest first, and keeps
+// the segment with the newest revision of an archive behind its oldest kept snapshot.
+func TestPruneWalksOnlyToTheFloor(t *testing.T) {
+	ctx := context.Background()
+	w := &walkingStore{DirStore: DirStore(t.TempDir())}
+	var want []Span
+	const n = 3*pruneWindow + 5
+	for i := range int64(n) {
+		first, last := 10*i+1, 10*i+10
+		if err := w.Put(ctx, SegmentName("p", 1, first, last), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if last < 10*(n-10) {
+			want = append(want, Span{Name: SegmentName("p", 1, first, last), First: first, Last: last})
+		}
+	}
+	// Cluster 2's archive ends below its kept snapshot: only its newest segment stays.
+	for _, r := range [][2]int64{{1, 5}, {6, 9}} {
+		if err := w.Put(ctx, SegmentName("p", 2, r[0], r[1]), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := Prune(ctx, w, "p", map[uint64]int64{1: 10 * (n - 10), 2: 100}, 1)
+	wantPruned := []Pruned{{ClusterID: 1, Segments: want}, {ClusterID: 2, Segments: []Span{{Name: SegmentName("p", 2, 1, 5), First: 1, Last: 5}}}}
+	if err != nil || !reflect.DeepEqual(got, wantPruned) {
+		t.Fatalf("Prune = %+v, %v;\nwant %+v", got, err, wantPruned)
+	}
+	// Cluster 1: the deleted segments and the one that reaches the floor; cluster 2: both.
+	if wantRead := len(want) + 1 + 2; w.read != wantRead {
+		t.Errorf("the walks read %d names, want %d", w.read, wantRead)
+	}
+	left, err := w.List(ctx, "p/")
+	if err != nil || len(left) != n-len(want)+1 {
+		t.Fatalf("left %d segments (%v), want %d", len(left), err, n-len(want)+1)
 	}
 }

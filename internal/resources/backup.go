@@ -217,8 +217,9 @@ type Retain struct {
 	Prefix    string
 	Retention backup.Retention
 	Archive   string
-	// Keep is, per cluster ID (hex), the oldest revision of other backups (by hand, other
-	// schedules, other prefixes) whose restores to a point the archive's segments serve.
+	// Keep is, per cluster ID (hex), the oldest revision of the cluster's completed backups made
+	// by hand in the same bucket (under any prefix) and, while one made by hand still runs, the
+	// current cluster ID at 0: restores to a point of those the archive's segments serve.
 	Keep map[string]int64
 }
 

@@ -4,6 +4,9 @@ package loopback
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -66,4 +69,41 @@ func StartEtcd(ctx context.Context, etcdBin, dir, name string, extra ...string) 
 		return "", nil, err
 	}
 	return curl, w, WaitTCP(fmt.Sprintf("127.0.0.1:%d", cp))
+}
+
+// Bucket is a bucket URL for kind file (a directory under dir) or s3 (a versitygw S3 server,
+// binary gw, started on loopback with its data under dir; what waits for its end is
+// returned), with its credentials in the environment.
+func Bucket(ctx context.Context, kind, dir, gw string) (string, func(), error) {
+	switch kind {
+	case "file":
+		if err := os.MkdirAll(filepath.Join(dir, "bucket"), 0o700); err != nil {
+			return "", nil, err
+		}
+		return "file://" + filepath.Join(dir, "bucket"), nil, nil
+	case "s3":
+		sp, err := FreePort()
+		if err != nil {
+			return "", nil, err
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "s3", "backups"), 0o700); err != nil {
+			return "", nil, err
+		}
+		key := make([]byte, 16)
+		_, _ = rand.Read(key)
+		access, secret := "loop"+hex.EncodeToString(key[:4]), hex.EncodeToString(key)
+		w, err := Start(ctx, gw, []string{"--port", fmt.Sprintf("127.0.0.1:%d", sp), "posix", filepath.Join(dir, "s3")},
+			[]string{"ROOT_ACCESS_KEY_ID=" + access, "ROOT_SECRET_ACCESS_KEY=" + secret})
+		if err != nil {
+			return "", nil, err
+		}
+		if err := WaitTCP(fmt.Sprintf("127.0.0.1:%d", sp)); err != nil {
+			return "", w, err
+		}
+		if err := errors.Join(os.Setenv("AWS_ACCESS_KEY_ID", access), os.Setenv("AWS_SECRET_ACCESS_KEY", secret)); err != nil {
+			return "", w, err
+		}
+		return fmt.Sprintf("s3://backups?region=us-east-1&endpoint=http://127.0.0.1:%d&use_path_style=true", sp), w, nil
+	}
+	return "", nil, fmt.Errorf("--store %q: s3 or file", kind)
 }

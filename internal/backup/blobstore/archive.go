@@ -53,19 +53,13 @@ func (s *ArchiveStore) Get(ctx context.Context, name string) ([]byte, error) {
 // List names the objects under prefix.
 func (s *ArchiveStore) List(ctx context.Context, prefix string) ([]string, error) {
 	var out []string
-	it := s.b.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		o, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, describe(opList, backup.Location{Bucket: s.url, Key: prefix}, err)
-		}
-		if !o.IsDir {
-			out = append(out, o.Key)
-		}
+	if err := s.Walk(ctx, prefix, func(name string) (bool, error) {
+		out = append(out, name)
+		return true, nil
+	}); err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 var _ archive.Deleter = (*ArchiveStore)(nil)
@@ -89,4 +83,48 @@ func (s *ArchiveStore) ListFirst(ctx context.Context, prefix string) (string, bo
 		return "", false, nil
 	}
 	return page[0].Key, true, nil
+}
+
+var (
+	_ archive.Walker    = (*ArchiveStore)(nil)
+	_ archive.DirLister = (*ArchiveStore)(nil)
+)
+
+// Walk calls fn with the objects under prefix in the store's order (byte order of the keys),
+// reading the listing a page at a time and no further than fn goes.
+func (s *ArchiveStore) Walk(ctx context.Context, prefix string, fn func(name string) (bool, error)) error {
+	it := s.b.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		o, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return describe(opList, backup.Location{Bucket: s.url, Key: prefix}, err)
+		}
+		if o.IsDir {
+			continue
+		}
+		if more, err := fn(o.Key); err != nil || !more {
+			return err
+		}
+	}
+}
+
+// ListDirs names the directories directly under prefix ("<prefix><name>/").
+func (s *ArchiveStore) ListDirs(ctx context.Context, prefix string) ([]string, error) {
+	var out []string
+	it := s.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	for {
+		o, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, describe(opList, backup.Location{Bucket: s.url, Key: prefix}, err)
+		}
+		if o.IsDir {
+			out = append(out, o.Key)
+		}
+	}
 }
