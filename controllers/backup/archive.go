@@ -128,7 +128,11 @@ func (r *ScheduleReconciler) applyArchiver(ctx context.Context, s *v1alpha1.Etcd
 	if im.UIDs, err = r.UIDs.Choice(ctx, s.Namespace); err != nil {
 		return err
 	}
-	want := resources.ArchiverDeployment(s, t, im)
+	secrets, err := r.storeSecrets(ctx, s, current)
+	if err != nil {
+		return err
+	}
+	want := resources.ArchiverDeployment(s, t, im, secrets)
 	if current == nil {
 		err = r.Create(ctx, want)
 		if err == nil {
@@ -141,6 +145,46 @@ func (r *ScheduleReconciler) applyArchiver(ctx context.Context, s *v1alpha1.Etcd
 	}
 	want.ResourceVersion = current.ResourceVersion
 	return r.Update(ctx, want)
+}
+
+// storeSecrets are the resourceVersions of the Secrets of s's storage that the archiver reads
+// once, when it starts: the credentials Secret and the CA bundle's Secret
+// (names.AnnotationStoreSecrets). They are read from the manager's cache, which holds every
+// Secret's metadata; a CA bundle in a ConfigMap is not followed. A Secret that is missing
+// keeps the version the current archiver has: its pod could not start without the Secret, so
+// the one that runs is not restarted for it (a Secret deleted and created again, by hand or by
+// GitOps, restarts it once, when it is back).
+func (r *ScheduleReconciler) storeSecrets(ctx context.Context, s *v1alpha1.EtcdBackupSchedule, current *appsv1.Deployment) (string, error) {
+	st := s.Spec.Storage
+	var secrets []string
+	if st.CredentialsSecret != "" {
+		secrets = append(secrets, st.CredentialsSecret)
+	}
+	if st.CABundle != nil && st.CABundle.SecretKeyRef != nil && st.CABundle.SecretKeyRef.Name != st.CredentialsSecret {
+		secrets = append(secrets, st.CABundle.SecretKeyRef.Name)
+	}
+	applied := map[string]string{}
+	if current != nil {
+		for _, entry := range strings.Split(current.Spec.Template.Annotations[names.AnnotationStoreSecrets], ",") {
+			if name, version, ok := strings.Cut(entry, "="); ok {
+				applied[name] = version
+			}
+		}
+	}
+	var versions []string
+	for _, name := range secrets {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, m)
+		switch {
+		case apierrors.IsNotFound(err):
+			m.ResourceVersion = applied[name]
+		case err != nil:
+			return "", fmt.Errorf("reading Secret %s of the schedule's storage: %w", name, err)
+		}
+		versions = append(versions, name+"="+m.ResourceVersion)
+	}
+	return strings.Join(versions, ","), nil
 }
 
 // deleteArchiver deletes the archiver's Deployment if the schedule owns it.

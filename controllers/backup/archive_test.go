@@ -205,3 +205,73 @@ func TestArchiverLeavesAForeignDeploymentAlone(t *testing.T) {
 		t.Fatalf("turning the archive off deleted a Deployment the schedule does not own: %v", err)
 	}
 }
+
+// The archiver reads its storage's Secrets once, when it starts: a change of the credentials
+// Secret, or of the CA bundle's Secret, rolls it (its pod template's annotation changes), and
+// a Secret created after the archiver does too; a Secret deleted does not.
+func TestArchiverRollsWhenItsStoreSecretsChange(t *testing.T) {
+	ctx := context.Background()
+	storage := backupfixture.S3
+	storage.CABundle = &v1alpha1.CABundleSource{SecretKeyRef: &v1alpha1.KeyRef{Name: "store-ca", Key: "ca.crt"}}
+	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: types.UID("s-uid")},
+		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: "demo", Schedule: "@daily", Storage: storage, Archive: &v1alpha1.ArchiveSpec{Enabled: true}}}
+	keys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-keys", Namespace: "ns"}, StringData: map[string]string{"AWS_ACCESS_KEY_ID": "old"}}
+	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(archivedCluster("c1a55"), keys).Build()
+	r := &ScheduleReconciler{Client: c, APIReader: c, Recorder: record.NewFakeRecorder(10)}
+	key := types.NamespacedName{Namespace: "ns", Name: "nightly-archiver"}
+	applied := func() string {
+		t.Helper()
+		if _, err := r.archiveStep(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, key, d); err != nil {
+			t.Fatal(err)
+		}
+		return d.Spec.Template.Annotations[names.AnnotationStoreSecrets]
+	}
+	version := func(name string) string {
+		t.Helper()
+		got := &corev1.Secret{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "ns", Name: name}, got); err != nil {
+			t.Fatal(err)
+		}
+		return got.ResourceVersion
+	}
+
+	first := applied()
+	if want := "s3-keys=" + version("s3-keys") + ",store-ca="; first != want {
+		t.Fatalf("annotation %q, want %q (the CA's Secret does not exist yet)", first, want)
+	}
+	if again := applied(); again != first {
+		t.Fatalf("nothing changed, yet the annotation went from %q to %q", first, again)
+	}
+	keys.StringData = map[string]string{"AWS_ACCESS_KEY_ID": "rotated"}
+	if err := c.Update(ctx, keys); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := applied(), "s3-keys="+version("s3-keys")+",store-ca="; got != want || got == first {
+		t.Fatalf("after the credentials changed: annotation %q, want %q", got, want)
+	}
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "store-ca", Namespace: "ns"}}); err != nil {
+		t.Fatal(err)
+	}
+	withCA := "s3-keys=" + version("s3-keys") + ",store-ca=" + version("store-ca")
+	if got := applied(); got != withCA {
+		t.Fatalf("after the CA's Secret appeared: annotation %q, want %q", got, withCA)
+	}
+	// A Secret deleted does not restart the archiver that runs (a new pod could not start);
+	// created again, it does.
+	if err := c.Delete(ctx, keys); err != nil {
+		t.Fatal(err)
+	}
+	if got := applied(); got != withCA {
+		t.Fatalf("after the credentials Secret was deleted: annotation %q, want %q kept", got, withCA)
+	}
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-keys", Namespace: "ns"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := applied(), "s3-keys="+version("s3-keys")+",store-ca="+version("store-ca"); got != want || got == withCA {
+		t.Fatalf("after the credentials Secret came back: annotation %q, want %q", got, want)
+	}
+}

@@ -81,6 +81,11 @@ const (
 	// AnnotationUnpublishedAt on a member Pod is when the operator set LabelServing to "false"
 	// (RFC 3339).
 	AnnotationUnpublishedAt = Prefix + "unpublished-at"
+	// AnnotationStoreSecrets on an archiver's pod template is the resourceVersion of each
+	// Secret of its storage (the credentials, the CA bundle's), as <name>=<version>, when the
+	// operator applied it: the archiver reads them once, when it starts (the credentials as
+	// environment variables), so a Secret that changes rolls the archiver.
+	AnnotationStoreSecrets = Prefix + "store-secrets"
 
 	// ComponentMember is the component label value of member Pods and PVCs.
 	ComponentMember = "member"

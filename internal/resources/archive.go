@@ -53,8 +53,9 @@ func ArchiverLabels(cluster, schedule string) map[string]string {
 // ArchiverDeployment runs `quorate-backup archive` for a schedule: one pod that watches the
 // cluster through its client Service (so that scaling and replacing members never restart
 // it) and writes segments under ArchivePrefix. Recreate: one archiver at a time (two would
-// write overlapping segments, which is harmless but wasteful).
-func ArchiverDeployment(s *v1alpha1.EtcdBackupSchedule, t JobTarget, im Images) *appsv1.Deployment {
+// write overlapping segments, which is harmless but wasteful). storeSecrets are the versions
+// of its storage's Secrets (names.AnnotationStoreSecrets; "" without any).
+func ArchiverDeployment(s *v1alpha1.EtcdBackupSchedule, t JobTarget, im Images, storeSecrets string) *appsv1.Deployment {
 	scheme := "http"
 	if t.Cluster.Spec.TLS.IsEnabled() {
 		scheme = "https"
@@ -78,6 +79,12 @@ func ArchiverDeployment(s *v1alpha1.EtcdBackupSchedule, t JobTarget, im Images) 
 	// The pod reaches the members' client port as the backup Jobs do.
 	pod.Labels[names.LabelBackup] = ArchiverName(s.Name)
 	WithIdentity(&pod.ObjectMeta, &pod.Spec, st.Identity)
+	if storeSecrets != "" {
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[names.AnnotationStoreSecrets] = storeSecrets
+	}
 	passMutant(&pod.Spec)
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: ArchiverName(s.Name), Namespace: s.Namespace, Labels: ArchiverLabels(t.Cluster.Name, s.Name),
