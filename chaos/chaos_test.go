@@ -137,22 +137,22 @@ func (r *recorder) Fault(name, _ string) func() {
 	return func() { r.mu.Lock(); r.ends++; r.mu.Unlock() }
 }
 
-// chaosMesh plays Chaos Mesh's controller on the fake client: it marks every PodChaos injected
-// (or failing, when fail is set).
-func chaosMesh(ctx context.Context, c client.Client, fail bool) {
+// chaosMesh plays Chaos Mesh's controller on the fake client: it marks every PodChaos injected,
+// or failing with message fail when it is set.
+func chaosMesh(ctx context.Context, c client.Client, fail string) {
 	for ctx.Err() == nil {
 		var l cm.PodChaosList
 		_ = c.List(ctx, &l)
 		for i := range l.Items {
 			p := &l.Items[i]
-			if fail {
+			if fail != "" {
 				now := metav1.Now()
 				p.Status.Experiment.Records = []*cm.Record{{Id: "ns/etcd-0", Events: []cm.RecordEvent{
-					{Type: cm.TypeFailed, Operation: cm.Apply, Message: "no such container", Timestamp: &now},
-					{Type: cm.TypeFailed, Operation: cm.Apply, Message: "no such container", Timestamp: &now},
-					{Type: cm.TypeFailed, Operation: cm.Apply, Message: "no such container", Timestamp: &now},
-					{Type: cm.TypeFailed, Operation: cm.Apply, Message: "no such container", Timestamp: &now},
-					{Type: cm.TypeFailed, Operation: cm.Apply, Message: "no such container", Timestamp: &now}}}}
+					{Type: cm.TypeFailed, Operation: cm.Apply, Message: fail, Timestamp: &now},
+					{Type: cm.TypeFailed, Operation: cm.Apply, Message: fail, Timestamp: &now},
+					{Type: cm.TypeFailed, Operation: cm.Apply, Message: fail, Timestamp: &now},
+					{Type: cm.TypeFailed, Operation: cm.Apply, Message: fail, Timestamp: &now},
+					{Type: cm.TypeFailed, Operation: cm.Apply, Message: fail, Timestamp: &now}}}}
 			} else {
 				p.Status.Conditions = []cm.ChaosCondition{{Type: cm.ConditionAllInjected, Status: corev1.ConditionTrue}}
 				p.Status.Experiment.Records = []*cm.Record{{Id: "ns/etcd-0/etcd", Phase: cm.Injected, InjectedCount: 1}}
@@ -165,7 +165,7 @@ func chaosMesh(ctx context.Context, c client.Client, fail bool) {
 
 // withChaosMesh is a fake API server holding a 3-member cluster, with chaosMesh playing the
 // controller until the test ends, and an Injector recording into rec.
-func withChaosMesh(t *testing.T, fail bool, rec Recorder) (context.Context, client.Client, Target, *Injector) {
+func withChaosMesh(t *testing.T, fail string, rec Recorder) (context.Context, client.Client, Target, *Injector) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	c := cluster(3, "etcd-0")
@@ -177,7 +177,7 @@ func withChaosMesh(t *testing.T, fail bool, rec Recorder) (context.Context, clie
 
 func TestInjectorWaitsForInjectionAndRemoval(t *testing.T) {
 	rec := &recorder{}
-	ctx, cl, tg, in := withChaosMesh(t, false, rec)
+	ctx, cl, tg, in := withChaosMesh(t, "", rec)
 	f, _ := tg.PodKillLeader(ctx)
 	ran := false
 	res, err := in.Inject(ctx, f, 0, func(ctx context.Context) error {
@@ -206,16 +206,48 @@ func TestInjectorWaitsForInjectionAndRemoval(t *testing.T) {
 }
 
 func TestInjectorReportsFailedInjectionAndCleansUp(t *testing.T) {
-	ctx, cl, tg, in := withChaosMesh(t, true, &recorder{})
+	ctx, cl, tg, in := withChaosMesh(t, "no such container", &recorder{})
 	f, _ := tg.ContainerKill(ctx)
 	during := errors.New("must not run")
 	_, err := in.Inject(ctx, f, 0, func(context.Context) error { return during })
 	if err == nil || errors.Is(err, during) || !strings.Contains(err.Error(), f.Ref()) || !strings.Contains(err.Error(), "no such container") {
 		t.Fatalf("err = %v, want the failed injection naming %s and Chaos Mesh's message", err, f.Ref())
 	}
+	if TargetGone(err) {
+		t.Errorf("TargetGone(%v) = true for a container that is missing in a pod that exists", err)
+	}
 	var left cm.PodChaosList
 	_ = cl.List(ctx, &left)
 	if len(left.Items) != 0 {
 		t.Errorf("a fault that did not take was left behind")
+	}
+}
+
+// A fault whose target pod was deleted or did not run (a roll replacing it) says so: the caller may build it
+// again with targets chosen anew.
+func TestInjectorReportsATargetGone(t *testing.T) {
+	ctx, _, tg, in := withChaosMesh(t, `Pod "etcd-0" not found`, &recorder{})
+	f, _ := tg.ContainerKill(ctx)
+	_, err := in.Inject(ctx, f, 0, nil)
+	if !TargetGone(err) {
+		t.Fatalf("TargetGone(%v) = false, want true", err)
+	}
+	if TargetGone(errors.New(`Pod "etcd-0" not found`)) {
+		t.Errorf("TargetGone is true for an error that is not a failed injection")
+	}
+	for _, c := range []struct {
+		id, msg string
+		want    bool
+	}{
+		{"ns/etcd-4", `Pod "etcd-4" not found`, true},
+		{"ns/etcd-4/etcd", `pods "etcd-4" not found`, true},
+		{"ns/etcd-4", `Pod "etcd-3" not found`, false},
+		{"ns/etcd-4/etcd", `container "etcd" not found in pod etcd-4`, false},
+		{"ns/etcd-4", `chaos-daemon pod on node n1 not found`, false},
+		{"ns/etcd-4", `pod not running`, true},
+	} {
+		if got := targetDown(c.id, c.msg); got != c.want {
+			t.Errorf("targetDown(%q, %q) = %v, want %v", c.id, c.msg, got, c.want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	cm "github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
@@ -79,6 +80,11 @@ func (in *Injector) Inject(ctx context.Context, f Fault, hold time.Duration, dur
 	// the scenario.
 	recErr := in.remove(context.WithoutCancel(ctx), f)
 	if injErr != nil {
+		var refused *injectionError
+		if recErr != nil && errors.As(injErr, &refused) {
+			// A fault that may still be half applied is not to be built again beside it.
+			refused.gone = false
+		}
 		return res, errors.Join(injErr, recErr)
 	}
 	if duringErr != nil {
@@ -107,8 +113,8 @@ func (in *Injector) waitInjected(ctx context.Context, f Fault) (Injected, error)
 		}
 		st := so.GetStatus()
 		res.Records = records(st)
-		if failed := failedRecord(st); failed != "" {
-			return false, &injectionError{"Chaos Mesh could not inject it: " + failed}
+		if failed, gone := failedRecord(st); failed != "" {
+			return false, &injectionError{msg: "Chaos Mesh could not inject it: " + failed, gone: gone}
 		}
 		last = conditions(st)
 		return condition(st, cm.ConditionAllInjected), nil
@@ -124,9 +130,21 @@ func (in *Injector) waitInjected(ctx context.Context, f Fault) (Injected, error)
 }
 
 // injectionError: Chaos Mesh tried and failed, repeatedly; waiting longer will not help.
-type injectionError struct{ msg string }
+type injectionError struct {
+	msg string
+	// gone: each failure said that a target pod does not exist or does not run.
+	gone bool
+}
 
 func (e *injectionError) Error() string { return e.msg }
+
+// TargetGone reports whether err is an injection that failed because a target pod no longer
+// existed or did not run (an operation under way was replacing it), and was removed: the
+// fault built again, with its targets chosen anew, may take.
+func TargetGone(err error) bool {
+	var e *injectionError
+	return errors.As(err, &e) && e.gone
+}
 
 // scheduleInjected is true once the schedule has spawned an experiment that is injected.
 func (in *Injector) scheduleInjected(ctx context.Context, s *cm.Schedule, res *Injected, last *string) (bool, error) {
@@ -221,8 +239,23 @@ func records(st *cm.ChaosStatus) map[string]string {
 	return out
 }
 
-// failedRecord returns the message of the latest failed injection, if injections keep failing.
-func failedRecord(st *cm.ChaosStatus) string {
+// targetDown reports whether msg says that the pod of record id (namespace/pod[/container])
+// does not exist, as the API server says it (pods "<name>" not found; Chaos Mesh writes
+// Pod "<name>" not found), or that it does not run (Chaos Mesh: pod not running): the pod is
+// being replaced.
+func targetDown(id, msg string) bool {
+	parts := strings.Split(id, "/")
+	if len(parts) < 2 {
+		return false
+	}
+	msg = strings.ToLower(msg)
+	return strings.Contains(msg, fmt.Sprintf("pod %q not found", parts[1])) || strings.Contains(msg, fmt.Sprintf("pods %q not found", parts[1])) ||
+		msg == "pod not running"
+}
+
+// failedRecord returns the message of the latest failed injection, if injections keep failing,
+// and whether each failure said that its target pod does not exist.
+func failedRecord(st *cm.ChaosStatus) (string, bool) {
 	for _, r := range st.Experiment.Records {
 		if r.InjectedCount > 0 || len(r.Events) == 0 {
 			continue
@@ -230,15 +263,17 @@ func failedRecord(st *cm.ChaosStatus) string {
 		// Chaos Mesh retries; report only when it failed repeatedly.
 		failed := 0
 		msg := ""
+		gone := true
 		for _, e := range r.Events {
 			if e.Type == cm.TypeFailed && e.Operation == cm.Apply {
 				failed++
 				msg = e.Message
+				gone = gone && targetDown(r.Id, e.Message)
 			}
 		}
 		if failed >= 5 {
-			return fmt.Sprintf("%s: %s (failed %d times)", r.Id, msg, failed)
+			return fmt.Sprintf("%s: %s (failed %d times)", r.Id, msg, failed), gone
 		}
 	}
-	return ""
+	return "", false
 }
