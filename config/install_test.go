@@ -86,10 +86,14 @@ func TestInstallRights(t *testing.T) {
 	}
 }
 
-// ask puts each question to the authorizer for service account namespace/name.
+// ask puts each question to the authorizer for service account namespace/name. The RBAC
+// authorizer reads roles and bindings from its own informers, which see objects just created
+// a moment later: a right that should be given is asked until it is (a minute at most), and
+// the rights that should not be are asked once every given one is seen, when the authorizer
+// has caught up.
 func ask(ctx context.Context, t *testing.T, c client.Client, what, namespace, name string, questions []can) {
 	t.Helper()
-	for _, q := range questions {
+	allowed := func(q can) (bool, string) {
 		res, object, _ := strings.Cut(q.resource, "@")
 		res, sub, _ := strings.Cut(res, "/")
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: "system:serviceaccount:" + namespace + ":" + name,
@@ -99,8 +103,21 @@ func ask(ctx context.Context, t *testing.T, c client.Client, what, namespace, na
 		if err := c.Create(ctx, sar); err != nil {
 			t.Fatal(err)
 		}
-		if sar.Status.Allowed != q.want {
-			t.Errorf("%s: may %s %s %s in %q? %v, want %v (%s)", what, name, q.verb, q.resource, q.namespace, sar.Status.Allowed, q.want, sar.Status.Reason)
+		return sar.Status.Allowed, sar.Status.Reason
+	}
+	for _, wantAllowed := range []bool{true, false} {
+		for _, q := range questions {
+			if q.want != wantAllowed {
+				continue
+			}
+			got, reason := allowed(q)
+			for deadline := time.Now().Add(time.Minute); q.want && !got && time.Now().Before(deadline); {
+				time.Sleep(100 * time.Millisecond)
+				got, reason = allowed(q)
+			}
+			if got != q.want {
+				t.Errorf("%s: may %s %s %s in %q? %v, want %v (%s)", what, name, q.verb, q.resource, q.namespace, got, q.want, reason)
+			}
 		}
 	}
 }
