@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/managercache"
 	"github.com/quorate-dev/quorate/internal/archive"
 	"github.com/quorate-dev/quorate/internal/backup"
 	"github.com/quorate-dev/quorate/internal/metrics"
@@ -173,16 +174,14 @@ func (r *ScheduleReconciler) storeSecrets(ctx context.Context, s *v1alpha1.EtcdB
 	}
 	var versions []string
 	for _, name := range secrets {
-		m := &metav1.PartialObjectMetadata{}
-		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, m)
+		version, err := managercache.SecretVersion(ctx, r.Client, types.NamespacedName{Namespace: s.Namespace, Name: name})
 		switch {
 		case apierrors.IsNotFound(err):
-			m.ResourceVersion = applied[name]
+			version = applied[name]
 		case err != nil:
 			return "", fmt.Errorf("reading Secret %s of the schedule's storage: %w", name, err)
 		}
-		versions = append(versions, name+"="+m.ResourceVersion)
+		versions = append(versions, name+"="+version)
 	}
 	return strings.Join(versions, ","), nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/quorate-dev/quorate/controllers/managercache"
 	"github.com/quorate-dev/quorate/internal/pki"
 )
 
@@ -48,7 +49,7 @@ func (m *secretMemo) keepCred(key types.NamespacedName, c clientCred) {
 func (m *Manager) clientCred(ctx context.Context, cluster types.NamespacedName, name string) (clientCred, error) {
 	key := types.NamespacedName{Namespace: cluster.Namespace, Name: name}
 	if kept, ok := m.secrets.cred(key); ok {
-		if rv, err := cachedSecretVersion(ctx, m.Client, key); err == nil && rv == kept.resourceVersion {
+		if rv, err := managercache.SecretVersion(ctx, m.Client, key); err == nil && rv == kept.resourceVersion {
 			m.secrets.keepCred(key, kept) // and forget the Secret, if a TLS pass read it again
 			return kept, nil
 		}

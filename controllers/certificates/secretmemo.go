@@ -7,10 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/quorate-dev/quorate/controllers/managercache"
 	"github.com/quorate-dev/quorate/internal/names"
 )
 
@@ -64,7 +64,7 @@ func (m *secretMemo) warm(ctx context.Context, live client.Reader, cluster types
 // get returns the Secret: the remembered copy while the cache's metadata shows the same
 // resourceVersion, otherwise a fresh read through live, remembered for the next pass.
 func (m *secretMemo) get(ctx context.Context, cached, live client.Reader, key types.NamespacedName) (*corev1.Secret, error) {
-	if rv, err := cachedSecretVersion(ctx, cached, key); err == nil {
+	if rv, err := managercache.SecretVersion(ctx, cached, key); err == nil {
 		m.mu.Lock()
 		s := m.secrets[key]
 		m.mu.Unlock()
@@ -88,14 +88,6 @@ func (m *secretMemo) get(ctx context.Context, cached, live client.Reader, key ty
 		delete(m.secrets, key)
 	}
 	return s, err
-}
-
-// cachedSecretVersion is the resourceVersion of a Secret as the metadata cache shows it.
-func cachedSecretVersion(ctx context.Context, cached client.Reader, key types.NamespacedName) (string, error) {
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	err := cached.Get(ctx, key, meta)
-	return meta.ResourceVersion, err
 }
 
 // forget drops what is remembered of a deleted cluster's Secrets (those carrying its label).

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/managercache"
 	"github.com/quorate-dev/quorate/internal/hash"
 )
 
@@ -66,7 +67,7 @@ func (m *tlsMemo) lookup(ctx context.Context, cached client.Reader, c *v1alpha1.
 		return nil, false
 	}
 	for name, rv := range s.secrets {
-		got, err := cachedSecretVersion(ctx, cached, types.NamespacedName{Namespace: c.Namespace, Name: name})
+		got, err := managercache.SecretVersion(ctx, cached, types.NamespacedName{Namespace: c.Namespace, Name: name})
 		switch {
 		case apierrors.IsNotFound(err) && rv == "":
 		case err != nil || got != rv:

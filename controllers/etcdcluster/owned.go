@@ -9,13 +9,13 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
+	"github.com/quorate-dev/quorate/controllers/managercache"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/planner"
 	"github.com/quorate-dev/quorate/internal/resources"
@@ -237,15 +237,7 @@ func (r *Reconciler) cachedMeta(ctx context.Context, key client.ObjectKey, like 
 	if err != nil {
 		return nil, err
 	}
-	return metadataOf(ctx, r.Client, gvk, key)
-}
-
-// metadataOf reads the metadata alone of the object of kind gvk at key through reader (from
-// the manager's cache, the metadata informer of that kind).
-func metadataOf(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, key client.ObjectKey) (*metav1.PartialObjectMetadata, error) {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(gvk)
-	return m, reader.Get(ctx, key, m)
+	return managercache.Metadata(ctx, r.Client, gvk, key)
 }
 
 // removeLeftover deletes obj when an earlier EtcdCluster of c's name controls it: that

@@ -4,8 +4,11 @@
 package managercache
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,4 +85,21 @@ func trimForCache(obj any) (any, error) {
 		pvc.Annotations = intern.SharedMap(pvc.Annotations) // a cluster's volumes carry its UID and cluster ID
 	}
 	return o, nil
+}
+
+// Metadata reads the metadata alone of the object of kind gvk at key through reader: from the
+// manager's cache, the metadata informer of that kind (the manager caches the metadata alone
+// of Secrets, Services, PodDisruptionBudgets and NetworkPolicies; reading the whole object
+// from the cache would start a second, whole-object informer).
+func Metadata(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, key client.ObjectKey) (*metav1.PartialObjectMetadata, error) {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m, reader.Get(ctx, key, m)
+}
+
+// SecretVersion is the resourceVersion of the Secret at key as reader shows it (the manager's
+// Secret metadata informer, which holds no Secret's data).
+func SecretVersion(ctx context.Context, reader client.Reader, key client.ObjectKey) (string, error) {
+	m, err := Metadata(ctx, reader, corev1.SchemeGroupVersion.WithKind("Secret"), key)
+	return m.ResourceVersion, err
 }

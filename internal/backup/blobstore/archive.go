@@ -93,38 +93,42 @@ var (
 // Walk calls fn with the objects under prefix in the store's order (byte order of the keys),
 // reading the listing a page at a time and no further than fn goes.
 func (s *ArchiveStore) Walk(ctx context.Context, prefix string, fn func(name string) (bool, error)) error {
-	it := s.b.List(&blob.ListOptions{Prefix: prefix})
+	return walk(ctx, s.b, s.url, &blob.ListOptions{Prefix: prefix}, func(o *blob.ListObject) (bool, error) {
+		if o.IsDir {
+			return true, nil
+		}
+		return fn(o.Key)
+	})
+}
+
+// ListDirs names the directories directly under prefix ("<prefix><name>/").
+func (s *ArchiveStore) ListDirs(ctx context.Context, prefix string) ([]string, error) {
+	var out []string
+	if err := walk(ctx, s.b, s.url, &blob.ListOptions{Prefix: prefix, Delimiter: "/"}, func(o *blob.ListObject) (bool, error) {
+		if o.IsDir {
+			out = append(out, o.Key)
+		}
+		return true, nil
+	}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// walk calls fn with the listing's entries in the store's order, a page at a time, until the
+// listing ends or fn returns false or an error. A listing error names the bucket and prefix.
+func walk(ctx context.Context, b *blob.Bucket, bucket string, opts *blob.ListOptions, fn func(*blob.ListObject) (bool, error)) error {
+	it := b.List(opts)
 	for {
 		o, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return describe(opList, backup.Location{Bucket: s.url, Key: prefix}, err)
+			return describe(opList, backup.Location{Bucket: bucket, Key: opts.Prefix}, err)
 		}
-		if o.IsDir {
-			continue
-		}
-		if more, err := fn(o.Key); err != nil || !more {
+		if more, err := fn(o); err != nil || !more {
 			return err
-		}
-	}
-}
-
-// ListDirs names the directories directly under prefix ("<prefix><name>/").
-func (s *ArchiveStore) ListDirs(ctx context.Context, prefix string) ([]string, error) {
-	var out []string
-	it := s.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
-	for {
-		o, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, describe(opList, backup.Location{Bucket: s.url, Key: prefix}, err)
-		}
-		if o.IsDir {
-			out = append(out, o.Key)
 		}
 	}
 }

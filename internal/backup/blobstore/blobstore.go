@@ -336,19 +336,15 @@ func list(ctx context.Context, bucket, prefix, delimiter string, keep func(key s
 	}
 	defer b.Close()
 	objects := map[string]time.Time{}
-	it := b.List(&blob.ListOptions{Prefix: prefix, Delimiter: delimiter})
-	for {
-		o, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return objects, nil
-		}
-		if err != nil {
-			return nil, describe(opList, backup.Location{Bucket: bucket, Key: prefix}, err)
-		}
+	if err := walk(ctx, b, bucket, &blob.ListOptions{Prefix: prefix, Delimiter: delimiter}, func(o *blob.ListObject) (bool, error) {
 		if !o.IsDir && keep(o.Key) {
 			objects[o.Key] = o.ModTime
 		}
+		return true, nil
+	}); err != nil {
+		return nil, err
 	}
+	return objects, nil
 }
 
 // Retain applies a schedule's retention to its snapshots and returns the keys it deleted. The
