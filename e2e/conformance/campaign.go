@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
-	"github.com/quorate-dev/quorate/chaos"
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/internal/names"
@@ -145,26 +144,9 @@ func campaignFaults(operatorNS string) []campaignFault {
 			continue
 		}
 		out = append(out, campaignFault{name: f.Name, partition: f.Partition, needs: f.Needs, prerequisites: []framework.Prerequisite{framework.ChaosMesh},
-			inject: func(ctx context.Context, r *framework.Run) error { return injectRetargeted(ctx, r, f.Build) }})
+			inject: func(ctx context.Context, r *framework.Run) error { return r.Inject(ctx, f.Build, faultWindow, nil) }})
 	}
 	return append(out, campaignFault{name: campaignNodeLoss, partition: true, nodes: 3, inject: campaignPowerOffLeader})
-}
-
-// retargetAttempts is how many times a campaign fault is built and injected when a target pod
-// is gone each time.
-const retargetAttempts = 3
-
-// injectRetargeted injects a fault, and builds it again, its targets chosen anew from the live
-// cluster, when Chaos Mesh could not inject it because a target pod no longer existed or did
-// not run: the operation the fault lands in (a roll, an upgrade) was replacing that pod.
-func injectRetargeted(ctx context.Context, r *framework.Run, build func(chaos.Target, context.Context) (chaos.Fault, error)) error {
-	for attempt := 1; ; attempt++ {
-		err := r.Inject(ctx, build, faultWindow, nil)
-		if err == nil || attempt == retargetAttempts || !chaos.TargetGone(err) || ctx.Err() != nil {
-			return err
-		}
-		r.T.Logf("a target of the fault was gone (%v): choosing its targets again (attempt %d of %d)", err, attempt+1, retargetAttempts)
-	}
 }
 
 // CampaignScenarios are runs from through from+runs-1 of the campaign seed, over the

@@ -23,10 +23,30 @@ func (r *Run) Chaos() chaos.Target {
 // Inject builds a fault from the cluster's live status, injects it through Chaos Mesh, keeps it
 // for hold (or while during runs), removes it and waits for Chaos Mesh's recovery. The fault
 // is on the timeline from creation to confirmed removal, named by its Chaos Mesh object.
+//
+// When Chaos Mesh could not inject it because a target pod was gone or not running (the
+// operation under way was replacing it: chaos.TargetGone), and the fault was removed cleanly,
+// the fault is built again with its targets chosen anew from the live cluster, up to
+// retargetAttempts times. during never ran then: it runs only once a fault is injected.
 func (r *Run) Inject(ctx context.Context, build func(chaos.Target, context.Context) (chaos.Fault, error), hold time.Duration, during func(context.Context) error) error {
 	if err := r.requireChaosMesh(ctx); err != nil {
 		return err
 	}
+	for attempt := 1; ; attempt++ {
+		err := r.injectOnce(ctx, build, hold, during)
+		if err == nil || attempt == retargetAttempts || !chaos.TargetGone(err) || ctx.Err() != nil {
+			return err
+		}
+		r.T.Logf("a target of the fault was gone (%v): choosing its targets again (attempt %d of %d)", err, attempt+1, retargetAttempts)
+	}
+}
+
+// retargetAttempts is how many times Inject builds and injects a fault whose target pod is
+// gone each time.
+const retargetAttempts = 3
+
+// injectOnce builds the fault and injects it once.
+func (r *Run) injectOnce(ctx context.Context, build func(chaos.Target, context.Context) (chaos.Fault, error), hold time.Duration, during func(context.Context) error) error {
 	f, err := build(r.Chaos(), ctx)
 	if err != nil {
 		return err
