@@ -42,6 +42,15 @@ func archiveMain(args []string) int {
 	_ = fs.Parse(args)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	ctx, restart := context.WithCancelCause(ctx)
+	defer restart(nil)
+	if *caBundle != "" {
+		// Read before the roots are trusted: a change in between restarts the archiver.
+		was, err := os.ReadFile(*caBundle)
+		if err == nil {
+			go followCABundle(ctx, *caBundle, was, caBundlePoll, func() { restart(errCABundleChanged) })
+		}
+	}
 	if err := trustRoots(*caBundle); err != nil {
 		log.Print(err)
 		return 1
@@ -81,6 +90,10 @@ func archiveMain(args []string) int {
 	if err := a.run(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
 		log.Print(err)
 		return 1
+	}
+	if errors.Is(context.Cause(ctx), errCABundleChanged) {
+		// What was archived is stored; the container starts again and goes on from it.
+		log.Printf("%v: stopping, to start again trusting it", errCABundleChanged)
 	}
 	return 0
 }

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The archiver restarts once its CA bundle holds other bytes, or is gone; an unchanged bundle
+// and a read that fails for a moment do not restart it.
+func TestFollowCABundle(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(path string) error
+	}{
+		{"rotated", func(path string) error { return os.WriteFile(path, []byte("new CA"), 0o600) }},
+		{"removed", os.Remove},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ca.crt")
+			if err := os.WriteFile(path, []byte("old CA"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var changedYet atomic.Bool
+			called := make(chan bool, 2)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				followCABundle(ctx, path, []byte("old CA"), time.Millisecond, func() { called <- changedYet.Load() })
+			}()
+			// Many polls of the unchanged bundle first.
+			time.Sleep(50 * time.Millisecond)
+			changedYet.Store(true)
+			if err := tc.change(path); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case after := <-called:
+				if !after {
+					t.Fatal("reported a change of a bundle that had not changed")
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("the change was not reported")
+			}
+			select {
+			case <-done:
+			case <-time.After(time.Minute):
+				t.Fatal("followCABundle did not return after reporting the change")
+			}
+			if len(called) != 0 {
+				t.Fatal("the change was reported twice")
+			}
+		})
+	}
+	t.Run("unreadable for a moment", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "ca.crt")
+		// A directory in the bundle's place cannot be read, and is not gone.
+		if err := os.Mkdir(path, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		called := make(chan struct{}, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			followCABundle(ctx, path, []byte("old CA"), time.Millisecond, func() { called <- struct{}{} })
+		}()
+		time.Sleep(50 * time.Millisecond)
+		cancel()
+		<-done
+		if len(called) != 0 {
+			t.Fatal("a bundle that could not be read for a moment restarted the archiver")
+		}
+	})
+}
