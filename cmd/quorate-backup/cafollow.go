@@ -17,12 +17,12 @@ var errCABundleChanged = errors.New("the store's CA bundle (storage.caBundle) ch
 const caBundlePoll = 10 * time.Second
 
 // followCABundle calls changed once the file at path holds other bytes than was (its content
-// when the process trusted it), or is gone, and returns; it returns when ctx ends. The
+// when the process trusted it), and returns; it returns when ctx ends. The
 // process trusts its roots once (x509.SetFallbackRoots cannot be called again), so the
 // archiver restarts to trust a new bundle: the kubelet updates a CA bundle mounted from a
 // ConfigMap or a Secret in place (the volume is not a subPath), and the pod's container is
-// started again. A bundle that cannot be read for a moment (the kubelet swaps the volume's
-// files atomically, but a read may still fail) counts only once it is gone.
+// started again. A bundle that cannot be read (gone: a container started again could not
+// read it either, and would stop the archive) changes nothing: the archiver goes on.
 func followCABundle(ctx context.Context, path string, was []byte, every time.Duration, changed func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -34,17 +34,12 @@ func followCABundle(ctx context.Context, path string, was []byte, every time.Dur
 		}
 		now, err := os.ReadFile(path) //nolint:gosec // the mounted storage.caBundle
 		switch {
-		case errors.Is(err, os.ErrNotExist):
-			log.Printf("%v: %s is gone; restarting to read it again", errCABundleChanged, path)
 		case err != nil:
-			log.Printf("reading the store's CA bundle again: %v (trying again in %s)", err, every)
-			continue
-		case bytes.Equal(now, was):
-			continue
-		default:
+			log.Printf("reading the store's CA bundle again: %v (the archiver goes on trusting the bundle it read at start; trying again in %s)", err, every)
+		case !bytes.Equal(now, was):
 			log.Printf("%v: restarting to trust the authorities it names now", errCABundleChanged)
+			changed()
+			return
 		}
-		changed()
-		return
 	}
 }

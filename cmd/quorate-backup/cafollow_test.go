@@ -9,15 +9,21 @@ import (
 	"time"
 )
 
-// The archiver restarts once its CA bundle holds other bytes, or is gone; an unchanged bundle
-// and a read that fails for a moment do not restart it.
+// The archiver restarts once its CA bundle holds other bytes; an unchanged bundle, and one
+// that cannot be read or is gone, do not restart it.
 func TestFollowCABundle(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		change func(path string) error
 	}{
 		{"rotated", func(path string) error { return os.WriteFile(path, []byte("new CA"), 0o600) }},
-		{"removed", os.Remove},
+		{"rewritten whole", func(path string) error {
+			tmp := path + ".new"
+			if err := os.WriteFile(tmp, []byte("new CA"), 0o600); err != nil {
+				return err
+			}
+			return os.Rename(tmp, path)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "ca.crt")
@@ -57,25 +63,31 @@ func TestFollowCABundle(t *testing.T) {
 			}
 		})
 	}
-	t.Run("unreadable for a moment", func(t *testing.T) {
-		dir := t.TempDir()
-		path := filepath.Join(dir, "ca.crt")
-		// A directory in the bundle's place cannot be read, and is not gone.
-		if err := os.Mkdir(path, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		called := make(chan struct{}, 1)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			followCABundle(ctx, path, []byte("old CA"), time.Millisecond, func() { called <- struct{}{} })
-		}()
-		time.Sleep(50 * time.Millisecond)
-		cancel()
-		<-done
-		if len(called) != 0 {
-			t.Fatal("a bundle that could not be read for a moment restarted the archiver")
-		}
-	})
+	for _, tc := range []struct {
+		name  string
+		place func(path string) error
+	}{
+		{"unreadable", func(path string) error { return os.Mkdir(path, 0o700) }}, // a directory in its place
+		{"gone", func(string) error { return nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ca.crt")
+			if err := tc.place(path); err != nil {
+				t.Fatal(err)
+			}
+			called := make(chan struct{}, 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				followCABundle(ctx, path, []byte("old CA"), time.Millisecond, func() { called <- struct{}{} })
+			}()
+			time.Sleep(50 * time.Millisecond)
+			cancel()
+			<-done
+			if len(called) != 0 {
+				t.Fatal("a bundle that could not be read restarted the archiver")
+			}
+		})
+	}
 }
