@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"log"
 	"os"
@@ -21,8 +22,8 @@ const caBundlePoll = 10 * time.Second
 // process trusts its roots once (x509.SetFallbackRoots cannot be called again), so the
 // archiver restarts to trust a new bundle: the kubelet updates a CA bundle mounted from a
 // ConfigMap or a Secret in place (the volume is not a subPath), and the pod's container is
-// started again. A bundle that cannot be read (gone: a container started again could not
-// read it either, and would stop the archive) changes nothing: the archiver goes on.
+// started again. A bundle that cannot be read (gone) or holds no certificate changes nothing:
+// a container started again would refuse it, and the archive would stop.
 func followCABundle(ctx context.Context, path string, was []byte, every time.Duration, changed func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -36,7 +37,10 @@ func followCABundle(ctx context.Context, path string, was []byte, every time.Dur
 		switch {
 		case err != nil:
 			log.Printf("reading the store's CA bundle again: %v (the archiver goes on trusting the bundle it read at start; trying again in %s)", err, every)
-		case !bytes.Equal(now, was):
+		case bytes.Equal(now, was):
+		case !x509.NewCertPool().AppendCertsFromPEM(now):
+			log.Printf("the store's CA bundle (storage.caBundle) at %s changed and holds no PEM certificate now: the archiver goes on trusting the bundle it read at start (put the CA's certificate, -----BEGIN CERTIFICATE-----, under the key it names)", path)
+		default:
 			log.Printf("%v: restarting to trust the authorities it names now", errCABundleChanged)
 			changed()
 			return

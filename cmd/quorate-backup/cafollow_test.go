@@ -9,17 +9,18 @@ import (
 	"time"
 )
 
-// The archiver restarts once its CA bundle holds other bytes; an unchanged bundle, and one
-// that cannot be read or is gone, do not restart it.
+// The archiver restarts once its CA bundle holds other certificates; an unchanged bundle, and
+// one that cannot be read, is gone or holds no certificate, do not restart it.
 func TestFollowCABundle(t *testing.T) {
+	oldCA, newCA := otherCA(t), otherCA(t)
 	for _, tc := range []struct {
 		name   string
 		change func(path string) error
 	}{
-		{"rotated", func(path string) error { return os.WriteFile(path, []byte("new CA"), 0o600) }},
+		{"rotated", func(path string) error { return os.WriteFile(path, newCA, 0o600) }},
 		{"rewritten whole", func(path string) error {
 			tmp := path + ".new"
-			if err := os.WriteFile(tmp, []byte("new CA"), 0o600); err != nil {
+			if err := os.WriteFile(tmp, newCA, 0o600); err != nil {
 				return err
 			}
 			return os.Rename(tmp, path)
@@ -27,7 +28,7 @@ func TestFollowCABundle(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "ca.crt")
-			if err := os.WriteFile(path, []byte("old CA"), 0o600); err != nil {
+			if err := os.WriteFile(path, oldCA, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			var changedYet atomic.Bool
@@ -37,7 +38,7 @@ func TestFollowCABundle(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				followCABundle(ctx, path, []byte("old CA"), time.Millisecond, func() { called <- changedYet.Load() })
+				followCABundle(ctx, path, oldCA, time.Millisecond, func() { called <- changedYet.Load() })
 			}()
 			// Many polls of the unchanged bundle first.
 			time.Sleep(50 * time.Millisecond)
@@ -69,6 +70,7 @@ func TestFollowCABundle(t *testing.T) {
 	}{
 		{"unreadable", func(path string) error { return os.Mkdir(path, 0o700) }}, // a directory in its place
 		{"gone", func(string) error { return nil }},
+		{"no certificate", func(path string) error { return os.WriteFile(path, []byte("not a certificate"), 0o600) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "ca.crt")
@@ -80,7 +82,7 @@ func TestFollowCABundle(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				followCABundle(ctx, path, []byte("old CA"), time.Millisecond, func() { called <- struct{}{} })
+				followCABundle(ctx, path, oldCA, time.Millisecond, func() { called <- struct{}{} })
 			}()
 			time.Sleep(50 * time.Millisecond)
 			cancel()
