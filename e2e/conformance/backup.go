@@ -427,5 +427,5 @@ func badBackups(ctx context.Context, r *framework.Run) error {
 
 // BackupScenarios are the backup scenarios.
 func BackupScenarios() []framework.Scenario {
-	return []framework.Scenario{BackupRestore(), BackupRestoreTLS(), BackupRestoreGCS(), BackupRestoreAzure(), RestoredMemberWiped(), ArchiveFollowsWrites(), RestoreToAPoint(), ArchiveRetention(), ClusterLost()}
+	return []framework.Scenario{BackupRestore(), BackupRestoreTLS(), BackupRestoreGCS(), BackupRestoreAzure(), RestoredMemberWiped(), ArchiveFollowsWrites(), ArchiveFollowsItsCABundle(), RestoreToAPoint(), ArchiveRetention(), ClusterLost()}
 }
