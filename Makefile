@@ -281,14 +281,18 @@ campaign: ## Run the randomized campaign on local clusters of K8S_VERSION (RUNS,
 	  K8S_VERSION=$(K8S_VERSION) hack/campaign.sh
 
 # The etcd release the failpoint scenarios run, built with its gofail failpoints (the suite's
-# --etcd-version).
+# --etcd-version), and the one the failpoint scenarios of an upgrade start from (the suite's
+# --etcd-upgrade-from).
 FAILPOINT_ETCD ?= v3.6.16
+FAILPOINT_UPGRADE_FROM ?= v3.5.35
 
 .PHONY: e2e-failpoints
-e2e-failpoints: ## Run the failpoint scenarios (etcd built with gofail panics or stalls inside itself: before saving raft entries, before and after a commit, saving a snapshot, defragmenting, compacting, while the operator scales, rolls, defragments, moves storage) on a local cluster.
+e2e-failpoints: ## Run the failpoint scenarios (etcd built with gofail panics or stalls inside itself: before saving raft entries, before and after a commit, saving a snapshot, defragmenting, compacting, while the operator scales, rolls, upgrades 3.5 to 3.6, defragments) on a local cluster.
 	hack/images.sh etcd-failpoints $(FAILPOINT_ETCD)
+	hack/images.sh etcd-failpoints $(FAILPOINT_UPGRADE_FROM)
 	$(MAKE) --no-print-directory e2e E2E_LABELS=$(or $(FAILPOINT_LABELS),suite=failpoints) REPORT_DIR=$(REPORT_DIR)/failpoints \
-	  CONFORMANCE_FLAGS="--etcd-version=$(FAILPOINT_ETCD:v%=%) --failpoint-etcd-image=localhost:5000/quorate/etcd:$(FAILPOINT_ETCD)-failpoints $(CONFORMANCE_FLAGS)"
+	  CONFORMANCE_FLAGS="--etcd-version=$(FAILPOINT_ETCD:v%=%) --failpoint-etcd-image=localhost:5000/quorate/etcd:$(FAILPOINT_ETCD)-failpoints \
+	  --etcd-upgrade-from=$(FAILPOINT_UPGRADE_FROM:v%=%) --failpoint-upgrade-from-image=localhost:5000/quorate/etcd:$(FAILPOINT_UPGRADE_FROM)-failpoints $(CONFORMANCE_FLAGS)"
 
 .PHONY: e2e-safety
 e2e-safety: ## Run the safety scenarios (volumes deleted, data wiped, power loss, bad image, NOSPACE, full disks, retention, forced recovery and its fencing) on a local cluster.

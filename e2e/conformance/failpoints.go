@@ -16,6 +16,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/label"
 	"github.com/quorate-dev/quorate/internal/names"
+	"github.com/quorate-dev/quorate/internal/resources"
 )
 
 // The failpoint scenarios run etcd built with its gofail failpoints (--failpoint-etcd-image,
@@ -61,7 +62,7 @@ const (
 // every minute.
 const failpointTimeout = 4 * time.Minute
 
-func failpointCases() []failpointCase {
+func failpointCases(opts *framework.Options) []failpointCase {
 	scale := scaleThrough
 	grow := func(ctx context.Context, r *framework.Run) error { return r.Scale(ctx, 5) }
 	token := fmt.Sprintf("failpoint-%d", time.Now().Unix())
@@ -90,7 +91,7 @@ func failpointCases() []failpointCase {
 		})
 	}
 	pickRolled := func(ctx context.Context, r *framework.Run) (string, error) { return rolledFollower(ctx, r, token) }
-	return []failpointCase{
+	return append([]failpointCase{
 		{name: "leader-panics-before-save", failpoint: "raftBeforeSave", action: "panic", target: targetLeader, operation: "scale", do: scale, armWhen: joined},
 		{name: "follower-panics-after-save", failpoint: "raftAfterSave", action: "panic", target: targetFollower, operation: "scale", do: scale, armWhen: joined},
 		{name: "follower-panics-before-commit", failpoint: "beforeCommit", action: "panic", target: targetFollower, operation: "roll", replicas: 5, do: roll, armWhen: rolled, pick: pickRolled},
@@ -107,7 +108,66 @@ func failpointCases() []failpointCase {
 			spec: func(s *v1alpha1.EtcdClusterSpec) {
 				s.Etcd.AutoCompactionMode, s.Etcd.AutoCompactionRetention = "periodic", "1m"
 			}},
+	}, upgradeFailpointCases(opts)...)
+}
+
+// upgradeFailpointCases panic etcd inside an upgrade from --etcd-upgrade-from to
+// --etcd-version, both built with failpoints (--failpoint-upgrade-from-image,
+// --failpoint-etcd-image), once the first member runs the new version: the cluster is mixed,
+// and the operator goes on replacing one member at a time. Five members, so that the
+// panicking member and the one being replaced leave a quorum.
+func upgradeFailpointCases(opts *framework.Options) []failpointCase {
+	from, to := opts.UpgradeFrom, opts.EtcdVersion
+	fromImage, toImage := opts.FailpointUpgradeFromImage, opts.FailpointImage
+	start := func(s *v1alpha1.EtcdClusterSpec) { s.Version, s.Image = from, fromImage }
+	do := func(ctx context.Context, r *framework.Run) error {
+		began := time.Now()
+		if err := r.Update(ctx, fmt.Sprintf("spec.version = %s, spec.image = %s", to, toImage), func(ec *v1alpha1.EtcdCluster) {
+			ec.Spec.Version, ec.Spec.Image = to, toImage
+		}); err != nil {
+			return err
+		}
+		return r.Converge(ctx, "every member at etcd "+to, began, 5, to, 15*time.Minute)
 	}
+	upgraded := func(ctx context.Context, r *framework.Run) error {
+		return r.WaitFor(ctx, "a follower upgraded to etcd "+to, 10*time.Minute, func() error {
+			if m, err := upgradedFollower(ctx, r, toImage); err != nil || m == "" {
+				return fmt.Errorf("none yet (%v)", err)
+			}
+			return nil
+		})
+	}
+	pickUpgraded := func(ctx context.Context, r *framework.Run) (string, error) { return upgradedFollower(ctx, r, toImage) }
+	needs := []framework.Prerequisite{framework.FailpointUpgradeImages}
+	return []failpointCase{
+		{name: "upgraded-follower-panics-before-commit", failpoint: "beforeCommit", action: "panic", target: targetFollower, operation: "upgrade",
+			replicas: 5, do: do, armWhen: upgraded, pick: pickUpgraded, spec: start, needs: needs},
+		{name: "leader-panics-before-save-in-upgrade", failpoint: "raftBeforeSave", action: "panic", target: targetLeader, operation: "upgrade",
+			replicas: 5, do: do, armWhen: upgraded, spec: start, needs: needs},
+	}
+}
+
+// upgradedFollower is a ready follower whose etcd container runs image, or "".
+func upgradedFollower(ctx context.Context, r *framework.Run, image string) (string, error) {
+	ec, err := r.GetCluster(ctx)
+	if err != nil {
+		return "", err
+	}
+	var pods corev1.PodList
+	if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels(names.MemberSelector(r.Cluster))); err != nil {
+		return "", err
+	}
+	for _, p := range pods.Items {
+		if p.Name == ec.Status.Leader || !p.DeletionTimestamp.IsZero() || !framework.PodReady(&p) {
+			continue
+		}
+		for _, c := range p.Spec.Containers {
+			if c.Name == resources.EtcdContainer && c.Image == image {
+				return p.Name, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // rolledFollower is a follower whose pod carries the roll's annotation value, or "".
@@ -131,7 +191,7 @@ func rolledFollower(ctx context.Context, r *framework.Run, value string) (string
 // FailpointScenarios are the failpoint scenarios (suite=failpoints).
 func FailpointScenarios(opts *framework.Options) []framework.Scenario {
 	var out []framework.Scenario
-	for _, c := range failpointCases() {
+	for _, c := range failpointCases(opts) {
 		out = append(out, failpointScenario(opts, c))
 	}
 	return out

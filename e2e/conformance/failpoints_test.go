@@ -16,20 +16,28 @@ import (
 func TestFailpointScenarios(t *testing.T) {
 	opts := campaignOptions()
 	opts.FailpointImage = "localhost:5000/quorate/etcd:v3.6.16-failpoints"
+	opts.FailpointUpgradeFromImage = "localhost:5000/quorate/etcd:v3.5.35-failpoints"
+	opts.UpgradeFrom = "3.5.35"
 	var got []string
 	for _, sc := range FailpointScenarios(opts) {
 		got = append(got, sc.Name+" "+sc.Labels["failpoint"]+" "+sc.Labels["operation"])
-		replicas := int32(3)
-		if sc.Labels["operation"] == "roll" {
+		replicas, wantNeeds := int32(3), []string{framework.FailpointImage.Name}
+		image, version := opts.FailpointImage, ""
+		switch sc.Labels["operation"] {
+		case "roll":
 			replicas = 5
+		case "upgrade":
+			// An upgrade starts from the older failpoint build, with five members.
+			replicas, image, version = 5, opts.FailpointUpgradeFromImage, opts.UpgradeFrom
+			wantNeeds = append(wantNeeds, framework.FailpointUpgradeImages.Name)
 		}
-		if sc.Labels["suite"] != "failpoints" || sc.Replicas != replicas || len(sc.Steps) != 2 || !reflect.DeepEqual(needs(sc), []string{framework.FailpointImage.Name}) {
+		if sc.Labels["suite"] != "failpoints" || sc.Replicas != replicas || len(sc.Steps) != 2 || !reflect.DeepEqual(needs(sc), wantNeeds) {
 			t.Errorf("%s: labels %v replicas %d steps %d needs %v", sc.Name, sc.Labels, sc.Replicas, len(sc.Steps), needs(sc))
 		}
 		var spec v1alpha1.EtcdClusterSpec
 		sc.Spec(&spec)
-		if spec.Image != opts.FailpointImage || spec.NetworkPolicy.Enabled == nil || *spec.NetworkPolicy.Enabled {
-			t.Errorf("%s: image %q, network policy %v", sc.Name, spec.Image, spec.NetworkPolicy.Enabled)
+		if spec.Image != image || spec.Version != version || spec.NetworkPolicy.Enabled == nil || *spec.NetworkPolicy.Enabled {
+			t.Errorf("%s: image %q version %q, network policy %v", sc.Name, spec.Image, spec.Version, spec.NetworkPolicy.Enabled)
 		}
 		if sc.Name == "failpoint-follower-panics-compacting" && (spec.Etcd.AutoCompactionMode != "periodic" || spec.Etcd.AutoCompactionRetention != "1m" || sc.Steps[1].Name != "wait for 5 members settled") {
 			t.Errorf("%s: compaction %q %q, last step %q", sc.Name, spec.Etcd.AutoCompactionMode, spec.Etcd.AutoCompactionRetention, sc.Steps[1].Name)
@@ -45,6 +53,8 @@ func TestFailpointScenarios(t *testing.T) {
 		"failpoint-leader-slow-wal-sync walBeforeSync scale",
 		"failpoint-leader-slow-to-send raftBeforeLeaderSend roll",
 		"failpoint-follower-panics-compacting compactBeforeCommitScheduledCompact scale",
+		"failpoint-upgraded-follower-panics-before-commit beforeCommit upgrade",
+		"failpoint-leader-panics-before-save-in-upgrade raftBeforeSave upgrade",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("scenarios\n %q\nwant\n %q", got, want)

@@ -20,6 +20,16 @@ var FailpointImage = Prerequisite{Name: "an etcd image built with failpoints", M
 	return "", nil
 }}
 
+// FailpointUpgradeImages is the prerequisite of the failpoint scenarios of an upgrade: etcd
+// images built with gofail at both versions, given with --failpoint-upgrade-from-image and
+// --failpoint-etcd-image.
+var FailpointUpgradeImages = Prerequisite{Name: "etcd images built with failpoints at both versions of the upgrade", Missing: func(_ context.Context, r *Run) (string, error) {
+	if r.Suite.Opts.FailpointImage == "" || r.Suite.Opts.FailpointUpgradeFromImage == "" {
+		return "--failpoint-etcd-image and --failpoint-upgrade-from-image are not both set (make e2e-failpoints builds both images, hack/images.sh etcd-failpoints, and gives them)", nil
+	}
+	return "", nil
+}}
+
 // failpoint sends a request to the failpoint control of a member's etcd through the API
 // server's pod proxy.
 func (r *Run) failpoint(ctx context.Context, method, member, path, body string) (string, error) {

@@ -98,6 +98,9 @@ type Options struct {
 	// etcd-failpoints), which the failpoint scenarios run (suite=failpoints); without it they
 	// are skipped, saying so.
 	FailpointImage string
+	// FailpointUpgradeFromImage is the same build at --etcd-upgrade-from, which the
+	// failpoint scenarios of an upgrade start from (suite=failpoints, operation=upgrade).
+	FailpointUpgradeFromImage string
 	// Peers are the other etcd operators the side-by-side benchmark (suite=peers) runs
 	// against Quorate, comma-separated (etcd-io, cozystack); they are installed with
 	// hack/peers.sh before the scenarios.
@@ -237,6 +240,7 @@ func RegisterFlags() *Options {
 	flag.Uint64Var(&o.CampaignSeed, "campaign-seed", 0, "the campaign's seed, 1 to 999999999 (recorded in each run's labels: seed, run)")
 	flag.StringVar(&o.CampaignOperations, "campaign-operations", "", "the operations campaign runs draw from, comma-separated (default all: scale, roll, upgrade, storage-move, backup, restore); replay with the same list")
 	flag.StringVar(&o.CampaignFaults, "campaign-faults", "", "the faults campaign runs draw from, comma-separated (default all that keep a quorum: the chaos library's and node-loss); replay with the same list")
+	flag.StringVar(&o.FailpointUpgradeFromImage, "failpoint-upgrade-from-image", "", "an etcd image built with its gofail failpoints at --etcd-upgrade-from (make e2e-failpoints builds it), which the failpoint scenarios of an upgrade start from, upgrading to --failpoint-etcd-image; without it they are skipped")
 	flag.StringVar(&o.FailpointImage, "failpoint-etcd-image", "", "an etcd image built with its gofail failpoints at --etcd-version (make e2e-failpoints builds it), which the failpoint scenarios (suite=failpoints) run; without it they are skipped")
 	flag.StringVar(&o.Peers, "peers", "", "run the side-by-side benchmark (suite=peers) against these other etcd operators too, comma-separated: etcd-io, cozystack (built from their source and installed with hack/peers.sh); quorate-report peers tabulates it")
 	flag.BoolVar(&o.PeersBareVersions, "peers-bare-versions", false, "give the peers etcd versions and image tags without the leading v (3.6.16): the etcd-io operator's parser rejects v3.6.16 and then never upgrades (docs/measurements.md)")
