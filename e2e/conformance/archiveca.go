@@ -91,11 +91,12 @@ func ArchiveFollowsItsCABundle() framework.Scenario {
 				if err != nil {
 					return err
 				}
-				r.Phase("CA bundle put back")
-				if err := r.Suite.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: framework.S3CA, Namespace: r.Namespace}}); err != nil {
-					return err
+				store := &corev1.ConfigMap{}
+				if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: framework.S3Namespace, Name: framework.S3CA}, store); err != nil {
+					return fmt.Errorf("reading the S3 store's CA: %w", err)
 				}
-				if err := r.UseS3CA(ctx); err != nil {
+				r.Phase("CA bundle put back")
+				if err := setS3CA(ctx, r, []byte(store.Data[framework.S3CAKey])); err != nil {
 					return err
 				}
 				if err := waitArchiverRestarted(ctx, r, schedule, pod, restarts); err != nil {
