@@ -2,14 +2,7 @@ package conformance
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +14,7 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/label"
+	"github.com/quorate-dev/quorate/internal/pki"
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
@@ -59,12 +53,12 @@ func ArchiveFollowsItsCABundle() framework.Scenario {
 				if err != nil {
 					return err
 				}
-				other, err := selfSignedCA("another authority")
+				other, err := pki.NewCA("another authority", time.Now())
 				if err != nil {
 					return err
 				}
 				r.Phase("CA bundle changed to another authority")
-				if err := setS3CA(ctx, r, other); err != nil {
+				if err := setS3CA(ctx, r, other.CertPEM); err != nil {
 					return err
 				}
 				if err := waitArchiverRestarted(ctx, r, schedule, pod, restarts); err != nil {
@@ -161,19 +155,4 @@ func setS3CA(ctx context.Context, r *framework.Run, pemData []byte) error {
 	}
 	c.Data = map[string]string{framework.S3CAKey: string(pemData)}
 	return r.Suite.Client.Update(ctx, c)
-}
-
-// selfSignedCA is the PEM certificate of a new self-signed authority.
-func selfSignedCA(name string) ([]byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, NotBefore: time.Now().Add(-time.Hour),
-		NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -149,29 +150,18 @@ func upgradeFailpointCases(opts *framework.Options) []failpointCase {
 
 // upgradedFollower is a ready follower whose etcd container runs image, or "".
 func upgradedFollower(ctx context.Context, r *framework.Run, image string) (string, error) {
-	ec, err := r.GetCluster(ctx)
-	if err != nil {
-		return "", err
-	}
-	var pods corev1.PodList
-	if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels(names.MemberSelector(r.Cluster))); err != nil {
-		return "", err
-	}
-	for _, p := range pods.Items {
-		if p.Name == ec.Status.Leader || !p.DeletionTimestamp.IsZero() || !framework.PodReady(&p) {
-			continue
-		}
-		for _, c := range p.Spec.Containers {
-			if c.Name == resources.EtcdContainer && c.Image == image {
-				return p.Name, nil
-			}
-		}
-	}
-	return "", nil
+	return readyFollower(ctx, r, func(p *corev1.Pod) bool {
+		return slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == resources.EtcdContainer && c.Image == image })
+	})
 }
 
 // rolledFollower is a follower whose pod carries the roll's annotation value, or "".
 func rolledFollower(ctx context.Context, r *framework.Run, value string) (string, error) {
+	return readyFollower(ctx, r, func(p *corev1.Pod) bool { return p.Annotations[campaignRollAnnotation] == value })
+}
+
+// readyFollower is a ready follower whose pod (not being deleted) is one match accepts, or "".
+func readyFollower(ctx context.Context, r *framework.Run, match func(*corev1.Pod) bool) (string, error) {
 	ec, err := r.GetCluster(ctx)
 	if err != nil {
 		return "", err
@@ -180,8 +170,9 @@ func rolledFollower(ctx context.Context, r *framework.Run, value string) (string
 	if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels(names.MemberSelector(r.Cluster))); err != nil {
 		return "", err
 	}
-	for _, p := range pods.Items {
-		if p.Annotations[campaignRollAnnotation] == value && p.DeletionTimestamp.IsZero() && p.Name != ec.Status.Leader && framework.PodReady(&p) {
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if match(p) && p.DeletionTimestamp.IsZero() && p.Name != ec.Status.Leader && framework.PodReady(p) {
 			return p.Name, nil
 		}
 	}
