@@ -31,12 +31,7 @@ func ArchiveFollowsItsCABundle() framework.Scenario {
 	return framework.Scenario{Name: "archive-ca-rotation", Labels: map[string]string{label.Suite: label.SuiteBackup}, Replicas: 3, Class: framework.Planned,
 		Needs: []framework.Prerequisite{framework.ObjectStore},
 		Steps: []framework.Step{
-			{Name: "use the S3 store over TLS, trusting its CA", Do: func(ctx context.Context, r *framework.Run) error {
-				if err := r.UseS3(ctx); err != nil {
-					return err
-				}
-				return r.UseS3CA(ctx)
-			}},
+			useS3OverTLS,
 			{Name: "archive the cluster over TLS", Do: func(ctx context.Context, r *framework.Run) (err error) {
 				r.Phase("archiving over TLS")
 				s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: schedule, Namespace: r.Namespace},

@@ -29,12 +29,7 @@ func BackupRestoreTLS() framework.Scenario {
 	return framework.Scenario{Name: "backup-restore-tls", Labels: map[string]string{label.Suite: label.SuiteBackup}, Replicas: 3, Class: framework.Planned,
 		Needs: []framework.Prerequisite{framework.ObjectStore},
 		Steps: []framework.Step{
-			{Name: "use the S3 store over TLS, trusting its CA", Do: func(ctx context.Context, r *framework.Run) error {
-				if err := r.UseS3(ctx); err != nil {
-					return err
-				}
-				return r.UseS3CA(ctx)
-			}},
+			useS3OverTLS,
 			{Name: "back up over TLS to tls1 with caBundle", Do: func(ctx context.Context, r *framework.Run) (err error) {
 				r.Phase("backing up over TLS")
 				b, err = completedBackup(ctx, r, "tls1", framework.TLSStorage("backups"))
@@ -47,6 +42,14 @@ func BackupRestoreTLS() framework.Scenario {
 			}},
 		}}
 }
+
+// useS3OverTLS copies the S3 store's keys and its CA (a ConfigMap) into the run's namespace.
+var useS3OverTLS = framework.Step{Name: "use the S3 store over TLS, trusting its CA", Do: func(ctx context.Context, r *framework.Run) error {
+	if err := r.UseS3(ctx); err != nil {
+		return err
+	}
+	return r.UseS3CA(ctx)
+}}
 
 // untrustedBackup backs up to the TLS endpoint without caBundle: the pod trusts only the
 // public roots, so the backup fails at its first request with the condition blobstore's
