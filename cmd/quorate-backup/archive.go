@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -30,6 +31,23 @@ import (
 // archive's newest revision, and serves its archive.Report and metrics. Every error is
 // retried; the report carries the last one.
 func archiveMain(args []string) int {
+	// The environment as the pod gave it, before trustRoots changes it (GODEBUG,
+	// AWS_CA_BUNDLE): what the process starts again with.
+	env := os.Environ()
+	code, again := archiveProcess(args)
+	if again {
+		// In place (the same process, the container does not restart): the new image of the
+		// process trusts the bundle as it is now.
+		log.Printf("%v: starting again, trusting it", errCABundleChanged)
+		err := syscall.Exec("/proc/self/exe", os.Args, env) //nolint:gosec // this very binary, with its own arguments
+		log.Printf("starting again in place: %v; stopping instead (the container starts again)", err)
+	}
+	return code
+}
+
+// archiveProcess is the archiver's process until it stops: its exit code, and whether it
+// stopped to start again, trusting a CA bundle that changed.
+func archiveProcess(args []string) (int, bool) {
 	fs := flag.NewFlagSet("archive", flag.ExitOnError)
 	t := addTLS(fs)
 	endpoints := fs.String("endpoints", "", "comma-separated member=URL pairs of the cluster's members")
@@ -53,55 +71,60 @@ func archiveMain(args []string) int {
 	}
 	if err := trustRoots(*caBundle); err != nil {
 		log.Print(err)
-		return 1
+		return 1, false
 	}
 	id, err := names.ParseID(*clusterID)
 	if err != nil || id == 0 {
 		log.Printf("--cluster-id %q is not a cluster ID", *clusterID)
-		return 64
+		return 64, false
 	}
 	var urls []string
 	for _, pair := range strings.Split(*endpoints, ",") {
 		_, url, ok := strings.Cut(pair, "=")
 		if !ok {
 			log.Printf("--endpoints: %q is not member=URL", pair)
-			return 64
+			return 64, false
 		}
 		urls = append(urls, url)
 	}
 	c, err := t.clients(urls)
 	if err != nil {
 		log.Print(err)
-		return 1
+		return 1, false
 	}
 	defer c.Close()
-	store, err := blobstore.OpenArchive(ctx, *bucket)
-	if err != nil {
-		log.Print(err)
-		return 1
-	}
-	defer func() { _ = store.Close() }()
-	a := &archiveRun{client: c, store: store, prefix: *prefix, clusterID: id, maxLag: *maxLag}
+	// The store is opened once the report answers: a store that cannot be reached (refused
+	// credentials, an untrusted certificate) is retried, and the report says why.
+	a := &archiveRun{client: c, prefix: *prefix, clusterID: id, maxLag: *maxLag,
+		open: func(ctx context.Context) (archive.Store, error) { return blobstore.OpenArchive(ctx, *bucket) }}
+	defer func() {
+		if closer, ok := a.store.(io.Closer); ok {
+			_ = closer.Close()
+		}
+	}()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		log.Print(err)
-		return 1
+		return 1, false
 	}
 	if err := a.run(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
 		log.Print(err)
-		return 1
+		return 1, false
 	}
-	if errors.Is(context.Cause(ctx), errCABundleChanged) {
-		// What was archived is stored; the container starts again and goes on from it.
-		log.Printf("%v: stopping, to start again trusting it", errCABundleChanged)
-	}
-	return 0
+	// What was archived is stored; the process starts again and goes on from it.
+	return 0, errors.Is(context.Cause(ctx), errCABundleChanged)
 }
+
+// errFirstReading is why the archiver has not begun before its first reading of the archive
+// has ended.
+var errFirstReading = errors.New("it is reading the archive for the first time")
 
 // archiveRun is one archiver process.
 type archiveRun struct {
-	client    *clientv3.Client
+	client *clientv3.Client
+	// store is the archive's store; when nil, open opens it first.
 	store     archive.Store
+	open      func(context.Context) (archive.Store, error)
 	prefix    string
 	clusterID uint64
 	maxLag    time.Duration
@@ -118,16 +141,28 @@ type archiveRun struct {
 
 // run serves the report on ln and archives until ctx ends.
 func (a *archiveRun) run(ctx context.Context, ln net.Listener) error {
-	spans, err := a.retry(ctx, "listing the archive", func() ([]archive.Span, error) {
+	// The report answers from the start: until the archive is read, it says why not
+	// (Report.Starting: a store that refuses the credentials, an untrusted certificate).
+	a.tracker = archive.NewTracker(names.FormatID(a.clusterID), nil, nil)
+	// Until then the report holds nothing of the archive, and must not be read as an empty one.
+	a.tracker.Starting(errFirstReading)
+	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer func() { _ = srv.Close() }()
+	spans, err := a.retry(ctx, "reading the archive", func() ([]archive.Span, error) {
+		if a.store == nil {
+			st, err := a.open(ctx)
+			if err != nil {
+				return nil, err
+			}
+			a.store = st
+		}
 		return archive.Segments(ctx, a.store, a.prefix, a.clusterID)
 	})
 	if err != nil {
 		return err
 	}
-	a.tracker = archive.NewTracker(names.FormatID(a.clusterID), archive.Ranges(spans), nil)
-	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer func() { _ = srv.Close() }()
+	a.tracker.Started(archive.Ranges(spans))
 	go a.probe(ctx)
 	go a.relist(ctx)
 	return a.archive(ctx)
@@ -167,6 +202,11 @@ func (a *archiveRun) archive(ctx context.Context) error {
 			}
 		}
 		if ctx.Err() != nil {
+			if err != nil && err.Error() != ctx.Err().Error() {
+				// The segment of what was received last was not stored: the next start
+				// archives it again from the cluster.
+				log.Printf("stopping: %v", err)
+			}
 			return ctx.Err()
 		}
 		var gap *archive.GapError
@@ -244,13 +284,15 @@ func (a *archiveRun) relist(ctx context.Context) {
 	}
 }
 
-// retry calls f until it succeeds or ctx ends, recording nothing: it runs before the report.
+// retry calls f until it succeeds or ctx ends; each failure is why the archiver has not begun
+// (Report.Starting).
 func (a *archiveRun) retry(ctx context.Context, what string, f func() ([]archive.Span, error)) ([]archive.Span, error) {
 	for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
 		out, err := f()
 		if err == nil {
 			return out, nil
 		}
+		a.tracker.Starting(err)
 		log.Printf("%s: %v; again in %s", what, err, backoff)
 		select {
 		case <-ctx.Done():

@@ -111,8 +111,8 @@ func TestArchiverProcess(t *testing.T) {
 	}
 	id := st.Header.ClusterId
 	url, stop := startArchiver(t, c, store, id)
-	// The process has read the archive (empty) once the report answers; the first revision
-	// it stores is the next one.
+	// The process has read the archive (empty) once its watch started; the first revision it
+	// stores is the next one.
 	if r := waitReport(t, url, "the watch started", func(r archive.Report) bool { return r.WatchingFrom > 0 }); r.WatchingFrom != before {
 		t.Fatalf("an empty archive started after revision %d, want the cluster's revision %d", r.WatchingFrom, before)
 	}
@@ -156,5 +156,68 @@ func TestArchiverProcess(t *testing.T) {
 	r = waitReport(t, url, "a new range", func(r archive.Report) bool { return r.LastRevision == after })
 	if fmt.Sprint(r.Ranges) != fmt.Sprint([][2]int64{{r.Ranges[0][0], gapless}, {lost, after}}) || r.Error != "" {
 		t.Fatalf("after a compacted gap the archive covers %v (error %q), want the old range to %d and a new one %d-%d", r.Ranges, r.Error, gapless, lost, after)
+	}
+}
+
+// refusingStore refuses to list until allowed.
+type refusingStore struct {
+	archive.Store
+	allowed chan struct{}
+}
+
+var errRefused = fmt.Errorf("listing s3://backups/ns/c: AccessDenied")
+
+func (s refusingStore) List(ctx context.Context, prefix string) ([]string, error) {
+	select {
+	case <-s.allowed:
+		return s.Store.List(ctx, prefix)
+	default:
+		return nil, errRefused
+	}
+}
+
+// Until the archiver has read the archive, its report says why not (Report.Starting) and
+// nothing of the archive; once it can, it begins.
+func TestArchiverReportsWhyItHasNotBegun(t *testing.T) {
+	c := testsupport.StartEtcd(t, "archive-starting", false).Client(t)
+	st, err := c.Status(context.Background(), c.Endpoints()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := st.Header.ClusterId
+	store := refusingStore{Store: archive.DirStore(t.TempDir()), allowed: make(chan struct{})}
+	url, _ := startArchiver(t, c, store, id)
+	got := waitReport(t, url, "why it has not begun", func(r archive.Report) bool { return r.Starting != "" && r.Starting != errFirstReading.Error() })
+	want := archive.Report{ClusterID: fmt.Sprintf("%x", id), Starting: "listing the archive's segments: " + errRefused.Error()}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("report %+v, want %+v", got, want)
+	}
+	close(store.allowed)
+	got = waitReport(t, url, "the watch started", func(r archive.Report) bool { return r.WatchingFrom > 0 })
+	if got.Starting != "" {
+		t.Fatalf("begun, the report still says %q", got.Starting)
+	}
+
+	// A store that cannot be opened (its first request refused) is opened again, and the
+	// report says why until it opens.
+	errUntrusted := fmt.Errorf("reaching the bucket of s3://backups: x509: certificate signed by unknown authority")
+	opened := make(chan struct{})
+	a := &archiveRun{client: c, prefix: "ns/c2/archive/s", clusterID: id, maxLag: 100 * time.Millisecond, probeEvery: 50 * time.Millisecond,
+		open: func(context.Context) (archive.Store, error) {
+			select {
+			case <-opened:
+				return archive.DirStore(t.TempDir()), nil
+			default:
+				return nil, errUntrusted
+			}
+		}}
+	url = startArchiverRun(t, a)
+	got = waitReport(t, url, "why it has not begun", func(r archive.Report) bool { return r.Starting != "" && r.Starting != errFirstReading.Error() })
+	if want := (archive.Report{ClusterID: fmt.Sprintf("%x", id), Starting: errUntrusted.Error()}); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("report %+v, want %+v", got, want)
+	}
+	close(opened)
+	if got = waitReport(t, url, "the watch started", func(r archive.Report) bool { return r.WatchingFrom > 0 }); got.Starting != "" {
+		t.Fatalf("begun, the report still says %q", got.Starting)
 	}
 }

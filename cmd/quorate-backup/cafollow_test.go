@@ -9,18 +9,24 @@ import (
 	"time"
 )
 
-// The archiver restarts once its CA bundle holds other certificates; an unchanged bundle, and
-// one that cannot be read, is gone or holds no certificate, do not restart it.
+// The archiver starts again once its CA bundle names other certificates; the same
+// certificates written otherwise, a bundle that cannot be read, is gone or holds no
+// certificate, do not start it again.
 func TestFollowCABundle(t *testing.T) {
-	oldCA, newCA := otherCA(t), otherCA(t)
+	caA, caB, caC := otherCA(t), otherCA(t), otherCA(t)
+	was := append(append([]byte{}, caA...), caB...)
 	for _, tc := range []struct {
 		name   string
 		change func(path string) error
 	}{
-		{"rotated", func(path string) error { return os.WriteFile(path, newCA, 0o600) }},
-		{"rewritten whole", func(path string) error {
+		{"another authority", func(path string) error { return os.WriteFile(path, caC, 0o600) }},
+		{"one more authority", func(path string) error {
+			return os.WriteFile(path, append(append([]byte{}, was...), caC...), 0o600)
+		}},
+		{"one authority less", func(path string) error { return os.WriteFile(path, caA, 0o600) }},
+		{"rewritten whole, as the kubelet does", func(path string) error {
 			tmp := path + ".new"
-			if err := os.WriteFile(tmp, newCA, 0o600); err != nil {
+			if err := os.WriteFile(tmp, caC, 0o600); err != nil {
 				return err
 			}
 			return os.Rename(tmp, path)
@@ -28,7 +34,7 @@ func TestFollowCABundle(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "ca.crt")
-			if err := os.WriteFile(path, oldCA, 0o600); err != nil {
+			if err := os.WriteFile(path, was, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			var changedYet atomic.Bool
@@ -38,7 +44,7 @@ func TestFollowCABundle(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				followCABundle(ctx, path, oldCA, time.Millisecond, func() { called <- changedYet.Load() })
+				followCABundle(ctx, path, was, time.Millisecond, func() { called <- changedYet.Load() })
 			}()
 			// Many polls of the unchanged bundle first.
 			time.Sleep(50 * time.Millisecond)
@@ -68,6 +74,9 @@ func TestFollowCABundle(t *testing.T) {
 		name  string
 		place func(path string) error
 	}{
+		{"the same authorities in another order, with text around them", func(path string) error {
+			return os.WriteFile(path, append(append([]byte("# the store's CAs\n"), caB...), caA...), 0o600)
+		}},
 		{"unreadable", func(path string) error { return os.Mkdir(path, 0o700) }}, // a directory in its place
 		{"gone", func(string) error { return nil }},
 		{"no certificate", func(path string) error { return os.WriteFile(path, []byte("not a certificate"), 0o600) }},
@@ -82,13 +91,13 @@ func TestFollowCABundle(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				followCABundle(ctx, path, oldCA, time.Millisecond, func() { called <- struct{}{} })
+				followCABundle(ctx, path, was, time.Millisecond, func() { called <- struct{}{} })
 			}()
 			time.Sleep(50 * time.Millisecond)
 			cancel()
 			<-done
 			if len(called) != 0 {
-				t.Fatal("a bundle that could not be read restarted the archiver")
+				t.Fatal("the archiver would start again")
 			}
 		})
 	}

@@ -233,6 +233,11 @@ func (r *ScheduleReconciler) readArchive(ctx context.Context, s *v1alpha1.EtcdBa
 			problems = append(problems, fmt.Sprintf("the archiver's pod %s does not answer on port %d (%v): a NetworkPolicy of the namespace may keep the operator out", p.Name, archive.ReportPort, err))
 			continue
 		}
+		if rep.Starting != "" {
+			// Nothing of the archive yet: status.archive stays as it was.
+			problems = append(problems, fmt.Sprintf("the archiver's pod %s has not begun archiving: %s", p.Name, rep.Starting))
+			continue
+		}
 		r.archiveReported(s, rep, now)
 		return
 	}

@@ -137,6 +137,19 @@ func TestScheduleRunsItsArchiver(t *testing.T) {
 		t.Fatalf("condition\n got %+v\nwant %+v", got, want)
 	}
 
+	// Not begun (its first reading of the archive fails): the condition carries why, and
+	// status.archive stays as it was.
+	report = archive.Report{ClusterID: "c1a55", Starting: "listing the archive's segments: listing s3://backups/x: the store's certificate is signed by an authority the pod does not trust"}
+	before := *s.Status.Archive
+	if _, err := r.archiveStep(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	want = metav1.Condition{Type: v1alpha1.ConditionArchiving, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonArchiveStarting,
+		Message: "the archiver's pod nightly-archiver-x has not begun archiving: " + report.Starting, ObservedGeneration: 3}
+	if got := conditionOf(s, v1alpha1.ConditionArchiving); got != want || fmt.Sprint(*s.Status.Archive) != fmt.Sprint(before) {
+		t.Fatalf("condition\n got %+v\nwant %+v\nstatus.archive %+v, was %+v", got, want, *s.Status.Archive, before)
+	}
+
 	// Not answering: the condition says where to look.
 	reportErr = errors.New("connection refused")
 	if _, err := r.archiveStep(ctx, s); err != nil {

@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"context"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,17 +16,20 @@ import (
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/framework"
 	"github.com/quorate-dev/quorate/e2e/label"
+	"github.com/quorate-dev/quorate/internal/backup"
+	"github.com/quorate-dev/quorate/internal/backup/blobstore"
 	"github.com/quorate-dev/quorate/internal/pki"
 	"github.com/quorate-dev/quorate/internal/resources"
 )
 
 // ArchiveFollowsItsCABundle (suite=backup), under load: a schedule archives to the store over
 // TLS, trusting its CA through a ConfigMap (storage.caBundle), as a user is given it. The
-// ConfigMap is changed to name another authority only: the archiver's container starts again
-// by itself (nothing else changed, so the operator does not replace its pod) and, trusting
-// that authority alone, can no longer reach the store (Archiving turns False). The store's CA
-// put back, the container starts again and the archive catches up with revisions written
-// since, in one range: nothing the cluster wrote meanwhile is missing.
+// ConfigMap is changed to name another authority only: the archiver starts again in place
+// (the same pod, its container not restarted, the operator replacing nothing) and, trusting
+// that authority alone, cannot reach the store: Archiving turns False (ArchiveStarting) and
+// says so, naming the untrusted certificate. The store's CA put back, it starts again in place
+// and the archive catches up with revisions written since, in one range: nothing the cluster
+// wrote meanwhile is missing.
 func ArchiveFollowsItsCABundle() framework.Scenario {
 	const schedule = "tlsarch"
 	var before, stalled int64
@@ -43,7 +48,7 @@ func ArchiveFollowsItsCABundle() framework.Scenario {
 				before, err = waitArchived(ctx, r, schedule, 1)
 				return err
 			}},
-			{Name: "the CA bundle names another authority: the archiver starts again and cannot reach the store", Do: func(ctx context.Context, r *framework.Run) error {
+			{Name: "the CA bundle names another authority: the archiver starts again in place and says the store's certificate is untrusted", Do: func(ctx context.Context, r *framework.Run) error {
 				pod, restarts, err := archiverPod(ctx, r, schedule)
 				if err != nil {
 					return err
@@ -56,26 +61,25 @@ func ArchiveFollowsItsCABundle() framework.Scenario {
 				if err := setS3CA(ctx, r, other.CertPEM); err != nil {
 					return err
 				}
-				if err := waitArchiverRestarted(ctx, r, schedule, pod, restarts); err != nil {
-					return err
-				}
-				return r.WaitFor(ctx, "Archiving to turn False: the archiver trusts another authority only", 3*time.Minute, func() error {
-					s := &v1alpha1.EtcdBackupSchedule{}
-					if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: schedule}, s); err != nil {
+				if err := r.WaitFor(ctx, "Archiving to say the archiver does not trust the store's certificate", 4*time.Minute, func() error {
+					s, c, err := archivingCondition(ctx, r, schedule)
+					if err != nil {
 						return err
 					}
-					c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionArchiving)
-					if c == nil || c.Status != metav1.ConditionFalse {
-						return fmt.Errorf("condition Archiving is %+v", c)
+					if err := untrustedArchive(s, c, pod); err != nil {
+						return err
 					}
 					if s.Status.Archive != nil {
 						stalled = s.Status.Archive.LastRevision
 					}
 					r.T.Logf("with another authority's bundle: Archiving=False %s: %s; status.archive.lastRevision %d", c.Reason, c.Message, stalled)
 					return nil
-				})
+				}); err != nil {
+					return err
+				}
+				return sameArchiver(ctx, r, schedule, pod, restarts)
 			}},
-			{Name: "the store's CA put back: the archiver starts again and catches up", Do: func(ctx context.Context, r *framework.Run) error {
+			{Name: "the store's CA put back: the archiver starts again in place and catches up", Do: func(ctx context.Context, r *framework.Run) error {
 				pod, restarts, err := archiverPod(ctx, r, schedule)
 				if err != nil {
 					return err
@@ -88,13 +92,13 @@ func ArchiveFollowsItsCABundle() framework.Scenario {
 				if err := setS3CA(ctx, r, []byte(store.Data[framework.S3CAKey])); err != nil {
 					return err
 				}
-				if err := waitArchiverRestarted(ctx, r, schedule, pod, restarts); err != nil {
-					return err
-				}
 				// Revisions written well after the archive stalled must reach it.
 				after, err := waitArchived(ctx, r, schedule, max(stalled, before)+500)
+				if err != nil {
+					return err
+				}
 				r.T.Logf("archived revisions %d to %d across two CA bundle changes (stalled at %d)", before, after, stalled)
-				return err
+				return sameArchiver(ctx, r, schedule, pod, restarts)
 			}},
 			{Name: "the bucket's segments hold every revision, with no gap", Do: func(ctx context.Context, r *framework.Run) error {
 				return archiveWhole(ctx, r, schedule)
@@ -125,21 +129,44 @@ func archiverPod(ctx context.Context, r *framework.Run, schedule string) (string
 	return "", 0, fmt.Errorf("archiver pod %s has no status of container %s yet", live[0].Name, resources.ArchiverContainer)
 }
 
-// waitArchiverRestarted waits until the archiver's container in pod has started again since
-// it had restarted restarts times, in the same pod: the archiver itself followed the change.
-func waitArchiverRestarted(ctx context.Context, r *framework.Run, schedule, pod string, restarts int32) error {
-	return r.WaitFor(ctx, fmt.Sprintf("archiver %s's container to start again by itself (restarts: %d)", pod, restarts), 4*time.Minute, func() error {
-		now, n, err := archiverPod(ctx, r, schedule)
-		switch {
-		case err != nil:
-			return err
-		case now != pod:
-			return fmt.Errorf("%w: the archiver's pod was replaced (%s, then %s): the change did not leave the operator's pod template alone", framework.ErrStop, pod, now)
-		case n <= restarts:
-			return fmt.Errorf("restarts: %d", n)
-		}
-		return nil
-	})
+// sameArchiver checks that the archiver still runs in pod, its container not restarted since
+// it had restarted restarts times: the archiver started again in place.
+func sameArchiver(ctx context.Context, r *framework.Run, schedule, pod string, restarts int32) error {
+	now, n, err := archiverPod(ctx, r, schedule)
+	switch {
+	case err != nil:
+		return err
+	case now != pod:
+		return fmt.Errorf("the archiver's pod was replaced (%s, then %s): a change of the CA bundle alone must not change the operator's pod template", pod, now)
+	case n != restarts:
+		return fmt.Errorf("the archiver's container in %s restarted (%d restarts, %d before): it must start again in place", pod, n, restarts)
+	}
+	return nil
+}
+
+// archivingCondition is the schedule and its Archiving condition.
+func archivingCondition(ctx context.Context, r *framework.Run, schedule string) (*v1alpha1.EtcdBackupSchedule, *metav1.Condition, error) {
+	s := &v1alpha1.EtcdBackupSchedule{}
+	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: schedule}, s); err != nil {
+		return nil, nil, err
+	}
+	c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionArchiving)
+	if c == nil {
+		return nil, nil, fmt.Errorf("no Archiving condition")
+	}
+	return s, c, nil
+}
+
+// untrustedArchive compares the Archiving condition with the one an archiver in pod gives
+// when the store's certificate is signed by an authority its bundle does not name: its first
+// request to the bucket fails, as blobstore describes it, with a cause that ends in the unknown
+// authority.
+func untrustedArchive(s *v1alpha1.EtcdBackupSchedule, got *metav1.Condition, pod string) error {
+	loc := backup.Location{Bucket: framework.TLSBucketURL("backups")}
+	msg := fmt.Sprintf("the archiver's pod %s has not begun archiving: %s", pod,
+		(&blobstore.Error{Op: blobstore.OpReach, Loc: loc, Reason: v1alpha1.ReasonStoreCertificateUntrusted, Err: errors.New(causeMark)}).Error())
+	return matchCause(*got, metav1.Condition{Type: v1alpha1.ConditionArchiving, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonArchiveStarting,
+		ObservedGeneration: s.Generation}, msg, x509.UnknownAuthorityError{}.Error())
 }
 
 // setS3CA replaces the data of the run's CA bundle ConfigMap (UseS3CA's).

@@ -84,11 +84,19 @@ func checkUntrusted(got metav1.Condition, generation int64, loc backup.Location)
 // the message as blobstore.Error writes it, whose cause, the SDK's error (with its retries and
 // request details), must end in causeSuffix.
 func checkStoreFailure(got metav1.Condition, generation int64, loc backup.Location, reason, causeSuffix string) error {
-	const cause = "\x00cause\x00"
-	wantMsg := (&blobstore.Error{Op: blobstore.OpReach, Loc: loc, Reason: reason, Err: errors.New(cause)}).Error()
-	prefix, suffix, _ := strings.Cut(wantMsg, cause)
-	want := metav1.Condition{Type: v1alpha1.ConditionBackupComplete, Status: metav1.ConditionFalse, Reason: reason,
-		ObservedGeneration: generation, Message: got.Message}
+	msg := (&blobstore.Error{Op: blobstore.OpReach, Loc: loc, Reason: reason, Err: errors.New(causeMark)}).Error()
+	return matchCause(got, metav1.Condition{Type: v1alpha1.ConditionBackupComplete, Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: generation}, msg, causeSuffix)
+}
+
+// causeMark stands for the SDK's error in an expected message (matchCause).
+const causeMark = "\x00cause\x00"
+
+// matchCause compares a condition with want (its message aside), and its message with msg,
+// in which causeMark stands for an error (the SDK's, with its retries and request details)
+// that must end in causeSuffix.
+func matchCause(got, want metav1.Condition, msg, causeSuffix string) error {
+	prefix, suffix, _ := strings.Cut(msg, causeMark)
+	want.Message = got.Message
 	sdk, ok := strings.CutPrefix(got.Message, prefix)
 	if ok {
 		sdk, ok = strings.CutSuffix(sdk, suffix)
@@ -98,7 +106,7 @@ func checkStoreFailure(got metav1.Condition, generation int64, loc backup.Locati
 	}
 	got.LastTransitionTime = metav1.Time{}
 	if got != want {
-		return fmt.Errorf("EtcdBackup condition %+v; want %+v", got, want)
+		return fmt.Errorf("condition %+v; want %+v", got, want)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ type Store interface {
 // archiver that resumed from a revision older than the newest segment, after a crash between
 // a write and its record) are kept both: Cover takes what it needs from either.
 func Segments(ctx context.Context, s Store, prefix string, clusterID uint64) ([]Span, error) {
-	names, err := s.List(ctx, Dir(prefix, clusterID)+"/"+segmentDir+"/")
+	names, err := s.List(ctx, SegmentsDir(prefix, clusterID))
 	if err != nil {
 		return nil, fmt.Errorf("listing the archive's segments: %w", err)
 	}

@@ -100,7 +100,7 @@ func pruneCluster(ctx context.Context, s Deleter, prefix string, id uint64, floo
 	// ends after it, or the floor is reached.
 	var newest *Span
 	reached := false
-	err := walkSegments(ctx, s, Dir(prefix, id)+"/"+segmentDir+"/", func(sp Span) (bool, error) {
+	err := walkSegments(ctx, s, SegmentsDir(prefix, id), func(sp Span) (bool, error) {
 		if hasKept && sp.Last >= floor {
 			reached = true
 			return false, nil
@@ -243,7 +243,7 @@ type FirstLister interface {
 // the store can, else from the whole listing. ok is false when there is none.
 func FirstSegment(ctx context.Context, s Store, prefix string, clusterID uint64) (Span, bool, error) {
 	if fl, can := s.(FirstLister); can {
-		name, ok, err := fl.ListFirst(ctx, Dir(prefix, clusterID)+"/"+segmentDir+"/")
+		name, ok, err := fl.ListFirst(ctx, SegmentsDir(prefix, clusterID))
 		if err != nil || !ok {
 			return Span{}, false, err
 		}

@@ -40,6 +40,10 @@ type Report struct {
 	// fails; 0 while it answers), and Unreachable the probe's last error.
 	Unreached   time.Duration `json:"unreached"`
 	Unreachable string        `json:"unreachable,omitempty"`
+	// Starting, when not empty, is why the archiver has not begun: its first reading of the
+	// archive failed (the store refuses it, or its certificate is not trusted), with that
+	// error. The rest of the report is empty then: it says nothing of the archive yet.
+	Starting string `json:"starting,omitempty"`
 }
 
 // MaxRanges is the most ranges a Report carries.
@@ -104,10 +108,8 @@ func NewTracker(clusterID string, ranges [][2]int64, now func() time.Time) *Trac
 	if now == nil {
 		now = time.Now
 	}
-	t := &Tracker{now: now, report: Report{ClusterID: clusterID, Ranges: trimRanges(ranges)}}
-	if n := len(ranges); n > 0 {
-		t.report.LastRevision = ranges[n-1][1]
-	}
+	t := &Tracker{now: now, report: Report{ClusterID: clusterID}}
+	t.Started(ranges)
 	return t
 }
 
@@ -116,6 +118,24 @@ func trimRanges(r [][2]int64) [][2]int64 {
 		r = r[len(r)-MaxRanges:]
 	}
 	return append([][2]int64(nil), r...)
+}
+
+// Starting records why the archiver has not begun (Report.Starting): its first reading of
+// the archive failed with err.
+func (t *Tracker) Starting(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.report.Starting = err.Error()
+}
+
+// Started records that the archiver has read the archive, which holds ranges, and begins.
+func (t *Tracker) Started(ranges [][2]int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.report.Starting, t.report.Ranges = "", trimRanges(ranges)
+	if n := len(ranges); n > 0 {
+		t.report.LastRevision = ranges[n-1][1]
+	}
 }
 
 // Archived records a stored segment (an Archiver's Archived).

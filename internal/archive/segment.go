@@ -80,6 +80,12 @@ type Header struct {
 // segmentDir is where segments go under the archive's prefix.
 const segmentDir = "segments"
 
+// SegmentsDir is the directory of cluster id's segments in the archive at prefix, with its
+// trailing slash: what listing the segments lists.
+func SegmentsDir(prefix string, clusterID uint64) string {
+	return Dir(prefix, clusterID) + "/" + segmentDir + "/"
+}
+
 // Dir is where the archive of cluster id goes under prefix: each cluster ID has its own, so
 // that a cluster restored from another's snapshot (a new ID, the same revisions) or created
 // again under the same name never mixes its revisions with the other's.

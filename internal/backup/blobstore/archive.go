@@ -77,7 +77,7 @@ func (s *ArchiveStore) Delete(ctx context.Context, name string) error {
 func (s *ArchiveStore) ListFirst(ctx context.Context, prefix string) (string, bool, error) {
 	page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: prefix})
 	if err != nil {
-		return "", false, describe(opList, backup.Location{Bucket: s.url, Key: prefix}, err)
+		return "", false, describe(OpList, backup.Location{Bucket: s.url, Key: prefix}, err)
 	}
 	if len(page) == 0 {
 		return "", false, nil
@@ -125,7 +125,7 @@ func walk(ctx context.Context, b *blob.Bucket, bucket string, opts *blob.ListOpt
 			return nil
 		}
 		if err != nil {
-			return describe(opList, backup.Location{Bucket: bucket, Key: opts.Prefix}, err)
+			return describe(OpList, backup.Location{Bucket: bucket, Key: opts.Prefix}, err)
 		}
 		if more, err := fn(o); err != nil || !more {
 			return err

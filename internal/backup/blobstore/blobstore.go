@@ -94,10 +94,10 @@ func describe(op string, loc backup.Location, err error) error {
 const (
 	opOpen  = "opening bucket of"
 	OpReach = "reaching the bucket of"
-	opList  = "listing"
+	OpList  = "listing"
 )
 
-var bucketOps = []string{opOpen, OpReach, opList}
+var bucketOps = []string{opOpen, OpReach, OpList}
 
 func classify(err error) string {
 	msg := err.Error()
