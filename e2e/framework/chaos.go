@@ -37,6 +37,8 @@ func (r *Run) Inject(ctx context.Context, build func(chaos.Target, context.Conte
 		if err == nil || attempt == retargetAttempts || !chaos.TargetGone(err) || ctx.Err() != nil {
 			return err
 		}
+		// On the timeline too: outside an operation nothing should be replacing pods.
+		r.Event("note", "fault-retargeted", fmt.Sprintf("a target of the fault was gone (%v): its targets chosen again (attempt %d of %d)", err, attempt+1, retargetAttempts))
 		r.T.Logf("a target of the fault was gone (%v): choosing its targets again (attempt %d of %d)", err, attempt+1, retargetAttempts)
 	}
 }
