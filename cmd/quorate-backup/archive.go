@@ -41,6 +41,7 @@ func archiveMain(args []string) int {
 		log.Printf("%v: starting again, trusting it", errCABundleChanged)
 		err := syscall.Exec("/proc/self/exe", os.Args, env) //nolint:gosec // this very binary, with its own arguments
 		log.Printf("starting again in place: %v; stopping instead (the container starts again)", err)
+		return 1
 	}
 	return code
 }
@@ -58,9 +59,9 @@ func archiveProcess(args []string) (int, bool) {
 	listen := fs.String("listen", fmt.Sprintf(":%d", archive.ReportPort), "where the report ("+archive.ReportPath+") and /metrics are served")
 	caBundle := fs.String("ca-bundle", "", "PEM file of the authorities of the store's certificate (storage.caBundle)")
 	_ = fs.Parse(args)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	stopped, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	ctx, restart := context.WithCancelCause(ctx)
+	ctx, restart := context.WithCancelCause(stopped)
 	defer restart(nil)
 	if *caBundle != "" {
 		// Read before the roots are trusted: a change in between restarts the archiver.
@@ -111,9 +112,14 @@ func archiveProcess(args []string) (int, bool) {
 		log.Print(err)
 		return 1, false
 	}
-	// What was archived is stored; the process starts again and goes on from it.
-	return 0, errors.Is(context.Cause(ctx), errCABundleChanged)
+	// What was archived is stored; the process starts again and goes on from it, unless it was
+	// also asked to stop (a SIGTERM while it stopped for the bundle: its pod is going).
+	return 0, errors.Is(context.Cause(ctx), errCABundleChanged) && stopped.Err() == nil
 }
+
+// firstReadingTimeout bounds each attempt to open the store and list the archive at start
+// (a listing of a long archive reads a page of a thousand names per request).
+const firstReadingTimeout = 2 * time.Minute
 
 // errFirstReading is why the archiver has not begun before its first reading of the archive
 // has ended.
@@ -150,14 +156,17 @@ func (a *archiveRun) run(ctx context.Context, ln net.Listener) error {
 	go func() { _ = srv.Serve(ln) }()
 	defer func() { _ = srv.Close() }()
 	spans, err := a.retry(ctx, "reading the archive", func() ([]archive.Span, error) {
+		// A store that takes connections and never answers is an error too, not a wait.
+		actx, cancel := context.WithTimeout(ctx, firstReadingTimeout)
+		defer cancel()
 		if a.store == nil {
-			st, err := a.open(ctx)
+			st, err := a.open(actx)
 			if err != nil {
 				return nil, err
 			}
 			a.store = st
 		}
-		return archive.Segments(ctx, a.store, a.prefix, a.clusterID)
+		return archive.Segments(actx, a.store, a.prefix, a.clusterID)
 	})
 	if err != nil {
 		return err
@@ -315,7 +324,13 @@ func (a *archiveRun) handler() http.Handler {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc(archive.ReportPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(a.tracker.Report())
+		rep := a.tracker.Report()
+		if rep.Starting != "" {
+			// Not begun: an operator that does not know Report.Starting (an earlier release,
+			// during a rollback) must not read the empty report as an empty archive.
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(rep)
 	})
 	return mux
 }

@@ -159,6 +159,17 @@ func TestArchiverProcess(t *testing.T) {
 	}
 }
 
+// reportStatus is the HTTP status the report answers with.
+func reportStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:gosec,noctx // the test's own listener
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
 // refusingStore refuses to list until allowed.
 type refusingStore struct {
 	archive.Store
@@ -192,10 +203,16 @@ func TestArchiverReportsWhyItHasNotBegun(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("report %+v, want %+v", got, want)
 	}
+	if code := reportStatus(t, url); code != http.StatusServiceUnavailable {
+		t.Fatalf("the report of an archiver that has not begun answers %d, want 503", code)
+	}
 	close(store.allowed)
 	got = waitReport(t, url, "the watch started", func(r archive.Report) bool { return r.WatchingFrom > 0 })
 	if got.Starting != "" {
 		t.Fatalf("begun, the report still says %q", got.Starting)
+	}
+	if code := reportStatus(t, url); code != http.StatusOK {
+		t.Fatalf("the report of an archiver that has begun answers %d, want 200", code)
 	}
 
 	// A store that cannot be opened (its first request refused) is opened again, and the

@@ -27,7 +27,8 @@ const caBundlePoll = 10 * time.Second
 // or a Secret in place (the volume is not a subPath). The same certificates written otherwise
 // (another order, other text around them) change nothing; nor does a bundle that cannot be
 // read (gone) or holds no certificate: the process started again would refuse it, and the
-// archive would stop.
+// archive would stop. The bundle AWS_CA_BUNDLE names (from the credentials Secret) is not
+// followed: a change of that Secret replaces the archiver's pod.
 func followCABundle(ctx context.Context, path string, was []byte, every time.Duration, changed func()) {
 	trusted, _ := certificateSet(was)
 	var reported string
@@ -70,8 +71,8 @@ func certificateSet(data []byte) (string, bool) {
 		if b, data = pem.Decode(data); b == nil {
 			break
 		}
-		if b.Type != "CERTIFICATE" {
-			continue
+		if b.Type != "CERTIFICATE" || len(b.Headers) != 0 {
+			continue // as x509.CertPool.AppendCertsFromPEM, which trusts the bundle
 		}
 		if _, err := x509.ParseCertificate(b.Bytes); err == nil {
 			ders = append(ders, string(b.Bytes))

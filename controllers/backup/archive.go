@@ -58,10 +58,14 @@ func readArchiveHTTP(ctx context.Context, addr string) (archive.Report, error) {
 	if err != nil {
 		return archive.Report{}, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return archive.Report{}, fmt.Errorf("%s answered %s", archive.ReportPath, resp.Status)
+	switch rep, err := archive.DecodeReport(body); {
+	case resp.StatusCode == http.StatusOK:
+		return rep, err
+	case resp.StatusCode == http.StatusServiceUnavailable && err == nil && rep.Starting != "":
+		// An archiver that has not begun says why.
+		return rep, nil
 	}
-	return archive.DecodeReport(body)
+	return archive.Report{}, fmt.Errorf("%s answered %s", archive.ReportPath, resp.Status)
 }
 
 // archive runs the schedule's archiver while spec.archive is enabled (and removes it once not),

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -286,5 +289,39 @@ func TestArchiverRollsWhenItsStoreSecretsChange(t *testing.T) {
 	}
 	if got, want := applied(), "s3-keys="+version("s3-keys")+",store-ca="+version("store-ca"); got != want || got == withCA {
 		t.Fatalf("after the credentials Secret came back: annotation %q, want %q", got, want)
+	}
+}
+
+// The operator reads a report served with 200, and one served with 503 that says why the
+// archiver has not begun; any other answer is an error.
+func TestReadArchiveHTTP(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		code    int
+		body    string
+		want    archive.Report
+		wantErr string
+	}{
+		{"begun", http.StatusOK, `{"clusterID":"c1a55","lastRevision":90}`, archive.Report{ClusterID: "c1a55", LastRevision: 90}, ""},
+		{"not begun", http.StatusServiceUnavailable, `{"clusterID":"c1a55","starting":"listing the archive's segments: AccessDenied"}`,
+			archive.Report{ClusterID: "c1a55", Starting: "listing the archive's segments: AccessDenied"}, ""},
+		{"unavailable without a reason", http.StatusServiceUnavailable, `{"clusterID":"c1a55","lastRevision":90}`, archive.Report{}, "/status answered 503 Service Unavailable"},
+		{"another answer", http.StatusNotFound, `not found`, archive.Report{}, "/status answered 404 Not Found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(tc.code)
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			got, err := readArchiveHTTP(context.Background(), strings.TrimPrefix(srv.URL, "http://"))
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) || gotErr != tc.wantErr {
+				t.Fatalf("readArchiveHTTP = %+v, %q; want %+v, %q", got, gotErr, tc.want, tc.wantErr)
+			}
+		})
 	}
 }

@@ -42,7 +42,8 @@ type Report struct {
 	Unreachable string        `json:"unreachable,omitempty"`
 	// Starting, when not empty, is why the archiver has not begun: its first reading of the
 	// archive failed (the store refuses it, or its certificate is not trusted), with that
-	// error. The rest of the report is empty then: it says nothing of the archive yet.
+	// error. The rest of the report is empty then: it says nothing of the archive yet, and
+	// the archiver serves it with 503 Service Unavailable.
 	Starting string `json:"starting,omitempty"`
 }
 
