@@ -156,7 +156,7 @@ func (r *Reconciler) actOnObjects(ctx context.Context, c *v1alpha1.EtcdCluster, 
 		r.Expectations.ExpectDelete(key, expectations.Key{Kind: kindPod, Name: a.Member}, p.UID)
 		switch a.Reason {
 		case v1alpha1.ReasonRollingUpdate:
-			r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventMemberRestarting, "replacing the pod of %s to apply the new spec", a.Member)
+			r.Recorder.Eventf(c, corev1.EventTypeNormal, v1alpha1.EventMemberRestarting, "%s", a.Message)
 		case v1alpha1.ReasonPodEnded, v1alpha1.ReasonEtcdUnreachable:
 			r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventPodReplaced, "%s", a.Message)
 		case v1alpha1.ReasonRecovery:

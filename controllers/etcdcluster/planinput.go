@@ -173,16 +173,7 @@ func (o *observation) addPods(members memberTable, now time.Time, terminating ti
 			}
 		}
 		m.DrainRefused = slices.Contains(o.drainRefused, name)
-		for _, cond := range p.Status.Conditions {
-			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
-				m.ReadyFor = max(now.Sub(cond.LastTransitionTime.Time), time.Nanosecond)
-			}
-		}
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.Name == resources.EtcdContainer && cs.State.Running != nil {
-				m.RunningFor = max(now.Sub(cs.State.Running.StartedAt.Time), time.Nanosecond)
-			}
-		}
+		m.ReadyFor, m.RunningFor, m.ServedSinceStart = readiness(p, now)
 		if refusal := resources.LauncherRefusal(p); refusal != nil {
 			m.DataDirLost = refusal.Kind == launcher.RefusalDataLost
 			// Only while etcd is down, as below: data put right by hand runs again, and the
@@ -320,4 +311,29 @@ func onDemand(c *v1alpha1.EtcdCluster) (*planner.DefragRequest, *planner.LeaderR
 		move = &planner.LeaderRequest{Token: r.Token, To: r.To}
 	}
 	return defrag, move
+}
+
+// readiness reads how long the pod has been Ready and its etcd container running (0 when it
+// is not), and whether the pod has been Ready since that container started. A Ready condition
+// that turned False after the container's start means the pod was Ready in between: it went
+// False when the container died otherwise, before the next start. Both times are kept to the
+// second, so a tie counts as not served.
+func readiness(p *corev1.Pod, now time.Time) (readyFor, runningFor time.Duration, served bool) {
+	var started time.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == resources.EtcdContainer && cs.State.Running != nil {
+			started = cs.State.Running.StartedAt.Time
+			runningFor = max(now.Sub(started), time.Nanosecond)
+		}
+	}
+	for _, cond := range p.Status.Conditions {
+		if cond.Type != corev1.PodReady {
+			continue
+		}
+		if cond.Status == corev1.ConditionTrue {
+			readyFor = max(now.Sub(cond.LastTransitionTime.Time), time.Nanosecond)
+		}
+		served = runningFor > 0 && (readyFor > 0 || cond.LastTransitionTime.After(started))
+	}
+	return readyFor, runningFor, served
 }

@@ -62,3 +62,46 @@ func TestCorruptAtStartPeersByURL(t *testing.T) {
 		t.Fatalf("plan: %+v; want the removal of etcd-0 (a0) for MemberCorrupt", a)
 	}
 }
+
+// A pod that was Ready after its etcd container started and lost readiness since (a partition,
+// no leader) served; one that has not been Ready since the container last started did not,
+// whatever it did before a restart (found by campaign run 22 on v1.33.13).
+func TestReadinessSinceStart(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := func(ago time.Duration) metav1.Time { return metav1.NewTime(now.Add(-ago)) }
+	pod := func(ready corev1.ConditionStatus, changed metav1.Time, running *metav1.Time) *corev1.Pod {
+		p := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: changed}}}}
+		cs := corev1.ContainerStatus{Name: resources.EtcdContainer}
+		if running != nil {
+			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: *running}
+		} else {
+			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
+		return p
+	}
+	ptr := func(t metav1.Time) *metav1.Time { return &t }
+	type want struct {
+		ready, running time.Duration
+		served         bool
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want want
+	}{
+		{"ready now", pod(corev1.ConditionTrue, at(time.Minute), ptr(at(time.Hour))), want{time.Minute, time.Hour, true}},
+		{"ready, then not: lost its leader", pod(corev1.ConditionFalse, at(20*time.Second), ptr(at(time.Hour))), want{0, time.Hour, true}},
+		{"not ready since its start", pod(corev1.ConditionFalse, at(time.Hour+time.Second), ptr(at(time.Hour))), want{0, time.Hour, false}},
+		{"went unready in the second it started", pod(corev1.ConditionFalse, at(time.Hour), ptr(at(time.Hour))), want{0, time.Hour, false}},
+		{"its container is not running", pod(corev1.ConditionFalse, at(time.Second), nil), want{0, 0, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got want
+			got.ready, got.running, got.served = readiness(tc.pod, now)
+			if got != tc.want {
+				t.Errorf("readiness: %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

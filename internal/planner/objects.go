@@ -53,6 +53,11 @@ func collectGarbage(s State) (Action, bool) {
 // unhealthy: they are down already, so replacing them costs no availability. A pod that ended
 // (an eviction, a node shutdown) never runs again; a pod built from an older spec that is not
 // ready (the spec that broke it was reverted, or changed again) is given the current spec.
+//
+// A pod that served since its container started and lost readiness later was not broken by
+// its spec: a partition or a lost leader took its readiness, and its member may hold the vote
+// that brings quorum back. Without quorum it is left alone (the health gate waits for it);
+// with quorum, it is cut off from a healthy majority and replacing it costs nothing.
 func repairPods(s State) (Action, bool) {
 	blocked := versionProblem(s) != ""
 	for _, m := range s.sorted() {
@@ -63,9 +68,13 @@ func repairPods(s State) (Action, bool) {
 			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonPodEnded,
 				Message: fmt.Sprintf("the pod of %s ended and will not run again: replacing it; the member restarts from its volume", m.Name)}, true
 		}
-		if !m.PodCurrent && m.ReadyFor == 0 && !m.Healthy(s.ClusterID) && !blocked {
+		if !m.PodCurrent && m.ReadyFor == 0 && !m.Healthy(s.ClusterID) && !blocked && (!m.ServedSinceStart || s.hasQuorum()) {
+			why := "is down"
+			if m.Reachable {
+				why = "has not been ready since it started"
+			}
 			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonRollingUpdate,
-				Message: fmt.Sprintf("replacing the pod of %s, which is down, with the current spec", m.Name)}, true
+				Message: fmt.Sprintf("replacing the pod of %s, which %s, with the current spec", m.Name, why)}, true
 		}
 	}
 	return Action{}, false

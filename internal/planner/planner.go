@@ -74,10 +74,14 @@ type Member struct {
 	ReadyFor time.Duration
 	// RunningFor is how long the etcd container (the launcher, then etcd) has been running (0
 	// when it is not).
-	RunningFor     time.Duration
-	HasPVC         bool
-	PVCTerminating bool
-	PVCHasData     bool // the PVC is annotated with the cluster ID: it has held member data
+	RunningFor time.Duration
+	// ServedSinceStart: the etcd container still runs, and its pod has been Ready since the
+	// container last started. Such a member that is not ready now lost its readiness to the
+	// cluster (no leader, a partition), not to its pod's spec.
+	ServedSinceStart bool
+	HasPVC           bool
+	PVCTerminating   bool
+	PVCHasData       bool // the PVC is annotated with the cluster ID: it has held member data
 	// Fenced is the forced recovery (token) that fenced this member's volume: it never runs
 	// again ("" when not fenced).
 	Fenced string

@@ -61,6 +61,12 @@ func member(i int, fs ...func(*Member)) func(*State) {
 	}
 }
 
+// leaderless is a member that answers but follows no leader, and so is not ready.
+func leaderless(m *Member) { m.HasLeader, m.ReadyFor = false, 0 }
+
+// served is a member whose pod was ready since its etcd container started.
+func served(m *Member) { m.ServedSinceStart = true }
+
 // drained is a member the operator took out of the client Service long enough ago, whose
 // endpoint is gone.
 func drained(m *Member) { m.Unpublished, m.UnpublishedFor = true, time.Minute }
@@ -198,6 +204,26 @@ func TestPlan(t *testing.T) {
 			member(1, func(m *Member) { m.Reachable = false }),
 			member(2, func(m *Member) { m.PodCurrent, m.ReadyFor, m.Reachable = false, 0, false })),
 			want: Action{Kind: DeletePod, Member: "c-2", Reason: v1alpha1.ReasonRollingUpdate}, msg: "which is down"},
+		// Campaign run 22 on v1.33.13: a partition cut two of five members off while a third
+		// was being replaced; the pod of a cut-off member, outdated and not ready for want of a
+		// leader, must not be replaced while nobody has quorum: it holds a vote.
+		{name: "an outdated pod that served and lost its leader is not replaced without quorum", state: running(5,
+			member(0, leaderless, served, func(m *Member) { m.PodCurrent = false }),
+			member(1, leaderless, served, func(m *Member) { m.PodCurrent = false }),
+			member(2, leaderless, served, func(m *Member) { m.PodCurrent = false }),
+			member(3, leaderless, served, func(m *Member) { m.PodCurrent = false }),
+			member(4, func(m *Member) { m.Reachable, m.HasLeader, m.ReadyFor, m.PodAge = false, false, 0, 10*time.Second })),
+			want: Action{Kind: Wait, Member: "c-0", Reason: v1alpha1.ReasonMemberUnhealthy}, msg: "member c-0 has no leader"},
+		{name: "an outdated pod that served, cut off from a healthy majority, is replaced", state: running(3,
+			member(2, leaderless, served, func(m *Member) { m.PodCurrent = false })),
+			want: Action{Kind: DeletePod, Member: "c-2", Reason: v1alpha1.ReasonRollingUpdate}, msg: "which has not been ready since it started"},
+		// A spec that broke the peers of a two-member cluster and was set back: the pod it
+		// built answers without a leader and never served; it is given the current spec.
+		{name: "an outdated pod that never served is replaced without quorum", state: running(2,
+			member(0, leaderless, served),
+			member(1, leaderless, func(m *Member) { m.PodCurrent = false })),
+			want: Action{Kind: DeletePod, Member: "c-1", Reason: v1alpha1.ReasonRollingUpdate},
+			msg: "replacing the pod of c-1, which has not been ready since it started, with the current spec"},
 		{name: "an outdated pod that still answers is not replaced out of turn", state: running(3,
 			member(1, func(m *Member) { m.Reachable = false }), member(2, func(m *Member) { m.PodCurrent = false })),
 			want: Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonMemberUnhealthy}, msg: "does not answer"},
