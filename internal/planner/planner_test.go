@@ -223,7 +223,7 @@ func TestPlan(t *testing.T) {
 			member(0, leaderless, served),
 			member(1, leaderless, func(m *Member) { m.PodCurrent = false })),
 			want: Action{Kind: DeletePod, Member: "c-1", Reason: v1alpha1.ReasonRollingUpdate},
-			msg: "replacing the pod of c-1, which has not been ready since it started, with the current spec"},
+			msg:  "replacing the pod of c-1, which has not been ready since it started, with the current spec"},
 		{name: "an outdated pod that still answers is not replaced out of turn", state: running(3,
 			member(1, func(m *Member) { m.Reachable = false }), member(2, func(m *Member) { m.PodCurrent = false })),
 			want: Action{Kind: Wait, Member: "c-1", Reason: v1alpha1.ReasonMemberUnhealthy}, msg: "does not answer"},
