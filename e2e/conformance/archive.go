@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -79,13 +78,9 @@ func startArchive(ctx context.Context, r *framework.Run, schedule string) (int64
 func waitArchived(ctx context.Context, r *framework.Run, schedule string, rev int64) (int64, error) {
 	var last int64
 	err := r.WaitFor(ctx, fmt.Sprintf("the archive to hold revision %d, keeping up", rev), 3*time.Minute, func() error {
-		s := &v1alpha1.EtcdBackupSchedule{}
-		if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: schedule}, s); err != nil {
+		s, c, err := archivingCondition(ctx, r, schedule)
+		if err != nil {
 			return err
-		}
-		c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionArchiving)
-		if c == nil {
-			return fmt.Errorf("no Archiving condition yet")
 		}
 		if c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("condition Archiving is %s: %s: %s", c.Status, c.Reason, c.Message)

@@ -109,14 +109,21 @@ func ArchiveFollowsItsCABundle() framework.Scenario {
 		}}
 }
 
+// archiverPods lists the pods of the schedule's archiver, terminating ones too.
+func archiverPods(ctx context.Context, r *framework.Run, schedule string) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels(resources.ArchiverLabels(r.Cluster, schedule)))
+	return pods.Items, err
+}
+
 // archiverPod is the schedule's archiver pod and its container's restart count.
 func archiverPod(ctx context.Context, r *framework.Run, schedule string) (string, int32, error) {
-	var pods corev1.PodList
-	if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels(resources.ArchiverLabels(r.Cluster, schedule))); err != nil {
+	pods, err := archiverPods(ctx, r, schedule)
+	if err != nil {
 		return "", 0, err
 	}
 	var live []corev1.Pod
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		if p.DeletionTimestamp.IsZero() {
 			live = append(live, p)
 		}

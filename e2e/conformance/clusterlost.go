@@ -103,15 +103,16 @@ func freezeEverything(ctx context.Context, r *framework.Run, schedule string) (t
 	if r.Suite.Node == nil {
 		return time.Time{}, fmt.Errorf("%w: freezing containers needs node access (--provider=local)", framework.ErrStop)
 	}
-	var pods corev1.PodList
-	if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels(resources.ArchiverLabels(r.Cluster, schedule))); err != nil {
+	archiverList, err := archiverPods(ctx, r, schedule)
+	if err != nil {
 		return time.Time{}, err
 	}
 	var archivers []string
-	for _, p := range pods.Items {
+	for _, p := range archiverList {
 		archivers = append(archivers, p.Name)
 	}
 	// Every member pod, whatever the status says (a learner, a member being added).
+	var pods corev1.PodList
 	if err := r.Suite.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels(names.MemberSelector(r.Cluster))); err != nil {
 		return time.Time{}, err
 	}

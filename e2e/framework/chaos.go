@@ -38,8 +38,9 @@ func (r *Run) Inject(ctx context.Context, build func(chaos.Target, context.Conte
 			return err
 		}
 		// On the timeline too: outside an operation nothing should be replacing pods.
-		r.Event("note", "fault-retargeted", fmt.Sprintf("a target of the fault was gone (%v): its targets chosen again (attempt %d of %d)", err, attempt+1, retargetAttempts))
-		r.T.Logf("a target of the fault was gone (%v): choosing its targets again (attempt %d of %d)", err, attempt+1, retargetAttempts)
+		msg := fmt.Sprintf("a target of the fault was gone (%v): its targets chosen again (attempt %d of %d)", err, attempt+1, retargetAttempts)
+		r.Event("note", "fault-retargeted", msg)
+		r.T.Log(msg)
 	}
 }
 
