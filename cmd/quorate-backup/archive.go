@@ -320,6 +320,13 @@ func (a *archiveRun) handler() http.Handler {
 	gauge("quorate_archive_last_revision", "The newest revision stored in the archive.", func(r archive.Report) float64 { return float64(r.LastRevision) })
 	gauge("quorate_archive_lag_seconds", "How long the oldest change seen in the cluster and not yet stored in the archive has waited.", func(r archive.Report) float64 { return r.Lag.Seconds() })
 	gauge("quorate_archive_segments", "Segments this archiver process has stored.", func(r archive.Report) float64 { return float64(r.Segments) })
+	// Until it has begun, the gauges above read 0 and say nothing: this one says so.
+	gauge("quorate_archive_begun", "1 once the archiver has opened its store and read the archive; 0 before, while /status says why (starting).", func(r archive.Report) float64 {
+		if r.Starting != "" {
+			return 0
+		}
+		return 1
+	})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc(archive.ReportPath, func(w http.ResponseWriter, _ *http.Request) {

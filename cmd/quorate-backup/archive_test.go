@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,6 +172,27 @@ func reportStatus(t *testing.T, url string) int {
 	return resp.StatusCode
 }
 
+// begunGauge reads quorate_archive_begun from the /metrics next to the report at url.
+func begunGauge(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(strings.Replace(url, archive.ReportPath, "/metrics", 1)) //nolint:gosec,noctx // the test's own listener
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "quorate_archive_begun "); ok {
+			return v
+		}
+	}
+	t.Fatalf("no quorate_archive_begun in /metrics:\n%s", body)
+	return ""
+}
+
 // refusingStore refuses to list until allowed.
 type refusingStore struct {
 	archive.Store
@@ -206,6 +229,9 @@ func TestArchiverReportsWhyItHasNotBegun(t *testing.T) {
 	if code := reportStatus(t, url); code != http.StatusServiceUnavailable {
 		t.Fatalf("the report of an archiver that has not begun answers %d, want 503", code)
 	}
+	if v := begunGauge(t, url); v != "0" {
+		t.Fatalf("quorate_archive_begun of an archiver that has not begun is %s, want 0", v)
+	}
 	close(store.allowed)
 	got = waitReport(t, url, "the watch started", func(r archive.Report) bool { return r.WatchingFrom > 0 })
 	if got.Starting != "" {
@@ -213,6 +239,9 @@ func TestArchiverReportsWhyItHasNotBegun(t *testing.T) {
 	}
 	if code := reportStatus(t, url); code != http.StatusOK {
 		t.Fatalf("the report of an archiver that has begun answers %d, want 200", code)
+	}
+	if v := begunGauge(t, url); v != "1" {
+		t.Fatalf("quorate_archive_begun of an archiver that has begun is %s, want 1", v)
 	}
 
 	// A store that cannot be opened (its first request refused) is opened again, and the
