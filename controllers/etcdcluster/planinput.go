@@ -173,7 +173,7 @@ func (o *observation) addPods(members memberTable, now time.Time, terminating ti
 			}
 		}
 		m.DrainRefused = slices.Contains(o.drainRefused, name)
-		m.ReadyFor, m.RunningFor, m.ServedSinceStart = readiness(p, now)
+		m.ReadyFor, m.UnreadyFor, m.RunningFor, m.ServedSinceStart = readiness(p, now)
 		if refusal := resources.LauncherRefusal(p); refusal != nil {
 			m.DataDirLost = refusal.Kind == launcher.RefusalDataLost
 			// Only while etcd is down, as below: data put right by hand runs again, and the
@@ -313,12 +313,12 @@ func onDemand(c *v1alpha1.EtcdCluster) (*planner.DefragRequest, *planner.LeaderR
 	return defrag, move
 }
 
-// readiness reads how long the pod has been Ready and its etcd container running (0 when it
-// is not), and whether the pod has been Ready since that container started. A Ready condition
-// that turned False after the container's start means the pod was Ready in between: it went
-// False when the container died otherwise, before the next start. Both times are kept to the
-// second, so a tie counts as not served.
-func readiness(p *corev1.Pod, now time.Time) (readyFor, runningFor time.Duration, served bool) {
+// readiness reads how long the pod has been Ready, or not Ready, and its etcd container
+// running (0 when it is not), and whether the pod has been Ready since that container started.
+// A Ready condition that turned False after the container's start means the pod was Ready in
+// between: it went False when the container died otherwise, before the next start. Both times
+// are kept to the second, so a tie counts as not served; so does a time not known.
+func readiness(p *corev1.Pod, now time.Time) (readyFor, unreadyFor, runningFor time.Duration, served bool) {
 	var started time.Time
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.Name == resources.EtcdContainer && cs.State.Running != nil {
@@ -327,13 +327,16 @@ func readiness(p *corev1.Pod, now time.Time) (readyFor, runningFor time.Duration
 		}
 	}
 	for _, cond := range p.Status.Conditions {
-		if cond.Type != corev1.PodReady {
+		if cond.Type != corev1.PodReady || cond.LastTransitionTime.IsZero() {
 			continue
 		}
 		if cond.Status == corev1.ConditionTrue {
 			readyFor = max(now.Sub(cond.LastTransitionTime.Time), time.Nanosecond)
 		}
-		served = runningFor > 0 && (readyFor > 0 || cond.LastTransitionTime.After(started))
+		served = runningFor > 0 && !started.IsZero() && (readyFor > 0 || cond.LastTransitionTime.After(started))
+		if served && readyFor == 0 {
+			unreadyFor = max(now.Sub(cond.LastTransitionTime.Time), 0)
+		}
 	}
-	return readyFor, runningFor, served
+	return readyFor, unreadyFor, runningFor, served
 }

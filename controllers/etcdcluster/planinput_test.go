@@ -82,23 +82,25 @@ func TestReadinessSinceStart(t *testing.T) {
 	}
 	ptr := func(t metav1.Time) *metav1.Time { return &t }
 	type want struct {
-		ready, running time.Duration
-		served         bool
+		ready, unready, running time.Duration
+		served                  bool
 	}
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
 		want want
 	}{
-		{"ready now", pod(corev1.ConditionTrue, at(time.Minute), ptr(at(time.Hour))), want{time.Minute, time.Hour, true}},
-		{"ready, then not: lost its leader", pod(corev1.ConditionFalse, at(20*time.Second), ptr(at(time.Hour))), want{0, time.Hour, true}},
-		{"not ready since its start", pod(corev1.ConditionFalse, at(time.Hour+time.Second), ptr(at(time.Hour))), want{0, time.Hour, false}},
-		{"went unready in the second it started", pod(corev1.ConditionFalse, at(time.Hour), ptr(at(time.Hour))), want{0, time.Hour, false}},
-		{"its container is not running", pod(corev1.ConditionFalse, at(time.Second), nil), want{0, 0, false}},
+		{"ready now", pod(corev1.ConditionTrue, at(time.Minute), ptr(at(time.Hour))), want{time.Minute, 0, time.Hour, true}},
+		{"ready, then not: lost its leader", pod(corev1.ConditionFalse, at(20*time.Second), ptr(at(time.Hour))), want{0, 20 * time.Second, time.Hour, true}},
+		{"not ready since its start", pod(corev1.ConditionFalse, at(time.Hour+time.Second), ptr(at(time.Hour))), want{0, 0, time.Hour, false}},
+		{"went unready in the second it started", pod(corev1.ConditionFalse, at(time.Hour), ptr(at(time.Hour))), want{0, 0, time.Hour, false}},
+		{"its container is not running", pod(corev1.ConditionFalse, at(time.Second), nil), want{0, 0, 0, false}},
+		{"its container's start not known", pod(corev1.ConditionFalse, at(time.Second), &metav1.Time{}), want{0, 0, now.Sub(time.Time{}), false}},
+		{"no time on its Ready condition", pod(corev1.ConditionFalse, metav1.Time{}, ptr(at(time.Hour))), want{0, 0, time.Hour, false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got want
-			got.ready, got.running, got.served = readiness(tc.pod, now)
+			got.ready, got.unready, got.running, got.served = readiness(tc.pod, now)
 			if got != tc.want {
 				t.Errorf("readiness: %+v, want %+v", got, tc.want)
 			}

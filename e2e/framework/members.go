@@ -114,7 +114,8 @@ func (r *Run) EventsFor(ctx context.Context, reason string) (map[string]bool, er
 			continue
 		}
 		for _, w := range strings.Fields(e.Message) {
-			named[w] = true
+			// "replacing the pod of NAME, which is down, ...": the word without its comma.
+			named[strings.TrimRight(w, ",.;:")] = true
 		}
 	}
 	return named, nil

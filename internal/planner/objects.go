@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/mutant"
@@ -54,10 +55,13 @@ func collectGarbage(s State) (Action, bool) {
 // (an eviction, a node shutdown) never runs again; a pod built from an older spec that is not
 // ready (the spec that broke it was reverted, or changed again) is given the current spec.
 //
-// A pod that served since its container started and lost readiness later was not broken by
-// its spec: a partition or a lost leader took its readiness, and its member may hold the vote
-// that brings quorum back. Without quorum it is left alone (the health gate waits for it);
-// with quorum, it is cut off from a healthy majority and replacing it costs nothing.
+// A pod that served since its container started and lost readiness later was most likely not
+// broken by its spec: a partition or a lost leader took its readiness, and its member may
+// hold the vote that brings quorum back. Without quorum it is left alone for
+// Deadlines.MemberStart (the health gate waits for it); with quorum, it is cut off from a
+// healthy majority and replacing it costs nothing. Past the deadline it is replaced all the
+// same: a spec that broke the cluster only once a majority ran it (timeouts, CPU limits) is
+// reverted so, without a human.
 func repairPods(s State) (Action, bool) {
 	blocked := versionProblem(s) != ""
 	for _, m := range s.sorted() {
@@ -68,9 +72,14 @@ func repairPods(s State) (Action, bool) {
 			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonPodEnded,
 				Message: fmt.Sprintf("the pod of %s ended and will not run again: replacing it; the member restarts from its volume", m.Name)}, true
 		}
-		if !m.PodCurrent && m.ReadyFor == 0 && !m.Healthy(s.ClusterID) && !blocked && (!m.ServedSinceStart || s.hasQuorum()) {
+		if !m.PodCurrent && m.ReadyFor == 0 && !m.Healthy(s.ClusterID) && !blocked && (!m.heldVote(s) || s.hasQuorum()) {
 			why := "is down"
-			if m.Reachable {
+			switch {
+			case m.ServedSinceStart && s.hasQuorum():
+				why = "is cut off from the healthy majority"
+			case m.ServedSinceStart:
+				why = fmt.Sprintf("has not been ready for %s without quorum", m.UnreadyFor.Round(time.Second))
+			case m.Reachable:
 				why = "has not been ready since it started"
 			}
 			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonRollingUpdate,
@@ -78,4 +87,11 @@ func repairPods(s State) (Action, bool) {
 		}
 	}
 	return Action{}, false
+}
+
+// heldVote: the member's pod served since it started and lost readiness less than
+// Deadlines.MemberStart ago: a member cut off by a partition, whose vote may be what brings
+// quorum back when it heals.
+func (m Member) heldVote(s State) bool {
+	return m.ServedSinceStart && m.UnreadyFor < s.Deadlines.MemberStart
 }

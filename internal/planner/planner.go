@@ -76,12 +76,15 @@ type Member struct {
 	// when it is not).
 	RunningFor time.Duration
 	// ServedSinceStart: the etcd container still runs, and its pod has been Ready since the
-	// container last started. Such a member that is not ready now lost its readiness to the
-	// cluster (no leader, a partition), not to its pod's spec.
+	// container last started. Such a member that is not ready now most likely lost its
+	// readiness to the cluster (no leader, a partition), not to its pod's spec.
 	ServedSinceStart bool
-	HasPVC           bool
-	PVCTerminating   bool
-	PVCHasData       bool // the PVC is annotated with the cluster ID: it has held member data
+	// UnreadyFor is how long a pod that served since its start (ServedSinceStart) has not been
+	// Ready (0 otherwise).
+	UnreadyFor     time.Duration
+	HasPVC         bool
+	PVCTerminating bool
+	PVCHasData     bool // the PVC is annotated with the cluster ID: it has held member data
 	// Fenced is the forced recovery (token) that fenced this member's volume: it never runs
 	// again ("" when not fenced).
 	Fenced string

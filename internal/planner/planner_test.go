@@ -205,8 +205,8 @@ func TestPlan(t *testing.T) {
 			member(2, func(m *Member) { m.PodCurrent, m.ReadyFor, m.Reachable = false, 0, false })),
 			want: Action{Kind: DeletePod, Member: "c-2", Reason: v1alpha1.ReasonRollingUpdate}, msg: "which is down"},
 		// Campaign run 22 on v1.33.13: a partition cut two of five members off while a third
-		// was being replaced; the pod of a cut-off member, outdated and not ready for want of a
-		// leader, must not be replaced while nobody has quorum: it holds a vote.
+		// was being replaced, and no side had quorum; the pods of the members, outdated and not
+		// ready for want of a leader, must not be replaced: each holds a vote.
 		{name: "an outdated pod that served and lost its leader is not replaced without quorum", state: running(5,
 			member(0, leaderless, served, func(m *Member) { m.PodCurrent = false }),
 			member(1, leaderless, served, func(m *Member) { m.PodCurrent = false }),
@@ -216,7 +216,21 @@ func TestPlan(t *testing.T) {
 			want: Action{Kind: Wait, Member: "c-0", Reason: v1alpha1.ReasonMemberUnhealthy}, msg: "member c-0 has no leader"},
 		{name: "an outdated pod that served, cut off from a healthy majority, is replaced", state: running(3,
 			member(2, leaderless, served, func(m *Member) { m.PodCurrent = false })),
-			want: Action{Kind: DeletePod, Member: "c-2", Reason: v1alpha1.ReasonRollingUpdate}, msg: "which has not been ready since it started"},
+			want: Action{Kind: DeletePod, Member: "c-2", Reason: v1alpha1.ReasonRollingUpdate},
+			msg:  "replacing the pod of c-2, which is cut off from the healthy majority, with the current spec"},
+		{name: "an outdated pod that served and the operator cannot reach is not replaced without quorum", state: running(3,
+			member(0, leaderless, served), member(1, leaderless, served),
+			member(2, served, func(m *Member) { m.PodCurrent, m.Reachable, m.HasLeader, m.ReadyFor = false, false, false, 0 })),
+			want: Action{Kind: Wait, Member: "c-0", Reason: v1alpha1.ReasonMemberUnhealthy}, msg: "member c-0 has no leader"},
+		// A spec that broke the cluster only once a majority ran it (an election timeout too
+		// short for the disks): its pods served, then lost their leader; set back, they are
+		// replaced once they have been unready past the start deadline.
+		{name: "an outdated pod that served is replaced without quorum past the start deadline", state: running(3,
+			member(0, leaderless, served, func(m *Member) { m.PodCurrent, m.UnreadyFor = false, 4*time.Minute }),
+			member(1, leaderless, served, func(m *Member) { m.PodCurrent, m.UnreadyFor = false, 4*time.Minute }),
+			member(2, leaderless, served)),
+			want: Action{Kind: DeletePod, Member: "c-0", Reason: v1alpha1.ReasonRollingUpdate},
+			msg:  "replacing the pod of c-0, which has not been ready for 4m0s without quorum, with the current spec"},
 		// A spec that broke the peers of a two-member cluster and was set back: the pod it
 		// built answers without a leader and never served; it is given the current spec.
 		{name: "an outdated pod that never served is replaced without quorum", state: running(2,
