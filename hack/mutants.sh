@@ -26,6 +26,11 @@ mkdir -p "$out"
 # built in, under a tag of its own; the shipped binaries are built again after it, so that
 # bin/linux_amd64 and bin/operator-image stay those of a normal build.
 make --no-print-directory conformance images
+# learner-budget runs at an etcd release whose learners pass readiness; the flag only lists it,
+# and a mutant's labels pick the scenarios that run.
+LEARNER_READY_ETCD=${LEARNER_READY_ETCD:-$(sed -n 's/^LEARNER_READY_ETCD ?= //p' Makefile)}
+"$here/images.sh" etcd "$LEARNER_READY_ETCD" >/dev/null
+CONFORMANCE_FLAGS="--etcd-learner-ready-version=${LEARNER_READY_ETCD#v} ${CONFORMANCE_FLAGS:-}"
 make --no-print-directory build-linux GOTAGS=mutants
 img=$("$here/images.sh" operator "$VERSION-mutants")
 make --no-print-directory build-linux

@@ -67,6 +67,11 @@ func TestConformance(t *testing.T) {
 	if opts.FailpointImage != "" || slices.Contains(suite.Labels[label.Suite], label.SuiteFailpoints) {
 		scenarios = append(scenarios, FailpointScenarios(opts)...)
 	}
+	// learner-budget needs an etcd release before 3.5.19: listed when one is given, or asked
+	// for (and then skipped without it, saying so).
+	if opts.LearnerReadyVersion != "" || slices.Contains(suite.Labels[label.Scenario], LearnerBudgetName) {
+		scenarios = append(scenarios, LearnerBudget(opts))
+	}
 	if opts.CampaignRuns > 0 {
 		runs, err := CampaignScenarios(opts, opts.CampaignSeed, opts.CampaignFrom, opts.CampaignRuns, opts.CampaignOperations, opts.CampaignFaults)
 		if err != nil {

@@ -56,7 +56,7 @@ var Registry = []Mutant{
 	{Name: "pdb-counts-learners", Class: "disruption budget counts non-voters",
 		Where:       "internal/resources PDB",
 		Description: "the PodDisruptionBudget's minAvailable leaves learners out while its selector counts their pods: with a learner up, a drain may evict a voter the quorum needs",
-		Scenarios:   []string{"node-drain", "scale"}},
+		Scenarios:   []string{"node-drain", "scale", "learner-budget"}},
 	{Name: "skip-cluster-id-check", Class: "identity: member of another cluster",
 		Where:       "internal/planner checkIdentity",
 		Description: "a member that answers with another cluster's ID does not halt membership changes: the operator acts on a cluster that is not the one it owns",
