@@ -88,7 +88,7 @@ func LearnerBudget(opts *framework.Options) framework.Scenario {
 // pass readiness, given with --etcd-learner-ready-version.
 var LearnerReadyRelease = framework.Prerequisite{Name: "an etcd release before 3.5.19", Missing: func(_ context.Context, r *framework.Run) (string, error) {
 	if r.Suite.Opts.LearnerReadyVersion == "" {
-		return "--etcd-learner-ready-version is not set (make e2e-learner-budget builds etcd 3.5.18's image and gives it)", nil
+		return "--etcd-learner-ready-version is not set (make e2e-learner-budget builds etcd 3.5.17's image and gives it)", nil
 	}
 	return "", nil
 }}

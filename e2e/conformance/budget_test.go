@@ -12,14 +12,14 @@ import (
 // never Ready and the budget's learner margin is never tested).
 func TestLearnerBudgetScenario(t *testing.T) {
 	opts := campaignOptions()
-	opts.LearnerReadyVersion = "3.5.18"
+	opts.LearnerReadyVersion = "3.5.17"
 	sc := LearnerBudget(opts)
 	var steps []string
 	for _, s := range sc.Steps {
 		steps = append(steps, s.Name)
 	}
 	got := []any{sc.Name, sc.Labels["suite"], sc.Replicas, sc.Version, sc.NeedsNode, needs(sc), steps}
-	want := []any{"learner-budget", "safety", int32(3), "3.5.18", true, []string{LearnerReadyRelease.Name}, []string{
+	want := []any{"learner-budget", "safety", int32(3), "3.5.17", true, []string{LearnerReadyRelease.Name}, []string{
 		"ask for 5 members and stop the operator once it added a learner",
 		"the learner's pod becomes Ready and the budget counts it",
 		"evict two followers: the first is allowed, the budget refuses the second",

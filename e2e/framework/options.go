@@ -210,7 +210,7 @@ func RegisterFlags() *Options {
 	o.Budgets.register()
 	flag.StringVar(&o.EtcdVersion, "etcd-version", "3.6.16", "etcd version of the clusters the scenarios create")
 	flag.StringVar(&o.UpgradeFrom, "etcd-upgrade-from", "3.5.35", "etcd version the etcd-upgrade scenario starts at, before it upgrades to --etcd-version")
-	flag.StringVar(&o.LearnerReadyVersion, "etcd-learner-ready-version", "", "an etcd release before 3.5.19, whose learners pass readiness (a learner's pod counts as healthy to the PodDisruptionBudget): the learner-budget scenario runs at it, and is skipped without it (make e2e-learner-budget builds 3.5.18's image and gives it)")
+	flag.StringVar(&o.LearnerReadyVersion, "etcd-learner-ready-version", "", "an etcd release before 3.5.19, whose learners pass readiness (a learner's pod counts as healthy to the PodDisruptionBudget): the learner-budget scenario runs at it, and is skipped without it (make e2e-learner-budget builds 3.5.17's image and gives it)")
 	flag.StringVar(&o.UpgradePatchFrom, "etcd-upgrade-patch-from", "3.6.15", "etcd version the side-by-side benchmark's patch upgrade (suite=peers) starts at, before it upgrades to --etcd-version")
 	flag.StringVar(&o.EtcdImage, "etcd-image", "", "etcd image override for the clusters (default: the operator's image for the version)")
 	flag.BoolVar(&o.Install, "install-operator", false, "install Quorate (from this repository's config/) before the scenarios; off when Quorate is already installed, e.g. from OperatorHub")
