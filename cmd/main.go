@@ -178,7 +178,7 @@ func parseFlags() *config {
 	flag.DurationVar(&cfg.consistencyInterval, "consistency-check-interval", etcdcluster.DefaultConsistencyInterval, "how often the voters' data of each cluster are compared (etcd HashKV at one revision; a member whose data differ from the majority's is replaced); hashing reads each member's whole database; 0 turns it off")
 	flag.DurationVar(&cfg.rollSettle, "roll-settle", 10*time.Second, "how long every member's pod must have been ready before a rolling update (etcd upgrade, spec change) replaces the next one; clients reconnect in that time")
 	deadlines := &cfg.deadlines
-	flag.DurationVar(&deadlines.MemberStart, "member-start-deadline", deadlines.MemberStart, "how long a member's new pod may take to become healthy before a rollout is reported stuck (sooner when the pod shows why, such as an image pull error)")
+	flag.DurationVar(&deadlines.MemberStart, "member-start-deadline", deadlines.MemberStart, "how long a member's new pod may take to become healthy before a rollout is reported stuck (sooner when the pod shows why, such as an image pull error); also how long a pod of an older spec that served and lost its leader is kept while the cluster has no quorum, before it is replaced with the current spec")
 	flag.DurationVar(&deadlines.Learner, "learner-deadline", deadlines.Learner, "how long a learner may take to start and catch up before it is removed and added again")
 	flag.DurationVar(&deadlines.Terminating, "terminating-deadline", deadlines.Terminating, "how long a member's pod may stay terminating (its node does not answer) before it is reported and no longer holds up other members' steps")
 	defaultTerm, err := time.ParseDuration(envflag.Or("OWNERSHIP_TERM", "1m"))

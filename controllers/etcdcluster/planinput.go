@@ -327,11 +327,15 @@ func readiness(p *corev1.Pod, now time.Time) (readyFor, unreadyFor, runningFor t
 		}
 	}
 	for _, cond := range p.Status.Conditions {
-		if cond.Type != corev1.PodReady || cond.LastTransitionTime.IsZero() {
+		if cond.Type != corev1.PodReady {
 			continue
 		}
 		if cond.Status == corev1.ConditionTrue {
+			// Ready since a time not known (a kubelet that leaves it out): ready long.
 			readyFor = max(now.Sub(cond.LastTransitionTime.Time), time.Nanosecond)
+		}
+		if cond.LastTransitionTime.IsZero() {
+			continue
 		}
 		served = runningFor > 0 && !started.IsZero() && (readyFor > 0 || cond.LastTransitionTime.After(started))
 		if served && readyFor == 0 {

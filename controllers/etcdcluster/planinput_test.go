@@ -97,6 +97,7 @@ func TestReadinessSinceStart(t *testing.T) {
 		{"its container is not running", pod(corev1.ConditionFalse, at(time.Second), nil), want{0, 0, 0, false}},
 		{"its container's start not known", pod(corev1.ConditionFalse, at(time.Second), &metav1.Time{}), want{0, 0, now.Sub(time.Time{}), false}},
 		{"no time on its Ready condition", pod(corev1.ConditionFalse, metav1.Time{}, ptr(at(time.Hour))), want{0, 0, time.Hour, false}},
+		{"ready, since a time not known", pod(corev1.ConditionTrue, metav1.Time{}, ptr(at(time.Hour))), want{now.Sub(time.Time{}), 0, time.Hour, false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got want

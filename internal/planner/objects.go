@@ -76,7 +76,7 @@ func repairPods(s State) (Action, bool) {
 			why := "is down"
 			switch {
 			case m.ServedSinceStart && s.hasQuorum():
-				why = "is cut off from the healthy majority"
+				why = "is not ready beside a healthy majority"
 			case m.ServedSinceStart:
 				why = fmt.Sprintf("has not been ready for %s without quorum", m.UnreadyFor.Round(time.Second))
 			case m.Reachable:

@@ -217,7 +217,7 @@ func TestPlan(t *testing.T) {
 		{name: "an outdated pod that served, cut off from a healthy majority, is replaced", state: running(3,
 			member(2, leaderless, served, func(m *Member) { m.PodCurrent = false })),
 			want: Action{Kind: DeletePod, Member: "c-2", Reason: v1alpha1.ReasonRollingUpdate},
-			msg:  "replacing the pod of c-2, which is cut off from the healthy majority, with the current spec"},
+			msg:  "replacing the pod of c-2, which is not ready beside a healthy majority, with the current spec"},
 		{name: "an outdated pod that served and the operator cannot reach is not replaced without quorum", state: running(3,
 			member(0, leaderless, served), member(1, leaderless, served),
 			member(2, served, func(m *Member) { m.PodCurrent, m.Reachable, m.HasLeader, m.ReadyFor = false, false, false, 0 })),
