@@ -6,13 +6,11 @@ import (
 	"slices"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/e2e/framework"
@@ -97,8 +95,8 @@ var LearnerReadyRelease = framework.Prerequisite{Name: "an etcd release before 3
 // Deployment to 0 without waiting: the frozen pod is killed once its grace period ends, and no
 // other starts. The run's cleanup scales it back to 1 if the scenario does not.
 func stopOperator(ctx context.Context, r *framework.Run) ([]localcluster.Paused, error) {
-	if r.Suite.Node == nil {
-		return nil, fmt.Errorf("%w: freezing the operator needs node access (--provider=local)", framework.ErrStop)
+	if err := needsNode(r, "freezing the operator"); err != nil {
+		return nil, err
 	}
 	ns := r.Suite.Opts.OperatorNS
 	var pods corev1.PodList
@@ -109,7 +107,7 @@ func stopOperator(ctx context.Context, r *framework.Run) ([]localcluster.Paused,
 	for _, p := range pods.Items {
 		running = append(running, p.Name)
 	}
-	paused, err := r.Suite.Node.PauseContainers(ctx, ns, running, "manager")
+	paused, err := r.Suite.Node.PauseContainers(ctx, ns, running, label.OperatorContainer)
 	r.Defer(func() { _, _ = localcluster.ResumeContainers(paused) })
 	r.OnCleanup(func(ctx context.Context) error { return r.ScaleInstall(ctx, ns, 1) })
 	if err != nil {
@@ -119,13 +117,16 @@ func stopOperator(ctx context.Context, r *framework.Run) ([]localcluster.Paused,
 		return nil, fmt.Errorf("no operator process of %v was frozen", running)
 	}
 	r.Event("action", "operator-stopped", fmt.Sprintf("froze the operator (%v) and scaled its Deployment to 0", running))
-	d := &appsv1.Deployment{}
-	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: label.OperatorDeployment}, d); err != nil {
-		return paused, err
+	return paused, r.SetInstallReplicas(ctx, ns, 0)
+}
+
+// needsNode stops a step that needs the node's container runtime (to freeze or restart a
+// container) when the suite runs without it.
+func needsNode(r *framework.Run, what string) error {
+	if r.Suite.Node == nil {
+		return fmt.Errorf("%w: %s needs node access (--provider=local)", framework.ErrStop, what)
 	}
-	patch := client.MergeFrom(d.DeepCopy())
-	d.Spec.Replicas = ptr.To[int32](0)
-	return paused, r.Suite.Client.Patch(ctx, d, patch)
+	return nil
 }
 
 // evictTwoFollowers evicts two voters that do not lead, one after the other, through the

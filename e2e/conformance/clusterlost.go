@@ -100,8 +100,8 @@ func ClusterLost() framework.Scenario {
 // flushed: what the archiver had received but not stored is lost, as it would be in a power
 // loss; so are the writes acknowledged between the archiver's freeze and the members'.
 func freezeEverything(ctx context.Context, r *framework.Run, schedule string) (time.Time, error) {
-	if r.Suite.Node == nil {
-		return time.Time{}, fmt.Errorf("%w: freezing containers needs node access (--provider=local)", framework.ErrStop)
+	if err := needsNode(r, "freezing containers"); err != nil {
+		return time.Time{}, err
 	}
 	archiverList, err := archiverPods(ctx, r, schedule)
 	if err != nil {

@@ -23,20 +23,14 @@ import (
 func Identity(ns string) string { return ns + "/quorate-operator" }
 
 // ScaleInstall sets the replicas of the operator Deployment of the install in ns (0 stops the
-// install without removing it) and waits until they run.
+// operator) and waits until the Deployment runs that many.
 func (r *Run) ScaleInstall(ctx context.Context, ns string, replicas int32) error {
+	if err := r.SetInstallReplicas(ctx, ns, replicas); err != nil {
+		return err
+	}
 	c := r.Suite.Client
-	d := &appsv1.Deployment{}
 	key := types.NamespacedName{Namespace: ns, Name: label.OperatorDeployment}
-	if err := c.Get(ctx, key, d); err != nil {
-		return err
-	}
-	patch := client.MergeFrom(d.DeepCopy())
-	d.Spec.Replicas = ptr.To(replicas)
-	r.Event("action", "operator", fmt.Sprintf("operator install in %s scaled to %d", ns, replicas))
-	if err := c.Patch(ctx, d, patch); err != nil {
-		return err
-	}
+	d := &appsv1.Deployment{}
 	return r.WaitFor(ctx, fmt.Sprintf("the install in %s to run %d replicas", ns, replicas), 3*time.Minute, func() error {
 		if err := c.Get(ctx, key, d); err != nil {
 			return err
@@ -46,6 +40,20 @@ func (r *Run) ScaleInstall(ctx context.Context, ns string, replicas int32) error
 		}
 		return nil
 	})
+}
+
+// SetInstallReplicas sets the replicas of the operator Deployment of the install in ns without
+// waiting for them (a frozen pod would hold the wait until its grace period ends).
+func (r *Run) SetInstallReplicas(ctx context.Context, ns string, replicas int32) error {
+	c := r.Suite.Client
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: label.OperatorDeployment}, d); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = ptr.To(replicas)
+	r.Event("action", "operator", fmt.Sprintf("operator install in %s scaled to %d", ns, replicas))
+	return c.Patch(ctx, d, patch)
 }
 
 // WaitOwner waits until the cluster's status names identity as the install that manages it.
