@@ -186,7 +186,7 @@ func (s *Suite) operatorAsItRuns(ctx context.Context) (*report.EnvOperator, erro
 	op := &report.EnvOperator{Namespace: ns}
 	for _, p := range pods.Items {
 		for _, c := range p.Spec.Containers {
-			if c.Name == "manager" && op.Args == nil {
+			if c.Name == label.OperatorContainer && op.Args == nil {
 				op.Args = slices.Clone(c.Args)
 			}
 		}

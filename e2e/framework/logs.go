@@ -22,7 +22,7 @@ func (r *Run) operatorLog(ctx context.Context, since metav1.Time) ([]byte, error
 	}
 	var out bytes.Buffer
 	for _, p := range pods.Items {
-		b, err := r.Suite.Clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "manager", SinceTime: &since}).DoRaw(ctx)
+		b, err := r.Suite.Clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: label.OperatorContainer, SinceTime: &since}).DoRaw(ctx)
 		if err != nil {
 			fmt.Fprintf(&out, "=== pod %s/%s: no log: %v\n", p.Namespace, p.Name, err)
 			continue

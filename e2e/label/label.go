@@ -2,6 +2,8 @@
 // select by them; quorate-report groups by some) and the labels of the operator's pods.
 package label
 
+import "github.com/quorate-dev/quorate/internal/names"
+
 // Keys of the scenarios' labels.
 const (
 	// Suite groups scenarios (values: the Suite* constants).
@@ -80,7 +82,9 @@ const (
 // OperatorDeployment is the name of the operator's Deployment in every install.
 const OperatorDeployment = "quorate-controller-manager"
 
+// OperatorContainer is the name of the container that runs quorate-operator in the operator's
+// pods.
+const OperatorContainer = names.OperatorContainer
+
 // OperatorLabels are the labels that select the operator's pods, as a map (a new one each call).
-func OperatorLabels() map[string]string {
-	return map[string]string{ControlPlane: ControlPlaneOperator, AppName: Quorate}
-}
+func OperatorLabels() map[string]string { return names.OperatorLabels() }

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/e2e-framework/klient/wait"
 	"sigs.k8s.io/e2e-framework/klient/wait/conditions"
 	"sigs.k8s.io/e2e-framework/support"
+
+	"github.com/quorate-dev/quorate/e2e/label"
 )
 
 // Provider is an e2e-framework cluster provider for the local cluster, so a suite creates it
@@ -137,7 +139,7 @@ func (p *Provider) ExportLogs(_ context.Context, dest string) error {
 		}
 	}
 	for _, n := range p.handle().cfg.startedNodes() {
-		if err := copyContainerLogs(n.podLogsDir(), "manager", filepath.Join(dest, "pods")); err != nil {
+		if err := copyContainerLogs(n.podLogsDir(), label.OperatorContainer, filepath.Join(dest, "pods")); err != nil {
 			return err
 		}
 	}

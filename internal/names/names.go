@@ -127,6 +127,18 @@ func ClientService(cluster string) string { return cluster + "-client" }
 // OwnerLease is the Lease through which one operator instance claims the cluster.
 func OwnerLease(cluster string) string { return cluster + "-operator" }
 
+// OperatorContainer is the container that runs quorate-operator in the operator's pods
+// (config/manager/manager.yaml, and the CSV's deployment made from it).
+const OperatorContainer = "manager"
+
+// OperatorLabels select the operator's pods (config/manager/manager.yaml's pod template):
+// Quorate's own name together with kubebuilder's control-plane label. The control-plane label
+// alone is carried by every kubebuilder operator, and OLM puts AllNamespaces operators in one
+// shared namespace. A new map each call.
+func OperatorLabels() map[string]string {
+	return map[string]string{"control-plane": "controller-manager", "app.kubernetes.io/name": "quorate"}
+}
+
 // PDB is the PodDisruptionBudget of the members.
 func PDB(cluster string) string { return cluster }
 

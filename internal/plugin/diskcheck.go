@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quorate-dev/quorate/internal/diskcheck"
+	"github.com/quorate-dev/quorate/internal/names"
 )
 
 // DiskCheckOptions: the StorageClass to measure, the image holding /quorate-backup (the
@@ -102,7 +103,7 @@ func (e *Env) operatorImage(ctx context.Context, ns string) (string, error) {
 	}
 	for _, p := range pl.Items {
 		for _, c := range p.Spec.Containers {
-			if c.Name == "manager" {
+			if c.Name == names.OperatorContainer {
 				return c.Image, nil
 			}
 		}

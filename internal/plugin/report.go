@@ -33,7 +33,7 @@ type ReportOptions struct {
 }
 
 // OperatorSelector selects the operator's pods as config/manager deploys them.
-var OperatorSelector = map[string]string{"control-plane": "controller-manager", "app.kubernetes.io/name": "quorate"}
+var OperatorSelector = names.OperatorLabels()
 
 // SecretSummary is what a report says of a Secret: never its data.
 type SecretSummary struct {

@@ -3,6 +3,7 @@ package resources
 import (
 	"bytes"
 	"os"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/quorate-dev/quorate/internal/names"
 )
 
 // anotherOperator is the pod template of any other kubebuilder-made operator, which OLM may
@@ -63,6 +66,9 @@ func TestNetworkPolicyAdmitsOnlyThisOperator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !slices.ContainsFunc(manager.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == names.OperatorContainer }) {
+		t.Errorf("config/manager's pods have no container %q (names.OperatorContainer), which the suite and the plugin read", names.OperatorContainer)
+	}
 	if !sel.Matches(labels.Set(manager.Spec.Template.Labels)) {
 		t.Errorf("the operator's rule (%s) does not admit the manager's pods (%v)", sel, manager.Spec.Template.Labels)
 	}
@@ -83,6 +89,9 @@ func TestNetworkPolicyAdmitsOnlyThisOperator(t *testing.T) {
 		t.Fatal("the CSV has no deployment")
 	}
 	for _, d := range csv.Spec.Install.Spec.Deployments {
+		if !slices.ContainsFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == names.OperatorContainer }) {
+			t.Errorf("the CSV's operator pods have no container %q (names.OperatorContainer), which the suite and the plugin read", names.OperatorContainer)
+		}
 		if !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
 			t.Errorf("the operator's rule (%s) does not admit the CSV's operator pods (%v)", sel, d.Spec.Template.Labels)
 		}
@@ -99,6 +108,9 @@ func TestMetricsServiceSelectsOnlyThisOperator(t *testing.T) {
 	var svc corev1.Service
 	objectOf(t, "../../config/default/metrics_service.yaml", "Service", &svc)
 	sel := labels.SelectorFromSet(svc.Spec.Selector)
+	if !slices.ContainsFunc(manager.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == names.OperatorContainer }) {
+		t.Errorf("config/manager's pods have no container %q (names.OperatorContainer), which the suite and the plugin read", names.OperatorContainer)
+	}
 	if !sel.Matches(labels.Set(manager.Spec.Template.Labels)) {
 		t.Errorf("the metrics Service (%s) does not select the manager's pods (%v)", sel, manager.Spec.Template.Labels)
 	}

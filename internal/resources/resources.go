@@ -344,14 +344,10 @@ func TrustGeneration(c *v1alpha1.EtcdCluster) string {
 	return r.Token + "/new"
 }
 
-// DefaultOperatorLabels select the operator's pods (config/manager/manager.yaml's pod
-// template): Quorate's own name together with kubebuilder's control-plane label. The
-// control-plane label alone is carried by every kubebuilder operator, and OLM puts
-// AllNamespaces operators in one shared namespace, where it would admit all of them to the
-// etcd clusters' client port.
-func DefaultOperatorLabels() map[string]string {
-	return map[string]string{"control-plane": "controller-manager", "app.kubernetes.io/name": "quorate"}
-}
+// DefaultOperatorLabels select the operator's pods (names.OperatorLabels): the control-plane
+// label alone would admit every kubebuilder operator of a shared OLM namespace to the etcd
+// clusters' client port.
+func DefaultOperatorLabels() map[string]string { return names.OperatorLabels() }
 
 // Operator says how the operator's pods are selected, for the NetworkPolicy's client rule.
 type Operator struct {
