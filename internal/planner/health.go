@@ -77,6 +77,7 @@ func gateHealth(s State) (Action, bool) {
 			what = "has not started yet"
 		}
 		what += problem(m)
+		what += voteHeldNote(s)
 		stuck := m.HasPod && !m.PodTerminating && (m.PodProblem != "" || m.PodAge > s.Deadlines.MemberStart)
 		if rolling && m.PodCurrent && stuck {
 			return Action{Kind: Wait, Member: m.Name, Reason: v1alpha1.ReasonRolloutStuck, Attention: true,

@@ -64,18 +64,19 @@ func collectGarbage(s State) (Action, bool) {
 // reverted so, without a human.
 func repairPods(s State) (Action, bool) {
 	blocked := versionProblem(s) != ""
+	withQuorum := s.hasQuorum()
 	for _, m := range s.sorted() {
-		if !m.InEtcd || !m.HasPod || m.PodTerminating || m.dataLost() != "" {
+		if !m.repairable() {
 			continue
 		}
 		if m.PodFailed {
 			return Action{Kind: DeletePod, Member: m.Name, Reason: v1alpha1.ReasonPodEnded,
 				Message: fmt.Sprintf("the pod of %s ended and will not run again: replacing it; the member restarts from its volume", m.Name)}, true
 		}
-		if !m.PodCurrent && m.ReadyFor == 0 && !m.Healthy(s.ClusterID) && !blocked && (!m.heldVote(s) || s.hasQuorum()) {
+		if m.outdatedDown(s) && !blocked && s.voteHeldFor(m, withQuorum) == 0 {
 			why := "is down"
 			switch {
-			case m.ServedSinceStart && s.hasQuorum():
+			case m.ServedSinceStart && withQuorum:
 				why = "is not ready beside a healthy majority"
 			case m.ServedSinceStart:
 				why = fmt.Sprintf("has not been ready for %s without quorum", m.UnreadyFor.Round(time.Second))
@@ -87,6 +88,41 @@ func repairPods(s State) (Action, bool) {
 		}
 	}
 	return Action{}, false
+}
+
+// repairable: the member's pod stands, and its data is there.
+func (m Member) repairable() bool {
+	return m.InEtcd && m.HasPod && !m.PodTerminating && m.dataLost() == ""
+}
+
+// outdatedDown: the member's pod is built from an older spec, and the member is neither ready
+// nor healthy.
+func (m Member) outdatedDown(s State) bool {
+	return !m.PodCurrent && m.ReadyFor == 0 && !m.Healthy(s.ClusterID)
+}
+
+// voteHeldFor is how much longer repairPods keeps the member's outdated pod for its vote while
+// the cluster has no quorum (heldVote), before giving it the current spec; 0 when it does not
+// keep it so.
+func (s State) voteHeldFor(m Member, withQuorum bool) time.Duration {
+	if !m.repairable() || m.PodFailed || !m.outdatedDown(s) || versionProblem(s) != "" || !m.heldVote(s) || withQuorum {
+		return 0
+	}
+	return s.Deadlines.MemberStart - m.UnreadyFor
+}
+
+// voteHeldNote names the first pod repairPods keeps for its vote, and for how long ("" when
+// none is kept), for the message of the wait it causes.
+func voteHeldNote(s State) string {
+	withQuorum := s.hasQuorum()
+	for _, m := range s.sorted() {
+		if left := s.voteHeldFor(m, withQuorum); left > 0 {
+			// Rounded up: a hold with half a second left is not "0s".
+			left = (left + time.Second - 1).Truncate(time.Second)
+			return fmt.Sprintf("; the pod of %s, built from an older spec, served since it started and is kept while the cluster has no quorum, since its vote may bring quorum back: it is given the current spec in %s if quorum is not back by then", m.Name, left)
+		}
+	}
+	return ""
 }
 
 // heldVote: the member's pod served since it started and lost readiness less than

@@ -208,20 +208,26 @@ func TestPlan(t *testing.T) {
 		// was being replaced, and no side had quorum; the pods of the members, outdated and not
 		// ready for want of a leader, must not be replaced: each holds a vote.
 		{name: "an outdated pod that served and lost its leader is not replaced without quorum", state: running(5,
-			member(0, leaderless, served, func(m *Member) { m.PodCurrent = false }),
+			member(0, leaderless, served, func(m *Member) { m.PodCurrent, m.UnreadyFor = false, 40*time.Second }),
 			member(1, leaderless, served, func(m *Member) { m.PodCurrent = false }),
 			member(2, leaderless, served, func(m *Member) { m.PodCurrent = false }),
 			member(3, leaderless, served, func(m *Member) { m.PodCurrent = false }),
 			member(4, func(m *Member) { m.Reachable, m.HasLeader, m.ReadyFor, m.PodAge = false, false, 0, 10*time.Second })),
-			want: Action{Kind: Wait, Member: "c-0", Reason: v1alpha1.ReasonMemberUnhealthy}, msg: "member c-0 has no leader"},
+			want: Action{Kind: Wait, Member: "c-0", Reason: v1alpha1.ReasonMemberUnhealthy},
+			msg: "member c-0 has no leader; the pod of c-0, built from an older spec, served since it started and is kept while the cluster has no quorum, " +
+				"since its vote may bring quorum back: it is given the current spec in 2m20s if quorum is not back by then; membership changes wait until every member is healthy"},
 		{name: "an outdated pod that served, cut off from a healthy majority, is replaced", state: running(3,
 			member(2, leaderless, served, func(m *Member) { m.PodCurrent = false })),
 			want: Action{Kind: DeletePod, Member: "c-2", Reason: v1alpha1.ReasonRollingUpdate},
 			msg:  "replacing the pod of c-2, which is not ready beside a healthy majority, with the current spec"},
 		{name: "an outdated pod that served and the operator cannot reach is not replaced without quorum", state: running(3,
 			member(0, leaderless, served), member(1, leaderless, served),
-			member(2, served, func(m *Member) { m.PodCurrent, m.Reachable, m.HasLeader, m.ReadyFor = false, false, false, 0 })),
-			want: Action{Kind: Wait, Member: "c-0", Reason: v1alpha1.ReasonMemberUnhealthy}, msg: "member c-0 has no leader"},
+			member(2, served, func(m *Member) {
+				m.PodCurrent, m.Reachable, m.HasLeader, m.ReadyFor, m.UnreadyFor = false, false, false, 0, 179*time.Second+600*time.Millisecond
+			})),
+			want: Action{Kind: Wait, Member: "c-0", Reason: v1alpha1.ReasonMemberUnhealthy},
+			msg: "member c-0 has no leader; the pod of c-2, built from an older spec, served since it started and is kept while the cluster has no quorum, " +
+				"since its vote may bring quorum back: it is given the current spec in 1s if quorum is not back by then; membership changes wait until every member is healthy"},
 		// A spec that broke the cluster only once a majority ran it (an election timeout too
 		// short for the disks): its pods served, then lost their leader; set back, they are
 		// replaced once they have been unready past the start deadline.
