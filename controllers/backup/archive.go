@@ -23,6 +23,7 @@ import (
 	"github.com/quorate-dev/quorate/controllers/managercache"
 	"github.com/quorate-dev/quorate/internal/archive"
 	"github.com/quorate-dev/quorate/internal/backup"
+	"github.com/quorate-dev/quorate/internal/hash"
 	"github.com/quorate-dev/quorate/internal/metrics"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/resources"
@@ -126,7 +127,9 @@ func (r *ScheduleReconciler) archiveNotAllowed(ctx context.Context, s *v1alpha1.
 }
 
 // applyArchiver creates the archiver's Deployment, or updates it when what the operator would
-// apply changed (its hash annotation): a new cluster ID, storage, maxLag or image.
+// apply changed (its hash annotation): a new cluster ID, storage, maxLag, image or the data of
+// a Secret of its storage. A Secret whose metadata alone changed updates only the Deployment's
+// record of the versions read (names.AnnotationStoreSecretVersions), which restarts nothing.
 func (r *ScheduleReconciler) applyArchiver(ctx context.Context, s *v1alpha1.EtcdBackupSchedule, t resources.JobTarget, current *appsv1.Deployment) error {
 	im := r.Images
 	var err error
@@ -137,7 +140,10 @@ func (r *ScheduleReconciler) applyArchiver(ctx context.Context, s *v1alpha1.Etcd
 	if err != nil {
 		return err
 	}
-	want := resources.ArchiverDeployment(s, t, im, secrets)
+	want := resources.ArchiverDeployment(s, t, im, secrets.hashes)
+	if secrets.versions != "" {
+		want.Annotations[names.AnnotationStoreSecretVersions] = secrets.versions
+	}
 	if current == nil {
 		err = r.Create(ctx, want)
 		if err == nil {
@@ -146,48 +152,103 @@ func (r *ScheduleReconciler) applyArchiver(ctx context.Context, s *v1alpha1.Etcd
 		return client.IgnoreAlreadyExists(err)
 	}
 	if current.Annotations[names.AnnotationObjectHash] == want.Annotations[names.AnnotationObjectHash] {
-		return nil
+		if current.Annotations[names.AnnotationStoreSecretVersions] == want.Annotations[names.AnnotationStoreSecretVersions] {
+			return nil
+		}
+		// Only the record of the versions read: a patch of that annotation alone, which
+		// leaves the rest of the Deployment (a rollout restart's annotation, a scale) as it is.
+		patch := client.MergeFrom(current.DeepCopy())
+		if current.Annotations == nil {
+			current.Annotations = map[string]string{}
+		}
+		current.Annotations[names.AnnotationStoreSecretVersions] = want.Annotations[names.AnnotationStoreSecretVersions]
+		return r.Patch(ctx, current, patch)
 	}
 	want.ResourceVersion = current.ResourceVersion
 	return r.Update(ctx, want)
 }
 
-// storeSecrets are the resourceVersions of the Secrets of s's storage that the archiver reads
-// once, when it starts: the credentials Secret and the CA bundle's Secret
-// (names.AnnotationStoreSecrets). They are read from the manager's cache, which holds every
-// Secret's metadata; a CA bundle in a ConfigMap is not followed. A Secret that is missing
-// keeps the version the current archiver has: its pod could not start without the Secret, so
-// the one that runs is not restarted for it (a Secret deleted and created again, by hand or by
-// GitOps, restarts it once, when it is back).
-func (r *ScheduleReconciler) storeSecrets(ctx context.Context, s *v1alpha1.EtcdBackupSchedule, current *appsv1.Deployment) (string, error) {
+// appliedSecrets is what an archiver was given of its storage's Secrets: a hash of each one's
+// data (names.AnnotationStoreSecrets, on its pod template) and the resourceVersion that data
+// was read at (names.AnnotationStoreSecretVersions, on the Deployment), both as
+// <name>=<value>,...
+type appliedSecrets struct{ hashes, versions string }
+
+// storeSecrets are the hashes of what the archiver reads of the Secrets of s's storage once,
+// when it starts: the credentials Secret's data, and the CA bundle's key of its Secret (the
+// whole data when both are one Secret). Each hash is keyed with its Secret's UID, which those
+// who may read Deployments and not Secrets do not see, so that it cannot confirm a guessed
+// credential; a Secret deleted and created again is hashed anew. The versions are the
+// resourceVersions the hashes were taken at. The manager's cache holds every Secret's
+// metadata, not its data: a Secret whose resourceVersion is the one recorded keeps its hash;
+// any other is read from the API server and hashed, so that an edit of its labels or
+// annotations restarts nothing and an edit of what the archiver reads rolls it. A CA bundle in
+// a ConfigMap is not followed (the archiver reloads the mounted file itself). A Secret that is
+// missing keeps what the current archiver has: the one that runs is not restarted for it.
+func (r *ScheduleReconciler) storeSecrets(ctx context.Context, s *v1alpha1.EtcdBackupSchedule, current *appsv1.Deployment) (appliedSecrets, error) {
 	st := s.Spec.Storage
-	var secrets []string
+	type read struct{ name, key string } // key "": the whole data
+	var secrets []read
 	if st.CredentialsSecret != "" {
-		secrets = append(secrets, st.CredentialsSecret)
+		secrets = append(secrets, read{name: st.CredentialsSecret})
 	}
 	if st.CABundle != nil && st.CABundle.SecretKeyRef != nil && st.CABundle.SecretKeyRef.Name != st.CredentialsSecret {
-		secrets = append(secrets, st.CABundle.SecretKeyRef.Name)
+		secrets = append(secrets, read{name: st.CABundle.SecretKeyRef.Name, key: st.CABundle.SecretKeyRef.Key})
 	}
-	applied := map[string]string{}
+	var appliedHash, appliedVersion map[string]string
 	if current != nil {
-		for _, entry := range strings.Split(current.Spec.Template.Annotations[names.AnnotationStoreSecrets], ",") {
-			if name, version, ok := strings.Cut(entry, "="); ok {
-				applied[name] = version
+		appliedHash = parseSecretList(current.Spec.Template.Annotations[names.AnnotationStoreSecrets])
+		appliedVersion = parseSecretList(current.Annotations[names.AnnotationStoreSecretVersions])
+	}
+	var hashes, versions []string
+	for _, sec := range secrets {
+		key := types.NamespacedName{Namespace: s.Namespace, Name: sec.name}
+		h, v := appliedHash[sec.name], appliedVersion[sec.name]
+		version, err := managercache.SecretVersion(ctx, r.Client, key)
+		missing := apierrors.IsNotFound(err)
+		if err != nil && !missing {
+			return appliedSecrets{}, fmt.Errorf("reading Secret %s of the schedule's storage: %w", sec.name, err)
+		}
+		// Read when the cache shows another version than the one hashed, or when nothing was
+		// hashed yet (the cache may not have a Secret created with the schedule).
+		if !missing && version != v || h == "" {
+			secret := &corev1.Secret{}
+			switch err := r.APIReader.Get(ctx, key, secret); {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return appliedSecrets{}, fmt.Errorf("reading Secret %s of the schedule's storage: %w", sec.name, err)
+			default:
+				h, v = secretHash(secret, sec.key), secret.ResourceVersion
 			}
 		}
+		hashes = append(hashes, sec.name+"="+h)
+		versions = append(versions, sec.name+"="+v)
 	}
-	var versions []string
-	for _, name := range secrets {
-		version, err := managercache.SecretVersion(ctx, r.Client, types.NamespacedName{Namespace: s.Namespace, Name: name})
-		switch {
-		case apierrors.IsNotFound(err):
-			version = applied[name]
-		case err != nil:
-			return "", fmt.Errorf("reading Secret %s of the schedule's storage: %w", name, err)
+	return appliedSecrets{hashes: strings.Join(hashes, ","), versions: strings.Join(versions, ",")}, nil
+}
+
+// secretHash is the hash of what the archiver reads of secret (its key, or its whole data when
+// key is ""), keyed with the Secret's UID.
+func secretHash(secret *corev1.Secret, key string) string {
+	read := any(secret.Data)
+	if key != "" {
+		read = secret.Data[key]
+	}
+	return hash.Of(struct {
+		UID  types.UID
+		Read any
+	}{secret.UID, read})
+}
+
+// parseSecretList reads a <name>=<value>,... annotation.
+func parseSecretList(annotation string) map[string]string {
+	out := map[string]string{}
+	for _, entry := range strings.Split(annotation, ",") {
+		if name, value, ok := strings.Cut(entry, "="); ok {
+			out[name] = value
 		}
-		versions = append(versions, name+"="+version)
 	}
-	return strings.Join(versions, ","), nil
+	return out
 }
 
 // deleteArchiver deletes the archiver's Deployment if the schedule owns it.

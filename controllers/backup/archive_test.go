@@ -19,9 +19,11 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/internal/archive"
+	"github.com/quorate-dev/quorate/internal/hash"
 	"github.com/quorate-dev/quorate/internal/names"
 	"github.com/quorate-dev/quorate/internal/resources"
 	"github.com/quorate-dev/quorate/internal/testsupport/backupfixture"
@@ -222,73 +224,169 @@ func TestArchiverLeavesAForeignDeploymentAlone(t *testing.T) {
 	}
 }
 
-// The archiver reads its storage's Secrets once, when it starts: a change of the credentials
-// Secret, or of the CA bundle's Secret, rolls it (its pod template's annotation changes), and
-// a Secret created after the archiver does too; a Secret deleted does not.
+// The archiver reads its storage's Secrets once, when it starts: a change of what it reads
+// (the credentials Secret's data, the CA bundle's key) rolls it (its pod template's annotation
+// changes), and a Secret created after the archiver does too. A Secret deleted does not, and
+// neither does an edit of a Secret's labels or of a key of the CA's Secret it does not read:
+// that only patches the Deployment's record of the versions read, leaving the rest as it is.
 func TestArchiverRollsWhenItsStoreSecretsChange(t *testing.T) {
 	ctx := context.Background()
 	storage := backupfixture.S3
 	storage.CABundle = &v1alpha1.CABundleSource{SecretKeyRef: &v1alpha1.KeyRef{Name: "store-ca", Key: "ca.crt"}}
 	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: types.UID("s-uid")},
 		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: "demo", Schedule: "@daily", Storage: storage, Archive: &v1alpha1.ArchiveSpec{Enabled: true}}}
-	keys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-keys", Namespace: "ns"}, StringData: map[string]string{"AWS_ACCESS_KEY_ID": "old"}}
+	keys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-keys", Namespace: "ns", UID: "keys-1"}, Data: map[string][]byte{"AWS_ACCESS_KEY_ID": []byte("old")}}
 	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(archivedCluster("c1a55"), keys).Build()
-	r := &ScheduleReconciler{Client: c, APIReader: c, Recorder: record.NewFakeRecorder(10)}
+	// Reads of a Secret's data are counted: one whose version is the one hashed is not read.
+	reads := 0
+	apiReader := interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.Secret); ok {
+				reads++
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		}})
+	r := &ScheduleReconciler{Client: c, APIReader: apiReader, Recorder: record.NewFakeRecorder(10)}
 	key := types.NamespacedName{Namespace: "ns", Name: "nightly-archiver"}
-	applied := func() string {
+	type applied struct{ hashes, versions, template string }
+	deployment := func() *appsv1.Deployment {
 		t.Helper()
-		if _, err := r.archiveStep(ctx, s); err != nil {
-			t.Fatal(err)
-		}
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, key, d); err != nil {
 			t.Fatal(err)
 		}
-		return d.Spec.Template.Annotations[names.AnnotationStoreSecrets]
+		return d
 	}
-	version := func(name string) string {
+	apply := func() applied {
+		t.Helper()
+		if _, err := r.archiveStep(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		d := deployment()
+		return applied{d.Spec.Template.Annotations[names.AnnotationStoreSecrets], d.Annotations[names.AnnotationStoreSecretVersions], hash.Of(d.Spec.Template)}
+	}
+	secret := func(name string) *corev1.Secret {
 		t.Helper()
 		got := &corev1.Secret{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: "ns", Name: name}, got); err != nil {
 			t.Fatal(err)
 		}
-		return got.ResourceVersion
+		return got
 	}
+	update := func(sec *corev1.Secret) {
+		t.Helper()
+		if err := c.Update(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	version := func(name string) string { return secret(name).ResourceVersion }
 
-	first := applied()
-	if want := "s3-keys=" + version("s3-keys") + ",store-ca="; first != want {
-		t.Fatalf("annotation %q, want %q (the CA's Secret does not exist yet)", first, want)
+	first := apply()
+	if want := "s3-keys=" + secretHash(secret("s3-keys"), "") + ",store-ca="; first.hashes != want {
+		t.Fatalf("template annotation %q, want %q (the CA's Secret does not exist yet)", first.hashes, want)
 	}
-	if again := applied(); again != first {
-		t.Fatalf("nothing changed, yet the annotation went from %q to %q", first, again)
+	if want := "s3-keys=" + version("s3-keys") + ",store-ca="; first.versions != want {
+		t.Fatalf("versions annotation %q, want %q", first.versions, want)
 	}
-	keys.StringData = map[string]string{"AWS_ACCESS_KEY_ID": "rotated"}
-	if err := c.Update(ctx, keys); err != nil {
+	if again := apply(); again != first {
+		t.Fatalf("nothing changed, yet the archiver went from %+v to %+v", first, again)
+	}
+	// A label edit changes the Secret's version, not its data: the archiver keeps running,
+	// and what was set on its Deployment by others stays.
+	d := deployment()
+	d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] = "2026-11-30T20:00:00Z"
+	if err := c.Update(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := applied(), "s3-keys="+version("s3-keys")+",store-ca="; got != want || got == first {
-		t.Fatalf("after the credentials changed: annotation %q, want %q", got, want)
+	restarted := hash.Of(deployment().Spec.Template)
+	edited := secret("s3-keys")
+	edited.Labels = map[string]string{"team": "storage"}
+	update(edited)
+	relabelled := apply()
+	if relabelled.template != restarted || relabelled.hashes != first.hashes {
+		t.Fatalf("a label edit of the credentials changed the archiver's template: %+v, then %+v", first, relabelled)
 	}
-	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "store-ca", Namespace: "ns"}}); err != nil {
+	if want := "s3-keys=" + version("s3-keys") + ",store-ca="; relabelled.versions != want || relabelled.versions == first.versions {
+		t.Fatalf("after a label edit: versions annotation %q, want %q", relabelled.versions, want)
+	}
+	reads = 0
+	if again := apply(); again != relabelled || reads != 1 {
+		// The CA's Secret, still missing, is looked for; the credentials are not read again.
+		t.Fatalf("after the label edit was recorded, the archiver went from %+v to %+v, reading %d Secrets (want 1: the missing CA's)", relabelled, again, reads)
+	}
+	// New data rolls it.
+	rotated := secret("s3-keys")
+	rotated.Data = map[string][]byte{"AWS_ACCESS_KEY_ID": []byte("rotated")}
+	update(rotated)
+	after := apply()
+	if want := "s3-keys=" + secretHash(secret("s3-keys"), "") + ",store-ca="; after.hashes != want || after.template == relabelled.template {
+		t.Fatalf("after the credentials changed: template annotation %q, want %q, and a new template", after.hashes, want)
+	}
+	// The CA's Secret appears: only its key counts.
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "store-ca", Namespace: "ns", UID: "ca-1"},
+		Data: map[string][]byte{"ca.crt": []byte("ca"), "tls.crt": []byte("cert")}}); err != nil {
 		t.Fatal(err)
 	}
-	withCA := "s3-keys=" + version("s3-keys") + ",store-ca=" + version("store-ca")
-	if got := applied(); got != withCA {
-		t.Fatalf("after the CA's Secret appeared: annotation %q, want %q", got, withCA)
+	withCA := apply()
+	if want := "s3-keys=" + secretHash(secret("s3-keys"), "") + ",store-ca=" + secretHash(secret("store-ca"), "ca.crt"); withCA.hashes != want {
+		t.Fatalf("after the CA's Secret appeared: template annotation %q, want %q", withCA.hashes, want)
 	}
-	// A Secret deleted does not restart the archiver that runs (a new pod could not start);
-	// created again, it does.
-	if err := c.Delete(ctx, keys); err != nil {
+	if want := "s3-keys=" + version("s3-keys") + ",store-ca=" + version("store-ca"); withCA.versions != want {
+		t.Fatalf("after the CA's Secret appeared: versions annotation %q, want %q", withCA.versions, want)
+	}
+	renewed := secret("store-ca")
+	renewed.Data["tls.crt"] = []byte("renewed")
+	update(renewed)
+	if got := apply(); got.template != withCA.template || got.versions == withCA.versions {
+		t.Fatalf("a renewal that kept ca.crt: %+v, then %+v (want the same template, the new version recorded)", withCA, got)
+	}
+	newCA := secret("store-ca")
+	newCA.Data["ca.crt"] = []byte("another ca")
+	update(newCA)
+	rolledCA := apply()
+	if rolledCA.template == withCA.template {
+		t.Fatalf("a new ca.crt did not roll the archiver: %+v", rolledCA)
+	}
+	// A Secret deleted does not restart the archiver that runs; created again (a new UID),
+	// even with the same data, it does.
+	if err := c.Delete(ctx, secret("s3-keys")); err != nil {
 		t.Fatal(err)
 	}
-	if got := applied(); got != withCA {
-		t.Fatalf("after the credentials Secret was deleted: annotation %q, want %q kept", got, withCA)
+	if got := apply(); got != rolledCA {
+		t.Fatalf("after the credentials Secret was deleted: %+v, want %+v kept", got, rolledCA)
 	}
-	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-keys", Namespace: "ns"}}); err != nil {
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-keys", Namespace: "ns", UID: "keys-2"}, Data: map[string][]byte{"AWS_ACCESS_KEY_ID": []byte("rotated")}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := applied(), "s3-keys="+version("s3-keys")+",store-ca="+version("store-ca"); got != want || got == withCA {
-		t.Fatalf("after the credentials Secret came back: annotation %q, want %q", got, want)
+	if got, want := apply().hashes, "s3-keys="+secretHash(secret("s3-keys"), "")+",store-ca="+secretHash(secret("store-ca"), "ca.crt"); got != want || got == rolledCA.hashes {
+		t.Fatalf("after the credentials Secret came back: template annotation %q, want %q", got, want)
+	}
+}
+
+// A Secret's hash is keyed with its UID and covers only what the archiver reads.
+func TestSecretHash(t *testing.T) {
+	sec := func(uid types.UID, data map[string]string) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{UID: uid}, Data: map[string][]byte{}}
+		for k, v := range data {
+			s.Data[k] = []byte(v)
+		}
+		return s
+	}
+	base := secretHash(sec("u1", map[string]string{"k": "v"}), "")
+	if secretHash(sec("u1", map[string]string{"k": "v"}), "") != base {
+		t.Error("the same Secret hashes differently")
+	}
+	if secretHash(sec("u2", map[string]string{"k": "v"}), "") == base {
+		t.Error("another UID hashes the same: the hash is not keyed with it")
+	}
+	if secretHash(sec("u1", map[string]string{"k": "w"}), "") == base {
+		t.Error("other data hashes the same")
+	}
+	if secretHash(sec("u1", map[string]string{"ca.crt": "x", "other": "y"}), "ca.crt") != secretHash(sec("u1", map[string]string{"ca.crt": "x"}), "ca.crt") {
+		t.Error("a key the archiver does not read changed the CA's hash")
+	}
+	if secretHash(sec("u1", map[string]string{"ca.crt": "x"}), "ca.crt") == secretHash(sec("u1", map[string]string{"ca.crt": "z"}), "ca.crt") {
+		t.Error("another ca.crt hashes the same")
 	}
 }
 

@@ -81,11 +81,16 @@ const (
 	// AnnotationUnpublishedAt on a member Pod is when the operator set LabelServing to "false"
 	// (RFC 3339).
 	AnnotationUnpublishedAt = Prefix + "unpublished-at"
-	// AnnotationStoreSecrets on an archiver's pod template is the resourceVersion of each
-	// Secret of its storage (the credentials, the CA bundle's), as <name>=<version>, when the
-	// operator applied it: the archiver reads them once, when it starts (the credentials as
-	// environment variables), so a Secret that changes rolls the archiver.
+	// AnnotationStoreSecrets on an archiver's pod template is a hash, keyed with the Secret's
+	// UID, of what the archiver reads of each Secret of its storage (the credentials' data,
+	// the CA bundle's key), as <name>=<hash>, when the operator applied it: the archiver reads
+	// them once, when it starts (the credentials as environment variables), so a change of
+	// what it reads rolls the archiver.
 	AnnotationStoreSecrets = Prefix + "store-secrets"
+	// AnnotationStoreSecretVersions on an archiver's Deployment is the resourceVersion each
+	// of those Secrets had when its data was hashed, as <name>=<version>: a Secret still at
+	// that version is not read again.
+	AnnotationStoreSecretVersions = Prefix + "store-secret-versions"
 
 	// ComponentMember is the component label value of member Pods and PVCs.
 	ComponentMember = "member"

@@ -53,8 +53,8 @@ func ArchiverLabels(cluster, schedule string) map[string]string {
 // ArchiverDeployment runs `quorate-backup archive` for a schedule: one pod that watches the
 // cluster through its client Service (so that scaling and replacing members never restart
 // it) and writes segments under ArchivePrefix. Recreate: one archiver at a time (two would
-// write overlapping segments, which is harmless but wasteful). storeSecrets are the versions
-// of its storage's Secrets (names.AnnotationStoreSecrets; "" without any).
+// write overlapping segments, which is harmless but wasteful). storeSecrets are the hashes
+// of what it reads of its storage's Secrets (names.AnnotationStoreSecrets; "" without any).
 func ArchiverDeployment(s *v1alpha1.EtcdBackupSchedule, t JobTarget, im Images, storeSecrets string) *appsv1.Deployment {
 	scheme := "http"
 	if t.Cluster.Spec.TLS.IsEnabled() {
