@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,25 +102,14 @@ func keyspace(t *testing.T, c *clientv3.Client, rev int64) (int64, []*mvccpb.Key
 }
 
 // sameKeyspace compares two keyspaces whole: keys, values, create and modification
-// revisions, versions and leases, but the leases of the keys named in unleased, which must
-// have none in got.
-func sameKeyspace(t *testing.T, what string, got, want []*mvccpb.KeyValue, unleased ...string) {
+// revisions, versions and leases.
+func sameKeyspace(t *testing.T, what string, got, want []*mvccpb.KeyValue) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d keys, want %d", what, len(got), len(want))
 	}
-	skip := map[string]bool{}
-	for _, k := range unleased {
-		skip[k] = true
-	}
 	for i := range want {
-		w, g := *want[i], *got[i]
-		if skip[string(w.Key)] {
-			if g.Lease != 0 {
-				t.Errorf("%s: %s has lease %x, want none", what, g.Key, g.Lease)
-			}
-			w.Lease = 0
-		}
+		w, g := want[i], got[i]
 		if string(g.Key) != string(w.Key) || string(g.Value) != string(w.Value) || g.CreateRevision != w.CreateRevision ||
 			g.ModRevision != w.ModRevision || g.Version != w.Version || g.Lease != w.Lease {
 			t.Errorf("%s: key %d is %+v, want %+v", what, i, g, w)
@@ -225,14 +215,18 @@ func TestArchiveAndReplayToARevisionAndATime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Replayed{From: ks.Revision, To: r1, Records: int(r1 - ks.Revision), Segments: got.Segments, Unleased: 1}); got != want {
+	if want := (Replayed{From: ks.Revision, To: r1, Records: int(r1 - ks.Revision), Segments: got.Segments, Granted: 1}); got != want {
 		t.Errorf("replayed %+v, want %+v", got, want)
 	}
 	rev, kvs := keyspace(t, b, 0)
 	if rev != r1 {
 		t.Errorf("restored to revision %d, want %d", rev, r1)
 	}
-	sameKeyspace(t, "at revision r1", kvs, at1, "leased/new")
+	sameKeyspace(t, "at revision r1", kvs, at1)
+	// The lease granted after the snapshot is granted again, with its TTL.
+	if ttl, err := b.TimeToLive(ctx, fresh.ID); err != nil || ttl.GrantedTTL != 3600 || ttl.TTL <= 0 {
+		t.Errorf("the restored cluster's lease %x: %+v (%v), want one granted for 3600 s", fresh.ID, ttl, err)
+	}
 
 	// To time T: the same revision; the archive's newest is r2.
 	res, err := ResolveTime(ctx, s, a.Prefix, id, ks.Revision, taken, tm)
@@ -260,7 +254,7 @@ func TestArchiveAndReplayToARevisionAndATime(t *testing.T) {
 		t.Errorf("replayed %+v, want from %d to %d", got, r1, r2)
 	}
 	_, kvs = keyspace(t, b, 0)
-	sameKeyspace(t, "at revision r2", kvs, at2, "leased/new")
+	sameKeyspace(t, "at revision r2", kvs, at2)
 
 	// Past the archive: refused before anything is applied.
 	c2 := restored(t, snap, "c")
@@ -342,6 +336,99 @@ func TestReplayRefusesAClusterThatIsNotTheSnapshot(t *testing.T) {
 	var ce *CoverError
 	if !errors.As(err, &ce) {
 		t.Errorf("err = %v, want a CoverError", err)
+	}
+}
+
+// A put on a lease the cluster lacks is replayed on that lease, granted again under its ID
+// with the TTL the archive recorded; without a TTL (an older archiver's segment, or a lease
+// that expired before the archiver asked) it is replayed without a lease. A granted lease
+// left without keys is revoked, and granted again by a later put on it. Neither grant nor
+// revocation makes a revision: every record lands at its own.
+func TestReplayGrantsLeasesTheArchiveRecorded(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore()
+	put := func(key, value string, version, lease, ttl int64) Op {
+		return Op{Type: Put, Key: []byte(key), Value: []byte(value), Version: version, Lease: lease, LeaseTTL: ttl}
+	}
+	del := func(key string) Op { return Op{Type: Delete, Key: []byte(key)} }
+	records := []Record{
+		{Revision: 2, Ops: []Op{put("a", "1", 1, 0x77, 0)}},
+		{Revision: 3, Ops: []Op{put("b", "2", 1, 0x88, 600)}},
+		{Revision: 4, Ops: []Op{put("c", "3", 1, 0x88, 600), put("a", "4", 2, 0x77, 0)}},
+		// b moves off the lease; c goes: the lease holds no key after revision 6.
+		{Revision: 5, Ops: []Op{put("b", "5", 2, 0, 0)}},
+		{Revision: 6, Ops: []Op{del("c")}},
+		{Revision: 7, Ops: []Op{put("d", "7", 1, 0x88, 600)}},
+	}
+	data, err := Encode(9, records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, SegmentName("p", 9, 2, 7), data); err != nil {
+		t.Fatal(err)
+	}
+	leaseOf := func(c *clientv3.Client) map[string]int64 {
+		t.Helper()
+		_, kvs := keyspace(t, c, 0)
+		out := map[string]int64{}
+		for _, kv := range kvs {
+			out[string(kv.Key)] = kv.Lease
+		}
+		return out
+	}
+	granted := func(c *clientv3.Client, id int64) int64 {
+		t.Helper()
+		ttl, err := c.TimeToLive(ctx, clientv3.LeaseID(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ttl.GrantedTTL
+	}
+
+	// To revision 4: b and c on lease 88, granted again; a without its lease 77.
+	c := testsupport.StartEtcd(t, "leases", false).Client(t)
+	got, err := Replay(ctx, c, s, "p", 9, 1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Replayed{From: 1, To: 4, Records: 3, Segments: 1, Granted: 1, Unleased: 2}); got != want {
+		t.Errorf("replayed %+v, want %+v", got, want)
+	}
+	if got, want := leaseOf(c), map[string]int64{"a": 0, "b": 0x88, "c": 0x88}; !maps.Equal(got, want) {
+		t.Errorf("at revision 4 the keys' leases are %v, want %v", got, want)
+	}
+	if ttl := granted(c, 0x88); ttl != 600 {
+		t.Errorf("lease 88 granted for %d s, want 600", ttl)
+	}
+	if ttl := granted(c, 0x77); ttl != 0 {
+		t.Errorf("lease 77 granted for %d s, want none", ttl)
+	}
+
+	// To revision 6 in one replay: 88 is revoked once no key is on it.
+	d := testsupport.StartEtcd(t, "leases-revoked", false).Client(t)
+	got, err = Replay(ctx, d, s, "p", 9, 1, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Replayed{From: 1, To: 6, Records: 5, Segments: 1, Granted: 1, Unleased: 2}); got != want {
+		t.Errorf("replayed %+v, want %+v", got, want)
+	}
+	if ttl := granted(d, 0x88); ttl != 0 {
+		t.Errorf("lease 88, empty after revision 6, is still granted (%d s)", ttl)
+	}
+	// On to 7: a put on it grants it again, and the record lands at its revision.
+	got, err = Replay(ctx, d, s, "p", 9, 6, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Replayed{From: 6, To: 7, Records: 1, Segments: 1, Granted: 1}); got != want {
+		t.Errorf("replayed %+v, want %+v", got, want)
+	}
+	if got, want := leaseOf(d), map[string]int64{"a": 0, "b": 0, "d": 0x88}; !maps.Equal(got, want) {
+		t.Errorf("at revision 7 the keys' leases are %v, want %v", got, want)
+	}
+	if ttl := granted(d, 0x88); ttl != 600 {
+		t.Errorf("lease 88 granted again for %d s, want 600", ttl)
 	}
 }
 
@@ -475,6 +562,23 @@ func TestRebase(t *testing.T) {
 	s := DirStore(filepath.Join(dir, "store"))
 	id := clusterID(t, c)
 	run := startArchiver(t, &Archiver{Client: c, Store: s, Prefix: "a", ClusterID: id, MaxLag: 20 * time.Millisecond}, from.Revision)
+	// A lease granted after the snapshot, with the shortest TTL, kept alive here: the replay
+	// grants it again and must keep it, and its key, alive until the result is saved.
+	after, err := c.Grant(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put(ctx, "leased/after", "v", clientv3.WithLease(after.ID)); err != nil {
+		t.Fatal(err)
+	}
+	kaAfter, err := c.KeepAlive(ctx, after.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range kaAfter {
+		}
+	}()
 	var mid int64
 	for i := range 40 {
 		resp, err := c.Txn(ctx).Then(clientv3.OpPut(fmt.Sprintf("k/%02d", i%25), fmt.Sprintf("w%d", i)), clientv3.OpDelete(fmt.Sprintf("k/%02d", (i+7)%25))).Commit()
@@ -510,22 +614,28 @@ func TestRebase(t *testing.T) {
 	}
 
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	// The throwaway member waits out three times the lease's TTL before it replays: a lease
-	// it did not keep alive would be revoked at a revision of its own, and the replay refused.
+	// The throwaway member waits out three times the leases' TTLs before it replays and
+	// again before it saves the result: a lease it did not keep alive would be revoked at a
+	// revision of its own, and the replay refused, or the result not saved.
 	ttl, err := c.TimeToLive(ctx, l.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ttlAfter, err := c.TimeToLive(ctx, after.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := Rebase{Etcd: filepath.Join(assets, "etcd"), Etcdutl: filepath.Join(assets, "etcdutl"), Dir: filepath.Join(dir, "work"),
-		beforeReplay: func() { time.Sleep(3 * time.Duration(ttl.GrantedTTL) * time.Second) }}
+		beforeReplay: func() { time.Sleep(3 * time.Duration(ttl.GrantedTTL) * time.Second) },
+		afterReplay:  func() { time.Sleep(3 * time.Duration(ttlAfter.GrantedTTL) * time.Second) }}
 	for _, to := range []int64{mid, last} {
 		out := filepath.Join(dir, fmt.Sprintf("at-%d.db", to))
 		got, err := o.Run(ctx, snap, s, "a", id, to, out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.From != from.Revision || got.To != to || got.Records != int(to-from.Revision) {
-			t.Errorf("rebase to %d: %+v", to, got)
+		if got.From != from.Revision || got.To != to || got.Records != int(to-from.Revision) || got.Granted != 1 || got.Unleased != 0 {
+			t.Errorf("rebase to %d: %+v, want 1 lease granted again and no put unleased", to, got)
 		}
 		have, err := backup.Inspect(out)
 		if err != nil {

@@ -183,11 +183,55 @@ type segmentWriter struct {
 	pending []Record
 	bytes   int
 	oldest  time.Time
+	// ttls are the granted TTLs of the leases seen in this run (learnLeases).
+	ttls map[int64]int64
+}
+
+// maxKnownLeases bounds segmentWriter.ttls: past it the map starts again empty (a lease seen
+// again is asked again).
+const maxKnownLeases = 100000
+
+// learnLeases asks the cluster, before any event of a watch response is added, the granted TTL
+// of each lease its puts attach keys to that this run has not seen: the watch tells which
+// lease a key is attached to, not the lease's grant, and a restore grants a lease its snapshot
+// lacks with it, under the same ID. A lease that no longer exists (expired or revoked before
+// the archiver asked; its keys' deletion follows in the archive) is known as 0. A lookup that
+// fails is not remembered: the next put on the lease asks again, and this one's TTL is 0. It
+// fails only when ctx ended, so that no revision is added without its TTLs.
+func (w *segmentWriter) learnLeases(ctx context.Context, events []*clientv3.Event) error {
+	if w.ttls == nil || len(w.ttls) >= maxKnownLeases {
+		w.ttls = map[int64]int64{}
+	}
+	for _, ev := range events {
+		id := ev.Kv.Lease
+		if ev.Type == mvccpb.DELETE || id == 0 {
+			continue
+		}
+		if _, seen := w.ttls[id]; seen {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		resp, err := w.a.Client.TimeToLive(rctx, clientv3.LeaseID(id))
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			continue
+		}
+		// GrantedTTL: 0 only for a lease that does not exist (TTL, the time left in whole
+		// seconds, is 0 for a live lease with less than a second left).
+		w.ttls[id] = max(resp.GrantedTTL, 0)
+	}
+	return nil
 }
 
 // add appends the events to the pending records; a full segment is written before a revision
 // that would not fit begins (a revision is never split).
 func (w *segmentWriter) add(ctx context.Context, events []*clientv3.Event) error {
+	if err := w.learnLeases(ctx, events); err != nil {
+		return err
+	}
 	now := w.a.now()
 	for _, ev := range events {
 		rev := ev.Kv.ModRevision
@@ -212,6 +256,8 @@ func (w *segmentWriter) add(ctx context.Context, events []*clientv3.Event) error
 		op := Op{Type: Put, Key: ev.Kv.Key, Value: ev.Kv.Value, Version: ev.Kv.Version, Lease: ev.Kv.Lease}
 		if ev.Type == mvccpb.DELETE {
 			op = Op{Type: Delete, Key: ev.Kv.Key}
+		} else if op.Lease != 0 {
+			op.LeaseTTL = w.ttls[op.Lease]
 		}
 		r := &w.pending[len(w.pending)-1]
 		r.Ops = append(r.Ops, op)

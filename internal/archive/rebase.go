@@ -28,8 +28,9 @@ type Rebase struct {
 	Etcd, Etcdutl string
 	// Dir holds the throwaway member; it is emptied first and removed after.
 	Dir string
-	// beforeReplay, in tests, runs once the member answers (to outlast its leases' TTLs).
-	beforeReplay func()
+	// beforeReplay, in tests, runs once the member answers, and afterReplay once the replay
+	// is done, before the result is saved (to outlast its leases' TTLs).
+	beforeReplay, afterReplay func()
 }
 
 // Run restores snapshot (at revision from) into a throwaway single member that listens on
@@ -38,9 +39,10 @@ type Rebase struct {
 // The result is compacted below the target (compactBefore): the revision before it is the
 // oldest that reads and watches can ask for.
 //
-// The member keeps every lease of the snapshot alive while it replays: a member that becomes
-// leader starts their TTLs again, and a lease that ran out would revoke its keys at a revision
-// of its own, which the archive does not have.
+// The member keeps every lease of the snapshot, and every lease the replay grants again,
+// alive until the result is saved: a member that becomes leader starts their TTLs again, and
+// a lease that ran out would revoke its keys at a revision of its own, which the archive does
+// not have.
 func (o Rebase) Run(ctx context.Context, snapshot string, s Store, prefix string, clusterID uint64, to int64, out string) (Replayed, error) {
 	if o.Dir == "" {
 		return Replayed{}, errors.New("rebase needs a directory of its own")
@@ -73,9 +75,14 @@ func (o Rebase) Run(ctx context.Context, snapshot string, s Store, prefix string
 	if o.beforeReplay != nil {
 		o.beforeReplay()
 	}
-	got, err := Replay(ctx, c, s, prefix, clusterID, ks.Revision, to)
+	// kctx: the leases the replay grants are kept alive, as the snapshot's are, until the
+	// result is saved.
+	got, err := Replay(kctx, c, s, prefix, clusterID, ks.Revision, to)
 	if err == nil && got.To != to {
 		err = fmt.Errorf("the replay stopped at revision %d, not %d", got.To, to)
+	}
+	if err == nil && o.afterReplay != nil {
+		o.afterReplay()
 	}
 	if err == nil {
 		err = compactBefore(ctx, c, to)

@@ -2,9 +2,12 @@ package archive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -14,8 +17,12 @@ type Replayed struct {
 	From, To int64
 	// Records applied; Segments read.
 	Records, Segments int
-	// Unleased counts puts whose lease the restored cluster does not have (granted after the
-	// snapshot: the archive has the attachment, not the grant): written without a lease.
+	// Granted counts the leases granted after the snapshot that the replay granted again,
+	// under their IDs and with the TTLs the archive recorded (Op.LeaseTTL).
+	Granted int
+	// Unleased counts puts whose lease the restored cluster does not have and the archive
+	// recorded no TTL of (it expired or was revoked before the archiver asked, the archiver's
+	// lookup failed, or an older archiver wrote the segment): written without a lease.
 	Unleased int
 }
 
@@ -45,6 +52,12 @@ func (e *ReplayError) Error() string {
 // must land at its record's revision. The archive must cover the records (Cover's error
 // otherwise), and the cluster must be at from: both are checked before anything is applied.
 //
+// A lease granted after the snapshot is granted again, under its ID and with the TTL the
+// archive recorded, before the first put on it, and kept alive until ctx ends, as the caller
+// must keep the snapshot's leases (a lease that ran out would revoke its keys at a revision of
+// its own), or until no key is on it any more: then it is revoked. Granting a lease, and
+// revoking one without keys, make no revision.
+//
 // A record is one transaction: etcd refuses one of more operations than its --max-txn-ops
 // (128 by default) or bigger than --max-request-bytes, which a lease revocation or a range
 // delete of many keys can be. Rebase runs a member without those limits.
@@ -64,7 +77,7 @@ func Replay(ctx context.Context, c *clientv3.Client, s Store, prefix string, clu
 	if err != nil {
 		return out, err
 	}
-	leases := map[int64]bool{}
+	leases := newLeaseBook()
 	for _, sp := range need {
 		records, err := readSegment(ctx, s, sp, clusterID)
 		if err != nil {
@@ -81,12 +94,12 @@ func Replay(ctx context.Context, c *clientv3.Client, s Store, prefix string, clu
 			if r.Revision != out.To+1 {
 				return out, fmt.Errorf("segment %s: revision %d follows %d: the archive has a gap", sp.Name, r.Revision, out.To)
 			}
-			unleased, err := apply(ctx, c, r, leases)
-			if err != nil {
+			if err := apply(ctx, c, r, leases); err != nil {
+				out.Granted, out.Unleased = leases.granted, leases.unleased
 				return out, err
 			}
 			out.Records++
-			out.Unleased += unleased
+			out.Granted, out.Unleased = leases.granted, leases.unleased
 			out.To = r.Revision
 		}
 	}
@@ -121,23 +134,25 @@ func readSegment(ctx context.Context, s Store, sp Span, clusterID uint64) ([]Rec
 
 // apply writes one record as one transaction, if every key it writes is at the version the
 // archive expects.
-func apply(ctx context.Context, c *clientv3.Client, r Record, leases map[int64]bool) (unleased int, err error) {
+func apply(ctx context.Context, c *clientv3.Client, r Record, leases *leaseBook) error {
 	ops := make([]clientv3.Op, 0, len(r.Ops))
 	cmps := make([]clientv3.Cmp, 0, len(r.Ops))
-	for _, op := range r.Ops {
+	leased := map[int]bool{}
+	for i, op := range r.Ops {
 		key := string(op.Key)
 		switch op.Type {
 		case Put:
 			var opts []clientv3.OpOption
 			if op.Lease != 0 {
-				ok, err := hasLease(ctx, c, op.Lease, leases)
+				ok, err := leases.ensure(ctx, c, op.Lease, op.LeaseTTL)
 				if err != nil {
-					return 0, err
+					return err
 				}
 				if ok {
 					opts = append(opts, clientv3.WithLease(clientv3.LeaseID(op.Lease)))
+					leased[i] = true
 				} else {
-					unleased++
+					leases.unleased++
 				}
 			}
 			ops = append(ops, clientv3.OpPut(key, string(op.Value), opts...))
@@ -148,20 +163,20 @@ func apply(ctx context.Context, c *clientv3.Client, r Record, leases map[int64]b
 			ops = append(ops, clientv3.OpDelete(key))
 			cmps = append(cmps, clientv3.Compare(clientv3.Version(key), ">", 0))
 		default:
-			return 0, fmt.Errorf("revision %d: unknown operation %q", r.Revision, op.Type)
+			return fmt.Errorf("revision %d: unknown operation %q", r.Revision, op.Type)
 		}
 	}
 	resp, err := c.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
-		return 0, fmt.Errorf("applying revision %d: %w", r.Revision, err)
+		return fmt.Errorf("applying revision %d: %w", r.Revision, err)
 	}
 	if !resp.Succeeded {
-		return 0, &ReplayError{Record: r.Revision, Key: firstDiffering(ctx, c, r)}
+		return &ReplayError{Record: r.Revision, Key: firstDiffering(ctx, c, r)}
 	}
 	if resp.Header.Revision != r.Revision {
-		return 0, &ReplayError{Record: r.Revision, Got: resp.Header.Revision}
+		return &ReplayError{Record: r.Revision, Got: resp.Header.Revision}
 	}
-	return unleased, nil
+	return leases.applied(ctx, c, r, leased)
 }
 
 // firstDiffering names the first key of r that is not at the version r expects.
@@ -182,16 +197,118 @@ func firstDiffering(ctx context.Context, c *clientv3.Client, r Record) string {
 	return ""
 }
 
-func hasLease(ctx context.Context, c *clientv3.Client, id int64, known map[int64]bool) (bool, error) {
-	if ok, seen := known[id]; seen {
-		return ok, nil
+// leaseBook is what a replay knows of the leases its records attach keys to.
+type leaseBook struct {
+	// known: whether the cluster has the lease (looked up, or granted by the replay).
+	known map[int64]bool
+	// mine are the leases the replay granted, with their keys; attached says which of them
+	// each key is on.
+	mine              map[int64]*grantedLease
+	attached          map[string]int64
+	granted, unleased int
+}
+
+// grantedLease is a lease the replay granted: its keys, and what stops keeping it alive.
+type grantedLease struct {
+	keys int
+	stop context.CancelFunc
+}
+
+func newLeaseBook() *leaseBook {
+	return &leaseBook{known: map[int64]bool{}, mine: map[int64]*grantedLease{}, attached: map[string]int64{}}
+}
+
+// ensure says whether the cluster has lease id, granting it first, under that ID and with
+// ttl seconds, when it does not and ttl is known; a lease it grants is kept alive until ctx
+// ends, or until no key is left on it (applied).
+func (b *leaseBook) ensure(ctx context.Context, c *clientv3.Client, id, ttl int64) (bool, error) {
+	has, seen := b.known[id]
+	if !seen {
+		var err error
+		if has, err = leaseExists(ctx, c, id); err != nil {
+			return false, err
+		}
+		b.known[id] = has
 	}
-	ttl, err := c.TimeToLive(ctx, clientv3.LeaseID(id))
+	if has || ttl <= 0 {
+		return has, nil
+	}
+	_, err := clientv3.RetryLeaseClient(c).LeaseGrant(ctx, &pb.LeaseGrantRequest{ID: id, TTL: ttl})
+	if errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseExist) {
+		// A grant that was applied, then retried after a timeout: it is there.
+		err = nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("granting lease %x (TTL %d s), granted after the snapshot, to attach the archive's keys to: %w", id, ttl, err)
+	}
+	kctx, stop := context.WithCancel(ctx)
+	ch, err := c.KeepAlive(kctx, clientv3.LeaseID(id))
+	if err != nil {
+		stop()
+		return false, fmt.Errorf("keeping lease %x alive: %w", id, err)
+	}
+	go func() {
+		for range ch {
+		}
+	}()
+	b.known[id] = true
+	b.mine[id] = &grantedLease{stop: stop}
+	b.granted++
+	return true, nil
+}
+
+// applied follows the keys of the leases the replay granted through record r, once it is
+// applied (leased: the puts written on their lease), and revokes a lease left without a key:
+// the original revoked it or moved its keys off it, and a lease kept empty until the end would
+// only load the restored cluster. Revoking a lease without keys makes no revision. A later put
+// on it grants it again.
+func (b *leaseBook) applied(ctx context.Context, c *clientv3.Client, r Record, leased map[int]bool) error {
+	var emptied []int64
+	for i, op := range r.Ops {
+		key := string(op.Key)
+		if cur, on := b.attached[key]; on {
+			if op.Type == Put && leased[i] && op.Lease == cur {
+				continue
+			}
+			delete(b.attached, key)
+			if g := b.mine[cur]; g != nil {
+				g.keys--
+				if g.keys == 0 {
+					emptied = append(emptied, cur)
+				}
+			}
+		}
+		if op.Type == Put && leased[i] {
+			if g := b.mine[op.Lease]; g != nil {
+				b.attached[key] = op.Lease
+				g.keys++
+			}
+		}
+	}
+	for _, id := range emptied {
+		g := b.mine[id]
+		if g == nil || g.keys > 0 {
+			continue
+		}
+		if _, err := c.Revoke(ctx, clientv3.LeaseID(id)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return fmt.Errorf("revoking lease %x, which no key is on after revision %d: %w", id, r.Revision, err)
+		}
+		g.stop()
+		delete(b.mine, id)
+		b.known[id] = false
+	}
+	return nil
+}
+
+// leaseExists says whether the cluster has lease id. A lease's TTL is the time it has left,
+// in whole seconds (0 for a live lease with less than a second left); its granted TTL is 0
+// only for a lease that does not exist.
+func leaseExists(ctx context.Context, c *clientv3.Client, id int64) (bool, error) {
+	resp, err := c.TimeToLive(ctx, clientv3.LeaseID(id))
 	if err != nil {
 		return false, fmt.Errorf("looking up lease %x: %w", id, err)
 	}
-	known[id] = ttl.TTL > 0
-	return known[id], nil
+	return resp.GrantedTTL > 0, nil
 }
 
 // Resolved is the revision a time resolves to.

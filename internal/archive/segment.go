@@ -54,6 +54,11 @@ type Op struct {
 	Version int64 `json:"version,omitempty"`
 	// Lease the key was attached to (0: none), as etcd reported it.
 	Lease int64 `json:"lease,omitempty"`
+	// LeaseTTL is the TTL, in seconds, Lease was granted with, as the cluster reported it
+	// when the archiver first saw the lease (0: not known, or no lease). A replay onto a
+	// cluster that lacks the lease (granted after its snapshot) grants it with this TTL
+	// under the same ID; without it, the key is written without a lease.
+	LeaseTTL int64 `json:"leaseTTL,omitempty"`
 }
 
 // Record is every change of one revision, in etcd's order.
