@@ -341,9 +341,9 @@ func TestReplayRefusesAClusterThatIsNotTheSnapshot(t *testing.T) {
 
 // A put on a lease the cluster lacks is replayed on that lease, granted again under its ID
 // with the TTL the archive recorded; without a TTL (an older archiver's segment, or a lease
-// that expired before the archiver asked) it is replayed without a lease. A granted lease
-// left without keys is revoked, and granted again by a later put on it. Neither grant nor
-// revocation makes a revision: every record lands at its own.
+// that expired before the archiver asked) it is replayed without a lease. A granted lease no
+// key is on at the target is revoked, and a later replay's put on it grants it again. Neither
+// grant nor revocation makes a revision: every record lands at its own.
 func TestReplayGrantsLeasesTheArchiveRecorded(t *testing.T) {
 	ctx := context.Background()
 	s := newMemStore()
@@ -404,7 +404,7 @@ func TestReplayGrantsLeasesTheArchiveRecorded(t *testing.T) {
 		t.Errorf("lease 77 granted for %d s, want none", ttl)
 	}
 
-	// To revision 6 in one replay: 88 is revoked once no key is on it.
+	// To revision 6 in one replay: no key is on 88 at the target, so it is revoked.
 	d := testsupport.StartEtcd(t, "leases-revoked", false).Client(t)
 	got, err = Replay(ctx, d, s, "p", 9, 1, 6)
 	if err != nil {

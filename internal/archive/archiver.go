@@ -191,6 +191,10 @@ type segmentWriter struct {
 // again is asked again).
 const maxKnownLeases = 100000
 
+// leaseLookupTimeout bounds one lease's lookup (a follower forwards it to the leader, which
+// answers once it has applied what it committed).
+const leaseLookupTimeout = 5 * time.Second
+
 // learnLeases asks the cluster, before any event of a watch response is added, the granted TTL
 // of each lease its puts attach keys to that this run has not seen: the watch tells which
 // lease a key is attached to, not the lease's grant, and a restore grants a lease its snapshot
@@ -210,7 +214,7 @@ func (w *segmentWriter) learnLeases(ctx context.Context, events []*clientv3.Even
 		if _, seen := w.ttls[id]; seen {
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		rctx, cancel := context.WithTimeout(ctx, leaseLookupTimeout)
 		resp, err := w.a.Client.TimeToLive(rctx, clientv3.LeaseID(id))
 		cancel()
 		if ctx.Err() != nil {
@@ -229,10 +233,11 @@ func (w *segmentWriter) learnLeases(ctx context.Context, events []*clientv3.Even
 // add appends the events to the pending records; a full segment is written before a revision
 // that would not fit begins (a revision is never split).
 func (w *segmentWriter) add(ctx context.Context, events []*clientv3.Event) error {
+	// Received now, however long the leases' lookups take.
+	now := w.a.now()
 	if err := w.learnLeases(ctx, events); err != nil {
 		return err
 	}
-	now := w.a.now()
 	for _, ev := range events {
 		rev := ev.Kv.ModRevision
 		n := len(w.pending)

@@ -262,15 +262,38 @@ func keepLeasesAlive(ctx context.Context, c *clientv3.Client) error {
 		return fmt.Errorf("listing the snapshot's leases: %w", err)
 	}
 	for _, l := range leases.Leases {
-		ch, err := c.KeepAlive(ctx, l.ID)
-		if err != nil {
-			return fmt.Errorf("keeping lease %x alive: %w", l.ID, err)
+		if err := keepAlive(ctx, c, int64(l.ID)); err != nil {
+			return err
 		}
-		go func() {
+	}
+	return nil
+}
+
+// keepAlive keeps lease id alive until ctx ends. The client ends a keepalive for good when an
+// answer comes later than the lease's TTL (a stalled member, a loaded machine): it is asked
+// again then, every 100 ms at most, as long as ctx lasts. A lease that ran out all the same
+// revokes its keys at a revision of its own, which the replay or the save then refuses.
+func keepAlive(ctx context.Context, c *clientv3.Client, id int64) error {
+	ch, err := c.KeepAlive(ctx, clientv3.LeaseID(id))
+	if err != nil {
+		return fmt.Errorf("keeping lease %x alive: %w", id, err)
+	}
+	go func() {
+		for {
 			for range ch {
 			}
-		}()
-	}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			next, err := c.KeepAlive(ctx, clientv3.LeaseID(id))
+			if err != nil {
+				return
+			}
+			ch = next
+		}
+	}()
 	return nil
 }
 

@@ -78,10 +78,21 @@ func Replay(ctx context.Context, c *clientv3.Client, s Store, prefix string, clu
 		return out, err
 	}
 	leases := newLeaseBook()
+	err = replayRecords(ctx, c, s, clusterID, need, to, leases, &out)
+	out.Granted, out.Unleased = leases.granted, leases.unleased
+	if err != nil {
+		return out, err
+	}
+	return out, leases.revokeEmpty(ctx, c)
+}
+
+// replayRecords applies the records of the segments need after out.To up to and including
+// to, advancing out.
+func replayRecords(ctx context.Context, c *clientv3.Client, s Store, clusterID uint64, need []Span, to int64, leases *leaseBook, out *Replayed) error {
 	for _, sp := range need {
 		records, err := readSegment(ctx, s, sp, clusterID)
 		if err != nil {
-			return out, err
+			return err
 		}
 		out.Segments++
 		for _, r := range records {
@@ -89,21 +100,19 @@ func Replay(ctx context.Context, c *clientv3.Client, s Store, prefix string, clu
 				continue
 			}
 			if r.Revision > to {
-				return out, nil
+				return nil
 			}
 			if r.Revision != out.To+1 {
-				return out, fmt.Errorf("segment %s: revision %d follows %d: the archive has a gap", sp.Name, r.Revision, out.To)
+				return fmt.Errorf("segment %s: revision %d follows %d: the archive has a gap", sp.Name, r.Revision, out.To)
 			}
 			if err := apply(ctx, c, r, leases); err != nil {
-				out.Granted, out.Unleased = leases.granted, leases.unleased
-				return out, err
+				return err
 			}
 			out.Records++
-			out.Granted, out.Unleased = leases.granted, leases.unleased
 			out.To = r.Revision
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // cover lists cluster id's segments and picks those from from+1 to to.
@@ -176,7 +185,8 @@ func apply(ctx context.Context, c *clientv3.Client, r Record, leases *leaseBook)
 	if resp.Header.Revision != r.Revision {
 		return &ReplayError{Record: r.Revision, Got: resp.Header.Revision}
 	}
-	return leases.applied(ctx, c, r, leased)
+	leases.applied(r, leased)
+	return nil
 }
 
 // firstDiffering names the first key of r that is not at the version r expects.
@@ -208,7 +218,8 @@ type leaseBook struct {
 	granted, unleased int
 }
 
-// grantedLease is a lease the replay granted: its keys, and what stops keeping it alive.
+// grantedLease is a lease the replay granted: how many keys are on it, and what stops keeping
+// it alive.
 type grantedLease struct {
 	keys int
 	stop context.CancelFunc
@@ -220,7 +231,7 @@ func newLeaseBook() *leaseBook {
 
 // ensure says whether the cluster has lease id, granting it first, under that ID and with
 // ttl seconds, when it does not and ttl is known; a lease it grants is kept alive until ctx
-// ends, or until no key is left on it (applied).
+// ends, or until revokeEmpty revokes it.
 func (b *leaseBook) ensure(ctx context.Context, c *clientv3.Client, id, ttl int64) (bool, error) {
 	has, seen := b.known[id]
 	if !seen {
@@ -242,15 +253,10 @@ func (b *leaseBook) ensure(ctx context.Context, c *clientv3.Client, id, ttl int6
 		return false, fmt.Errorf("granting lease %x (TTL %d s), granted after the snapshot, to attach the archive's keys to: %w", id, ttl, err)
 	}
 	kctx, stop := context.WithCancel(ctx)
-	ch, err := c.KeepAlive(kctx, clientv3.LeaseID(id))
-	if err != nil {
+	if err := keepAlive(kctx, c, id); err != nil {
 		stop()
-		return false, fmt.Errorf("keeping lease %x alive: %w", id, err)
+		return false, err
 	}
-	go func() {
-		for range ch {
-		}
-	}()
 	b.known[id] = true
 	b.mine[id] = &grantedLease{stop: stop}
 	b.granted++
@@ -258,12 +264,8 @@ func (b *leaseBook) ensure(ctx context.Context, c *clientv3.Client, id, ttl int6
 }
 
 // applied follows the keys of the leases the replay granted through record r, once it is
-// applied (leased: the puts written on their lease), and revokes a lease left without a key:
-// the original revoked it or moved its keys off it, and a lease kept empty until the end would
-// only load the restored cluster. Revoking a lease without keys makes no revision. A later put
-// on it grants it again.
-func (b *leaseBook) applied(ctx context.Context, c *clientv3.Client, r Record, leased map[int]bool) error {
-	var emptied []int64
+// applied (leased: the puts written on their lease).
+func (b *leaseBook) applied(r Record, leased map[int]bool) {
 	for i, op := range r.Ops {
 		key := string(op.Key)
 		if cur, on := b.attached[key]; on {
@@ -273,9 +275,6 @@ func (b *leaseBook) applied(ctx context.Context, c *clientv3.Client, r Record, l
 			delete(b.attached, key)
 			if g := b.mine[cur]; g != nil {
 				g.keys--
-				if g.keys == 0 {
-					emptied = append(emptied, cur)
-				}
 			}
 		}
 		if op.Type == Put && leased[i] {
@@ -285,13 +284,20 @@ func (b *leaseBook) applied(ctx context.Context, c *clientv3.Client, r Record, l
 			}
 		}
 	}
-	for _, id := range emptied {
-		g := b.mine[id]
-		if g == nil || g.keys > 0 {
+}
+
+// revokeEmpty revokes, once the replay is done, each lease it granted that no key is on at
+// the target: the original revoked it or moved its keys off, and an empty lease kept would
+// only load the restored cluster. Revoking a lease without keys makes no revision. (Done at
+// the end, not as a lease empties, so that no lease ID is revoked and granted again within a
+// replay, where a keepalive answer about the revoked lease could end the new one's.)
+func (b *leaseBook) revokeEmpty(ctx context.Context, c *clientv3.Client) error {
+	for id, g := range b.mine {
+		if g.keys > 0 {
 			continue
 		}
 		if _, err := c.Revoke(ctx, clientv3.LeaseID(id)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return fmt.Errorf("revoking lease %x, which no key is on after revision %d: %w", id, r.Revision, err)
+			return fmt.Errorf("revoking lease %x, which no key is on at the target: %w", id, err)
 		}
 		g.stop()
 		delete(b.mine, id)
