@@ -535,21 +535,7 @@ func TestRebase(t *testing.T) {
 	}
 	// A lease of the snapshot with the shortest TTL etcd grants, kept alive here: the
 	// throwaway member must keep it, and its key, alive through a replay that takes longer.
-	l, err := c.Grant(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Put(ctx, "leased", "v", clientv3.WithLease(l.ID)); err != nil {
-		t.Fatal(err)
-	}
-	ka, err := c.KeepAlive(ctx, l.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for range ka {
-		}
-	}()
+	leased := keptLease(t, c, "leased")
 	dir := t.TempDir()
 	snap := filepath.Join(dir, "snap.db")
 	if _, err := backup.Save(ctx, c, snap); err != nil {
@@ -564,21 +550,7 @@ func TestRebase(t *testing.T) {
 	run := startArchiver(t, &Archiver{Client: c, Store: s, Prefix: "a", ClusterID: id, MaxLag: 20 * time.Millisecond}, from.Revision)
 	// A lease granted after the snapshot, with the shortest TTL, kept alive here: the replay
 	// grants it again and must keep it, and its key, alive until the result is saved.
-	after, err := c.Grant(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Put(ctx, "leased/after", "v", clientv3.WithLease(after.ID)); err != nil {
-		t.Fatal(err)
-	}
-	kaAfter, err := c.KeepAlive(ctx, after.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for range kaAfter {
-		}
-	}()
+	after := keptLease(t, c, "leased/after")
 	var mid int64
 	for i := range 40 {
 		resp, err := c.Txn(ctx).Then(clientv3.OpPut(fmt.Sprintf("k/%02d", i%25), fmt.Sprintf("w%d", i)), clientv3.OpDelete(fmt.Sprintf("k/%02d", (i+7)%25))).Commit()
@@ -617,11 +589,11 @@ func TestRebase(t *testing.T) {
 	// The throwaway member waits out three times the leases' TTLs before it replays and
 	// again before it saves the result: a lease it did not keep alive would be revoked at a
 	// revision of its own, and the replay refused, or the result not saved.
-	ttl, err := c.TimeToLive(ctx, l.ID)
+	ttl, err := c.TimeToLive(ctx, leased)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ttlAfter, err := c.TimeToLive(ctx, after.ID)
+	ttlAfter, err := c.TimeToLive(ctx, after)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -661,6 +633,30 @@ func TestRebase(t *testing.T) {
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a refused rebase wrote %s", out)
 	}
+}
+
+// keptLease grants a lease of the shortest TTL etcd grants, puts key on it and keeps it alive
+// until the test ends.
+func keptLease(t *testing.T, c *clientv3.Client, key string) clientv3.LeaseID {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	l, err := c.Grant(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put(ctx, key, "v", clientv3.WithLease(l.ID)); err != nil {
+		t.Fatal(err)
+	}
+	ka, err := c.KeepAlive(ctx, l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range ka {
+		}
+	}()
+	return l.ID
 }
 
 // A snapshot of a cluster with etcd's authentication on (spec.users) rebases too: the

@@ -146,8 +146,7 @@ func readSegment(ctx context.Context, s Store, sp Span, clusterID uint64) ([]Rec
 func apply(ctx context.Context, c *clientv3.Client, r Record, leases *leaseBook) error {
 	ops := make([]clientv3.Op, 0, len(r.Ops))
 	cmps := make([]clientv3.Cmp, 0, len(r.Ops))
-	leased := map[int]bool{}
-	for i, op := range r.Ops {
+	for _, op := range r.Ops {
 		key := string(op.Key)
 		switch op.Type {
 		case Put:
@@ -159,7 +158,6 @@ func apply(ctx context.Context, c *clientv3.Client, r Record, leases *leaseBook)
 				}
 				if ok {
 					opts = append(opts, clientv3.WithLease(clientv3.LeaseID(op.Lease)))
-					leased[i] = true
 				} else {
 					leases.unleased++
 				}
@@ -185,7 +183,6 @@ func apply(ctx context.Context, c *clientv3.Client, r Record, leases *leaseBook)
 	if resp.Header.Revision != r.Revision {
 		return &ReplayError{Record: r.Revision, Got: resp.Header.Revision}
 	}
-	leases.applied(r, leased)
 	return nil
 }
 
@@ -211,22 +208,13 @@ func firstDiffering(ctx context.Context, c *clientv3.Client, r Record) string {
 type leaseBook struct {
 	// known: whether the cluster has the lease (looked up, or granted by the replay).
 	known map[int64]bool
-	// mine are the leases the replay granted, with their keys; attached says which of them
-	// each key is on.
-	mine              map[int64]*grantedLease
-	attached          map[string]int64
+	// mine are the leases the replay granted, with what stops keeping each alive.
+	mine              map[int64]context.CancelFunc
 	granted, unleased int
 }
 
-// grantedLease is a lease the replay granted: how many keys are on it, and what stops keeping
-// it alive.
-type grantedLease struct {
-	keys int
-	stop context.CancelFunc
-}
-
 func newLeaseBook() *leaseBook {
-	return &leaseBook{known: map[int64]bool{}, mine: map[int64]*grantedLease{}, attached: map[string]int64{}}
+	return &leaseBook{known: map[int64]bool{}, mine: map[int64]context.CancelFunc{}}
 }
 
 // ensure says whether the cluster has lease id, granting it first, under that ID and with
@@ -258,50 +246,29 @@ func (b *leaseBook) ensure(ctx context.Context, c *clientv3.Client, id, ttl int6
 		return false, err
 	}
 	b.known[id] = true
-	b.mine[id] = &grantedLease{stop: stop}
+	b.mine[id] = stop
 	b.granted++
 	return true, nil
 }
 
-// applied follows the keys of the leases the replay granted through record r, once it is
-// applied (leased: the puts written on their lease).
-func (b *leaseBook) applied(r Record, leased map[int]bool) {
-	for i, op := range r.Ops {
-		key := string(op.Key)
-		if cur, on := b.attached[key]; on {
-			if op.Type == Put && leased[i] && op.Lease == cur {
-				continue
-			}
-			delete(b.attached, key)
-			if g := b.mine[cur]; g != nil {
-				g.keys--
-			}
-		}
-		if op.Type == Put && leased[i] {
-			if g := b.mine[op.Lease]; g != nil {
-				b.attached[key] = op.Lease
-				g.keys++
-			}
-		}
-	}
-}
-
 // revokeEmpty revokes, once the replay is done, each lease it granted that no key is on at
-// the target: the original revoked it or moved its keys off, and an empty lease kept would
+// the target (etcd says which keys are on each): the original revoked it or moved its keys off, and an empty lease kept would
 // only load the restored cluster. Revoking a lease without keys makes no revision. (Done at
 // the end, not as a lease empties, so that no lease ID is revoked and granted again within a
 // replay, where a keepalive answer about the revoked lease could end the new one's.)
 func (b *leaseBook) revokeEmpty(ctx context.Context, c *clientv3.Client) error {
-	for id, g := range b.mine {
-		if g.keys > 0 {
+	for id, stop := range b.mine {
+		resp, err := c.TimeToLive(ctx, clientv3.LeaseID(id), clientv3.WithAttachedKeys())
+		if err != nil {
+			return fmt.Errorf("looking up the keys on lease %x, granted by the replay: %w", id, err)
+		}
+		if len(resp.Keys) > 0 {
 			continue
 		}
 		if _, err := c.Revoke(ctx, clientv3.LeaseID(id)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return fmt.Errorf("revoking lease %x, which no key is on at the target: %w", id, err)
 		}
-		g.stop()
-		delete(b.mine, id)
-		b.known[id] = false
+		stop()
 	}
 	return nil
 }
