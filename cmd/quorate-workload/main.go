@@ -322,11 +322,37 @@ func routes(pollCtx context.Context, rs runners, poller *workload.Poller, peerSe
 		defer cancel()
 		reply(w, map[string]string{"error": runner.Probe(ctx, r.URL.Query().Get("key"))})
 	})
+	leaseRoutes(mux, runner)
 	mux.HandleFunc("GET /tls", func(w http.ResponseWriter, _ *http.Request) { reply(w, seen.changes()) })
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		reply(w, rs.counts(len(poller.Samples())))
 	})
 	return mux
+}
+
+// leaseRoutes serves Lease and Revoke, on the first profile's runner.
+func leaseRoutes(mux *http.ServeMux, runner *workload.Runner) {
+	mux.HandleFunc("POST /lease", func(w http.ResponseWriter, r *http.Request) {
+		ttl, err := strconv.ParseInt(r.URL.Query().Get("ttl"), 10, 64)
+		n, nerr := strconv.Atoi(r.URL.Query().Get("keys"))
+		if err != nil || ttl <= 0 || nerr != nil || n < 0 {
+			http.Error(w, "lease?ttl=S&keys=N: the lease's TTL in seconds, and how many keys to put on it", http.StatusBadRequest)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
+		defer cancel()
+		reply(w, runner.Lease(ctx, ttl, n))
+	})
+	mux.HandleFunc("POST /revoke", func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseInt(r.URL.Query().Get("id"), 10, 64)
+		if err != nil {
+			http.Error(w, "revoke?id=ID: the lease to revoke", http.StatusBadRequest)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+		defer cancel()
+		reply(w, runner.Revoke(ctx, id))
+	})
 }
 
 // tlsFiles records when the mounted certificate files change (the kubelet projecting an

@@ -138,11 +138,12 @@ func archiveRanges(ctx context.Context, r *framework.Run, schedule string) ([]st
 }
 
 // RestoreToAPoint (suite=backup), under load: with the cluster archived (spec.archive), a
-// backup b1, then later a restore of b1 to a revision R after it and to a time T, each on 3
-// members. Each restored cluster must hold, on every member, exactly the source's keyspace
-// at its revision (every key, value, create and modification revision, version), and nothing
-// after it: the time's revision must lie between the source's revisions read 5 s before T and
-// after T.
+// backup b1, then keys on two leases granted after b1, one of them revoked later, then a
+// restore of b1 to a revision R after that and to a time T, each on 3 members. Each restored
+// cluster must hold, on every member, exactly the source's keyspace at its revision (every
+// key, value, create and modification revision, version and lease: the kept lease's keys are
+// on that lease again, and the revoked lease's are gone), and nothing after it: the time's
+// revision must lie between the source's revisions read 5 s before T and after T.
 func RestoreToAPoint() framework.Scenario {
 	const schedule = "pitr"
 	var b1 *v1alpha1.EtcdBackup
@@ -158,6 +159,9 @@ func RestoreToAPoint() framework.Scenario {
 				}
 				b1, err = completedBackup(ctx, r, "pitr-b1", framework.Storage("backups"))
 				return err
+			}},
+			{Name: "after b1, put keys on two leases the workload keeps alive; once the archive holds them, revoke one", Do: func(ctx context.Context, r *framework.Run) error {
+				return leasesAfterBackup(ctx, r, schedule)
 			}},
 			{Name: "choose a revision R and a time T after b1, and wait until the archive holds them", Do: func(ctx context.Context, r *framework.Run) (err error) {
 				r.Hold(ctx, 3*time.Second)
@@ -206,6 +210,25 @@ func RestoreToAPoint() framework.Scenario {
 				return nil
 			}},
 		}}
+}
+
+// leasesAfterBackup has the workload put 3 keys on a lease it keeps alive and 2 on another,
+// then revoke the second once the archive of schedule holds its keys: the archiver has asked
+// for the lease's TTL by then, so a replay grants it again, attaches its keys, deletes them
+// and revokes the lease, empty at the target.
+func leasesAfterBackup(ctx context.Context, r *framework.Run, schedule string) error {
+	if _, err := r.Lease(ctx, 3600, 3); err != nil {
+		return err
+	}
+	gone, err := r.Lease(ctx, 3600, 2)
+	if err != nil {
+		return err
+	}
+	if _, err := waitArchived(ctx, r, schedule, gone.Revision); err != nil {
+		return err
+	}
+	_, err = r.Revoke(ctx, gone.ID)
+	return err
 }
 
 // sourceKeyspace is the source cluster's keyspace at rev (0: its newest).

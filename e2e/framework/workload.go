@@ -173,6 +173,27 @@ func (r *Run) Probe(ctx context.Context, key string) (string, error) {
 	return res.Error, err
 }
 
+// Lease has the workload grant a lease of ttl seconds, put n keys on it outside its history,
+// and keep it alive for the rest of the run (or until Revoke).
+func (r *Run) Lease(ctx context.Context, ttl int64, n int) (workload.LeaseResult, error) {
+	res, err := r.Workload().Lease(ctx, ttl, n)
+	if err == nil && res.Error != "" {
+		err = fmt.Errorf("granting a lease and putting %d keys on it: %s", n, res.Error)
+	}
+	r.Event("action", "lease", fmt.Sprintf("lease %x (TTL %d s) with %d keys, the last at revision %d: %v", res.ID, ttl, res.Keys, res.Revision, err))
+	return res, err
+}
+
+// Revoke has the workload revoke lease id, which Lease granted; the keys on it are deleted.
+func (r *Run) Revoke(ctx context.Context, id int64) (workload.LeaseResult, error) {
+	res, err := r.Workload().Revoke(ctx, id)
+	if err == nil && res.Error != "" {
+		err = fmt.Errorf("revoking lease %x: %s", id, res.Error)
+	}
+	r.Event("action", "revoke", fmt.Sprintf("lease %x revoked at revision %d: %v", id, res.Revision, err))
+	return res, err
+}
+
 // TLSChange is one state of the workload's mounted certificate files (GET /tls).
 type TLSChange = workloadapi.TLSChange
 

@@ -79,6 +79,10 @@ type Runner struct {
 	counts  [3]atomic.Int64 // ok, fail, unknown
 	watch   *watchers
 	wcancel context.CancelFunc
+	// leases are the leases Lease granted and keeps alive, on their own client.
+	lmu         sync.Mutex
+	leaseClient *clientv3.Client
+	leases      map[clientv3.LeaseID]context.CancelFunc
 }
 
 // New returns a runner; it does nothing until Start.
@@ -668,6 +672,95 @@ func (r *Runner) Unfill(ctx context.Context) UnfillResult {
 		res.Error = err.Error()
 	}
 	return res
+}
+
+// LeaseResult is what Lease or Revoke did.
+type LeaseResult struct {
+	ID       int64  `json:"id"`
+	Keys     int    `json:"keys"`     // put on the lease
+	Revision int64  `json:"revision"` // of the last write
+	Error    string `json:"error,omitempty"`
+}
+
+// Lease grants a lease of ttl seconds, puts n keys on it (the prefix's "leased/<lease ID>/<i>",
+// outside the workload's keys) and keeps it alive for as long as the workload runs, or until
+// Revoke: keys a client keeps on a lease, as elections and service registries do.
+func (r *Runner) Lease(ctx context.Context, ttl int64, n int) LeaseResult {
+	var res LeaseResult
+	c, err := r.leasingClient()
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	l, err := c.Grant(ctx, ttl)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.ID = int64(l.ID)
+	// The keepalive outlives the request: it stops with Revoke, or with the process.
+	kctx, stop := context.WithCancel(context.Background())
+	ka, err := c.KeepAlive(kctx, l.ID)
+	if err != nil {
+		stop()
+		res.Error = err.Error()
+		return res
+	}
+	go func() {
+		for range ka {
+		}
+	}()
+	r.lmu.Lock()
+	r.leases[l.ID] = stop
+	r.lmu.Unlock()
+	for i := range n {
+		resp, err := c.Put(ctx, fmt.Sprintf("%sleased/%x/%d", r.cfg.Prefix, int64(l.ID), i), "v", clientv3.WithLease(l.ID))
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		res.Keys++
+		res.Revision = resp.Header.Revision
+	}
+	return res
+}
+
+// Revoke revokes lease id, which deletes the keys on it, and stops keeping it alive.
+func (r *Runner) Revoke(ctx context.Context, id int64) LeaseResult {
+	res := LeaseResult{ID: id}
+	c, err := r.leasingClient()
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	resp, err := c.Revoke(ctx, clientv3.LeaseID(id))
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.Revision = resp.Header.Revision
+	r.lmu.Lock()
+	if stop := r.leases[clientv3.LeaseID(id)]; stop != nil {
+		stop()
+		delete(r.leases, clientv3.LeaseID(id))
+	}
+	r.lmu.Unlock()
+	return res
+}
+
+// leasingClient is the client that grants, keeps alive and revokes Lease's leases, made on
+// first use and kept for the process's life.
+func (r *Runner) leasingClient() (*clientv3.Client, error) {
+	r.lmu.Lock()
+	defer r.lmu.Unlock()
+	if r.leaseClient == nil {
+		c, err := r.newClient()
+		if err != nil {
+			return nil, err
+		}
+		r.leaseClient, r.leases = c, map[clientv3.LeaseID]context.CancelFunc{}
+	}
+	return r.leaseClient, nil
 }
 
 // Probe writes a value to key, outside the load's history, and returns the error etcd answered

@@ -11,6 +11,7 @@ import (
 	"github.com/quorate-dev/quorate/e2e/history"
 	"github.com/quorate-dev/quorate/internal/testsupport"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -127,5 +128,48 @@ func TestClassify(t *testing.T) {
 	}
 	if got := Classify(history.Get, context.DeadlineExceeded); got != history.Fail {
 		t.Errorf("a failed read is %s, want fail", got)
+	}
+}
+
+// Lease puts keys outside the workload's on a lease it keeps alive past its TTL; Revoke
+// deletes them.
+func TestLeaseKeepsKeysAliveUntilRevoked(t *testing.T) {
+	ep := realEtcd(t)
+	r := New(Config{Endpoints: []string{ep}, Prefix: "wl/", Seed: 1})
+	ctx := context.Background()
+	kept, gone := r.Lease(ctx, 1, 3), r.Lease(ctx, 1, 2)
+	if kept.Error != "" || kept.Keys != 3 || gone.Error != "" || gone.Keys != 2 || kept.ID == gone.ID {
+		t.Fatalf("Lease: %+v and %+v", kept, gone)
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rev := r.Revoke(ctx, gone.ID)
+	if rev.Error != "" || rev.Revision <= gone.Revision {
+		t.Fatalf("Revoke: %+v after %+v", rev, gone)
+	}
+	// Two granted TTLs later (etcd raises 1 s to its minimum), the kept lease's keys are
+	// there, on it; the revoked lease's are not.
+	ttl, err := c.TimeToLive(ctx, clientv3.LeaseID(kept.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Duration(ttl.GrantedTTL) * time.Second)
+	resp, err := c.Get(ctx, "wl/leased/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, kv := range resp.Kvs {
+		got = append(got, fmt.Sprintf("%s@%x", kv.Key, kv.Lease))
+	}
+	want := []string{}
+	for i := range 3 {
+		want = append(want, fmt.Sprintf("wl/leased/%x/%d@%x", kept.ID, i, kept.ID))
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("keys on leases: %v, want %v", got, want)
 	}
 }

@@ -57,6 +57,11 @@ var (
 	Unfill = Route{"POST", "unfill"}
 	// Probe writes one key outside the history (query key) and returns etcd's error.
 	Probe = Route{"POST", "probe"}
+	// Lease grants a lease (query ttl, in seconds), puts keys on it outside the history
+	// (query keys: how many) and keeps it alive (workload.Runner.Lease).
+	Lease = Route{"POST", "lease"}
+	// Revoke revokes a lease Lease granted (query id).
+	Revoke = Route{"POST", "revoke"}
 	// TLS returns every state of the workload's mounted certificate files.
 	TLS = Route{"GET", "tls"}
 	// Stats returns the load's counts so far.
@@ -65,8 +70,8 @@ var (
 
 // ProfileParam is the query parameter of History and Final that names the client profile
 // (workload.Profile) whose history or keys they answer for; without it, the first profile the
-// workload runs (its --profiles). Start, Stop and Stats act on every profile; Fill, Unfill and
-// Probe on the first.
+// workload runs (its --profiles). Start, Stop and Stats act on every profile; Fill, Unfill,
+// Probe, Lease and Revoke on the first.
 const ProfileParam = "profile"
 
 // Transport sends one request to the workload and returns the body of its answer; path is the
@@ -152,6 +157,21 @@ type ProbeResult struct {
 func (c Client) Probe(ctx context.Context, key string) (ProbeResult, error) {
 	var res ProbeResult
 	err := c.call(ctx, Probe, url.Values{"key": {key}}, &res)
+	return res, err
+}
+
+// Lease has the workload grant a lease of ttl seconds, put n keys on it outside its history,
+// and keep it alive.
+func (c Client) Lease(ctx context.Context, ttl int64, n int) (workload.LeaseResult, error) {
+	var res workload.LeaseResult
+	err := c.call(ctx, Lease, url.Values{"ttl": {strconv.FormatInt(ttl, 10)}, "keys": {strconv.Itoa(n)}}, &res)
+	return res, err
+}
+
+// Revoke has the workload revoke lease id, which Lease granted.
+func (c Client) Revoke(ctx context.Context, id int64) (workload.LeaseResult, error) {
+	var res workload.LeaseResult
+	err := c.call(ctx, Revoke, url.Values{"id": {strconv.FormatInt(id, 10)}}, &res)
 	return res, err
 }
 

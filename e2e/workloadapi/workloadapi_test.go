@@ -23,6 +23,10 @@ func TestClientRoutes(t *testing.T) {
 			return []byte(`{"error":"permission denied"}`), nil
 		case strings.HasPrefix(path, "fill"):
 			return []byte(`{"bytes":3}`), nil
+		case strings.HasPrefix(path, "lease"):
+			return []byte(`{"id":7,"keys":2,"revision":9}`), nil
+		case strings.HasPrefix(path, "revoke"):
+			return []byte(`{"id":7,"revision":10}`), nil
 		case path == "stats":
 			return []byte(`{"ok":1,"fail":2,"unknown":3,"samples":4,"profiles":[{"profile":"member-aware","ok":1},{"profile":"service-only","fail":2,"unknown":3}]}`), nil
 		case strings.HasPrefix(path, "history"):
@@ -38,6 +42,12 @@ func TestClientRoutes(t *testing.T) {
 	}
 	if res, err := c.Fill(ctx, 64); err != nil || res.Bytes != 3 {
 		t.Errorf("Fill: %+v, %v", res, err)
+	}
+	if res, err := c.Lease(ctx, 3600, 2); err != nil || res != (workload.LeaseResult{ID: 7, Keys: 2, Revision: 9}) {
+		t.Errorf("Lease: %+v, %v", res, err)
+	}
+	if res, err := c.Revoke(ctx, 7); err != nil || res != (workload.LeaseResult{ID: 7, Revision: 10}) {
+		t.Errorf("Revoke: %+v, %v", res, err)
 	}
 	wantCounts := Counts{OK: 1, Fail: 2, Unknown: 3, Samples: 4, Profiles: []ProfileCounts{{Profile: workload.MemberAware, OK: 1}, {Profile: workload.ServiceOnly, Fail: 2, Unknown: 3}}}
 	if st, err := c.Stats(ctx); err != nil || !reflect.DeepEqual(st, wantCounts) {
@@ -57,7 +67,7 @@ func TestClientRoutes(t *testing.T) {
 	if err := c.Start(ctx); err != nil {
 		t.Error(err)
 	}
-	want := []string{"POST probe?key=%2Felsewhere%2Fx", "POST fill?mib=64", "GET stats", "POST final", "POST final?profile=service-only", "GET history", "GET history?profile=service-only", "POST start"}
+	want := []string{"POST probe?key=%2Felsewhere%2Fx", "POST fill?mib=64", "POST lease?keys=2&ttl=3600", "POST revoke?id=7", "GET stats", "POST final", "POST final?profile=service-only", "GET history", "GET history?profile=service-only", "POST start"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("sent\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -77,7 +87,7 @@ func TestServerServesEveryRoute(t *testing.T) {
 	if src.Len() == 0 {
 		t.Fatal("no source of cmd/quorate-workload found beside this package: the routes cannot be checked")
 	}
-	for _, r := range []Route{Healthz, Start, Stop, History, Final, Fill, Unfill, Probe, TLS, Stats} {
+	for _, r := range []Route{Healthz, Start, Stop, History, Final, Fill, Unfill, Probe, Lease, Revoke, TLS, Stats} {
 		if !strings.Contains(src.String(), `HandleFunc("`+r.Pattern()+`"`) {
 			t.Errorf("cmd/quorate-workload does not serve %s", r.Pattern())
 		}
