@@ -9,7 +9,7 @@
 //	quorate-backup verify  compare a restored cluster with what its backup recorded (a restore
 //	                       drill's Job)
 //	quorate-backup keyspace
-//	                       hash a cluster's keyspace at a revision (the suite's restore checks)
+//	                       hash a cluster's keyspace at a revision, count its leases (the suite's restore checks)
 //	quorate-backup list    list the snapshots under a prefix of a bucket (--segment-ranges:
 //	                       the revisions an archive's segments cover)
 //	quorate-backup archive stream every change of a cluster into segments of a bucket, until
@@ -344,7 +344,11 @@ func keyspaceCmd(ctx context.Context, fs *flag.FlagSet) func() (backup.Result, e
 		if err != nil {
 			return backup.Result{}, err
 		}
-		return backup.Result{Kind: backup.ResultKeyspace, Info: &backup.Info{Keyspace: ks}}, nil
+		leases, err := c.Leases(ctx)
+		if err != nil {
+			return backup.Result{}, fmt.Errorf("listing the cluster's leases: %w", err)
+		}
+		return backup.Result{Kind: backup.ResultKeyspace, Info: &backup.Info{Keyspace: ks}, Leases: int64(len(leases.Leases))}, nil
 	}
 }
 

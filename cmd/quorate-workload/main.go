@@ -330,13 +330,16 @@ func routes(pollCtx context.Context, rs runners, poller *workload.Poller, peerSe
 	return mux
 }
 
+// maxLeaseKeys is the most keys POST /lease puts on one lease.
+const maxLeaseKeys = 10000
+
 // leaseRoutes serves Lease and Revoke, on the first profile's runner.
 func leaseRoutes(mux *http.ServeMux, runner *workload.Runner) {
 	mux.HandleFunc("POST /lease", func(w http.ResponseWriter, r *http.Request) {
 		ttl, err := strconv.ParseInt(r.URL.Query().Get("ttl"), 10, 64)
 		n, nerr := strconv.Atoi(r.URL.Query().Get("keys"))
-		if err != nil || ttl <= 0 || nerr != nil || n < 0 {
-			http.Error(w, "lease?ttl=S&keys=N: the lease's TTL in seconds, and how many keys to put on it", http.StatusBadRequest)
+		if err != nil || ttl <= 0 || nerr != nil || n < 0 || n > maxLeaseKeys {
+			http.Error(w, fmt.Sprintf("lease?ttl=S&keys=N: the lease's TTL in seconds, and how many keys to put on it (at most %d)", maxLeaseKeys), http.StatusBadRequest)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), time.Minute)

@@ -142,12 +142,13 @@ func archiveRanges(ctx context.Context, r *framework.Run, schedule string) ([]st
 // restore of b1 to a revision R after that and to a time T, each on 3 members. Each restored
 // cluster must hold, on every member, exactly the source's keyspace at its revision (every
 // key, value, create and modification revision, version and lease: the kept lease's keys are
-// on that lease again, and the revoked lease's are gone), and nothing after it: the time's
+// on that lease again), as many leases as the source (the revoked lease is not granted again,
+// or is revoked again), and nothing after it: the time's
 // revision must lie between the source's revisions read 5 s before T and after T.
 func RestoreToAPoint() framework.Scenario {
 	const schedule = "pitr"
 	var b1 *v1alpha1.EtcdBackup
-	var target, early, late backup.Keyspace
+	var target, early, late pointState
 	var at time.Time
 	return framework.Scenario{Name: "restore-to-a-point", Labels: map[string]string{label.Suite: label.SuiteBackup}, Replicas: 3, Class: framework.Planned,
 		Needs: []framework.Prerequisite{framework.ObjectStore},
@@ -231,34 +232,41 @@ func leasesAfterBackup(ctx context.Context, r *framework.Run, schedule string) e
 	return err
 }
 
+// pointState is a cluster's keyspace at a revision, with how many leases it has when read (a
+// lease is not versioned: in a restore, once the source's leases change no more).
+type pointState struct {
+	backup.Keyspace
+	Leases int64
+}
+
 // sourceKeyspace is the source cluster's keyspace at rev (0: its newest).
-func sourceKeyspace(ctx context.Context, r *framework.Run, rev int64) (backup.Keyspace, error) {
+func sourceKeyspace(ctx context.Context, r *framework.Run, rev int64) (pointState, error) {
 	return keyspaceOf(ctx, r, r.Cluster, names.Member(r.Cluster, 0), rev)
 }
 
 // keyspaceOf reads, with quorate-backup keyspace in a Job, the keyspace of member of cluster at
-// rev (0: its newest), over TLS with the operator's client certificate.
-func keyspaceOf(ctx context.Context, r *framework.Run, cluster, member string, rev int64) (backup.Keyspace, error) {
+// rev (0: its newest) and its leases, over TLS with the operator's client certificate.
+func keyspaceOf(ctx context.Context, r *framework.Run, cluster, member string, rev int64) (pointState, error) {
 	res, err := r.RunTool(ctx, "keyspace", []string{"keyspace",
 		"--endpoint=" + names.ClientURL(cluster, r.Namespace, member, true), fmt.Sprintf("--revision=%d", rev),
 		"--tls-dir=/tls", "--server-name=" + names.ClientHost(cluster, r.Namespace)}, "",
 		[]corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: names.OperatorSecret(cluster)}}}},
 		[]corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}})
 	if err != nil {
-		return backup.Keyspace{}, err
+		return pointState{}, err
 	}
 	if res.Kind != backup.ResultKeyspace || res.Info == nil {
-		return backup.Keyspace{}, fmt.Errorf("reading the keyspace of %s: %s %s", member, res.Kind, res.Error)
+		return pointState{}, fmt.Errorf("reading the keyspace of %s: %s %s", member, res.Kind, res.Error)
 	}
-	return res.Info.Keyspace, nil
+	return pointState{Keyspace: res.Info.Keyspace, Leases: res.Leases}, nil
 }
 
 // restoreToPoint creates the n-member cluster name from b restored to pit, waits for it, and
-// returns its keyspace now, the same on every member; the cluster is deleted after.
-func restoreToPoint(ctx context.Context, r *framework.Run, name string, n int32, b *v1alpha1.EtcdBackup, pit v1alpha1.PointInTime) (backup.Keyspace, error) {
+// returns its keyspace now and its leases, the same on every member; the cluster is deleted after.
+func restoreToPoint(ctx context.Context, r *framework.Run, name string, n int32, b *v1alpha1.EtcdBackup, pit v1alpha1.PointInTime) (pointState, error) {
 	src, err := r.GetCluster(ctx)
 	if err != nil {
-		return backup.Keyspace{}, err
+		return pointState{}, err
 	}
 	c := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace},
 		Spec: v1alpha1.EtcdClusterSpec{Replicas: n, Version: src.Spec.Version, Storage: v1alpha1.StorageSpec{Size: resource.MustParse("256Mi")},
@@ -268,7 +276,7 @@ func restoreToPoint(ctx context.Context, r *framework.Run, name string, n int32,
 	start := time.Now()
 	end := r.Fault("restore", fmt.Sprintf("EtcdCluster %s created from EtcdBackup %s to a point", name, b.Name))
 	if err := r.Suite.Client.Create(ctx, c); err != nil {
-		return backup.Keyspace{}, err
+		return pointState{}, err
 	}
 	defer func() {
 		if err := r.Suite.Client.Delete(context.WithoutCancel(ctx), c); err != nil {
@@ -276,23 +284,23 @@ func restoreToPoint(ctx context.Context, r *framework.Run, name string, n int32,
 		}
 	}()
 	if err := r.WaitClusterSettled(ctx, name, n, 5*time.Minute); err != nil {
-		return backup.Keyspace{}, err
+		return pointState{}, err
 	}
 	end()
 	took := time.Since(start)
-	var first backup.Keyspace
+	var first pointState
 	for i := range int(n) {
 		ks, err := keyspaceOf(ctx, r, name, names.Member(name, i), 0)
 		if err != nil {
-			return backup.Keyspace{}, err
+			return pointState{}, err
 		}
 		if i == 0 {
 			first = ks
 		} else if ks != first {
-			return backup.Keyspace{}, fmt.Errorf("the members of %s differ: %s holds %+v, %s holds %+v", name, names.Member(name, 0), first, names.Member(name, i), ks)
+			return pointState{}, fmt.Errorf("the members of %s differ: %s holds %+v, %s holds %+v", name, names.Member(name, 0), first, names.Member(name, i), ks)
 		}
 	}
-	r.Event("note", "restore-verified", fmt.Sprintf("%s restored to revision %d in %s: %d keys", name, first.Revision, took.Round(time.Second), first.Keys))
+	r.Event("note", "restore-verified", fmt.Sprintf("%s restored to revision %d in %s: %d keys, %d leases", name, first.Revision, took.Round(time.Second), first.Keys, first.Leases))
 	return first, nil
 }
 

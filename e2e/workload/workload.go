@@ -684,7 +684,9 @@ type LeaseResult struct {
 
 // Lease grants a lease of ttl seconds, puts n keys on it (the prefix's "leased/<lease ID>/<i>",
 // outside the workload's keys) and keeps it alive for as long as the workload runs, or until
-// Revoke: keys a client keeps on a lease, as elections and service registries do.
+// Revoke: keys a client keeps on a lease, as elections and service registries do. A keepalive
+// the client gives up on is not started again: give a TTL well above any fault of the run. A
+// lease whose keys could not all be put is revoked.
 func (r *Runner) Lease(ctx context.Context, ttl int64, n int) LeaseResult {
 	var res LeaseResult
 	c, err := r.leasingClient()
@@ -717,6 +719,9 @@ func (r *Runner) Lease(ctx context.Context, ttl int64, n int) LeaseResult {
 		resp, err := c.Put(ctx, fmt.Sprintf("%sleased/%x/%d", r.cfg.Prefix, int64(l.ID), i), "v", clientv3.WithLease(l.ID))
 		if err != nil {
 			res.Error = err.Error()
+			if rev := r.Revoke(context.WithoutCancel(ctx), res.ID); rev.Error != "" {
+				res.Error += "; revoking the lease: " + rev.Error
+			}
 			return res
 		}
 		res.Keys++

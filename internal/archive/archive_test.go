@@ -694,6 +694,21 @@ func TestRebaseWithAuth(t *testing.T) {
 	s := DirStore(filepath.Join(dir, "store"))
 	id := clusterID(t, rc)
 	run := startArchiver(t, &Archiver{Client: rc, Store: s, Prefix: "a", ClusterID: id, MaxLag: 20 * time.Millisecond}, from.Revision)
+	// Two leases granted after the snapshot, one with a key at the target and one whose key
+	// was deleted: the replay, as the throwaway member's root, grants both, looks up the keys
+	// on each, and revokes the empty one.
+	for _, key := range []string{"leased", "emptied"} {
+		l, err := rc.Grant(ctx, 600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rc.Put(ctx, key, "v", clientv3.WithLease(l.ID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rc.Delete(ctx, "emptied"); err != nil {
+		t.Fatal(err)
+	}
 	var last int64
 	for i := range 10 {
 		resp, err := rc.Put(ctx, fmt.Sprintf("k%d", i%3), fmt.Sprint(i))
@@ -709,8 +724,12 @@ func TestRebaseWithAuth(t *testing.T) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	o := Rebase{Etcd: filepath.Join(assets, "etcd"), Etcdutl: filepath.Join(assets, "etcdutl"), Dir: filepath.Join(dir, "work")}
 	out := filepath.Join(dir, "at.db")
-	if _, err := o.Run(ctx, snap, s, "a", id, last, out); err != nil {
+	got, err := o.Run(ctx, snap, s, "a", id, last, out)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if got.Granted != 2 || got.Unleased != 0 {
+		t.Errorf("rebase: %+v, want 2 leases granted again and no put unleased", got)
 	}
 	have, err := backup.Inspect(out)
 	if err != nil {

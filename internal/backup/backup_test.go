@@ -143,6 +143,7 @@ func TestResultRoundTrip(t *testing.T) {
 			Info:    &Info{Keyspace: Keyspace{Revision: 42, Keys: 7, Hash: "ab"}, SHA256: "cd", Size: 4128, Version: "3.6.16", ClusterID: "f00"},
 			Expired: []string{"ns/demo/old.db"}},
 		{Kind: ResultVerified, Matches: true, Message: "7 keys at revision 42, keyspace hash ab"},
+		{Kind: ResultKeyspace, Info: &Info{Keyspace: Keyspace{Revision: 42, Keys: 7, Hash: "ab"}}, Leases: 2},
 		{Kind: ResultFailed, Error: "writing s3://b/x.db: the storage refused the credentials", Reason: "StoreCredentialsRefused"},
 	} {
 		got, err := ParseResult(r.Encode())

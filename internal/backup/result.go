@@ -47,6 +47,9 @@ type Result struct {
 	RetentionError string `json:"retentionError,omitempty"`
 	// Objects are the keys a listing found.
 	Objects []string `json:"objects,omitempty"`
+	// Leases: with Keyspace, how many leases the cluster has when it is read (whatever the
+	// revision asked: a lease is not versioned).
+	Leases int64 `json:"leases,omitempty"`
 	// Verified: whether the restored keyspace matched, and what was compared.
 	Matches bool   `json:"matches,omitempty"`
 	Message string `json:"message,omitempty"`
