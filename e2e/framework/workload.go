@@ -180,7 +180,7 @@ func (r *Run) Lease(ctx context.Context, ttl int64, n int) (workload.LeaseResult
 	if err == nil && res.Error != "" {
 		err = fmt.Errorf("granting a lease and putting %d keys on it: %s", n, res.Error)
 	}
-	r.Event("action", "lease", fmt.Sprintf("lease %x (TTL %d s) with %d keys, the last at revision %d: %v", res.ID, ttl, res.Keys, res.Revision, err))
+	r.Event("action", "lease", fmt.Sprintf("lease %x (TTL %d s) with %d keys, the last at revision %d%s", res.ID, ttl, res.Keys, res.Revision, errSuffix(err)))
 	return res, err
 }
 
@@ -190,8 +190,16 @@ func (r *Run) Revoke(ctx context.Context, id int64) (workload.LeaseResult, error
 	if err == nil && res.Error != "" {
 		err = fmt.Errorf("revoking lease %x: %s", id, res.Error)
 	}
-	r.Event("action", "revoke", fmt.Sprintf("lease %x revoked at revision %d: %v", id, res.Revision, err))
+	r.Event("action", "revoke", fmt.Sprintf("lease %x revoked at revision %d%s", id, res.Revision, errSuffix(err)))
 	return res, err
+}
+
+// errSuffix is ": err" for an error, "" for none.
+func errSuffix(err error) string {
+	if err == nil {
+		return ""
+	}
+	return ": " + err.Error()
 }
 
 // TLSChange is one state of the workload's mounted certificate files (GET /tls).
