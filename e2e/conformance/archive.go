@@ -169,6 +169,9 @@ func RestoreToAPoint() framework.Scenario {
 				if target, err = sourceKeyspace(ctx, r, 0); err != nil {
 					return err
 				}
+				if target.Leases != 1 {
+					return fmt.Errorf("the source has %d leases after the second one's revocation; want 1, the lease the workload keeps alive", target.Leases)
+				}
 				r.Hold(ctx, 5*time.Second)
 				if early, err = sourceKeyspace(ctx, r, 0); err != nil {
 					return err

@@ -180,7 +180,11 @@ func (r *Run) Lease(ctx context.Context, ttl int64, n int) (workload.LeaseResult
 	if err == nil && res.Error != "" {
 		err = fmt.Errorf("granting a lease and putting %d keys on it: %s", n, res.Error)
 	}
-	r.Event("action", "lease", fmt.Sprintf("lease %x (TTL %d s) with %d keys, the last at revision %d%s", res.ID, ttl, res.Keys, res.Revision, errSuffix(err)))
+	if err != nil {
+		r.Event("action", "lease", fmt.Sprintf("a lease of %d s with %d keys failed: %v", ttl, n, err))
+	} else {
+		r.Event("action", "lease", fmt.Sprintf("lease %x (TTL %d s) with %d keys, the last at revision %d", res.ID, ttl, res.Keys, res.Revision))
+	}
 	return res, err
 }
 
@@ -190,16 +194,12 @@ func (r *Run) Revoke(ctx context.Context, id int64) (workload.LeaseResult, error
 	if err == nil && res.Error != "" {
 		err = fmt.Errorf("revoking lease %x: %s", id, res.Error)
 	}
-	r.Event("action", "revoke", fmt.Sprintf("lease %x revoked at revision %d%s", id, res.Revision, errSuffix(err)))
-	return res, err
-}
-
-// errSuffix is ": err" for an error, "" for none.
-func errSuffix(err error) string {
-	if err == nil {
-		return ""
+	if err != nil {
+		r.Event("action", "revoke", fmt.Sprintf("revoking lease %x failed: %v", id, err))
+	} else {
+		r.Event("action", "revoke", fmt.Sprintf("lease %x revoked at revision %d", id, res.Revision))
 	}
-	return ": " + err.Error()
+	return res, err
 }
 
 // TLSChange is one state of the workload's mounted certificate files (GET /tls).

@@ -719,7 +719,9 @@ func (r *Runner) Lease(ctx context.Context, ttl int64, n int) LeaseResult {
 		resp, err := c.Put(ctx, fmt.Sprintf("%sleased/%x/%d", r.cfg.Prefix, int64(l.ID), i), "v", clientv3.WithLease(l.ID))
 		if err != nil {
 			res.Error = err.Error()
-			if rev := r.Revoke(context.WithoutCancel(ctx), res.ID); rev.Error != "" {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if rev := r.Revoke(rctx, res.ID); rev.Error != "" {
 				res.Error += "; revoking the lease: " + rev.Error
 			}
 			return res
@@ -730,7 +732,8 @@ func (r *Runner) Lease(ctx context.Context, ttl int64, n int) LeaseResult {
 	return res
 }
 
-// Revoke revokes lease id, which deletes the keys on it, and stops keeping it alive.
+// Revoke stops keeping lease id alive and revokes it, which deletes the keys on it; a lease
+// whose revocation fails expires a TTL later.
 func (r *Runner) Revoke(ctx context.Context, id int64) LeaseResult {
 	res := LeaseResult{ID: id}
 	c, err := r.leasingClient()
@@ -738,18 +741,18 @@ func (r *Runner) Revoke(ctx context.Context, id int64) LeaseResult {
 		res.Error = err.Error()
 		return res
 	}
-	resp, err := c.Revoke(ctx, clientv3.LeaseID(id))
-	if err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	res.Revision = resp.Header.Revision
 	r.lmu.Lock()
 	if stop := r.leases[clientv3.LeaseID(id)]; stop != nil {
 		stop()
 		delete(r.leases, clientv3.LeaseID(id))
 	}
 	r.lmu.Unlock()
+	resp, err := c.Revoke(ctx, clientv3.LeaseID(id))
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.Revision = resp.Header.Revision
 	return res
 }
 

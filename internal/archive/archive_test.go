@@ -410,7 +410,7 @@ func TestReplayGrantsLeasesTheArchiveRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Replayed{From: 1, To: 6, Records: 5, Segments: 1, Granted: 1, Unleased: 2}); got != want {
+	if want := (Replayed{From: 1, To: 6, Records: 5, Segments: 1, Granted: 1, Revoked: 1, Unleased: 2}); got != want {
 		t.Errorf("replayed %+v, want %+v", got, want)
 	}
 	if ttl := granted(d, 0x88); ttl != 0 {
@@ -606,8 +606,8 @@ func TestRebase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.From != from.Revision || got.To != to || got.Records != int(to-from.Revision) || got.Granted != 1 || got.Unleased != 0 {
-			t.Errorf("rebase to %d: %+v, want 1 lease granted again and no put unleased", to, got)
+		if got.From != from.Revision || got.To != to || got.Records != int(to-from.Revision) || got.Granted != 1 || got.Revoked != 0 || got.Unleased != 0 {
+			t.Errorf("rebase to %d: %+v, want 1 lease granted again, none revoked, and no put unleased", to, got)
 		}
 		have, err := backup.Inspect(out)
 		if err != nil {
@@ -728,8 +728,8 @@ func TestRebaseWithAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Granted != 2 || got.Unleased != 0 {
-		t.Errorf("rebase: %+v, want 2 leases granted again and no put unleased", got)
+	if got.Granted != 2 || got.Revoked != 1 || got.Unleased != 0 {
+		t.Errorf("rebase: %+v, want 2 leases granted again, the emptied one revoked, and no put unleased", got)
 	}
 	have, err := backup.Inspect(out)
 	if err != nil {

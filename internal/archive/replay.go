@@ -22,6 +22,9 @@ type Replayed struct {
 	// Granted counts the leases granted after the snapshot that the replay granted again,
 	// under their IDs and with the TTLs the archive recorded (Op.LeaseTTL).
 	Granted int
+	// Revoked counts the leases of Granted revoked at the end, no key being on them at the
+	// target.
+	Revoked int
 	// Unleased counts puts whose lease the restored cluster does not have and the archive
 	// recorded no TTL of (it expired or was revoked before the archiver asked, the archiver's
 	// lookup failed, or an older archiver wrote the segment): written without a lease.
@@ -85,7 +88,9 @@ func Replay(ctx context.Context, c *clientv3.Client, s Store, prefix string, clu
 	if err != nil {
 		return out, err
 	}
-	return out, leases.revokeEmpty(ctx, c)
+	err = leases.revokeEmpty(ctx, c)
+	out.Revoked = leases.revoked
+	return out, err
 }
 
 // replayRecords applies the records of the segments need after out.To up to and including
@@ -211,8 +216,8 @@ type leaseBook struct {
 	// known: whether the cluster has the lease (looked up, or granted by the replay).
 	known map[int64]bool
 	// mine are the leases the replay granted, with what stops keeping each alive.
-	mine              map[int64]context.CancelFunc
-	granted, unleased int
+	mine                       map[int64]context.CancelFunc
+	granted, unleased, revoked int
 }
 
 func newLeaseBook() *leaseBook {
@@ -274,6 +279,7 @@ func (b *leaseBook) revokeEmpty(ctx context.Context, c *clientv3.Client) error {
 		if _, err := c.Revoke(ctx, clientv3.LeaseID(id)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return fmt.Errorf("revoking lease %x, which no key is on at the target: %w", id, err)
 		}
+		b.revoked++
 		stop()
 	}
 	return nil

@@ -126,7 +126,7 @@ func (o RestoreOptions) rebase(ctx context.Context, logger *log.Logger) (string,
 	if got.From != plan.From {
 		return "", fmt.Errorf("the snapshot is at revision %d, and the plan the fetch wrote was made for one at %d: delete this pod so that it fetches again", got.From, plan.From)
 	}
-	logger.Printf("rebased to revision %d: %d revisions from %d segments; %d leases granted after the snapshot granted again with their TTLs; %d puts on leases whose TTL the archive does not know came back without their lease", got.To, got.Records, got.Segments, got.Granted, got.Unleased)
+	logger.Printf("rebased to revision %d: %d revisions from %d segments; %d leases granted after the snapshot granted again with their TTLs (%d of them revoked at the end, empty at the target); %d puts on leases whose TTL the archive does not know came back without their lease", got.To, got.Records, got.Segments, got.Granted, got.Revoked, got.Unleased)
 	return out, nil
 }
 
