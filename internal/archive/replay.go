@@ -84,7 +84,7 @@ func Replay(ctx context.Context, c *clientv3.Client, s Store, prefix string, clu
 	}
 	leases := newLeaseBook()
 	err = replayRecords(ctx, c, s, clusterID, need, to, leases, &out)
-	out.Granted, out.Unleased = leases.granted, leases.unleased
+	out.Granted, out.Unleased = len(leases.mine), leases.unleased
 	if err != nil {
 		return out, err
 	}
@@ -216,8 +216,8 @@ type leaseBook struct {
 	// known: whether the cluster has the lease (looked up, or granted by the replay).
 	known map[int64]bool
 	// mine are the leases the replay granted, with what stops keeping each alive.
-	mine                       map[int64]context.CancelFunc
-	granted, unleased, revoked int
+	mine              map[int64]context.CancelFunc
+	unleased, revoked int
 }
 
 func newLeaseBook() *leaseBook {
@@ -254,15 +254,15 @@ func (b *leaseBook) ensure(ctx context.Context, c *clientv3.Client, id, ttl int6
 	}
 	b.known[id] = true
 	b.mine[id] = stop
-	b.granted++
 	return true, nil
 }
 
 // revokeEmpty revokes, once the replay is done, each lease it granted that no key is on at
-// the target (etcd says which keys are on each): the original revoked it or moved its keys off, and an empty lease kept would
-// only load the restored cluster. Revoking a lease without keys makes no revision. (Done at
-// the end, not as a lease empties, so that no lease ID is revoked and granted again within a
-// replay, where a keepalive answer about the revoked lease could end the new one's.)
+// the target (etcd says which keys are on each): the original revoked it or moved its keys
+// off, and an empty lease kept would only load the restored cluster. Revoking a lease without
+// keys makes no revision. (Done at the end, not as a lease empties, so that no lease ID is
+// revoked and granted again within a replay, where a keepalive answer about the revoked lease
+// could end the new one's.)
 func (b *leaseBook) revokeEmpty(ctx context.Context, c *clientv3.Client) error {
 	for id, stop := range b.mine {
 		resp, err := c.TimeToLive(ctx, clientv3.LeaseID(id), clientv3.WithAttachedKeys())
