@@ -143,8 +143,8 @@ func archiveRanges(ctx context.Context, r *framework.Run, schedule string) ([]st
 // cluster must hold, on every member, exactly the source's keyspace at its revision (every
 // key, value, create and modification revision, version and lease: the kept lease's keys are
 // on that lease again), as many leases as the source (the revoked lease is not granted again,
-// or is revoked again), and nothing after it: the time's
-// revision must lie between the source's revisions read 5 s before T and after T.
+// or is revoked again), and nothing after it: the time's revision must lie between the
+// source's revisions read 5 s before T and after T.
 func RestoreToAPoint() framework.Scenario {
 	const schedule = "pitr"
 	var b1 *v1alpha1.EtcdBackup

@@ -757,7 +757,7 @@ func (r *Runner) Revoke(ctx context.Context, id int64) LeaseResult {
 }
 
 // leasingClient is the client that grants, keeps alive and revokes Lease's leases, made on
-// first use and kept for the process's life.
+// first use and kept until Close.
 func (r *Runner) leasingClient() (*clientv3.Client, error) {
 	r.lmu.Lock()
 	defer r.lmu.Unlock()
@@ -769,6 +769,23 @@ func (r *Runner) leasingClient() (*clientv3.Client, error) {
 		r.leaseClient, r.leases = c, map[clientv3.LeaseID]context.CancelFunc{}
 	}
 	return r.leaseClient, nil
+}
+
+// Close stops keeping Lease's leases alive (they expire a TTL later, and their keys with them)
+// and closes the client they were granted on. The workload's load is stopped by Stop.
+func (r *Runner) Close() error {
+	r.lmu.Lock()
+	defer r.lmu.Unlock()
+	for id, stop := range r.leases {
+		stop()
+		delete(r.leases, id)
+	}
+	if r.leaseClient == nil {
+		return nil
+	}
+	err := r.leaseClient.Close()
+	r.leaseClient = nil
+	return err
 }
 
 // Probe writes a value to key, outside the load's history, and returns the error etcd answered

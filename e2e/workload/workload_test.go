@@ -136,6 +136,11 @@ func TestClassify(t *testing.T) {
 func TestLeaseKeepsKeysAliveUntilRevoked(t *testing.T) {
 	ep := realEtcd(t)
 	r := New(Config{Endpoints: []string{ep}, Prefix: "wl/", Seed: 1})
+	defer func() {
+		if err := r.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
 	ctx := context.Background()
 	kept, gone := r.Lease(ctx, 1, 3), r.Lease(ctx, 1, 2)
 	if kept.Error != "" || kept.Keys != 3 || gone.Error != "" || gone.Keys != 2 || kept.ID == gone.ID {
