@@ -28,6 +28,9 @@ func scheme(t *testing.T) *runtime.Scheme {
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 
@@ -163,13 +166,17 @@ func chaosMesh(ctx context.Context, c client.Client, fail string) {
 	}
 }
 
-// withChaosMesh is a fake API server holding a 3-member cluster, with chaosMesh playing the
-// controller until the test ends, and an Injector recording into rec.
-func withChaosMesh(t *testing.T, fail string, rec Recorder) (context.Context, client.Client, Target, *Injector) {
+// withChaosMesh is a fake API server holding a 3-member cluster and the given pods, with
+// chaosMesh playing the controller until the test ends, and an Injector recording into rec.
+func withChaosMesh(t *testing.T, fail string, rec Recorder, pods ...*corev1.Pod) (context.Context, client.Client, Target, *Injector) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	c := cluster(3, "etcd-0")
-	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(c).WithStatusSubresource(c, &cm.PodChaos{}).Build()
+	objs := []client.Object{c}
+	for _, p := range pods {
+		objs = append(objs, p)
+	}
+	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).WithStatusSubresource(c, &cm.PodChaos{}).Build()
 	go chaosMesh(ctx, cl, fail)
 	return ctx, cl, Target{Client: cl, Namespace: "ns", Cluster: "etcd"},
 		&Injector{Client: cl, Recorder: rec, Poll: 5 * time.Millisecond, Timeout: 5 * time.Second}
@@ -206,7 +213,7 @@ func TestInjectorWaitsForInjectionAndRemoval(t *testing.T) {
 }
 
 func TestInjectorReportsFailedInjectionAndCleansUp(t *testing.T) {
-	ctx, cl, tg, in := withChaosMesh(t, "no such container", &recorder{})
+	ctx, cl, tg, in := withChaosMesh(t, "no such container", &recorder{}, runningPod("etcd-0", -time.Hour))
 	f, _ := tg.ContainerKill(ctx)
 	during := errors.New("must not run")
 	_, err := in.Inject(ctx, f, 0, func(context.Context) error { return during })
@@ -249,5 +256,54 @@ func TestInjectorReportsATargetGone(t *testing.T) {
 		if got := targetDown(c.id, c.msg); got != c.want {
 			t.Errorf("targetDown(%q, %q) = %v, want %v", c.id, c.msg, got, c.want)
 		}
+	}
+}
+
+// runningPod is a running pod of the cluster, created age from now (in the future when
+// positive).
+func runningPod(name string, age time.Duration) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(time.Now().Add(age))},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+// A fault that keeps failing with a message that does not say the pod is gone counts as a
+// target gone when the live pod says so: gone, being deleted, not running, or created after
+// the fault (the roll of campaign run 50: "unable to set ip tables chains for pod etcd-4").
+func TestInjectorReportsATargetReplacedWhateverTheMessage(t *testing.T) {
+	const msg = "failed to apply for pod ns/etcd-0: unable to set ip tables chains for pod etcd-0"
+	deleting := runningPod("etcd-0", -time.Hour)
+	deleting.DeletionTimestamp, deleting.Finalizers = &metav1.Time{Time: time.Now()}, []string{"test"}
+	pending := runningPod("etcd-0", -time.Hour)
+	pending.Status.Phase = corev1.PodPending
+	for _, c := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"running since before the fault", runningPod("etcd-0", -time.Hour), false},
+		{"gone", nil, true},
+		{"being deleted", deleting, true},
+		{"not running", pending, true},
+		{"created after the fault", runningPod("etcd-0", time.Hour), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var pods []*corev1.Pod
+			if c.pod != nil {
+				pods = append(pods, c.pod)
+			}
+			ctx, _, tg, in := withChaosMesh(t, msg, &recorder{}, pods...)
+			f, _ := tg.ContainerKill(ctx)
+			// The fake API server sets no creation time: the fault's is now.
+			f.Object.SetCreationTimestamp(metav1.Now())
+			_, err := in.Inject(ctx, f, 0, nil)
+			if err == nil || !strings.Contains(err.Error(), msg) {
+				t.Fatalf("err = %v, want Chaos Mesh's message", err)
+			}
+			if got := TargetGone(err); got != c.want {
+				t.Errorf("TargetGone(%v) = %v, want %v", err, got, c.want)
+			}
+		})
 	}
 }

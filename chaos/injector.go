@@ -113,7 +113,8 @@ func (in *Injector) waitInjected(ctx context.Context, f Fault) (Injected, error)
 		}
 		st := so.GetStatus()
 		res.Records = records(st)
-		if failed, gone := failedRecord(st); failed != "" {
+		if id, failed, gone := failedRecord(st); failed != "" {
+			gone = gone || in.replaced(ctx, id, obj.GetCreationTimestamp())
 			return false, &injectionError{msg: "Chaos Mesh could not inject it: " + failed, gone: gone}
 		}
 		last = conditions(st)
@@ -132,15 +133,17 @@ func (in *Injector) waitInjected(ctx context.Context, f Fault) (Injected, error)
 // injectionError: Chaos Mesh tried and failed, repeatedly; waiting longer will not help.
 type injectionError struct {
 	msg string
-	// gone: each failure said that a target pod does not exist or does not run.
+	// gone: each failure said that a target pod does not exist or does not run, or the pod,
+	// read when the injection was given up, was gone or replaced (Injector.replaced).
 	gone bool
 }
 
 func (e *injectionError) Error() string { return e.msg }
 
 // TargetGone reports whether err is an injection that failed because a target pod no longer
-// existed or did not run (an operation under way was replacing it), and was removed: the
-// fault built again, with its targets chosen anew, may take.
+// existed, did not run, was being deleted or had been created again (an operation under way
+// was replacing it), and was removed: the fault built again, with its targets chosen anew,
+// may take.
 func TargetGone(err error) bool {
 	var e *injectionError
 	return errors.As(err, &e) && e.gone
@@ -253,27 +256,43 @@ func targetDown(id, msg string) bool {
 		msg == "pod not running"
 }
 
-// failedRecord returns the message of the latest failed injection, if injections keep failing,
-// and whether each failure said that its target pod does not exist.
-func failedRecord(st *cm.ChaosStatus) (string, bool) {
+// replaced reports whether the pod of record id (namespace/pod[/container]) does not exist, is
+// being deleted, does not run, or was created after since (when the fault's object was): the
+// operation under way replaced it while Chaos Mesh tried, whatever Chaos Mesh's message says
+// ("unable to set ip tables chains for pod etcd-4", for a pod a roll had just deleted). An
+// error reading the pod says nothing: false.
+func (in *Injector) replaced(ctx context.Context, id string, since metav1.Time) bool {
+	parts := strings.Split(id, "/")
+	if len(parts) < 2 {
+		return false
+	}
+	var p corev1.Pod
+	err := in.Client.Get(ctx, client.ObjectKey{Namespace: parts[0], Name: parts[1]}, &p)
+	if err != nil {
+		return apierrors.IsNotFound(err)
+	}
+	return p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || !since.IsZero() && since.Before(&p.CreationTimestamp)
+}
+
+// failedRecord returns the record and the message of the latest failed injection, if
+// injections keep failing, and whether each failure said that its target pod does not exist.
+func failedRecord(st *cm.ChaosStatus) (id, msg string, gone bool) {
 	for _, r := range st.Experiment.Records {
 		if r.InjectedCount > 0 || len(r.Events) == 0 {
 			continue
 		}
 		// Chaos Mesh retries; report only when it failed repeatedly.
-		failed := 0
-		msg := ""
-		gone := true
+		failed, last, down := 0, "", true
 		for _, e := range r.Events {
 			if e.Type == cm.TypeFailed && e.Operation == cm.Apply {
 				failed++
-				msg = e.Message
-				gone = gone && targetDown(r.Id, e.Message)
+				last = e.Message
+				down = down && targetDown(r.Id, e.Message)
 			}
 		}
 		if failed >= 5 {
-			return fmt.Sprintf("%s: %s (failed %d times)", r.Id, msg, failed), gone
+			return r.Id, fmt.Sprintf("%s: %s (failed %d times)", r.Id, last, failed), down
 		}
 	}
-	return "", false
+	return "", "", false
 }
