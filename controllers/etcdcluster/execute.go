@@ -512,9 +512,16 @@ func (o *observation) keepsQuorum(ctx context.Context, victim uint64, victimName
 	if len(stay)-len(cutOff) >= need {
 		return nil
 	}
-	return fmt.Errorf("not removing member %s yet: %d of the %d voting members that would stay reach a leader with a quorum now, and removing it needs %d; without: %s. The operator looks again in %s; a partition or a member down is the likely cause",
-		victimName, len(stay)-len(cutOff), len(stay), need, strings.Join(cutOff, "; "), removalProbeTimeout)
+	return &removalWaits{fmt.Sprintf("not removing member %s yet: %d of the %d voting members that would stay reach a leader with a quorum now, and removing it needs %d; without: %s. The operator looks again in %s; a partition or a member down is the likely cause",
+		victimName, len(stay)-len(cutOff), len(stay), need, strings.Join(cutOff, "; "), removalProbeTimeout)}
 }
+
+// removalWaits is keepsQuorum's refusal: a wait, not a failure. The pass says so in
+// Progressing (QuorumAtRisk) and asks again in removalProbeTimeout, without backoff: the
+// removal goes ahead as soon as the voters that stay reach a leader again.
+type removalWaits struct{ msg string }
+
+func (e *removalWaits) Error() string { return e.msg }
 
 // recoveryToken is the spec.recovery.forceNewCluster token, or "".
 func recoveryToken(c *v1alpha1.EtcdCluster) string {

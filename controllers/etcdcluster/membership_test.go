@@ -278,6 +278,51 @@ func TestUnhealthyClusterIsAWait(t *testing.T) {
 	}
 }
 
+// A scale-down whose removal would leave the voters that stay without a quorum (two of the
+// four cannot reach the leader, though they answer for their status) waits: Progressing says
+// QuorumAtRisk with the probe's whole answer, no pass returns it for backoff, nothing is
+// removed; once they reach the leader again the removal goes ahead.
+func TestRemovalThatWouldLoseQuorumIsAWait(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	fake := etcd.NewFake("3.6.16")
+	op := startOperator(t, ns, fake)
+	kubelet(t, ns)
+	bootstrap(t, ns, "rq", 5, fake)
+	leader := getCluster(t, ns, "rq").Status.Leader
+	var cut []string
+	for _, m := range []string{"rq-0", "rq-1", "rq-2", "rq-3"} {
+		if m != leader && len(cut) < 2 {
+			cut = append(cut, m)
+			fake.Unreach(m, leader, true)
+		}
+	}
+	if leader == "" || leader == "rq-4" || len(cut) != 2 {
+		t.Fatalf("leader %q: the test needs one among rq-0..rq-3 and two followers to cut off", leader)
+	}
+	patchReplicas(t, ns, "rq", 4)
+	wantCondition(t, ns, "rq", metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonQuorumAtRisk,
+		Message: fmt.Sprintf("not removing member rq-4 yet: 2 of the 4 voting members that would stay reach a leader with a quorum now, and removing it needs 3; "+
+			"without: %[1]s (a linearizable read through %[1]s: context deadline exceeded (fake)); %[2]s (a linearizable read through %[2]s: context deadline exceeded (fake)). "+
+			"The operator looks again in 2s; a partition or a member down is the likely cause", cut[0], cut[1])})
+	if calls := fake.Calls(); len(calls) != 0 {
+		t.Fatalf("membership changed while the removal would lose quorum: %v", calls)
+	}
+	for _, m := range cut {
+		fake.Unreach(m, leader, false)
+	}
+	waitFor(t, ns, "rq", "4 members once the voters that stay reach the leader", settled(4))
+	if got, want := fake.Calls(), []string{"Remove rq-4"}; !slices.Equal(got, want) {
+		t.Errorf("membership changes:\n got %q\nwant %q", got, want)
+	}
+	for _, err := range op.returned() {
+		var waits *removalWaits
+		if errors.As(err, &waits) {
+			t.Errorf("a pass returned the removal's wait for backoff: %v", err)
+		}
+	}
+}
+
 // etcd refuses to promote a learner that has not caught up; the operator asks again until it
 // may, and adds no other learner meanwhile.
 func TestPromotionWaitsForTheLearnerToCatchUp(t *testing.T) {

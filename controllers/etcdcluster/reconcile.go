@@ -415,6 +415,11 @@ func (r *Reconciler) report(ctx context.Context, original, c *v1alpha1.EtcdClust
 	if err := r.writeStatus(ctx, original, st); err != nil {
 		return ctrl.Result{}, err
 	}
+	var waits *removalWaits
+	if errors.As(execErr, &waits) {
+		logf.FromContext(ctx).Info("a removal would leave the voters that stay without a quorum; asking again", "action", action.String(), "reason", execErr.Error())
+		return r.withinClaim(requeue{after: removalProbeTimeout, reason: "the voters that would stay do not all reach a leader"}).result(ctx), nil
+	}
 	if errors.Is(execErr, etcd.ErrUnhealthyCluster) {
 		// A wait, not a failure: etcd takes the change once its members have been connected
 		// long enough. Progressing says so; no backoff, no error log.

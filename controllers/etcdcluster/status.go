@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -180,7 +181,10 @@ func availableCondition(s planner.State, sum summary, gen int64) metav1.Conditio
 // progressingCondition: True while the operator takes steps, False once settled, paused or
 // halted; a step that failed is retried.
 func progressingCondition(a planner.Action, execErr error, gen int64) metav1.Condition {
+	var waits *removalWaits
 	switch {
+	case errors.As(execErr, &waits):
+		return statuscond.New(v1alpha1.ConditionProgressing, true, v1alpha1.ReasonQuorumAtRisk, waits.msg, gen)
 	case execErr != nil:
 		return statuscond.New(v1alpha1.ConditionProgressing, true, v1alpha1.ReasonStepFailed, fmt.Sprintf("%s failed: %v; retrying", a.Kind, execErr), gen)
 	case a.Kind == planner.None || a.Kind == planner.Halt || a.Reason == v1alpha1.ReasonPaused:
