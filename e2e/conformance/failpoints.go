@@ -185,7 +185,7 @@ func FailpointScenarios(opts *framework.Options) []framework.Scenario {
 	for _, c := range failpointCases(opts) {
 		out = append(out, failpointScenario(opts, c))
 	}
-	return out
+	return append(out, SlowVotersScaleDown(opts))
 }
 
 func failpointScenario(opts *framework.Options, c failpointCase) framework.Scenario {

@@ -21,17 +21,20 @@ func TestFailpointScenarios(t *testing.T) {
 	var got []string
 	for _, sc := range FailpointScenarios(opts) {
 		got = append(got, sc.Name+" "+sc.Labels["failpoint"]+" "+sc.Labels["operation"])
-		replicas, wantNeeds := int32(3), []string{framework.FailpointImage.Name}
+		replicas, steps, wantNeeds := int32(3), 2, []string{framework.FailpointImage.Name}
 		image, version := opts.FailpointImage, ""
-		switch sc.Labels["operation"] {
-		case "roll":
+		switch {
+		case sc.Name == "failpoint-slow-voters-scale-down":
+			// Targets chosen, the scale-down that waits, the 4 members settled.
+			replicas, steps = 5, 3
+		case sc.Labels["operation"] == "roll":
 			replicas = 5
-		case "upgrade":
+		case sc.Labels["operation"] == "upgrade":
 			// An upgrade starts from the older failpoint build, with five members.
 			replicas, image, version = 5, opts.FailpointUpgradeFromImage, opts.UpgradeFrom
 			wantNeeds = append(wantNeeds, framework.FailpointUpgradeImages.Name)
 		}
-		if sc.Labels["suite"] != "failpoints" || sc.Replicas != replicas || len(sc.Steps) != 2 || !reflect.DeepEqual(needs(sc), wantNeeds) {
+		if sc.Labels["suite"] != "failpoints" || sc.Replicas != replicas || len(sc.Steps) != steps || !reflect.DeepEqual(needs(sc), wantNeeds) {
 			t.Errorf("%s: labels %v replicas %d steps %d needs %v", sc.Name, sc.Labels, sc.Replicas, len(sc.Steps), needs(sc))
 		}
 		var spec v1alpha1.EtcdClusterSpec
@@ -55,6 +58,7 @@ func TestFailpointScenarios(t *testing.T) {
 		"failpoint-follower-panics-compacting compactBeforeCommitScheduledCompact scale",
 		"failpoint-upgraded-follower-panics-before-commit beforeCommit upgrade",
 		"failpoint-leader-panics-before-save-in-upgrade raftBeforeSave upgrade",
+		"failpoint-slow-voters-scale-down raftBeforeSave scale",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("scenarios\n %q\nwant\n %q", got, want)

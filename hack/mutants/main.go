@@ -3,7 +3,7 @@
 //
 //	go run ./hack/mutants list                    every mutant's name, one a line
 //	go run ./hack/mutants labels NAME             its scenarios as --labels: scenario=a,scenario=b
-//	go run ./hack/mutants flags NAME              the suite flags its scenarios need (S3, nodes, Chaos Mesh)
+//	go run ./hack/mutants flags NAME              the suite flags its scenarios need (S3, nodes, Chaos Mesh, failpoints: FAILPOINT_ETCD)
 //	go run ./hack/mutants table --reports DIR --out FILE [--mutants a,b]
 //
 // table reads DIR/<mutant>/*/report.json (one `make e2e` run per mutant, its REPORT_DIR
@@ -55,7 +55,7 @@ func run(args []string) error {
 		if !ok {
 			return fmt.Errorf("no mutant %q", args[1])
 		}
-		fmt.Println(strings.Join(suiteFlags(m), " "))
+		fmt.Println(strings.Join(suiteFlags(m, os.Getenv("FAILPOINT_ETCD")), " "))
 		return nil
 	case "table":
 		fs := flag.NewFlagSet("table", flag.ContinueOnError)
@@ -92,12 +92,15 @@ func labels(m mutant.Mutant) string {
 
 // suiteFlags are the conformance flags m's scenarios need: an S3 store for the backup
 // scenarios, a cluster of four nodes for the node scenarios (node 1 and three for the
-// members), Chaos Mesh for the chaos scenarios (a base scenario, steady or scale, and a fault).
-func suiteFlags(m mutant.Mutant) []string {
-	var s3, nodes, chaos bool
+// members), Chaos Mesh for the chaos scenarios (a base scenario, steady or scale, and a fault),
+// and for the failpoint scenarios etcd built with its failpoints at release failpointEtcd
+// (hack/images.sh etcd-failpoints, as make e2e-failpoints gives it).
+func suiteFlags(m mutant.Mutant, failpointEtcd string) []string {
+	var s3, nodes, chaos, failpoints bool
 	for _, s := range m.Scenarios {
 		s3 = s3 || strings.HasPrefix(s, "backup-")
 		nodes = nodes || strings.HasPrefix(s, "node-")
+		failpoints = failpoints || strings.HasPrefix(s, "failpoint-")
 		// The chaos scenarios are <base>-<fault> (steady-pod-kill, scale-partition-minority);
 		// scale-down-leader is a planned operation.
 		chaos = chaos || strings.HasPrefix(s, "steady-") || (strings.HasPrefix(s, "scale-") && s != "scale-down-leader")
@@ -111,6 +114,9 @@ func suiteFlags(m mutant.Mutant) []string {
 	}
 	if chaos {
 		out = append(out, "--install-chaos-mesh")
+	}
+	if failpoints {
+		out = append(out, "--etcd-version="+strings.TrimPrefix(failpointEtcd, "v"), "--failpoint-etcd-image=localhost:5000/quorate/etcd:"+failpointEtcd+"-failpoints")
 	}
 	return out
 }

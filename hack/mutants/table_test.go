@@ -83,10 +83,10 @@ func TestLabels(t *testing.T) {
 		"replace-remove-first":        nil,
 		"restore-skip-hash":           {"--install-s3"},
 		"ready-before-answers":        {"--nodes=4"},
-		"remove-without-quorum-probe": {"--install-chaos-mesh"},
+		"remove-without-quorum-probe": {"--install-chaos-mesh", "--etcd-version=3.6.16", "--failpoint-etcd-image=localhost:5000/quorate/etcd:v3.6.16-failpoints"},
 	} {
 		m, _ := mutant.Lookup(name)
-		if got := suiteFlags(m); !slices.Equal(got, want) {
+		if got := suiteFlags(m, "v3.6.16"); !slices.Equal(got, want) {
 			t.Errorf("%s: flags %q, want %q", name, got, want)
 		}
 	}

@@ -119,7 +119,7 @@ var Registry = []Mutant{
 	{Name: "remove-without-quorum-probe", Class: "membership change on a stale view of quorum",
 		Where:       "controllers/etcdcluster observation.keepsQuorum",
 		Description: "a voter is removed on the pass's observation alone, without probing that the voters that stay reach a leader now: a partition since the observation turns the removal into a lost quorum (a bug this project's review found)",
-		Scenarios:   []string{"scale-partition-minority", "scale"}},
+		Scenarios:   []string{"failpoint-slow-voters-scale-down", "scale-partition-minority", "scale"}},
 }
 
 // Lookup returns the mutant of that name.
