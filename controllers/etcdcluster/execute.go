@@ -512,16 +512,30 @@ func (o *observation) keepsQuorum(ctx context.Context, victim uint64, victimName
 	if len(stay)-len(cutOff) >= need {
 		return nil
 	}
-	return &removalWaits{fmt.Sprintf("not removing member %s yet: %d of the %d voting members that would stay reach a leader with a quorum now, and removing it needs %d; without: %s. The operator looks again in %s; a partition or a member down is the likely cause",
-		victimName, len(stay)-len(cutOff), len(stay), need, strings.Join(cutOff, "; "), removalProbeTimeout)}
+	return &removalWaits{fmt.Sprintf("not removing member %s yet: %d of the %d voting members that would stay reach a leader with a quorum now, and removing it needs %d; without: %s. The operator probes again, in %s at first, then less often, up to every %s; a partition, a member down or a member too slow to follow its leader is the likely cause",
+		victimName, len(stay)-len(cutOff), len(stay), need, strings.Join(cutOff, "; "), removalProbeTimeout, maxRemovalRetry)}
 }
 
 // removalWaits is keepsQuorum's refusal: a wait, not a failure. The pass says so in
-// Progressing (QuorumAtRisk) and asks again in removalProbeTimeout, without backoff: the
-// removal goes ahead as soon as the voters that stay reach a leader again.
+// Progressing and Degraded (QuorumAtRisk), with a Warning Event when a wait begins, and
+// probes again after removalRetry: the removal goes ahead once the voters that stay reach a
+// leader again.
 type removalWaits struct{ msg string }
 
 func (e *removalWaits) Error() string { return e.msg }
+
+// maxRemovalRetry bounds the pause between two probes of a removal that waits.
+const maxRemovalRetry = 30 * time.Second
+
+// removalRetry is the pause before the probe that follows the n-th refusal in a row (0 for
+// the first): removalProbeTimeout, doubling up to maxRemovalRetry, so that a removal that
+// waits for long does not keep a worker probing.
+func removalRetry(n int) time.Duration {
+	if n >= 5 {
+		return maxRemovalRetry
+	}
+	return min(removalProbeTimeout<<n, maxRemovalRetry)
+}
 
 // recoveryToken is the spec.recovery.forceNewCluster token, or "".
 func recoveryToken(c *v1alpha1.EtcdCluster) string {

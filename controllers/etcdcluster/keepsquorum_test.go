@@ -62,7 +62,7 @@ func TestKeepsQuorum(t *testing.T) {
 		err := o.keepsQuorum(ctx, id(o, "e-4"), "e-4")
 		want := "not removing member e-4 yet: 2 of the 4 voting members that would stay reach a leader with a quorum now, and removing it needs 3; " +
 			"without: e-1 (a linearizable read through e-1: context deadline exceeded (fake)); e-2 (a linearizable read through e-2: context deadline exceeded (fake)). " +
-			"The operator looks again in 2s; a partition or a member down is the likely cause"
+			"The operator probes again, in 2s at first, then less often, up to every 30s; a partition, a member down or a member too slow to follow its leader is the likely cause"
 		if err == nil || err.Error() != want {
 			t.Fatalf("got %v\nwant %s", err, want)
 		}

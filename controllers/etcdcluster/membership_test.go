@@ -301,10 +301,12 @@ func TestRemovalThatWouldLoseQuorumIsAWait(t *testing.T) {
 		t.Fatalf("leader %q: the test needs one among rq-0..rq-3 and two followers to cut off", leader)
 	}
 	patchReplicas(t, ns, "rq", 4)
-	wantCondition(t, ns, "rq", metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonQuorumAtRisk,
-		Message: fmt.Sprintf("not removing member rq-4 yet: 2 of the 4 voting members that would stay reach a leader with a quorum now, and removing it needs 3; "+
-			"without: %[1]s (a linearizable read through %[1]s: context deadline exceeded (fake)); %[2]s (a linearizable read through %[2]s: context deadline exceeded (fake)). "+
-			"The operator looks again in 2s; a partition or a member down is the likely cause", cut[0], cut[1])})
+	refusal := fmt.Sprintf("not removing member rq-4 yet: 2 of the 4 voting members that would stay reach a leader with a quorum now, and removing it needs 3; "+
+		"without: %[1]s (a linearizable read through %[1]s: context deadline exceeded (fake)); %[2]s (a linearizable read through %[2]s: context deadline exceeded (fake)). "+
+		"The operator probes again, in 2s at first, then less often, up to every 30s; a partition, a member down or a member too slow to follow its leader is the likely cause", cut[0], cut[1])
+	wantCondition(t, ns, "rq", metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonQuorumAtRisk, Message: refusal})
+	wantCondition(t, ns, "rq", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonQuorumAtRisk, Message: refusal})
+	assertEvent(t, ns, v1alpha1.EventRemovalWaits, refusal)
 	if calls := fake.Calls(); len(calls) != 0 {
 		t.Fatalf("membership changed while the removal would lose quorum: %v", calls)
 	}

@@ -90,6 +90,20 @@ type Reconciler struct {
 	// defragWarned: the UID and generation of each cluster last warned of a defragmentation
 	// schedule that runs more often than Settings.MinDefragInterval.
 	defragWarned sync.Map
+	// removalRefusals counts, per cluster, the passes in a row whose removal the quorum probe
+	// refused (removalWaits): the probe is repeated less often as they add up.
+	removalRefusals sync.Map
+}
+
+// removalRefused records one more refusal in a row of key's removal and returns how many came
+// before it.
+func (r *Reconciler) removalRefused(key types.NamespacedName) int {
+	n := 0
+	if v, ok := r.removalRefusals.Load(key); ok {
+		n = v.(int)
+	}
+	r.removalRefusals.Store(key, n+1)
+	return n
 }
 
 // Certificates is what a pass needs of the cluster's certificates (package certificates).
@@ -380,6 +394,13 @@ func (r *Reconciler) step(ctx context.Context, c *v1alpha1.EtcdCluster, obs *obs
 	logf.FromContext(ctx).V(1).Info("planned", "action", action.String())
 	q, share, execErr := r.execute(ctx, c, obs, state, action)
 	fold(c, share)
+	// A removal that waits for the voters that stay is no failed step: as with any wait, the
+	// objects that follow the membership and the users are kept in line; report says why.
+	var waits *removalWaits
+	var waiting error
+	if errors.As(execErr, &waits) {
+		waiting, execErr = execErr, nil
+	}
 	if execErr == nil {
 		execErr = r.Ownership.InTerm(holdOf(ctx))
 	}
@@ -391,14 +412,17 @@ func (r *Reconciler) step(ctx context.Context, c *v1alpha1.EtcdCluster, obs *obs
 		users, execErr = r.certs.SyncUsers(ctx, c, obs.client, action.Kind == planner.None)
 		fold(c, statusShare{certs: []certificates.Share{users}})
 	}
-	if execErr == nil {
+	if execErr == nil && waiting == nil {
 		fold(c, r.advanceJoin(c, state, action))
 		// A CA rotation moves on only from a settled pass (it changes what members trust).
 		fold(c, statusShare{certs: r.certs.Advance(c, action.Kind == planner.None, time.Now())})
 	}
 	outcome := string(action.Kind)
-	if execErr != nil {
+	switch {
+	case execErr != nil:
 		outcome = "Error"
+	case waiting != nil:
+		outcome, execErr = string(planner.Wait), waiting
 	}
 	metrics.CountReconcile(c.Namespace, c.Name, outcome)
 	return state, action, q, execErr
@@ -417,9 +441,14 @@ func (r *Reconciler) report(ctx context.Context, original, c *v1alpha1.EtcdClust
 	}
 	var waits *removalWaits
 	if errors.As(execErr, &waits) {
-		logf.FromContext(ctx).Info("a removal would leave the voters that stay without a quorum; asking again", "action", action.String(), "reason", execErr.Error())
-		return r.withinClaim(requeue{after: removalProbeTimeout, reason: "the voters that would stay do not all reach a leader"}).result(ctx), nil
+		n := r.removalRefused(client.ObjectKeyFromObject(c))
+		if n == 0 {
+			r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventRemovalWaits, "%s", waits.msg)
+		}
+		logf.FromContext(ctx).Info("a removal would leave the voters that stay without a quorum; probing again", "action", action.String(), "refusals", n+1, "reason", execErr.Error())
+		return r.withinClaim(requeue{after: removalRetry(n), reason: "the voters that would stay do not all reach a leader"}).result(ctx), nil
 	}
+	r.removalRefusals.Delete(client.ObjectKeyFromObject(c))
 	if errors.Is(execErr, etcd.ErrUnhealthyCluster) {
 		// A wait, not a failure: etcd takes the change once its members have been connected
 		// long enough. Progressing says so; no backoff, no error log.

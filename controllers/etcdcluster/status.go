@@ -60,7 +60,7 @@ func computeStatus(c *v1alpha1.EtcdCluster, o *observation, s planner.State, a p
 	for _, cond := range []metav1.Condition{
 		availableCondition(s, sum, gen),
 		progressingCondition(a, execErr, gen),
-		degradedCondition(s, a, sum, gen),
+		removalWaitsOr(execErr, degradedCondition(s, a, sum, gen)),
 		alarmCondition(st.Alarms, gen),
 	} {
 		meta.SetStatusCondition(&st.Conditions, cond)
@@ -191,6 +191,18 @@ func progressingCondition(a planner.Action, execErr error, gen int64) metav1.Con
 		return statuscond.New(v1alpha1.ConditionProgressing, false, a.Reason, a.Message, gen)
 	}
 	return statuscond.New(v1alpha1.ConditionProgressing, true, a.Reason, a.Message, gen)
+}
+
+// removalWaitsOr is Degraded=True/QuorumAtRisk with the quorum probe's answer while a removal
+// waits for the voters that stay (execErr is a removalWaits): members that answer for their
+// status but cannot reach a leader need attention, though every member looks healthy. Else
+// it is degraded.
+func removalWaitsOr(execErr error, degraded metav1.Condition) metav1.Condition {
+	var waits *removalWaits
+	if !errors.As(execErr, &waits) || degraded.Status == metav1.ConditionTrue && degraded.Reason != v1alpha1.ReasonMemberUnhealthy && degraded.Reason != v1alpha1.ReasonAllMembersHealthy {
+		return degraded
+	}
+	return statuscond.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonQuorumAtRisk, waits.msg, degraded.ObservedGeneration)
 }
 
 // degradedCondition: True while something needs attention, most urgent first: a step whose

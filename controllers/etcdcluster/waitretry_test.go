@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -17,5 +18,17 @@ func TestWaitRetry(t *testing.T) {
 		if got := waitRetry(c.known); got != c.want {
 			t.Errorf("waitRetry(%s) = %s, want %s", c.known, got, c.want)
 		}
+	}
+}
+
+// A removal the quorum probe refuses is probed again after 2 s, then 4, 8, 16, and every 30 s.
+func TestRemovalRetry(t *testing.T) {
+	var got []time.Duration
+	for n := range 8 {
+		got = append(got, removalRetry(n))
+	}
+	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second}
+	if !slices.Equal(got, want) {
+		t.Errorf("removalRetry(0..7) = %v, want %v", got, want)
 	}
 }
