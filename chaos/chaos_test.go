@@ -307,3 +307,27 @@ func TestInjectorReportsATargetReplacedWhateverTheMessage(t *testing.T) {
 		})
 	}
 }
+
+// Of two targets that keep failing, one whose pod was replaced and one whose pod runs as
+// before, the fault is not gone: the second's failure is real, and a retarget would hide it.
+func TestInjectorAllGoneNeedsEveryFailingTarget(t *testing.T) {
+	ctx := context.Background()
+	since := metav1.Now()
+	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(runningPod("etcd-0", -time.Hour), runningPod("etcd-1", time.Hour)).Build()
+	in := &Injector{Client: cl}
+	const msg = "unable to set ip tables chains"
+	for _, c := range []struct {
+		name   string
+		failed []failedInjection
+		want   bool
+	}{
+		{"the replaced pod alone", []failedInjection{{id: "ns/etcd-1", msg: msg}}, true},
+		{"a missing pod alone", []failedInjection{{id: "ns/etcd-2", msg: msg}}, true},
+		{"the replaced pod and one running as before", []failedInjection{{id: "ns/etcd-1", msg: msg}, {id: "ns/etcd-0", msg: msg}}, false},
+		{"a failure that says the pod is gone, and the replaced pod", []failedInjection{{id: "ns/etcd-0", msg: `Pod "etcd-0" not found`, down: true}, {id: "ns/etcd-1", msg: msg}}, true},
+	} {
+		if got := in.allGone(ctx, c.failed, since); got != c.want {
+			t.Errorf("%s: allGone = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

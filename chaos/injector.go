@@ -113,9 +113,8 @@ func (in *Injector) waitInjected(ctx context.Context, f Fault) (Injected, error)
 		}
 		st := so.GetStatus()
 		res.Records = records(st)
-		if id, failed, gone := failedRecord(st); failed != "" {
-			gone = gone || in.replaced(ctx, id, obj.GetCreationTimestamp())
-			return false, &injectionError{msg: "Chaos Mesh could not inject it: " + failed, gone: gone}
+		if failed := failedRecords(st); len(failed) > 0 {
+			return false, &injectionError{msg: "Chaos Mesh could not inject it: " + failed[0].String(), gone: in.allGone(ctx, failed, obj.GetCreationTimestamp())}
 		}
 		last = conditions(st)
 		return condition(st, cm.ConditionAllInjected), nil
@@ -274,25 +273,50 @@ func (in *Injector) replaced(ctx context.Context, id string, since metav1.Time) 
 	return p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || !since.IsZero() && since.Before(&p.CreationTimestamp)
 }
 
-// failedRecord returns the record and the message of the latest failed injection, if
-// injections keep failing, and whether each failure said that its target pod does not exist.
-func failedRecord(st *cm.ChaosStatus) (id, msg string, gone bool) {
+// allGone: every target that keeps failing was gone or replaced (its failures say so, or its
+// pod does: replaced, since the fault's creation). One failing for another reason is not to
+// be hidden by a retarget.
+func (in *Injector) allGone(ctx context.Context, failed []failedInjection, since metav1.Time) bool {
+	for _, f := range failed {
+		if !f.down && !in.replaced(ctx, f.id, since) {
+			return false
+		}
+	}
+	return true
+}
+
+// failedInjection is a target Chaos Mesh failed to inject into, repeatedly.
+type failedInjection struct {
+	// id is the record's namespace/pod[/container], msg the latest failure's message.
+	id, msg string
+	failed  int
+	// down: each failure said that the pod does not exist or does not run (targetDown).
+	down bool
+}
+
+func (f failedInjection) String() string {
+	return fmt.Sprintf("%s: %s (failed %d times)", f.id, f.msg, f.failed)
+}
+
+// failedRecords are the targets whose injection keeps failing: Chaos Mesh retries, so a target
+// counts once it failed 5 times without being injected.
+func failedRecords(st *cm.ChaosStatus) []failedInjection {
+	var out []failedInjection
 	for _, r := range st.Experiment.Records {
 		if r.InjectedCount > 0 || len(r.Events) == 0 {
 			continue
 		}
-		// Chaos Mesh retries; report only when it failed repeatedly.
-		failed, last, down := 0, "", true
+		f := failedInjection{id: r.Id, down: true}
 		for _, e := range r.Events {
 			if e.Type == cm.TypeFailed && e.Operation == cm.Apply {
-				failed++
-				last = e.Message
-				down = down && targetDown(r.Id, e.Message)
+				f.failed++
+				f.msg = e.Message
+				f.down = f.down && targetDown(r.Id, e.Message)
 			}
 		}
-		if failed >= 5 {
-			return r.Id, fmt.Sprintf("%s: %s (failed %d times)", r.Id, last, failed), down
+		if f.failed >= 5 {
+			out = append(out, f)
 		}
 	}
-	return "", "", false
+	return out
 }
