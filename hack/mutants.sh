@@ -31,10 +31,10 @@ make --no-print-directory conformance images
 LEARNER_READY_ETCD=${LEARNER_READY_ETCD:-$(sed -n 's/^LEARNER_READY_ETCD ?= //p' Makefile)}
 "$here/images.sh" etcd "$LEARNER_READY_ETCD" >/dev/null
 CONFORMANCE_FLAGS="--etcd-learner-ready-version=${LEARNER_READY_ETCD#v} ${CONFORMANCE_FLAGS:-}"
-# The failpoint scenarios run etcd built with its failpoints (hack/mutants flags names it).
+# The failpoint scenarios run etcd built with its failpoints (hack/mutants flags names it;
+# built below for a mutant that needs it).
 FAILPOINT_ETCD=${FAILPOINT_ETCD:-$(sed -n 's/^FAILPOINT_ETCD ?= //p' Makefile)}
 export FAILPOINT_ETCD
-"$here/images.sh" etcd-failpoints "$FAILPOINT_ETCD" >/dev/null
 make --no-print-directory build-linux GOTAGS=mutants
 img=$("$here/images.sh" operator "$VERSION-mutants")
 make --no-print-directory build-linux
@@ -44,6 +44,9 @@ IFS=, read -r -a list <<<"$mutants"
 for m in "${list[@]}"; do
   labels=$(go run ./hack/mutants labels "$m")
   flags=$(go run ./hack/mutants flags "$m")
+  case "$flags" in
+    *--failpoint-etcd-image=*) "$here/images.sh" etcd-failpoints "$FAILPOINT_ETCD" >/dev/null ;;
+  esac
   log "mutant $m: $labels ${flags:+($flags)}"
   rm -rf "${out:?}/$m"
   # A failing scenario is the point: make's status is recorded, not acted on.

@@ -31,12 +31,14 @@ const slowVoterSleep = "sleep(3000)"
 // answering for their status, but too slow to acknowledge anything. Removing the fifth would
 // leave 4 voters of which only 2 keep up, no quorum for any write; the operator's probe
 // before the removal (a linearizable read through each voter that stays) must refuse it:
-// Progressing=QuorumAtRisk naming both, and the fifth still a voter. Once they are released,
-// the removal goes ahead. The mutant remove-without-quorum-probe removes it at once.
+// Progressing=QuorumAtRisk naming both, and the fifth still a voter 15 s of stall later. Once
+// they are released, the removal goes ahead. The mutant remove-without-quorum-probe removes it at once.
 func SlowVotersScaleDown(opts *framework.Options) framework.Scenario {
 	var victim string
 	var stalled []string
-	return framework.Scenario{Name: "failpoint-slow-voters-scale-down", Replicas: 5, Class: framework.Fault,
+	// The partition class: two of five members answer nothing in time, as if cut off, and the
+	// workload's requests through them time out.
+	return framework.Scenario{Name: "failpoint-slow-voters-scale-down", Replicas: 5, Class: framework.Partition,
 		Labels: map[string]string{label.Suite: label.SuiteFailpoints, label.Failpoint: "raftBeforeSave", label.Operation: "scale"},
 		Needs:  []framework.Prerequisite{framework.FailpointImage},
 		Spec: func(s *v1alpha1.EtcdClusterSpec) {
@@ -155,5 +157,28 @@ func scaleDownPastSlowVoters(ctx context.Context, r *framework.Run, victim strin
 		return errors.New("Progressing=QuorumAtRisk does not say that the removal of " + victim + " waits for " + strings.Join(unnamed, " and ") + ": " + refusal)
 	}
 	r.T.Logf("the removal waits: %s", refusal)
+	// A probe that refused once must go on refusing: the stall is kept for slowVoterHold more,
+	// through the operator's next probes (after 2, 4 and 8 s), and the victim must stay a voter.
+	held := time.Now()
+	err = r.WaitFor(ctx, fmt.Sprintf("%s to stay a voter for %s of stall after the refusal", victim, slowVoterHold), slowVoterHold+time.Minute, func() error {
+		ec, err := r.GetCluster(ctx)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(ec.Status.Members, func(m v1alpha1.MemberStatus) bool { return m.Name == victim && !m.Learner }) {
+			return fmt.Errorf("%w: %s was removed %s after the operator refused to, while %s were still stalled", framework.ErrStop, victim, time.Since(held).Round(time.Second), strings.Join(stalled, " and "))
+		}
+		if time.Since(held) < slowVoterHold {
+			return fmt.Errorf("%s held of %s", time.Since(held).Round(time.Second), slowVoterHold)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	r.T.Logf("%s was still a voter after %s more of stall", victim, slowVoterHold)
 	return nil
 }
+
+// slowVoterHold is how long the stall is kept once the operator refused the removal.
+const slowVoterHold = 15 * time.Second

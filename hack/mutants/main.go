@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/quorate-dev/quorate/internal/mutant"
@@ -55,7 +56,11 @@ func run(args []string) error {
 		if !ok {
 			return fmt.Errorf("no mutant %q", args[1])
 		}
-		fmt.Println(strings.Join(suiteFlags(m, os.Getenv("FAILPOINT_ETCD")), " "))
+		failpointEtcd := os.Getenv("FAILPOINT_ETCD")
+		if failpointEtcd == "" && slices.ContainsFunc(m.Scenarios, func(s string) bool { return strings.HasPrefix(s, "failpoint-") }) {
+			return fmt.Errorf("mutant %s runs failpoint scenarios: set FAILPOINT_ETCD to the etcd release of the failpoint image (hack/mutants.sh takes the Makefile's)", m.Name)
+		}
+		fmt.Println(strings.Join(suiteFlags(m, failpointEtcd), " "))
 		return nil
 	case "table":
 		fs := flag.NewFlagSet("table", flag.ContinueOnError)
