@@ -291,6 +291,42 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *v1alpha1.EtcdCluster, o
 	}
 	o.client = cl
 	o.listMembers(ctx, cl, recorded)
+	if o.etcdErr != nil && o.listedClusterID == 0 {
+		// The list failed (a list from another cluster is no failure to retry).
+		r.listThroughLeader(ctx, o, voters, recorded, tlsCfg)
+	}
+}
+
+// listThroughLeader lists the members again through the leader alone, after a list through
+// any voter failed: the list is linearizable, and a voter too slow to follow its leader (its
+// disk, or its link) answers for its status at once but times out on the list, which would
+// make the pass see no cluster. The leader confirms a linearizable read with the heartbeats
+// of a quorum alone. On success the pass goes on with the leader's client.
+func (r *Reconciler) listThroughLeader(ctx context.Context, o *observation, voters []etcd.Endpoint, recorded uint64, tlsCfg *tls.Config) {
+	var leader etcd.Endpoint
+	for _, ep := range voters {
+		if st, ok := o.statuses[ep.Member]; ok && st.Leader != 0 && st.Leader == st.MemberID {
+			leader = ep
+		}
+	}
+	if leader.Member == "" {
+		return
+	}
+	cl, err := r.EtcdFactory(ctx, etcd.Config{Endpoints: []etcd.Endpoint{leader}, TLS: tlsCfg})
+	if err != nil {
+		return
+	}
+	first := o.etcdErr
+	o.etcdErr = nil
+	o.listMembers(ctx, cl, recorded)
+	if o.etcdErr != nil {
+		o.etcdErr = fmt.Errorf("%w (and through the leader %s alone: %v)", first, leader.Member, o.etcdErr)
+		_ = cl.Close()
+		return
+	}
+	logf.FromContext(ctx).Info("listed the members through the leader alone, after a list through any voter failed", "leader", leader.Member, "error", first.Error())
+	_ = o.client.Close()
+	o.client = cl
 }
 
 // etcdEndpoints are the endpoints a pass asks, by member name: the members' and, during a

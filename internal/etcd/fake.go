@@ -36,6 +36,7 @@ type Fake struct {
 	servedAt  map[string]string  // endpoint name -> member name (ServeAt)
 	held      map[string]bool    // members kept from starting (HoldStart)
 	unreached map[[2]string]bool // from, to: from has no working connection to to (Unreach)
+	slow      map[string]bool    // members that time out on linearizable reads (SlowReads)
 	version   string
 	calls     []string
 	clients   int
@@ -47,7 +48,7 @@ type Fake struct {
 // NewFake returns an empty, not yet bootstrapped cluster running the given etcd version.
 func NewFake(version string) *Fake {
 	return &Fake{nextID: 0x1000, down: map[string]bool{}, foreign: map[string]uint64{},
-		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, dbInUse: map[string]int64{}, revision: map[string]int64{}, hashes: map[string]uint32{}, answerAs: map[string]string{}, servedAt: map[string]string{}, held: map[string]bool{}, unreached: map[[2]string]bool{}, version: version}
+		notReady: map[uint64]int{}, errs: map[string]failure{}, dbSize: map[string]int64{}, dbInUse: map[string]int64{}, revision: map[string]int64{}, hashes: map[string]uint32{}, answerAs: map[string]string{}, servedAt: map[string]string{}, held: map[string]bool{}, unreached: map[[2]string]bool{}, slow: map[string]bool{}, version: version}
 }
 
 // Factory returns a Factory whose clients talk to this fake.
@@ -92,6 +93,16 @@ func (f *Fake) Unreach(from, to string, blocked bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.unreached[[2]string{from, to}] = blocked
+}
+
+// SlowReads makes a member answer for its status at once but time out on linearizable reads
+// (true), as one too slow to follow its leader (its disk, or its link) does, or answer them
+// again (false): a member list through a client that has it among its endpoints fails (the
+// client's balancer may pick it), and so does a read through it (Reaches).
+func (f *Fake) SlowReads(name string, slow bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.slow[name] = slow
 }
 
 // SetDown makes a member stop (true) or resume (false) answering.
@@ -364,6 +375,11 @@ func (c *fakeClient) MemberList(context.Context) (uint64, []Member, error) {
 	if err := c.reachableLocked(); err != nil {
 		return 0, nil, err
 	}
+	for _, ep := range c.eps {
+		if name := f.atLocked(ep.Member); f.slow[name] {
+			return 0, nil, fmt.Errorf("listing members: context deadline exceeded (fake: through %s, which is slow)", name)
+		}
+	}
 	return f.clusterID, slices.Clone(f.members), nil
 }
 
@@ -603,7 +619,7 @@ func (c *fakeClient) Reaches(_ context.Context, ep Endpoint, _ time.Duration) er
 	name := f.atLocked(ep.Member)
 	leader := f.nameOfLocked(f.leader)
 	up := slices.ContainsFunc(f.members, func(m Member) bool { return m.Name == name && f.upLocked(m) })
-	if !up || !f.quorumLocked() || f.unreached[[2]string{name, leader}] || f.unreached[[2]string{leader, name}] {
+	if !up || !f.quorumLocked() || f.unreached[[2]string{name, leader}] || f.unreached[[2]string{leader, name}] || f.slow[name] {
 		return fmt.Errorf("a linearizable read through %s: context deadline exceeded (fake)", ep.Member)
 	}
 	return nil
