@@ -217,13 +217,9 @@ const (
 	// EventLeaderMoveRefused (Warning): spec.maintenance.moveLeader was refused; the message
 	// says why and what to do.
 	EventLeaderMoveRefused = "LeaderMoveRefused"
-	// EventRemovalWaits (Warning): a voter's removal waits, because fewer than a quorum of the
-	// voters that would stay reach a leader now; the message names those that do not. One
-	// Event when the wait begins; Progressing and Degraded say QuorumAtRisk while it lasts.
-	EventRemovalWaits     = "RemovalWaits"
-	EventVolumesAdopted   = "VolumesAdopted"
-	EventRecoveryStarted  = "RecoveryStarted"
-	EventRecoveryProgress = "RecoveryProgress"
+	EventVolumesAdopted    = "VolumesAdopted"
+	EventRecoveryStarted   = "RecoveryStarted"
+	EventRecoveryProgress  = "RecoveryProgress"
 	// EventJoinStarted: the operator recorded the external cluster's ID and members and
 	// starts adding its own (spec.bootstrap.join).
 	EventJoinStarted = "JoinStarted"

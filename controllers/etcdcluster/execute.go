@@ -517,8 +517,8 @@ func (o *observation) keepsQuorum(ctx context.Context, victim uint64, victimName
 }
 
 // removalWaits is keepsQuorum's refusal: a wait, not a failure. The pass says so in
-// Progressing and Degraded (QuorumAtRisk), with a Warning Event when a wait begins, and
-// probes again after removalRetry: the removal goes ahead once the voters that stay reach a
+// Progressing and Degraded (QuorumAtRisk; Degraded's change is a Warning Event), and probes
+// again after removalRetry: the removal goes ahead once the voters that stay reach a
 // leader again.
 type removalWaits struct{ msg string }
 

@@ -281,7 +281,8 @@ func TestUnhealthyClusterIsAWait(t *testing.T) {
 // A scale-down whose removal would leave the voters that stay without a quorum (two of the
 // four are too slow to follow the leader: they answer for their status, but time out on
 // linearizable reads) waits: Progressing and Degraded say QuorumAtRisk with the probe's whole
-// answer, a Warning Event marks it, no pass returns it for backoff, nothing is removed. The
+// answer, Degraded's change is a Warning Event, no pass returns it for backoff, nothing is
+// removed. The
 // member list, which a slow member times out on, is read through the leader: the cluster stays
 // Available. Once they keep up again the removal goes ahead.
 func TestRemovalThatWouldLoseQuorumIsAWait(t *testing.T) {
@@ -308,7 +309,7 @@ func TestRemovalThatWouldLoseQuorumIsAWait(t *testing.T) {
 		"The operator probes again, in 2s at first, then less often, up to every 30s; a partition, a member down or a member too slow to follow its leader is the likely cause", cut[0], cut[1])
 	wantCondition(t, ns, "rq", metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonQuorumAtRisk, Message: refusal})
 	wantCondition(t, ns, "rq", metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonQuorumAtRisk, Message: refusal})
-	assertEvent(t, ns, v1alpha1.EventRemovalWaits, refusal)
+	assertEvent(t, ns, v1alpha1.ReasonQuorumAtRisk, "Degraded is True: "+refusal)
 	if calls := fake.Calls(); len(calls) != 0 {
 		t.Fatalf("membership changed while the removal would lose quorum: %v", calls)
 	}

@@ -245,6 +245,7 @@ func (r *Reconciler) current(ctx context.Context, req ctrl.Request) (*v1alpha1.E
 			r.checks.forget(req.NamespacedName)
 			r.carried.forget(req.NamespacedName)
 			r.defragWarned.Delete(req.NamespacedName)
+			r.removalRefusals.Delete(req.NamespacedName)
 			metrics.ForgetCluster(req.Namespace, req.Name)
 			return nil, requeue{}, nil
 		}
@@ -441,10 +442,8 @@ func (r *Reconciler) report(ctx context.Context, original, c *v1alpha1.EtcdClust
 	}
 	var waits *removalWaits
 	if errors.As(execErr, &waits) {
+		// Degraded's change to QuorumAtRisk is the Event (eventOnTransitions).
 		n := r.removalRefused(client.ObjectKeyFromObject(c))
-		if n == 0 {
-			r.Recorder.Eventf(c, corev1.EventTypeWarning, v1alpha1.EventRemovalWaits, "%s", waits.msg)
-		}
 		logf.FromContext(ctx).Info("a removal would leave the voters that stay without a quorum; probing again", "action", action.String(), "refusals", n+1, "reason", execErr.Error())
 		return r.withinClaim(requeue{after: removalRetry(n), reason: "the voters that would stay do not all reach a leader"}).result(ctx), nil
 	}

@@ -157,10 +157,16 @@ func scaleDownPastSlowVoters(ctx context.Context, r *framework.Run, victim strin
 		return errors.New("Progressing=QuorumAtRisk does not say that the removal of " + victim + " waits for " + strings.Join(unnamed, " and ") + ": " + refusal)
 	}
 	r.T.Logf("the removal waits: %s", refusal)
-	// A probe that refused once must go on refusing: the stall is kept for slowVoterHold more,
-	// through the operator's next probes (after 2, 4 and 8 s), and the victim must stay a voter.
+	return holdStall(ctx, r, victim, stalled)
+}
+
+// holdStall: a probe that refused once must go on refusing. The stall is kept for
+// slowVoterHold more, through the operator's next probes (after 2, 4 and 8 s); the victim must
+// stay a voter, the operator keep seeing a quorum, and Progressing still say QuorumAtRisk at
+// the end.
+func holdStall(ctx context.Context, r *framework.Run, victim string, stalled []string) error {
 	held := time.Now()
-	err = r.WaitFor(ctx, fmt.Sprintf("%s to stay a voter for %s of stall after the refusal", victim, slowVoterHold), slowVoterHold+time.Minute, func() error {
+	err := r.WaitFor(ctx, fmt.Sprintf("%s to stay a voter for %s of stall after the refusal", victim, slowVoterHold), slowVoterHold+time.Minute, func() error {
 		ec, err := r.GetCluster(ctx)
 		if err != nil {
 			return err
@@ -168,8 +174,18 @@ func scaleDownPastSlowVoters(ctx context.Context, r *framework.Run, victim strin
 		if !slices.ContainsFunc(ec.Status.Members, func(m v1alpha1.MemberStatus) bool { return m.Name == victim && !m.Learner }) {
 			return fmt.Errorf("%w: %s was removed %s after the operator refused to, while %s were still stalled", framework.ErrStop, victim, time.Since(held).Round(time.Second), strings.Join(stalled, " and "))
 		}
+		// Without a member list the status keeps the members it had: a removal that lost
+		// quorum would leave the victim listed. The operator, listing through the leader,
+		// keeps seeing the cluster while the removal waits.
+		if d := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionDegraded); d != nil && d.Reason == v1alpha1.ReasonEtcdUnreachable {
+			return fmt.Errorf("%w: the operator sees no quorum %s after it refused the removal of %s: %s", framework.ErrStop, time.Since(held).Round(time.Second), victim, d.Message)
+		}
 		if time.Since(held) < slowVoterHold {
 			return fmt.Errorf("%s held of %s", time.Since(held).Round(time.Second), slowVoterHold)
+		}
+		// And it still refuses, at the end of the hold.
+		if p := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionProgressing); p == nil || p.Reason != v1alpha1.ReasonQuorumAtRisk {
+			return fmt.Errorf("condition Progressing is %v after %s of stall", p, slowVoterHold)
 		}
 		return nil
 	})
