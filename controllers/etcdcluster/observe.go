@@ -303,13 +303,16 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *v1alpha1.EtcdCluster, o
 // make the pass see no cluster. The leader confirms a linearizable read with the heartbeats
 // of a quorum alone. On success the pass goes on with the leader's client.
 func (r *Reconciler) listThroughLeader(ctx context.Context, o *observation, voters []etcd.Endpoint, recorded uint64, tlsCfg *tls.Config) {
+	// The member that says it leads, in the newest term if two do (an old leader that has not
+	// heard of the election yet). A list through the one voter there is has already failed.
 	var leader etcd.Endpoint
+	var term uint64
 	for _, ep := range voters {
-		if st, ok := o.statuses[ep.Member]; ok && st.Leader != 0 && st.Leader == st.MemberID {
-			leader = ep
+		if st, ok := o.statuses[ep.Member]; ok && st.Leader != 0 && st.Leader == st.MemberID && st.RaftTerm >= term {
+			leader, term = ep, st.RaftTerm
 		}
 	}
-	if leader.Member == "" {
+	if leader.Member == "" || len(voters) == 1 {
 		return
 	}
 	cl, err := r.EtcdFactory(ctx, etcd.Config{Endpoints: []etcd.Endpoint{leader}, TLS: tlsCfg})
