@@ -134,7 +134,7 @@ func scaleDownPastSlowVoters(ctx context.Context, r *framework.Run, victim strin
 		if err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(ec.Status.Members, func(m v1alpha1.MemberStatus) bool { return m.Name == victim && !m.Learner }) {
+		if !isVoter(ec, victim) {
 			return fmt.Errorf("%w: %s was removed while %s were stalled: 4 voters of which 2 keep up have no quorum", framework.ErrStop, victim, strings.Join(stalled, " and "))
 		}
 		p := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionProgressing)
@@ -171,7 +171,7 @@ func holdStall(ctx context.Context, r *framework.Run, victim string, stalled []s
 		if err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(ec.Status.Members, func(m v1alpha1.MemberStatus) bool { return m.Name == victim && !m.Learner }) {
+		if !isVoter(ec, victim) {
 			return fmt.Errorf("%w: %s was removed %s after the operator refused to, while %s were still stalled", framework.ErrStop, victim, time.Since(held).Round(time.Second), strings.Join(stalled, " and "))
 		}
 		// Without a member list the status keeps the members it had: a removal that lost
@@ -194,6 +194,11 @@ func holdStall(ctx context.Context, r *framework.Run, victim string, stalled []s
 	}
 	r.T.Logf("%s was still a voter after %s more of stall", victim, slowVoterHold)
 	return nil
+}
+
+// isVoter: the cluster's status lists member name as a voter.
+func isVoter(ec *v1alpha1.EtcdCluster, name string) bool {
+	return slices.ContainsFunc(ec.Status.Members, func(m v1alpha1.MemberStatus) bool { return m.Name == name && !m.Learner })
 }
 
 // slowVoterHold is how long the stall is kept once the operator refused the removal.
