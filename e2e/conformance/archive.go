@@ -65,7 +65,7 @@ func ArchiveFollowsWrites() framework.Scenario {
 func startArchive(ctx context.Context, r *framework.Run, schedule string) (int64, error) {
 	r.Phase("archiving")
 	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: schedule, Namespace: r.Namespace},
-		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@daily", Storage: framework.Storage("backups"),
+		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@daily", Storage: r.S3Storage("backups"),
 			Archive: &v1alpha1.ArchiveSpec{Enabled: true}}}
 	if err := r.Suite.Client.Create(ctx, s); err != nil {
 		return 0, err
@@ -129,7 +129,7 @@ func archiveRanges(ctx context.Context, r *framework.Run, schedule string) ([]st
 		return nil, nil, fmt.Errorf("status.archive.clusterID %q: %w", s.Status.Archive.ClusterID, err)
 	}
 	prefix := archive.Dir(resources.ArchivePrefix(s), id) + "/"
-	listed, err := r.RunTool(ctx, "list-archive", []string{"list", "--segment-ranges", "--bucket=" + framework.BucketURL("backups"), "--prefix=" + prefix}, framework.S3Credentials, nil, nil)
+	listed, err := r.RunS3Tool(ctx, "list-archive", []string{"list", "--segment-ranges", "--prefix=" + prefix}, "backups")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,7 +158,7 @@ func RestoreToAPoint() framework.Scenario {
 				if _, err := startArchive(ctx, r, schedule); err != nil {
 					return err
 				}
-				b1, err = completedBackup(ctx, r, "pitr-b1", framework.Storage("backups"))
+				b1, err = completedBackup(ctx, r, "pitr-b1", r.S3Storage("backups"))
 				return err
 			}},
 			{Name: "after b1, put keys on two leases the workload keeps alive; once the archive holds them, revoke one", Do: func(ctx context.Context, r *framework.Run) error {
@@ -368,7 +368,7 @@ func ArchiveRetention() framework.Scenario {
 func scheduledChain(ctx context.Context, r *framework.Run, schedule string) (*v1alpha1.EtcdBackup, int64, error) {
 	r.Phase("scheduled backups of an archived cluster, keeping one")
 	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: schedule, Namespace: r.Namespace},
-		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@every 30s", Storage: framework.Storage("backups"),
+		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@every 30s", Storage: r.S3Storage("backups"),
 			Retention: v1alpha1.BackupRetention{MaxCount: 1}, Archive: &v1alpha1.ArchiveSpec{Enabled: true}}}
 	if err := r.Suite.Client.Create(ctx, s); err != nil {
 		return nil, 0, err

@@ -56,7 +56,7 @@ func backupAndRestore(b **v1alpha1.EtcdBackup, keep bool) []framework.Step {
 		}},
 		{Name: "back up to b1", Do: func(ctx context.Context, r *framework.Run) (err error) {
 			r.Phase("backing up")
-			*b, err = completedBackup(ctx, r, "b1", framework.Storage("backups"))
+			*b, err = completedBackup(ctx, r, "b1", r.S3Storage("backups"))
 			return err
 		}},
 		{Name: "restore b1 into a new cluster and verify its keyspace", Do: func(ctx context.Context, r *framework.Run) error {
@@ -86,7 +86,7 @@ func wrongHashRefused(ctx context.Context, r *framework.Run, b *v1alpha1.EtcdBac
 		return err
 	}
 	other := fmt.Sprintf("%x", sha256.Sum256([]byte("another snapshot")))
-	st := framework.Storage("backups")
+	st := r.S3Storage("backups")
 	name := "wrong-sha"
 	c := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace},
 		Spec: v1alpha1.EtcdClusterSpec{Replicas: 1, Version: src.Spec.Version, Storage: v1alpha1.StorageSpec{Size: resource.MustParse("256Mi")},
@@ -208,10 +208,10 @@ func restoreAndVerify(ctx context.Context, r *framework.Run, b *v1alpha1.EtcdBac
 func scheduleAndDrill(ctx context.Context, r *framework.Run) error {
 	r.Phase("scheduled backups with retention and a restore drill")
 	s := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "every20s", Namespace: r.Namespace},
-		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@every 20s", Storage: framework.Storage("backups"),
+		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@every 20s", Storage: r.S3Storage("backups"),
 			Retention: v1alpha1.BackupRetention{MaxCount: 2}, Drill: v1alpha1.RestoreDrill{Enabled: true}}}
 	long := &v1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: s.Name + "-long", Namespace: r.Namespace},
-		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@every 20s", Storage: framework.Storage("backups"),
+		Spec: v1alpha1.EtcdBackupScheduleSpec{ClusterName: r.Cluster, Schedule: "@every 20s", Storage: r.S3Storage("backups"),
 			Retention: v1alpha1.BackupRetention{MaxCount: 10}}}
 	created, err := runSchedules(ctx, r, s, long)
 	if err != nil {
@@ -361,7 +361,7 @@ func completedBackups(ctx context.Context, r *framework.Run, schedule string, do
 // key prefix that are its own (backup.OfSchedule), not those of a schedule whose name extends it.
 func scheduleObjects(ctx context.Context, r *framework.Run, s *v1alpha1.EtcdBackupSchedule) ([]string, error) {
 	prefix := resources.ScheduleKeyPrefix(s)
-	listed, err := r.RunTool(ctx, "list-"+s.Name, []string{"list", "--bucket=" + framework.BucketURL("backups"), "--prefix=" + prefix}, framework.S3Credentials, nil, nil)
+	listed, err := r.RunS3Tool(ctx, "list-"+s.Name, []string{"list", "--prefix=" + prefix}, "backups")
 	if err != nil {
 		return nil, err
 	}

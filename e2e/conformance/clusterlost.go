@@ -56,7 +56,7 @@ func ClusterLost() framework.Scenario {
 				if _, err := startArchive(ctx, r, schedule); err != nil {
 					return err
 				}
-				if b1, err = completedBackup(ctx, r, "lost-b1", framework.Storage("backups")); err != nil {
+				if b1, err = completedBackup(ctx, r, "lost-b1", r.S3Storage("backups")); err != nil {
 					return err
 				}
 				r.Hold(ctx, 10*time.Second)

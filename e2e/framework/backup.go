@@ -51,8 +51,36 @@ func bucketURL(endpoint, bucket string) string {
 
 // UseS3 copies the store's root keys into the run's namespace as Secret s3-credentials, the
 // way a user gives a cluster's backups their bucket credentials.
+// With --s3-over-tls it copies the store's CA too (UseS3CA).
 func (r *Run) UseS3(ctx context.Context) error {
-	return r.copySecret(ctx, types.NamespacedName{Namespace: S3Namespace, Name: "s3-root"}, S3Credentials, "the S3 store's keys (install it with --install-s3)")
+	if err := r.copySecret(ctx, types.NamespacedName{Namespace: S3Namespace, Name: "s3-root"}, S3Credentials, "the S3 store's keys (install it with --install-s3)"); err != nil {
+		return err
+	}
+	if r.Suite.Opts.S3OverTLS {
+		return r.UseS3CA(ctx)
+	}
+	return nil
+}
+
+// S3Storage is the backup storage of a bucket of the store as the run reaches it: over TLS,
+// trusting the copied CA, with --s3-over-tls (TLSStorage); over plain HTTP otherwise (Storage).
+func (r *Run) S3Storage(bucket string) v1alpha1.BackupStorage {
+	if r.Suite.Opts.S3OverTLS {
+		return TLSStorage(bucket)
+	}
+	return Storage(bucket)
+}
+
+// RunS3Tool runs quorate-backup with args against a bucket of the store as the run reaches it
+// (bucket: its name), with the copied credentials; over TLS, the copied CA is mounted and
+// given as --ca-bundle. The bucket's URL is the last argument, as --bucket.
+func (r *Run) RunS3Tool(ctx context.Context, name string, args []string, bucket string) (*backup.Result, error) {
+	if !r.Suite.Opts.S3OverTLS {
+		return r.RunTool(ctx, name, append(args, "--bucket="+BucketURL(bucket)), S3Credentials, nil, nil)
+	}
+	return r.RunTool(ctx, name, append(args, "--bucket="+TLSBucketURL(bucket), "--ca-bundle=/s3-ca/"+S3CAKey), S3Credentials,
+		[]corev1.Volume{{Name: "s3-ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: S3CA}}}}},
+		[]corev1.VolumeMount{{Name: "s3-ca", MountPath: "/s3-ca", ReadOnly: true}})
 }
 
 // copySecret copies the data of Secret from into the run's namespace as Secret name (kept if

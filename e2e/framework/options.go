@@ -51,14 +51,17 @@ type Options struct {
 	WorkloadImage    string
 	InstallChaos     bool
 	InstallS3        bool
-	InstallStores    bool
-	ChaosSocket      string
-	OperatorNS       string
-	InstallOLM       bool
-	OLMCatalogs      string
-	OLMVersions      string
-	OLMv1            bool
-	KeepFailed       bool
+	// S3OverTLS: the backup and archive scenarios reach the S3 store over TLS, trusting its
+	// private CA through storage.caBundle (Run.S3Storage).
+	S3OverTLS     bool
+	InstallStores bool
+	ChaosSocket   string
+	OperatorNS    string
+	InstallOLM    bool
+	OLMCatalogs   string
+	OLMVersions   string
+	OLMv1         bool
+	KeepFailed    bool
 	// MissingPrerequisites is what a scenario whose prerequisite the cluster lacks gets:
 	// SkipMissing or FailMissing.
 	MissingPrerequisites string
@@ -218,6 +221,7 @@ func RegisterFlags() *Options {
 	flag.StringVar(&o.WorkloadImage, "workload-image", envflag.Or("QUORATE_WORKLOAD_IMAGE", "localhost:5000/quorate/workload:"+buildinfo.Version), "image of the conformance workload")
 	flag.BoolVar(&o.InstallChaos, "install-chaos-mesh", false, "build and install Chaos Mesh (hack/chaos-mesh.sh) before the scenarios; the chaos scenarios need it")
 	flag.BoolVar(&o.InstallS3, "install-s3", false, "build and install an S3 object store (versitygw, hack/s3.sh) before the scenarios; the backup scenarios need it")
+	flag.BoolVar(&o.S3OverTLS, "s3-over-tls", false, "the backup and archive scenarios (backup-restore, archive-follows-writes, restore-to-a-point, archive-retention, cluster-lost) reach the suite's S3 store over TLS, its private CA named in storage.caBundle, as a store in production is (the cases of backup-restore that must fail stay on plain HTTP); off: over plain HTTP")
 	flag.BoolVar(&o.InstallStores, "install-stores", false, "build and install emulated cloud object stores (fake-gcs-server and Azurite, hack/stores.sh) before the scenarios; backup-restore-gcs and backup-restore-azure need them")
 	flag.StringVar(&o.ChaosSocket, "containerd-socket", "", "containerd socket of the nodes, for --install-chaos-mesh (known for --provider=local)")
 	flag.BoolVar(&o.InstallOLM, "install-olm", false, "install OLM (hack/olm.sh) and build the catalogs of the previous and the current release (hack/olm-catalog.sh) for the OLM scenarios")
