@@ -102,7 +102,7 @@ func (r *Run) copySecret(ctx context.Context, from types.NamespacedName, name, w
 func (r *Run) UseS3CA(ctx context.Context) error {
 	ca := &corev1.ConfigMap{}
 	if err := r.Suite.Client.Get(ctx, types.NamespacedName{Namespace: S3Namespace, Name: S3CA}, ca); err != nil {
-		return fmt.Errorf("reading the S3 store's CA (install it with --install-s3): %w", err)
+		return fmt.Errorf("reading the S3 store's CA, which backup-restore-tls, archive-ca-rotation and any run with --s3-over-tls need (install the store with --install-s3, hack/s3.sh): %w", err)
 	}
 	if ca.Data[S3CAKey] == "" {
 		return fmt.Errorf("ConfigMap %s/%s has no %s", S3Namespace, S3CA, S3CAKey)
