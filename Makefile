@@ -278,7 +278,7 @@ mutants: ## Run each seeded operator bug (internal/mutant; MUTANTS=a,b narrows) 
 .PHONY: campaign
 campaign: ## Run the randomized campaign on local clusters of K8S_VERSION (RUNS, SEED, FROM, BATCH, CAMPAIGN_OPERATIONS, CAMPAIGN_FAULTS) and write docs/reports/campaign.md over every run under CAMPAIGN_DIR.
 	RUNS="$(RUNS)" SEED="$(SEED)" FROM="$(FROM)" BATCH="$(BATCH)" CAMPAIGN_OPERATIONS="$(CAMPAIGN_OPERATIONS)" CAMPAIGN_FAULTS="$(CAMPAIGN_FAULTS)" CHAOS_SKIP_LABELS="$(CHAOS_SKIP_LABELS)" \
-	  K8S_VERSION=$(K8S_VERSION) hack/campaign.sh
+	  FAILPOINT_ETCD=$(FAILPOINT_ETCD) FAILPOINT_UPGRADE_FROM=$(FAILPOINT_UPGRADE_FROM) K8S_VERSION=$(K8S_VERSION) hack/campaign.sh
 
 # The etcd release the failpoint scenarios run, built with its gofail failpoints (the suite's
 # --etcd-version), and the one the failpoint scenarios of an upgrade start from (the suite's

@@ -130,15 +130,21 @@ type campaignFault struct {
 	prerequisites []framework.Prerequisite
 	nodes         int
 	inject        func(ctx context.Context, r *framework.Run) error
+	// spec adjusts the cluster for the fault (nil: nothing): a failpoint fault runs etcd built
+	// with its failpoints.
+	spec func(*v1alpha1.EtcdClusterSpec)
+	// failpoint: the fault arms an etcd failpoint; an upgrade under it starts from
+	// --failpoint-upgrade-from-image.
+	failpoint bool
 }
 
 // campaignNodeLoss is the node-loss fault's name.
 const campaignNodeLoss = "node-loss"
 
 // campaignFaults are the faults a campaign can pick, in a fixed order (the draw indexes it).
-func campaignFaults(operatorNS string) []campaignFault {
+func campaignFaults(opts *framework.Options) []campaignFault {
 	var out []campaignFault
-	for _, f := range Faults(operatorNS) {
+	for _, f := range Faults(opts.OperatorNS) {
 		if f.QuorumLost {
 			// The campaign's runs must keep a quorum: an operation cannot go on without one.
 			continue
@@ -146,7 +152,58 @@ func campaignFaults(operatorNS string) []campaignFault {
 		out = append(out, campaignFault{name: f.Name, partition: f.Partition, needs: f.Needs, prerequisites: []framework.Prerequisite{framework.ChaosMesh},
 			inject: func(ctx context.Context, r *framework.Run) error { return r.Inject(ctx, f.Build, faultWindow, nil) }})
 	}
-	return append(out, campaignFault{name: campaignNodeLoss, partition: true, nodes: 3, inject: campaignPowerOffLeader})
+	out = append(out, campaignFault{name: campaignNodeLoss, partition: true, nodes: 3, inject: campaignPowerOffLeader})
+	return append(out, campaignFailpointFaults(opts)...)
+}
+
+// campaignFailpointFaults make etcd itself panic or stall at a point of its own code, as the
+// failpoint scenarios do (failpoints.go), at the run's moment: the leader panics before it
+// saves raft entries, a follower before a backend commit, or the leader's WAL syncs take
+// 300 ms longer for the fault window. The cluster runs etcd built with its failpoints
+// (--failpoint-etcd-image; an upgrade starts from --failpoint-upgrade-from-image).
+func campaignFailpointFaults(opts *framework.Options) []campaignFault {
+	spec := func(s *v1alpha1.EtcdClusterSpec) {
+		image := opts.FailpointImage
+		if s.Version == opts.UpgradeFrom && s.Version != opts.EtcdVersion {
+			image = opts.FailpointUpgradeFromImage
+		}
+		runFailpointBuild(s, image)
+	}
+	var out []campaignFault
+	for _, c := range []failpointCase{
+		{name: "failpoint-leader-panic", failpoint: "raftBeforeSave", action: "panic", target: targetLeader},
+		{name: "failpoint-follower-panic", failpoint: "beforeCommit", action: "panic", target: targetFollower},
+		{name: "failpoint-leader-slow", failpoint: "walBeforeSync", action: "sleep(300)", target: targetLeader, hold: faultWindow},
+	} {
+		out = append(out, campaignFault{name: c.name, failpoint: true, spec: spec, prerequisites: []framework.Prerequisite{framework.FailpointImage},
+			inject: func(ctx context.Context, r *framework.Run) error { return injectFailpoint(ctx, r, c) }})
+	}
+	return out
+}
+
+// injectFailpoint arms c on its target and waits until it fired (and, for a stall, was held
+// for c.hold). A target whose pod the operation replaces before the failpoint fired (the
+// failpoint goes with its process) is chosen again, up to 3 times, as the chaos faults are.
+func injectFailpoint(ctx context.Context, r *framework.Run, c failpointCase) error {
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		var targets []string
+		var before map[string]framework.MemberPod
+		// The target may be between pods (a roll, an upgrade): its failpoint control is
+		// reached once it runs again.
+		err = r.WaitFor(ctx, fmt.Sprintf("%s=%s armed on the %s", c.failpoint, c.action, c.target), 2*time.Minute, func() (err error) {
+			targets, before, err = armFailpoint(ctx, r, c)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if err = waitFired(ctx, r, c, targets, before); !errors.Is(err, errReplacedBeforeFired) {
+			return err
+		}
+		r.T.Logf("%v; arming the %s again (attempt %d of 3)", err, c.target, attempt)
+	}
+	return err
 }
 
 // CampaignScenarios are runs from through from+runs-1 of the campaign seed, over the
@@ -162,7 +219,7 @@ func CampaignScenarios(opts *framework.Options, seed uint64, from, runs int, ope
 	if err != nil {
 		return nil, err
 	}
-	fs, err := pick("--campaign-faults", faults, campaignFaults(opts.OperatorNS), func(f campaignFault) string { return f.name })
+	fs, err := pick("--campaign-faults", faults, campaignFaults(opts), func(f campaignFault) string { return f.name })
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +275,17 @@ func campaignScenario(p CampaignPlan, op campaignOp, f campaignFault) framework.
 			label.Operation: p.Operation, label.Fault: p.Fault, label.Moment: p.Moment.String()}}
 	if f.partition {
 		sc.Class = framework.Partition
+	}
+	if f.spec != nil {
+		sc.Spec = func(s *v1alpha1.EtcdClusterSpec) {
+			if op.spec != nil {
+				op.spec(s)
+			}
+			f.spec(s)
+		}
+	}
+	if f.failpoint && op.version != "" {
+		sc.Needs = append(sc.Needs, framework.FailpointUpgradeImages)
 	}
 	if f.needs != "" {
 		sc.Labels[label.Needs] = f.needs
@@ -327,7 +395,15 @@ func waitSettledAsSpec(ctx context.Context, r *framework.Run) error {
 // replaced once, announced: the fault may have replaced one besides.
 func campaignUpgrade(ctx context.Context, r *framework.Run, to string) error {
 	r.Phase("upgrading etcd to " + to)
-	if err := r.Update(ctx, "version = "+to, func(ec *v1alpha1.EtcdCluster) { ec.Spec.Version = to }); err != nil {
+	// A cluster on etcd built with its failpoints (a failpoint fault) goes to the same build of
+	// the new version.
+	from, image := r.Suite.Opts.FailpointUpgradeFromImage, r.Suite.Opts.FailpointImage
+	if err := r.Update(ctx, "version = "+to, func(ec *v1alpha1.EtcdCluster) {
+		ec.Spec.Version = to
+		if from != "" && ec.Spec.Image == from {
+			ec.Spec.Image = image
+		}
+	}); err != nil {
 		return err
 	}
 	if err := r.WaitEtcdVersion(ctx, to, 15*time.Minute); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorate-dev/quorate/api/v1alpha1"
 	"github.com/quorate-dev/quorate/e2e/framework"
 )
 
@@ -101,6 +102,23 @@ func TestCampaignScenarioShape(t *testing.T) {
 		!reflect.DeepEqual(needs(sc), []string{framework.StorageClasses("local-path", "local-path-b").Name, framework.ChaosMesh.Name}) || sc.Replicas != 3 {
 		t.Errorf("storage-move under delay: labels %v class %v nodes %d version %q needs %v", sc.Labels, sc.Class, sc.Nodes, sc.Version, needs(sc))
 	}
+	// A failpoint fault runs etcd built with its failpoints, reachable on their port; an
+	// upgrade starts from that build of the older version.
+	opts.FailpointImage, opts.FailpointUpgradeFromImage = "etcd:3.6.6-failpoints", "etcd:3.5.21-failpoints"
+	sc = find("upgrade", "failpoint-leader-panic")
+	spec := v1alpha1.EtcdClusterSpec{Version: sc.Version}
+	sc.Spec(&spec)
+	if spec.Image != "etcd:3.5.21-failpoints" || spec.NetworkPolicy.Enabled == nil || *spec.NetworkPolicy.Enabled || sc.Class != framework.Fault ||
+		!reflect.DeepEqual(needs(sc), []string{framework.FailpointImage.Name, framework.FailpointUpgradeImages.Name}) {
+		t.Errorf("upgrade under failpoint-leader-panic: image %q network policy %v class %v needs %v", spec.Image, spec.NetworkPolicy.Enabled, sc.Class, needs(sc))
+	}
+	sc = find("storage-move", "failpoint-follower-panic")
+	spec = v1alpha1.EtcdClusterSpec{Version: opts.EtcdVersion}
+	sc.Spec(&spec)
+	if spec.Image != "etcd:3.6.6-failpoints" || spec.Storage.StorageClassName == nil || *spec.Storage.StorageClassName != "local-path" ||
+		!reflect.DeepEqual(needs(sc), []string{framework.StorageClasses("local-path", "local-path-b").Name, framework.FailpointImage.Name}) {
+		t.Errorf("storage-move under failpoint-follower-panic: image %q storage class %v needs %v", spec.Image, spec.Storage.StorageClassName, needs(sc))
+	}
 	sc = find("restore", "pod-kill-leader")
 	if sc.Class != framework.Fault || !reflect.DeepEqual(needs(sc), []string{framework.ObjectStore.Name, framework.ChaosMesh.Name}) || sc.Labels["needs"] != "" {
 		t.Errorf("restore under pod-kill-leader: class %v needs %v labels %v", sc.Class, needs(sc), sc.Labels)
@@ -117,8 +135,9 @@ func TestCampaignChoices(t *testing.T) {
 	if got, want := namesOf(campaignOps(opts), func(o campaignOp) string { return o.name }), []string{"scale", "roll", "backup", "restore"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("without storage classes or an older version: operations %v, want %v", got, want)
 	}
-	want := []string{"pod-kill-leader", "pod-kill-follower", "container-kill", "pod-failure", "partition-leader", "partition-minority", "delay", "loss", "clock-skew", "operator-kill", "node-loss"}
-	if got := namesOf(campaignFaults("ns"), func(f campaignFault) string { return f.name }); !reflect.DeepEqual(got, want) {
+	want := []string{"pod-kill-leader", "pod-kill-follower", "container-kill", "pod-failure", "partition-leader", "partition-minority", "delay", "loss", "clock-skew", "operator-kill", "node-loss",
+		"failpoint-leader-panic", "failpoint-follower-panic", "failpoint-leader-slow"}
+	if got := namesOf(campaignFaults(opts), func(f campaignFault) string { return f.name }); !reflect.DeepEqual(got, want) {
 		t.Errorf("faults %v, want %v", got, want)
 	}
 }
@@ -134,7 +153,7 @@ func TestCampaignRefusals(t *testing.T) {
 		{seed: 1_000_000_000, runs: 1, err: "--campaign-seed=1000000000: give a seed from 1 to 999999999"},
 		{seed: 1, from: -1, runs: 1, err: "--campaign-from=-1 --campaign-runs=1: neither may be negative"},
 		{seed: 1, runs: 1, operations: "scale,defrag", err: `--campaign-operations: "defrag" is not one of scale,roll,upgrade,storage-move,backup,restore`},
-		{seed: 1, runs: 1, fault: "partition-majority", err: `--campaign-faults: "partition-majority" is not one of pod-kill-leader,pod-kill-follower,container-kill,pod-failure,partition-leader,partition-minority,delay,loss,clock-skew,operator-kill,node-loss`},
+		{seed: 1, runs: 1, fault: "partition-majority", err: `--campaign-faults: "partition-majority" is not one of pod-kill-leader,pod-kill-follower,container-kill,pod-failure,partition-leader,partition-minority,delay,loss,clock-skew,operator-kill,node-loss,failpoint-leader-panic,failpoint-follower-panic,failpoint-leader-slow`},
 	} {
 		_, err := CampaignScenarios(campaignOptions(), c.seed, c.from, c.runs, c.operations, c.fault)
 		if err == nil || err.Error() != c.err {

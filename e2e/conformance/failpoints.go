@@ -195,10 +195,7 @@ func failpointScenario(opts *framework.Options, c failpointCase) framework.Scena
 		Labels: map[string]string{label.Suite: label.SuiteFailpoints, label.Failpoint: c.failpoint, label.Operation: c.operation},
 		Needs:  append([]framework.Prerequisite{framework.FailpointImage}, c.needs...),
 		Spec: func(s *v1alpha1.EtcdClusterSpec) {
-			s.Image = image
-			// The suite reaches failpoint control on port 22381, which the cluster's
-			// NetworkPolicy does not admit.
-			s.NetworkPolicy.Enabled = ptr.To(false)
+			runFailpointBuild(s, image)
 			if c.spec != nil {
 				c.spec(s)
 			}
@@ -211,6 +208,47 @@ func failpointScenario(opts *framework.Options, c failpointCase) framework.Scena
 		}}
 }
 
+// runFailpointBuild makes the cluster run image, an etcd built with its failpoints, and lets
+// the suite reach their control: on port 22381, which the cluster's NetworkPolicy does not
+// admit.
+func runFailpointBuild(s *v1alpha1.EtcdClusterSpec, image string) {
+	s.Image = image
+	s.NetworkPolicy.Enabled = ptr.To(false)
+}
+
+// errReplacedBeforeFired: the armed member's pod was replaced before its failpoint fired, so
+// the failpoint went with its process.
+var errReplacedBeforeFired = errors.New("pod replaced before the failpoint fired")
+
+// armFailpoint arms c's failpoint on its targets (c.pick's member, or failpointTargets'), and
+// returns them with the member pods as they were when armed.
+func armFailpoint(ctx context.Context, r *framework.Run, c failpointCase) ([]string, map[string]framework.MemberPod, error) {
+	var targets []string
+	var err error
+	if c.pick != nil {
+		var m string
+		if m, err = c.pick(ctx, r); err == nil && m == "" {
+			err = errors.New("no member to arm")
+		}
+		targets = []string{m}
+	} else {
+		targets, err = failpointTargets(ctx, r, c.target)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	before, err := r.MemberPods(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, m := range targets {
+		if err := r.ArmFailpoint(ctx, m, c.failpoint, c.action); err != nil {
+			return nil, nil, err
+		}
+	}
+	return targets, before, nil
+}
+
 // runWithFailpoint arms the failpoint on the target's etcd when the case says (before the
 // operation, or once it has begun and reached armWhen's moment), and waits for both: the
 // failpoint must fire (a panic restarts the container; a sleep's count rises, and it is held,
@@ -218,29 +256,9 @@ func failpointScenario(opts *framework.Options, c failpointCase) framework.Scena
 func runWithFailpoint(ctx context.Context, r *framework.Run, c failpointCase) error {
 	var targets []string
 	var before map[string]framework.MemberPod
-	arm := func() error {
-		var err error
-		if c.pick != nil {
-			var m string
-			if m, err = c.pick(ctx, r); err == nil && m == "" {
-				err = errors.New("no member to arm")
-			}
-			targets = []string{m}
-		} else {
-			targets, err = failpointTargets(ctx, r, c.target)
-		}
-		if err != nil {
-			return err
-		}
-		if before, err = r.MemberPods(ctx); err != nil {
-			return err
-		}
-		for _, m := range targets {
-			if err := r.ArmFailpoint(ctx, m, c.failpoint, c.action); err != nil {
-				return err
-			}
-		}
-		return nil
+	arm := func() (err error) {
+		targets, before, err = armFailpoint(ctx, r, c)
+		return err
 	}
 	if c.armFirst {
 		if err := arm(); err != nil {
@@ -306,7 +324,7 @@ func waitFired(ctx context.Context, r *framework.Run, c failpointCase, targets [
 				b, a := before[m], now[m]
 				switch {
 				case a.UID != b.UID:
-					return fmt.Errorf("%s's pod was replaced before %s fired: the scenario shows nothing", m, c.failpoint)
+					return fmt.Errorf("%w: %w: %s's pod, armed with %s", framework.ErrStop, errReplacedBeforeFired, m, c.failpoint)
 				case a.Restarts <= b.Restarts:
 					waiting = append(waiting, m)
 				}
