@@ -187,21 +187,20 @@ func campaignFailpointFaults(opts *framework.Options) []campaignFault {
 func injectFailpoint(ctx context.Context, r *framework.Run, c failpointCase) error {
 	var err error
 	for attempt := 1; attempt <= 3; attempt++ {
-		var targets []string
-		var before map[string]framework.MemberPod
-		// The target may be between pods (a roll, an upgrade): its failpoint control is
-		// reached once it runs again.
+		var a armed
+		// The target may be between pods (a roll, an upgrade): it is armed once a member of
+		// the kind asked for is ready.
 		err = r.WaitFor(ctx, fmt.Sprintf("%s=%s armed on the %s", c.failpoint, c.action, c.target), 2*time.Minute, func() (err error) {
-			targets, before, err = armFailpoint(ctx, r, c)
+			a, err = armFailpoint(ctx, r, c)
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		if err = waitFired(ctx, r, c, targets, before); !errors.Is(err, errReplacedBeforeFired) {
+		if err = waitFired(ctx, r, c, a); !errors.Is(err, errReplacedBeforeFired) || attempt == 3 {
 			return err
 		}
-		r.T.Logf("%v; arming the %s again (attempt %d of 3)", err, c.target, attempt)
+		r.T.Logf("%v; arming the %s again (attempt %d of 3)", err, c.target, attempt+1)
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -220,9 +221,16 @@ func runFailpointBuild(s *v1alpha1.EtcdClusterSpec, image string) {
 // the failpoint went with its process.
 var errReplacedBeforeFired = errors.New("pod replaced before the failpoint fired")
 
+// armed is a failpoint armed on its targets: their pods as they were, and when.
+type armed struct {
+	targets []string
+	before  map[string]framework.MemberPod
+	at      time.Time
+}
+
 // armFailpoint arms c's failpoint on its targets (c.pick's member, or failpointTargets'), and
-// returns them with the member pods as they were when armed.
-func armFailpoint(ctx context.Context, r *framework.Run, c failpointCase) ([]string, map[string]framework.MemberPod, error) {
+// returns them with their pods as they were when armed.
+func armFailpoint(ctx context.Context, r *framework.Run, c failpointCase) (armed, error) {
 	var targets []string
 	var err error
 	if c.pick != nil {
@@ -235,18 +243,18 @@ func armFailpoint(ctx context.Context, r *framework.Run, c failpointCase) ([]str
 		targets, err = failpointTargets(ctx, r, c.target)
 	}
 	if err != nil {
-		return nil, nil, err
+		return armed{}, err
 	}
-	before, err := r.MemberPods(ctx)
-	if err != nil {
-		return nil, nil, err
+	a := armed{targets: targets, at: time.Now()}
+	if a.before, err = r.PodsOf(ctx, targets); err != nil {
+		return armed{}, err
 	}
 	for _, m := range targets {
 		if err := r.ArmFailpoint(ctx, m, c.failpoint, c.action); err != nil {
-			return nil, nil, err
+			return armed{}, err
 		}
 	}
-	return targets, before, nil
+	return a, nil
 }
 
 // runWithFailpoint arms the failpoint on the target's etcd when the case says (before the
@@ -254,10 +262,9 @@ func armFailpoint(ctx context.Context, r *framework.Run, c failpointCase) ([]str
 // failpoint must fire (a panic restarts the container; a sleep's count rises, and it is held,
 // then turned off), and the operation must end.
 func runWithFailpoint(ctx context.Context, r *framework.Run, c failpointCase) error {
-	var targets []string
-	var before map[string]framework.MemberPod
+	var a armed
 	arm := func() (err error) {
-		targets, before, err = armFailpoint(ctx, r, c)
+		a, err = armFailpoint(ctx, r, c)
 		return err
 	}
 	if c.armFirst {
@@ -277,7 +284,7 @@ func runWithFailpoint(ctx context.Context, r *framework.Run, c failpointCase) er
 		}
 	}
 	if err == nil {
-		err = waitFired(ctx, r, c, targets, before)
+		err = waitFired(ctx, r, c, a)
 	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("failpoint %s: %w", c.failpoint, err))
@@ -293,9 +300,20 @@ func failpointTargets(ctx context.Context, r *framework.Run, target string) ([]s
 	switch target {
 	case targetLeader:
 		l, err := r.Leader(ctx)
-		return []string{l}, err
+		if err != nil {
+			return nil, err
+		}
+		// Not a leader whose pod is going (a roll stops the leader last, once it moved
+		// leadership away): its failpoint would go with it.
+		if ok, err := servingPod(ctx, r, l); err != nil || !ok {
+			return nil, fmt.Errorf("the leader %s's pod is not ready, or is being deleted (%v)", l, err)
+		}
+		return []string{l}, nil
 	case targetFollower:
-		f, err := r.Follower(ctx)
+		f, err := readyFollower(ctx, r, func(*corev1.Pod) bool { return true })
+		if err == nil && f == "" {
+			err = errors.New("no ready follower")
+		}
 		return []string{f}, err
 	}
 	ec, err := r.GetCluster(ctx)
@@ -309,23 +327,20 @@ func failpointTargets(ctx context.Context, r *framework.Run, target string) ([]s
 	return all, nil
 }
 
-// waitFired waits until the failpoint fired on every target: for a panic, the target's
-// container restarted in the same pod; for anything else, its count rose, after which it is
-// held for c.hold and turned off.
-func waitFired(ctx context.Context, r *framework.Run, c failpointCase, targets []string, before map[string]framework.MemberPod) error {
+// waitFired waits until the failpoint fired on every target: for a panic, the target's etcd
+// died (panicked); for anything else, its count rose, after which it is held for c.hold and
+// turned off. A target whose pod was replaced before it fired stops the wait with
+// errReplacedBeforeFired.
+func waitFired(ctx context.Context, r *framework.Run, c failpointCase, a armed) error {
 	if c.action == "panic" {
-		err := r.WaitFor(ctx, fmt.Sprintf("%s=panic to fire on %s (its container restarting)", c.failpoint, strings.Join(targets, ", ")), failpointTimeout, func() error {
-			now, err := r.MemberPods(ctx)
-			if err != nil {
-				return err
-			}
+		err := r.WaitFor(ctx, fmt.Sprintf("%s=panic to fire on %s (its etcd dying)", c.failpoint, strings.Join(a.targets, ", ")), failpointTimeout, func() error {
 			var waiting []string
-			for _, m := range targets {
-				b, a := before[m], now[m]
-				switch {
-				case a.UID != b.UID:
-					return fmt.Errorf("%w: %w: %s's pod, armed with %s", framework.ErrStop, errReplacedBeforeFired, m, c.failpoint)
-				case a.Restarts <= b.Restarts:
+			for _, m := range a.targets {
+				died, err := panicked(ctx, r, c, m, a)
+				if err != nil {
+					return err
+				}
+				if !died {
 					waiting = append(waiting, m)
 				}
 			}
@@ -335,24 +350,18 @@ func waitFired(ctx context.Context, r *framework.Run, c failpointCase, targets [
 			return nil
 		})
 		if err == nil {
-			r.T.Logf("%s=panic fired on %s: each container restarted", c.failpoint, strings.Join(targets, ", "))
+			r.T.Logf("%s=panic fired on %s: each one's etcd died", c.failpoint, strings.Join(a.targets, ", "))
 		}
 		return err
 	}
 	// However the wait ends, the sleep is turned off again, unless the member's pod was
 	// replaced meanwhile (the failpoint went with its process).
-	defer func() {
-		now, _ := r.MemberPods(ctx)
-		for _, m := range targets {
-			if p, ok := now[m]; ok && p.UID == before[m].UID {
-				if err := r.DisarmFailpoint(ctx, m, c.failpoint); err != nil {
-					r.T.Logf("turning %s off on %s: %v", c.failpoint, m, err)
-				}
-			}
+	defer disarm(context.WithoutCancel(ctx), r, c, a)
+	err := r.WaitFor(ctx, fmt.Sprintf("%s=%s to fire on %s", c.failpoint, c.action, strings.Join(a.targets, ", ")), failpointTimeout, func() error {
+		if err := samePods(ctx, r, c, a); err != nil {
+			return err
 		}
-	}()
-	err := r.WaitFor(ctx, fmt.Sprintf("%s=%s to fire on %s", c.failpoint, c.action, strings.Join(targets, ", ")), failpointTimeout, func() error {
-		for _, m := range targets {
+		for _, m := range a.targets {
 			n, err := r.FailpointCount(ctx, m, c.failpoint)
 			if err != nil {
 				return err
@@ -366,13 +375,105 @@ func waitFired(ctx context.Context, r *framework.Run, c failpointCase, targets [
 	if err != nil {
 		return err
 	}
+	end := r.Fault(c.failpoint+"="+c.action, fmt.Sprintf("%s=%s on %s, held for %s", c.failpoint, c.action, strings.Join(a.targets, ", "), c.hold))
 	r.Hold(ctx, c.hold)
-	for _, m := range targets {
+	end()
+	for _, m := range a.targets {
 		if n, err := r.FailpointCount(ctx, m, c.failpoint); err == nil {
 			r.T.Logf("%s=%s fired %d times on %s in %s", c.failpoint, c.action, n, m, c.hold)
 		}
 	}
 	return nil
+}
+
+// samePods: every target still runs in the pod it was armed in (else ErrStop and
+// errReplacedBeforeFired).
+func samePods(ctx context.Context, r *framework.Run, c failpointCase, a armed) error {
+	for _, m := range a.targets {
+		p := &corev1.Pod{}
+		err := r.Suite.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: m}, p)
+		if apierrors.IsNotFound(err) || (err == nil && p.UID != a.before[m].UID) {
+			return fmt.Errorf("%w: %w: %s's pod, armed with %s", framework.ErrStop, errReplacedBeforeFired, m, c.failpoint)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// disarm turns the failpoint off on each target still in the pod it was armed in, trying for
+// 30 s (the pod proxy fails while the API server or the pod is busy); the failpoint of a
+// replaced pod went with its process.
+func disarm(ctx context.Context, r *framework.Run, c failpointCase, a armed) {
+	for _, m := range a.targets {
+		err := r.WaitFor(ctx, fmt.Sprintf("%s turned off on %s", c.failpoint, m), 30*time.Second, func() error {
+			now, err := r.PodsOf(ctx, []string{m})
+			if apierrors.IsNotFound(err) || (err == nil && now[m].UID != a.before[m].UID) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			return r.DisarmFailpoint(ctx, m, c.failpoint)
+		})
+		if err != nil {
+			r.T.Logf("%s stays on in %s's etcd until its pod is replaced: %v", c.failpoint, m, err)
+		}
+	}
+}
+
+// panicked: member's etcd died since a was armed. In the pod it was armed in, its container
+// restarted or is (or last was) terminated after a.at. A pod replaced since counts when the
+// operator replaced it because it was down (its repair Event, "replacing the pod of M, which
+// ...", after a.at): an outdated pod that dies in a roll or an upgrade is replaced at once,
+// before it restarts. Otherwise, ErrStop and errReplacedBeforeFired.
+func panicked(ctx context.Context, r *framework.Run, c failpointCase, m string, a armed) (bool, error) {
+	p := &corev1.Pod{}
+	err := r.Suite.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: m}, p)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	if err == nil && p.UID == a.before[m].UID {
+		var restarts int32
+		for _, cs := range p.Status.ContainerStatuses {
+			restarts += cs.RestartCount
+			if cs.Name != resources.EtcdContainer {
+				continue
+			}
+			for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+				if t != nil && t.FinishedAt.After(a.at) {
+					return true, nil
+				}
+			}
+		}
+		return restarts > a.before[m].Restarts, nil
+	}
+	var events corev1.EventList
+	if err := r.Suite.Client.List(ctx, &events, client.InNamespace(r.Namespace)); err != nil {
+		return false, err
+	}
+	for _, e := range events.Items {
+		last := e.LastTimestamp.Time
+		if e.EventTime.After(last) {
+			last = e.EventTime.Time
+		}
+		// Event times have a second's resolution.
+		if strings.HasPrefix(e.Message, "replacing the pod of "+m+", which ") && !last.Before(a.at.Truncate(time.Second)) {
+			r.T.Logf("%s's pod was replaced after its etcd died: %s", m, e.Message)
+			return true, nil
+		}
+	}
+	return false, fmt.Errorf("%w: %w: %s's pod, armed with %s", framework.ErrStop, errReplacedBeforeFired, m, c.failpoint)
+}
+
+// servingPod: member's pod is ready and not being deleted.
+func servingPod(ctx context.Context, r *framework.Run, member string) (bool, error) {
+	p := &corev1.Pod{}
+	if err := r.Suite.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: member}, p); err != nil {
+		return false, err
+	}
+	return p.DeletionTimestamp.IsZero() && framework.PodReady(p), nil
 }
 
 // defragNow asks for a defragmentation round of every member now and waits until it

@@ -48,9 +48,12 @@ func (r *Run) failpoint(ctx context.Context, method, member, path, body string) 
 // ArmFailpoint sets etcd's failpoint name on member to action (gofail's terms: panic,
 // sleep(100), 1*panic, off), and records it on the timeline.
 func (r *Run) ArmFailpoint(ctx context.Context, member, name, action string) error {
+	if _, err := r.failpoint(ctx, "PUT", member, name, action); err != nil {
+		return err
+	}
+	// Once armed: a request that failed (a pod between processes) armed nothing.
 	r.Event("fault", "failpoint", fmt.Sprintf("%s=%s on %s", name, action, member))
-	_, err := r.failpoint(ctx, "PUT", member, name, action)
-	return err
+	return nil
 }
 
 // DisarmFailpoint turns failpoint name on member off.
